@@ -1,0 +1,318 @@
+//! Custom GPU kernels injected through `mlx::core::fast::cuda_kernel` (CUDA, JIT-compiled
+//! by NVRTC inside MLX) and `mlx::core::fast::metal_kernel` (Metal).
+//!
+//! A kernel is described once ([`KernelSource`]) and built once per thread: [`cached`]
+//! keeps the MLX kernel object keyed by backend, name and a hash of the source, so the
+//! decode loop never rebuilds it. MLX itself caches the compiled module by name + source.
+//!
+//! MLX names the compiled kernel after `name` and the template arguments only, not the
+//! input dtypes. So that one kernel called with f16 and with bf16 inputs can never share
+//! a compiled instance, [`CustomKernel::call`] appends one dtype template argument per
+//! input, `T_<input name>`, which the source may also use as that input's element type.
+//!
+//! On a build without the matching GPU backend (e.g. the CPU wheel), building works but
+//! calling returns an error from MLX ("Only supports the GPU"); it never aborts.
+//! The Metal path cannot be exercised on this project's Linux machines.
+
+use std::cell::RefCell;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+
+use cxx::UniquePtr;
+
+use super::array::{array_vec, from_array_vec, Array};
+use super::device::{gpu_backend, GpuBackend};
+use super::dtype::Dtype;
+use super::ffi::bridge as ffi;
+use crate::error::{Error, MlxContext, Result};
+
+/// Which MLX custom-kernel API builds the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelBackend {
+    Cuda,
+    Metal,
+}
+
+impl KernelBackend {
+    /// The backend of the loaded `libmlx`, if it has a GPU one.
+    pub fn current() -> Option<KernelBackend> {
+        match gpu_backend() {
+            GpuBackend::Cuda => Some(KernelBackend::Cuda),
+            GpuBackend::Metal => Some(KernelBackend::Metal),
+            GpuBackend::None => None,
+        }
+    }
+}
+
+/// The text of a kernel: MLX generates the signature from the input and output names
+/// (inputs as `const T* name`, outputs as `T* name`, plus `name_shape`, `name_strides`,
+/// `name_ndim` when the body mentions them); `source` is the body.
+#[derive(Clone, Debug, Hash)]
+pub struct KernelSource {
+    pub name: String,
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    pub source: String,
+    /// Code placed before the kernel (helpers, includes).
+    pub header: String,
+    /// Copy non-contiguous inputs to row-contiguous before the launch.
+    pub ensure_row_contiguous: bool,
+    /// CUDA only: dynamic shared memory bytes.
+    pub shared_memory: i32,
+    /// Metal only: outputs declared as atomics.
+    pub atomic_outputs: bool,
+}
+
+impl KernelSource {
+    /// A kernel with the given interface and body, defaults elsewhere.
+    pub fn new(name: &str, inputs: &[&str], outputs: &[&str], source: &str) -> KernelSource {
+        KernelSource {
+            name: name.to_string(),
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            source: source.to_string(),
+            header: String::new(),
+            ensure_row_contiguous: true,
+            shared_memory: 0,
+            atomic_outputs: false,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        let ident = |s: &str| {
+            !s.is_empty()
+                && !s.starts_with(|c: char| c.is_ascii_digit())
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        for n in std::iter::once(&self.name)
+            .chain(&self.inputs)
+            .chain(&self.outputs)
+        {
+            if !ident(n) {
+                return Err(Error::invalid(
+                    "custom kernel",
+                    format!("'{n}' is not a C identifier (kernel '{}')", self.name),
+                ));
+            }
+        }
+        if self.outputs.is_empty() {
+            return Err(Error::invalid(
+                "custom kernel",
+                format!("kernel '{}' has no outputs", self.name),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A compile-time constant of the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemplateArg {
+    Int(i32),
+    Bool(bool),
+    Dtype(Dtype),
+}
+
+/// One launch: inputs, output shapes/dtypes, grid (total threads per axis, as in MLX)
+/// and block size.
+#[derive(Clone, Debug)]
+pub struct Launch<'a> {
+    pub inputs: Vec<&'a Array>,
+    pub outputs: Vec<(Vec<i32>, Dtype)>,
+    pub grid: [i32; 3],
+    pub threadgroup: [i32; 3],
+    pub template: Vec<(String, TemplateArg)>,
+    /// Fill outputs with this value before the launch (otherwise uninitialized).
+    pub init_value: Option<f32>,
+    /// Print the generated source (MLX's verbose flag).
+    pub verbose: bool,
+}
+
+impl<'a> Launch<'a> {
+    pub fn new(inputs: &[&'a Array], grid: [i32; 3], threadgroup: [i32; 3]) -> Launch<'a> {
+        Launch {
+            inputs: inputs.to_vec(),
+            outputs: Vec::new(),
+            grid,
+            threadgroup,
+            template: Vec::new(),
+            init_value: None,
+            verbose: false,
+        }
+    }
+
+    pub fn output(mut self, shape: &[i32], dtype: Dtype) -> Self {
+        self.outputs.push((shape.to_vec(), dtype));
+        self
+    }
+
+    pub fn template(mut self, name: &str, arg: TemplateArg) -> Self {
+        self.template.push((name.to_string(), arg));
+        self
+    }
+
+    pub fn init_value(mut self, v: f32) -> Self {
+        self.init_value = Some(v);
+        self
+    }
+}
+
+/// A built MLX custom kernel.
+pub struct CustomKernel {
+    func: UniquePtr<ffi::KernelFn>,
+    spec: KernelSource,
+    backend: KernelBackend,
+}
+
+impl CustomKernel {
+    /// Builds the MLX kernel object (compilation itself happens at the first launch).
+    pub fn new(backend: KernelBackend, spec: KernelSource) -> Result<CustomKernel> {
+        spec.validate()?;
+        let func = match backend {
+            KernelBackend::Cuda => ffi::cuda_kernel_new(
+                &spec.name,
+                spec.inputs.clone(),
+                spec.outputs.clone(),
+                &spec.source,
+                &spec.header,
+                spec.ensure_row_contiguous,
+                spec.shared_memory,
+            ),
+            KernelBackend::Metal => ffi::metal_kernel_new(
+                &spec.name,
+                spec.inputs.clone(),
+                spec.outputs.clone(),
+                &spec.source,
+                &spec.header,
+                spec.ensure_row_contiguous,
+                spec.atomic_outputs,
+            ),
+        }
+        .op("custom kernel")?;
+        Ok(CustomKernel {
+            func,
+            spec,
+            backend,
+        })
+    }
+
+    pub fn backend(&self) -> KernelBackend {
+        self.backend
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The template arguments of a launch with one `T_<input>` dtype argument per input
+    /// appended (unless the caller already set that name).
+    pub fn template_args(&self, launch: &Launch<'_>) -> Vec<(String, TemplateArg)> {
+        let mut args = launch.template.clone();
+        for (name, input) in self.spec.inputs.iter().zip(&launch.inputs) {
+            let key = format!("T_{name}");
+            if !args.iter().any(|(n, _)| *n == key) {
+                args.push((key, TemplateArg::Dtype(input.dtype())));
+            }
+        }
+        args
+    }
+
+    /// Queues the kernel; returns its outputs (lazy, like every MLX op).
+    pub fn call(&self, launch: &Launch<'_>) -> Result<Vec<Array>> {
+        if launch.inputs.len() != self.spec.inputs.len() {
+            return Err(Error::invalid(
+                "custom kernel",
+                format!(
+                    "kernel '{}' takes {} inputs, got {}",
+                    self.spec.name,
+                    self.spec.inputs.len(),
+                    launch.inputs.len()
+                ),
+            ));
+        }
+        if launch.outputs.len() != self.spec.outputs.len() {
+            return Err(Error::invalid(
+                "custom kernel",
+                format!(
+                    "kernel '{}' has {} outputs, launch describes {}",
+                    self.spec.name,
+                    self.spec.outputs.len(),
+                    launch.outputs.len()
+                ),
+            ));
+        }
+        if launch.grid.iter().chain(&launch.threadgroup).any(|&d| d < 1) {
+            return Err(Error::invalid(
+                "custom kernel",
+                format!(
+                    "grid {:?} and threadgroup {:?} must be positive",
+                    launch.grid, launch.threadgroup
+                ),
+            ));
+        }
+        let targs = self.template_args(launch);
+        let mut names = Vec::with_capacity(targs.len());
+        let mut kinds = Vec::with_capacity(targs.len());
+        let mut values = Vec::with_capacity(targs.len());
+        for (n, a) in &targs {
+            names.push(n.clone());
+            let (k, v) = match a {
+                TemplateArg::Int(i) => (0u8, *i),
+                TemplateArg::Bool(b) => (1u8, *b as i32),
+                TemplateArg::Dtype(d) => (2u8, d.code() as i32),
+            };
+            kinds.push(k);
+            values.push(v);
+        }
+        let shapes: Vec<i32> = launch
+            .outputs
+            .iter()
+            .flat_map(|(s, _)| s.iter().copied())
+            .collect();
+        let ranks: Vec<i32> = launch.outputs.iter().map(|(s, _)| s.len() as i32).collect();
+        let dtypes: Vec<u8> = launch.outputs.iter().map(|(_, d)| d.code()).collect();
+        let inputs = array_vec(&launch.inputs);
+        let out = ffi::kernel_call(
+            self.func.as_ref().expect("kernel object is never null"),
+            &inputs,
+            &shapes,
+            &ranks,
+            &dtypes,
+            &launch.grid,
+            &launch.threadgroup,
+            names,
+            &kinds,
+            &values,
+            launch.init_value.unwrap_or(0.0),
+            launch.init_value.is_some(),
+            launch.verbose,
+        )
+        .op("custom kernel launch")?;
+        from_array_vec(&out, "custom kernel launch")
+    }
+}
+
+thread_local! {
+    static CACHE: RefCell<HashMap<(KernelBackend, String, u64), Rc<CustomKernel>>> =
+        RefCell::new(HashMap::new());
+}
+
+/// The kernel for `spec` on `backend`, built on first use and reused afterwards.
+pub fn cached(backend: KernelBackend, spec: &KernelSource) -> Result<Rc<CustomKernel>> {
+    let mut h = DefaultHasher::new();
+    spec.hash(&mut h);
+    let key = (backend, spec.name.clone(), h.finish());
+    if let Some(k) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
+        return Ok(k);
+    }
+    let k = Rc::new(CustomKernel::new(backend, spec.clone())?);
+    CACHE.with(|c| c.borrow_mut().insert(key, k.clone()));
+    Ok(k)
+}
+
+/// Number of kernels built in this thread (lets tests check that the cache is used).
+pub fn cached_count() -> usize {
+    CACHE.with(|c| c.borrow().len())
+}

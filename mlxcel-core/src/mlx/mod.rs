@@ -1,0 +1,23 @@
+//! The safe MLX API. One module per concern:
+//! [`array`] (the handle, construction, read-back), [`dtype`], [`ops`] (math, shapes,
+//! quantization), [`fast`] (fused MLX kernels: RMSNorm, RoPE, SDPA), [`kernel`] (custom
+//! CUDA/Metal kernels), [`io`] (safetensors, GGUF), [`device`], [`memory`], [`random`].
+//!
+//! MLX is lazy: ops build a graph and nothing runs until [`Array::eval`] (or a read-back).
+//! Errors that MLX detects while building the graph (shapes, dtypes) come back from the op
+//! itself; errors at run time (e.g. a custom kernel that fails to compile) come back from
+//! `eval`.
+
+pub mod array;
+pub mod device;
+pub mod dtype;
+pub mod fast;
+pub(crate) mod ffi;
+pub mod io;
+pub mod kernel;
+pub mod memory;
+pub mod ops;
+pub mod random;
+
+pub use array::Array;
+pub use dtype::{Dtype, Element};
