@@ -39,6 +39,12 @@ fn path_str(path: &Path) -> Result<String> {
     })
 }
 
+impl std::fmt::Debug for TensorFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TensorFile({})", self.path)
+    }
+}
+
 impl TensorFile {
     /// Reads a `.safetensors` file (metadata values are strings).
     pub fn load_safetensors(path: &Path) -> Result<TensorFile> {

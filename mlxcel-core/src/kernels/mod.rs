@@ -1,0 +1,4 @@
+//! Custom GPU kernels of mlxcel. Sources live beside this file (`cuda/*.cu`,
+//! `metal/*.metal`) and are JIT-compiled by MLX through [`crate::mlx::kernel`].
+
+pub mod selftest;

@@ -1,0 +1,60 @@
+//! Helpers shared by the integration tests: fresh random inputs with a printed seed
+//! (set MLXCEL_TEST_SEED to replay a failure) and tolerance checks.
+#![allow(dead_code)]
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// A generator seeded from MLXCEL_TEST_SEED or from the clock; the seed is printed so a
+/// failing run can be replayed.
+pub fn rng(test: &str) -> StdRng {
+    let seed = std::env::var("MLXCEL_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("{test}: MLXCEL_TEST_SEED={seed}");
+    StdRng::seed_from_u64(seed)
+}
+
+/// `n` samples, roughly standard normal (sum of uniforms: no extra crate needed).
+pub fn randn(rng: &mut StdRng, n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|_| (0..4).map(|_| rng.gen::<f32>()).sum::<f32>() * 1.732 - 3.464)
+        .collect()
+}
+
+/// `n` samples in `[lo, hi)`.
+pub fn uniform(rng: &mut StdRng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+    (0..n).map(|_| rng.gen_range(lo..hi)).collect()
+}
+
+/// Asserts |got - want| <= atol + rtol * |want| elementwise.
+#[track_caller]
+pub fn assert_close(got: &[f32], want: &[f32], atol: f32, rtol: f32) {
+    assert_eq!(got.len(), want.len(), "length differs");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= atol + rtol * w.abs(),
+            "element {i}: got {g}, want {w} (atol {atol}, rtol {rtol})"
+        );
+    }
+}
+
+/// Row-major matmul of [m,k] x [k,n].
+pub fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut c = vec![0f32; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = a[i * k + p];
+            for j in 0..n {
+                c[i * n + j] += x * b[p * n + j];
+            }
+        }
+    }
+    c
+}
