@@ -243,12 +243,27 @@ fn from_download(backend: Backend) -> MlxInstall {
     let _ = fs::remove_dir_all(&staging);
     fs::create_dir_all(&staging)
         .unwrap_or_else(|e| fail(&format!("cannot create {}: {e}", staging.display())));
-    println!("cargo:warning=fetching the official MLX wheel {wheel} into {}", dir.display());
+    println!(
+        "cargo:warning=fetching the official MLX wheel {wheel} into {}",
+        dir.display()
+    );
     let mut dl = Command::new(&py);
-    dl.args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"]);
+    dl.args([
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+    ]);
     if backend == Backend::Cuda {
         // The CUDA wheel is only published for newer glibc tags; ask for it explicitly.
-        dl.args(["--platform", "manylinux_2_35_x86_64", "--python-version", "3.12"]);
+        dl.args([
+            "--platform",
+            "manylinux_2_35_x86_64",
+            "--python-version",
+            "3.12",
+        ]);
     }
     dl.arg("-d").arg(&staging).arg(&wheel);
     run(&mut dl, &format!("`{py} -m pip download {wheel}`"), hint);
@@ -259,7 +274,12 @@ fn from_download(backend: Backend) -> MlxInstall {
                 .map(|e| e.path())
                 .find(|p| p.extension().is_some_and(|x| x == "whl"))
         })
-        .unwrap_or_else(|| fail(&format!("pip downloaded no .whl into {}", staging.display())));
+        .unwrap_or_else(|| {
+            fail(&format!(
+                "pip downloaded no .whl into {}",
+                staging.display()
+            ))
+        });
     run(
         Command::new(&py)
             .args(["-m", "zipfile", "-e"])

@@ -74,7 +74,9 @@ fn collect(kernel_check: bool) -> Result<Info> {
     for i in 0..gpu_count {
         gpus.push(GpuInfo {
             index: i,
-            properties: device::device_info(DeviceKind::Gpu, i)?.into_iter().collect(),
+            properties: device::device_info(DeviceKind::Gpu, i)?
+                .into_iter()
+                .collect(),
         });
     }
     let kernel_check = if kernel_check {

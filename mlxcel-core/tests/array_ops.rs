@@ -22,19 +22,61 @@ fn round_trips_every_element_type() {
     assert_eq!(a.to_vec::<f32>().unwrap(), f);
 
     let h: Vec<f16> = f.iter().map(|&x| f16::from_f32(x)).collect();
-    assert_eq!(Array::from_slice(&h, &[24]).unwrap().to_vec::<f16>().unwrap(), h);
+    assert_eq!(
+        Array::from_slice(&h, &[24])
+            .unwrap()
+            .to_vec::<f16>()
+            .unwrap(),
+        h
+    );
     let b: Vec<bf16> = f.iter().map(|&x| bf16::from_f32(x)).collect();
-    assert_eq!(Array::from_slice(&b, &[24]).unwrap().to_vec::<bf16>().unwrap(), b);
+    assert_eq!(
+        Array::from_slice(&b, &[24])
+            .unwrap()
+            .to_vec::<bf16>()
+            .unwrap(),
+        b
+    );
     let i: Vec<i32> = (0..24).map(|_| r.gen()).collect();
-    assert_eq!(Array::from_slice(&i, &[4, 6]).unwrap().to_vec::<i32>().unwrap(), i);
+    assert_eq!(
+        Array::from_slice(&i, &[4, 6])
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
+        i
+    );
     let u: Vec<u32> = (0..24).map(|_| r.gen()).collect();
-    assert_eq!(Array::from_slice(&u, &[24]).unwrap().to_vec::<u32>().unwrap(), u);
+    assert_eq!(
+        Array::from_slice(&u, &[24])
+            .unwrap()
+            .to_vec::<u32>()
+            .unwrap(),
+        u
+    );
     let u8s: Vec<u8> = (0..24).map(|_| r.gen()).collect();
-    assert_eq!(Array::from_slice(&u8s, &[24]).unwrap().to_vec::<u8>().unwrap(), u8s);
+    assert_eq!(
+        Array::from_slice(&u8s, &[24])
+            .unwrap()
+            .to_vec::<u8>()
+            .unwrap(),
+        u8s
+    );
     let i64s: Vec<i64> = (0..24).map(|_| r.gen()).collect();
-    assert_eq!(Array::from_slice(&i64s, &[24]).unwrap().to_vec::<i64>().unwrap(), i64s);
+    assert_eq!(
+        Array::from_slice(&i64s, &[24])
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        i64s
+    );
     let bools: Vec<bool> = (0..24).map(|_| r.gen()).collect();
-    assert_eq!(Array::from_slice(&bools, &[24]).unwrap().to_vec::<bool>().unwrap(), bools);
+    assert_eq!(
+        Array::from_slice(&bools, &[24])
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap(),
+        bools
+    );
     assert_eq!(Array::scalar(7i32).unwrap().item::<i32>().unwrap(), 7);
 }
 
@@ -56,20 +98,47 @@ fn construction_errors_are_errors() {
     assert!(Array::from_slice(&[1.0f32, 2.0, 3.0], &[2, 2]).is_err());
     assert!(Array::from_slice(&[1.0f32], &[-1]).is_err());
     let a = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
-    assert!(a.to_vec::<i32>().is_err(), "dtype mismatch must be an error");
+    assert!(
+        a.to_vec::<i32>().is_err(),
+        "dtype mismatch must be an error"
+    );
     assert!(a.item::<f32>().is_err(), "item of a 2-element array");
 }
 
 #[test]
 fn full_zeros_ones_arange() {
-    assert_eq!(Array::full(&[2, 2], 3.5, Dtype::F32).unwrap().to_vec::<f32>().unwrap(), vec![3.5; 4]);
-    assert_eq!(Array::zeros(&[3], Dtype::I32).unwrap().to_vec::<i32>().unwrap(), vec![0; 3]);
-    assert_eq!(Array::ones(&[2], Dtype::F16).unwrap().to_f32_vec().unwrap(), vec![1.0; 2]);
     assert_eq!(
-        Array::arange(0.0, 5.0, 1.0, Dtype::I32).unwrap().to_vec::<i32>().unwrap(),
+        Array::full(&[2, 2], 3.5, Dtype::F32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![3.5; 4]
+    );
+    assert_eq!(
+        Array::zeros(&[3], Dtype::I32)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
+        vec![0; 3]
+    );
+    assert_eq!(
+        Array::ones(&[2], Dtype::F16).unwrap().to_f32_vec().unwrap(),
+        vec![1.0; 2]
+    );
+    assert_eq!(
+        Array::arange(0.0, 5.0, 1.0, Dtype::I32)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
         vec![0, 1, 2, 3, 4]
     );
-    assert_eq!(Array::full(&[1], -70000.0, Dtype::I32).unwrap().item::<i32>().unwrap(), -70000);
+    assert_eq!(
+        Array::full(&[1], -70000.0, Dtype::I32)
+            .unwrap()
+            .item::<i32>()
+            .unwrap(),
+        -70000
+    );
 }
 
 #[test]
@@ -86,7 +155,9 @@ fn unary_math_matches_rust() {
         ("sin", a.sin().unwrap(), f32::sin),
         ("cos", a.cos().unwrap(), f32::cos),
         ("tanh", a.tanh().unwrap(), f32::tanh),
-        ("sigmoid", a.sigmoid().unwrap(), |v| 1.0 / (1.0 + (-v).exp())),
+        ("sigmoid", a.sigmoid().unwrap(), |v| {
+            1.0 / (1.0 + (-v).exp())
+        }),
         ("silu", a.silu().unwrap(), |v| v / (1.0 + (-v).exp())),
         ("negative", a.negative().unwrap(), |v| -v),
         ("square", a.square().unwrap(), |v| v * v),
@@ -121,7 +192,9 @@ fn binary_ops_broadcast_like_numpy() {
         ("maximum", a.maximum(&b).unwrap(), f32::max),
         ("minimum", a.minimum(&b).unwrap(), f32::min),
         ("power", a.power(&b).unwrap(), f32::powf),
-        ("logaddexp", a.logaddexp(&b).unwrap(), |p, q| (p.exp() + q.exp()).ln()),
+        ("logaddexp", a.logaddexp(&b).unwrap(), |p, q| {
+            (p.exp() + q.exp()).ln()
+        }),
     ];
     for (name, arr, f) in cases {
         eprintln!("checking {name}");
@@ -136,7 +209,10 @@ fn binary_ops_broadcast_like_numpy() {
         assert_eq!(lt[i], x[i] < y[i % n]);
         assert_eq!(ge[i], x[i] >= y[i % n]);
     }
-    let sel = where_(&a.less(&b).unwrap(), &a, &b).unwrap().to_vec::<f32>().unwrap();
+    let sel = where_(&a.less(&b).unwrap(), &a, &b)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     for i in 0..m * n {
         assert_eq!(sel[i], if x[i] < y[i % n] { x[i] } else { y[i % n] });
     }
@@ -231,7 +307,10 @@ fn reshape_transpose_and_slices() {
             }
         }
     }
-    assert_eq!(a.reshape(&[-1, s as i32]).unwrap().shape(), vec![(p * q) as i32, s as i32]);
+    assert_eq!(
+        a.reshape(&[-1, s as i32]).unwrap().shape(),
+        vec![(p * q) as i32, s as i32]
+    );
     assert!(a.reshape(&[7, 7]).is_err());
     // slice a[1:3, ::2, 1:4]
     let sl = a.slice_strided(&[1, 0, 1], &[3, 4, 4], &[1, 2, 1]).unwrap();
@@ -247,9 +326,18 @@ fn reshape_transpose_and_slices() {
         }
     }
     assert_eq!(a.expand_dims(&[0]).unwrap().shape(), vec![1, 3, 4, 5]);
-    assert_eq!(a.expand_dims(&[0]).unwrap().squeeze(&[0]).unwrap().shape(), vec![3, 4, 5]);
-    let bc = Array::from_slice(&[1.0f32, 2.0], &[2, 1]).unwrap().broadcast_to(&[2, 3]).unwrap();
-    assert_eq!(bc.to_vec::<f32>().unwrap(), vec![1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
+    assert_eq!(
+        a.expand_dims(&[0]).unwrap().squeeze(&[0]).unwrap().shape(),
+        vec![3, 4, 5]
+    );
+    let bc = Array::from_slice(&[1.0f32, 2.0], &[2, 1])
+        .unwrap()
+        .broadcast_to(&[2, 3])
+        .unwrap();
+    assert_eq!(
+        bc.to_vec::<f32>().unwrap(),
+        vec![1.0, 1.0, 1.0, 2.0, 2.0, 2.0]
+    );
 }
 
 #[test]
@@ -267,7 +355,11 @@ fn slice_update_static_and_dynamic() {
     for b in 0..2 {
         for t in 0..8 {
             for d in 0..4 {
-                let want = if (2..5).contains(&t) { u[(b * 3 + t - 2) * 4 + d] } else { 0.0 };
+                let want = if (2..5).contains(&t) {
+                    u[(b * 3 + t - 2) * 4 + d]
+                } else {
+                    0.0
+                };
                 assert_eq!(ov[(b * 8 + t) * 4 + d], want);
             }
         }
@@ -282,7 +374,10 @@ fn concatenate_stack_split() {
     let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
     let b = Array::from_slice(&[5.0f32, 6.0], &[2, 1]).unwrap();
     let c = concatenate(&[&a, &b], 1).unwrap();
-    assert_eq!(c.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 5.0, 3.0, 4.0, 6.0]);
+    assert_eq!(
+        c.to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 5.0, 3.0, 4.0, 6.0]
+    );
     assert!(concatenate(&[&a, &b], 0).is_err());
     let s = stack(&[&a, &a], 0).unwrap();
     assert_eq!(s.shape(), vec![2, 2, 2]);
@@ -304,7 +399,10 @@ fn take_and_gather() {
     assert_eq!(got.shape(), vec![2, 3, d as i32]);
     let gv = got.to_vec::<f32>().unwrap();
     for (n, &id) in ids.iter().enumerate() {
-        assert_eq!(&gv[n * d..(n + 1) * d], &table[id as usize * d..(id as usize + 1) * d]);
+        assert_eq!(
+            &gv[n * d..(n + 1) * d],
+            &table[id as usize * d..(id as usize + 1) * d]
+        );
     }
     let cols: Vec<u32> = (0..v).map(|_| r.gen_range(0..d as u32)).collect();
     let along = t

@@ -4,13 +4,15 @@
 mod common;
 
 use common::{randn, rng};
+use half::f16;
 use mlxcel_core::kernels::selftest;
 use mlxcel_core::mlx::device::{self, DeviceKind, GpuBackend};
 use mlxcel_core::mlx::io::{save_gguf, save_safetensors, MetaValue, TensorFile};
-use mlxcel_core::mlx::kernel::{cached, cached_count, CustomKernel, KernelBackend, KernelSource, Launch, TemplateArg};
+use mlxcel_core::mlx::kernel::{
+    cached, cached_count, CustomKernel, KernelBackend, KernelSource, Launch, TemplateArg,
+};
 use mlxcel_core::mlx::{memory, random};
 use mlxcel_core::{Array, Dtype, Error};
-use half::f16;
 
 fn tmpdir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("mlxcel-test-{name}-{}", std::process::id()));
@@ -38,7 +40,10 @@ fn safetensors_round_trip_with_metadata() {
     }
     assert!(f.metadata("nope").unwrap().is_none());
     let missing = f.get("nope").unwrap_err().to_string();
-    assert!(missing.contains("nope") && missing.contains("t.safetensors"), "{missing}");
+    assert!(
+        missing.contains("nope") && missing.contains("t.safetensors"),
+        "{missing}"
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 
@@ -65,7 +70,10 @@ fn gguf_round_trip_with_metadata() {
         other => panic!("unexpected {other:?}"),
     }
     match f.metadata("llama.context_length").unwrap() {
-        Some(MetaValue::Array(v)) => assert_eq!(v.astype(Dtype::I64).unwrap().to_vec::<i64>().unwrap(), vec![2048]),
+        Some(MetaValue::Array(v)) => assert_eq!(
+            v.astype(Dtype::I64).unwrap().to_vec::<i64>().unwrap(),
+            vec![2048]
+        ),
         other => panic!("unexpected {other:?}"),
     }
     std::fs::remove_dir_all(dir).ok();
@@ -76,7 +84,10 @@ fn bad_files_are_clear_errors() {
     let dir = tmpdir("bad");
     let missing = dir.join("missing.gguf");
     let e = TensorFile::load_gguf(&missing).unwrap_err();
-    assert!(matches!(e, Error::File { .. }) && e.to_string().contains("missing.gguf"), "{e}");
+    assert!(
+        matches!(e, Error::File { .. }) && e.to_string().contains("missing.gguf"),
+        "{e}"
+    );
     let junk = dir.join("junk.safetensors");
     std::fs::write(&junk, b"this is not a safetensors file").unwrap();
     let e = TensorFile::load_safetensors(&junk).unwrap_err().to_string();
@@ -101,9 +112,14 @@ fn memory_statistics_track_allocations() {
     let a = Array::full(&[n], 1.5, Dtype::F32).unwrap();
     a.eval().unwrap();
     let during = memory::active_memory().unwrap();
-    assert!(during >= before + 16 * 1024 * 1024, "active {before} -> {during}");
+    assert!(
+        during >= before + 16 * 1024 * 1024,
+        "active {before} -> {during}"
+    );
     assert!(memory::peak_memory().unwrap() >= during);
     drop(a);
+    // The CUDA allocator frees on the stream: wait for it before reading the counter.
+    device::synchronize().unwrap();
     memory::clear_cache().unwrap();
     assert!(memory::active_memory().unwrap() < during);
 }
@@ -111,30 +127,55 @@ fn memory_statistics_track_allocations() {
 #[test]
 fn random_is_reproducible_and_standard_normal() {
     let k = random::key(1234).unwrap();
-    let a = random::normal(&[100_000], Dtype::F32, Some(&k)).unwrap().to_vec::<f32>().unwrap();
-    let b = random::normal(&[100_000], Dtype::F32, Some(&k)).unwrap().to_vec::<f32>().unwrap();
+    let a = random::normal(&[100_000], Dtype::F32, Some(&k))
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let b = random::normal(&[100_000], Dtype::F32, Some(&k))
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     assert_eq!(a, b, "same key, same numbers");
     let mean = a.iter().sum::<f32>() / a.len() as f32;
     let var = a.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / a.len() as f32;
-    assert!(mean.abs() < 0.02 && (var - 1.0).abs() < 0.03, "mean {mean} var {var}");
-    let u = random::uniform(&[10_000], Dtype::F32, None).unwrap().to_vec::<f32>().unwrap();
+    assert!(
+        mean.abs() < 0.02 && (var - 1.0).abs() < 0.03,
+        "mean {mean} var {var}"
+    );
+    let u = random::uniform(&[10_000], Dtype::F32, None)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     assert!(u.iter().all(|&v| (0.0..1.0).contains(&v)));
     // Categorical over logits that put (almost) all mass on index 3.
     let logits = Array::from_slice(&[0.0f32, 0.0, 0.0, 50.0], &[1, 4]).unwrap();
-    let s = random::categorical(&logits, -1, Some(&k)).unwrap().to_vec::<u32>().unwrap();
+    let s = random::categorical(&logits, -1, Some(&k))
+        .unwrap()
+        .to_vec::<u32>()
+        .unwrap();
     assert_eq!(s, vec![3]);
 }
 
 #[test]
 fn devices_report_consistently() {
     let backend = device::gpu_backend();
-    let gpus = if backend == GpuBackend::None { 0 } else { device::device_count(DeviceKind::Gpu).unwrap() };
+    let gpus = if backend == GpuBackend::None {
+        0
+    } else {
+        device::device_count(DeviceKind::Gpu).unwrap()
+    };
     assert_eq!(device::gpu_available(), gpus > 0);
     assert!(!device::mlx_version().is_empty());
-    assert!(device::library_path().contains("libmlx"), "{}", device::library_path());
+    assert!(
+        device::library_path().contains("libmlx"),
+        "{}",
+        device::library_path()
+    );
     if gpus == 0 {
         assert_eq!(device::default_device().unwrap(), DeviceKind::Cpu);
-        let e = device::set_default_device(DeviceKind::Gpu, 0).unwrap_err().to_string();
+        let e = device::set_default_device(DeviceKind::Gpu, 0)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not available"), "{e}");
     } else {
         let info = device::device_info(DeviceKind::Gpu, 0).unwrap();
@@ -153,7 +194,10 @@ fn kernel_wrapper_caches_and_adds_dtype_template_args() {
     let n0 = cached_count();
     let k1 = cached(backend, &spec).unwrap();
     let k2 = cached(backend, &spec).unwrap();
-    assert!(std::rc::Rc::ptr_eq(&k1, &k2), "second lookup must reuse the built kernel");
+    assert!(
+        std::rc::Rc::ptr_eq(&k1, &k2),
+        "second lookup must reuse the built kernel"
+    );
     assert_eq!(cached_count(), n0 + 1);
     let a = Array::zeros(&[4], Dtype::F16).unwrap();
     let b = Array::zeros(&[4], Dtype::BF16).unwrap();
@@ -167,7 +211,9 @@ fn kernel_wrapper_caches_and_adds_dtype_template_args() {
     assert!(args.contains(&("T_b".to_string(), TemplateArg::Dtype(Dtype::BF16))));
     assert!(args.contains(&("T_alpha".to_string(), TemplateArg::Dtype(Dtype::F32))));
     // Wrong number of inputs and bad names are caught before MLX.
-    assert!(k1.call(&Launch::new(&[&a], [4, 1, 1], [4, 1, 1]).output(&[4], Dtype::F16)).is_err());
+    assert!(k1
+        .call(&Launch::new(&[&a], [4, 1, 1], [4, 1, 1]).output(&[4], Dtype::F16))
+        .is_err());
     let bad = KernelSource::new("bad name", &["a"], &["out"], "");
     assert!(CustomKernel::new(backend, bad).is_err());
 }

@@ -46,15 +46,28 @@ pub struct DtypeCheck {
 /// Runs the kernel on fresh random data for f32, f16 and bf16 (tolerance: one rounding
 /// of the output type relative to the magnitude).
 pub fn run(backend: KernelBackend, elements: usize) -> Result<Vec<DtypeCheck>> {
-    let key = random::key(std::time::UNIX_EPOCH.elapsed().map(|d| d.as_nanos() as u64).unwrap_or(7))?;
+    let key = random::key(
+        std::time::UNIX_EPOCH
+            .elapsed()
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(7),
+    )?;
     let keys = random::split(&key, 2)?;
     let mut out = Vec::new();
     for dtype in [Dtype::F32, Dtype::F16, Dtype::BF16] {
         let n = elements as i32;
-        let a = random::normal(&[n], Dtype::F32, Some(&keys.slice_axis(0, 0, 1)?.squeeze(&[0])?))?
-            .astype(dtype)?;
-        let b = random::normal(&[n], Dtype::F32, Some(&keys.slice_axis(0, 1, 2)?.squeeze(&[0])?))?
-            .astype(dtype)?;
+        let a = random::normal(
+            &[n],
+            Dtype::F32,
+            Some(&keys.slice_axis(0, 0, 1)?.squeeze(&[0])?),
+        )?
+        .astype(dtype)?;
+        let b = random::normal(
+            &[n],
+            Dtype::F32,
+            Some(&keys.slice_axis(0, 1, 2)?.squeeze(&[0])?),
+        )?
+        .astype(dtype)?;
         let alpha = 1.75f32;
         let got = axpy(backend, &a, &b, alpha)?.to_f32_vec()?;
         let a32 = a.to_f32_vec()?;
@@ -70,7 +83,8 @@ pub fn run(backend: KernelBackend, elements: usize) -> Result<Vec<DtypeCheck>> {
             let want = x * alpha + y;
             let err = (g - want).abs();
             max_abs = max_abs.max(err);
-            if !(err <= tol * want.abs().max(1.0)) {
+            // NaN-safe: a NaN error fails the check.
+            if err.is_nan() || err > tol * want.abs().max(1.0) {
                 ok = false;
             }
         }

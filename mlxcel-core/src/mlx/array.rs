@@ -23,7 +23,12 @@ impl Clone for Array {
 
 impl std::fmt::Debug for Array {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Array(shape={:?}, dtype={:?})", self.shape(), self.dtype())
+        write!(
+            f,
+            "Array(shape={:?}, dtype={:?})",
+            self.shape(),
+            self.dtype()
+        )
     }
 }
 
@@ -31,7 +36,10 @@ pub(crate) fn check_shape(op: &'static str, shape: &[i32]) -> Result<usize> {
     let mut n: usize = 1;
     for &d in shape {
         if d < 0 {
-            return Err(Error::invalid(op, format!("negative dimension in shape {shape:?}")));
+            return Err(Error::invalid(
+                op,
+                format!("negative dimension in shape {shape:?}"),
+            ));
         }
         n = n
             .checked_mul(d as usize)
@@ -148,11 +156,7 @@ impl Array {
         if self.dtype() != T::DTYPE {
             return Err(Error::invalid(
                 "to_vec",
-                format!(
-                    "array has dtype {}, asked for {}",
-                    self.dtype(),
-                    T::DTYPE
-                ),
+                format!("array has dtype {}, asked for {}", self.dtype(), T::DTYPE),
             ));
         }
         let mut out = vec![T::default(); self.size()];
@@ -170,7 +174,11 @@ impl Array {
         if self.size() != 1 {
             return Err(Error::invalid(
                 "item",
-                format!("array of shape {:?} has {} elements", self.shape(), self.size()),
+                format!(
+                    "array of shape {:?} has {} elements",
+                    self.shape(),
+                    self.size()
+                ),
             ));
         }
         Ok(self.to_vec::<T>()?[0])

@@ -73,7 +73,13 @@ pub fn gpu_available() -> bool {
 pub fn default_device() -> Result<DeviceKind> {
     ffi::default_device_is_gpu()
         .op("default_device")
-        .map(|gpu| if gpu { DeviceKind::Gpu } else { DeviceKind::Cpu })
+        .map(|gpu| {
+            if gpu {
+                DeviceKind::Gpu
+            } else {
+                DeviceKind::Cpu
+            }
+        })
 }
 
 /// Makes ops run on `kind:index` by default. Fails if that device does not exist.

@@ -81,6 +81,5 @@ pub fn scaled_dot_product_attention(
         AttentionMask::Causal => ffi::sdpa(q.raw(), k.raw(), v.raw(), scale, "causal"),
         AttentionMask::Array(m) => ffi::sdpa_masked(q.raw(), k.raw(), v.raw(), scale, m.raw()),
     };
-    out.op("scaled_dot_product_attention")
-        .map(Array::from_ptr)
+    out.op("scaled_dot_product_attention").map(Array::from_ptr)
 }

@@ -65,7 +65,8 @@ pub(crate) mod bridge {
         fn where_(cond: &Array, x: &Array, y: &Array) -> Result<UniquePtr<Array>>;
         fn matmul(a: &Array, b: &Array) -> Result<UniquePtr<Array>>;
         fn softmax(a: &Array, axes: &[i32], precise: bool) -> Result<UniquePtr<Array>>;
-        fn cumsum(a: &Array, axis: i32, reverse: bool, inclusive: bool) -> Result<UniquePtr<Array>>;
+        fn cumsum(a: &Array, axis: i32, reverse: bool, inclusive: bool)
+            -> Result<UniquePtr<Array>>;
         fn argsort(a: &Array, axis: i32) -> Result<UniquePtr<Array>>;
         fn sort(a: &Array, axis: i32) -> Result<UniquePtr<Array>>;
         fn argpartition(a: &Array, kth: i32, axis: i32) -> Result<UniquePtr<Array>>;
@@ -78,7 +79,12 @@ pub(crate) mod bridge {
         fn squeeze(a: &Array, axes: &[i32]) -> Result<UniquePtr<Array>>;
         fn broadcast_to(a: &Array, shape: &[i32]) -> Result<UniquePtr<Array>>;
         fn contiguous(a: &Array) -> Result<UniquePtr<Array>>;
-        fn slice(a: &Array, start: &[i32], stop: &[i32], strides: &[i32]) -> Result<UniquePtr<Array>>;
+        fn slice(
+            a: &Array,
+            start: &[i32],
+            stop: &[i32],
+            strides: &[i32],
+        ) -> Result<UniquePtr<Array>>;
         fn slice_update(
             src: &Array,
             update: &Array,
@@ -97,7 +103,12 @@ pub(crate) mod bridge {
         fn split_sections(a: &Array, indices: &[i32], axis: i32) -> Result<UniquePtr<ArrayVec>>;
         fn take(a: &Array, indices: &Array, axis: i32) -> Result<UniquePtr<Array>>;
         fn take_along_axis(a: &Array, indices: &Array, axis: i32) -> Result<UniquePtr<Array>>;
-        fn put_along_axis(a: &Array, indices: &Array, values: &Array, axis: i32) -> Result<UniquePtr<Array>>;
+        fn put_along_axis(
+            a: &Array,
+            indices: &Array,
+            values: &Array,
+            axis: i32,
+        ) -> Result<UniquePtr<Array>>;
 
         // ---- quantization, transforms ---------------------------------------------------
         fn quantize(w: &Array, group_size: i32, bits: i32) -> Result<UniquePtr<ArrayVec>>;
@@ -121,7 +132,12 @@ pub(crate) mod bridge {
         fn hadamard_transform(a: &Array, has_scale: bool, scale: f32) -> Result<UniquePtr<Array>>;
 
         // ---- fast ops -------------------------------------------------------------------
-        fn rms_norm(x: &Array, weight: &Array, has_weight: bool, eps: f32) -> Result<UniquePtr<Array>>;
+        fn rms_norm(
+            x: &Array,
+            weight: &Array,
+            has_weight: bool,
+            eps: f32,
+        ) -> Result<UniquePtr<Array>>;
         fn rope(
             x: &Array,
             dims: i32,
@@ -201,9 +217,24 @@ pub(crate) mod bridge {
         fn random_seed(seed: u64) -> Result<()>;
         fn random_key(seed: u64) -> Result<UniquePtr<Array>>;
         fn random_split(key: &Array, num: i32) -> Result<UniquePtr<Array>>;
-        fn random_normal(shape: &[i32], dtype: u8, key: &Array, has_key: bool) -> Result<UniquePtr<Array>>;
-        fn random_uniform(shape: &[i32], dtype: u8, key: &Array, has_key: bool) -> Result<UniquePtr<Array>>;
-        fn random_categorical(logits: &Array, axis: i32, key: &Array, has_key: bool) -> Result<UniquePtr<Array>>;
+        fn random_normal(
+            shape: &[i32],
+            dtype: u8,
+            key: &Array,
+            has_key: bool,
+        ) -> Result<UniquePtr<Array>>;
+        fn random_uniform(
+            shape: &[i32],
+            dtype: u8,
+            key: &Array,
+            has_key: bool,
+        ) -> Result<UniquePtr<Array>>;
+        fn random_categorical(
+            logits: &Array,
+            axis: i32,
+            key: &Array,
+            has_key: bool,
+        ) -> Result<UniquePtr<Array>>;
 
         // ---- files ----------------------------------------------------------------------
         fn load_safetensors(path: &str) -> Result<UniquePtr<TensorFile>>;

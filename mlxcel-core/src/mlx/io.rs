@@ -33,10 +33,12 @@ fn path_str(path: &Path) -> Result<String> {
             message: "no such file".into(),
         });
     }
-    path.to_str().map(str::to_string).ok_or_else(|| Error::File {
-        path: path.display().to_string(),
-        message: "path is not valid UTF-8".into(),
-    })
+    path.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| Error::File {
+            path: path.display().to_string(),
+            message: "path is not valid UTF-8".into(),
+        })
 }
 
 impl std::fmt::Debug for TensorFile {
@@ -67,7 +69,9 @@ impl TensorFile {
     }
 
     fn raw(&self) -> &ffi::TensorFile {
-        self.inner.as_ref().expect("tensor file handle is never null")
+        self.inner
+            .as_ref()
+            .expect("tensor file handle is never null")
     }
 
     /// The path it was read from.

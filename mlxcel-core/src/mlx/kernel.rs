@@ -243,7 +243,12 @@ impl CustomKernel {
                 ),
             ));
         }
-        if launch.grid.iter().chain(&launch.threadgroup).any(|&d| d < 1) {
+        if launch
+            .grid
+            .iter()
+            .chain(&launch.threadgroup)
+            .any(|&d| d < 1)
+        {
             return Err(Error::invalid(
                 "custom kernel",
                 format!(

@@ -337,7 +337,10 @@ impl Array {
         let n = shape.len() as i32;
         let ax = if axis < 0 { axis + n } else { axis };
         if !(0..n).contains(&ax) {
-            return Err(Error::invalid("slice_axis", format!("axis {axis} out of range")));
+            return Err(Error::invalid(
+                "slice_axis",
+                format!("axis {axis} out of range"),
+            ));
         }
         let mut lo = vec![0; shape.len()];
         let mut hi = shape.clone();
@@ -358,7 +361,12 @@ impl Array {
 
     /// Like [`Array::slice_update`] but with start indices held in an array (no host sync
     /// when the position lives on the device).
-    pub fn slice_update_dynamic(&self, update: &Array, start: &Array, axes: &[i32]) -> Result<Array> {
+    pub fn slice_update_dynamic(
+        &self,
+        update: &Array,
+        start: &Array,
+        axes: &[i32],
+    ) -> Result<Array> {
         ffi::slice_update_dynamic(self.raw(), update.raw(), start.raw(), axes)
             .op("slice_update")
             .map(Array::from_ptr)

@@ -58,3 +58,28 @@ pub fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
     }
     c
 }
+
+/// Asserts ‖got − want‖ / ‖want‖ <= tol (for results whose per-element error depends on
+/// the backend's arithmetic, e.g. TF32 matmuls on the GPU).
+#[track_caller]
+pub fn assert_rel_norm(got: &[f32], want: &[f32], tol: f32) {
+    assert_eq!(got.len(), want.len(), "length differs");
+    let num: f64 = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| ((g - w) as f64).powi(2))
+        .sum();
+    let den: f64 = want.iter().map(|w| (*w as f64).powi(2)).sum();
+    let rel = (num / den.max(1e-30)).sqrt() as f32;
+    assert!(rel <= tol, "relative error {rel} > {tol}");
+}
+
+/// Tolerance for f32 matrix products: MLX's CUDA backend runs them in TF32 (about
+/// 3e-4 relative), the CPU backend in full f32.
+pub fn f32_matmul_tol() -> f32 {
+    if mlxcel_core::mlx::device::gpu_available() {
+        2e-3
+    } else {
+        1e-5
+    }
+}

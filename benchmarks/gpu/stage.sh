@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Stage everything a GPU run needs into .devcarry/ (ignored by git, carried by the device
+# tool): the MLX CUDA payload, the release `mlxcel` binary and the mlxcel-core test
+# binaries, all built here against the CPU libmlx of the same MLX version.
+#   benchmarks/gpu/stage.sh
+set -euo pipefail
+root="$(git rev-parse --show-toplevel)"
+cd "$root"
+[ -f .devcarry/mlx-cuda/activate.sh ] || bash ../shared/device/prepare-mlx-cuda.sh
+cargo build --release -p mlxcel-cli
+rm -rf .devcarry/bin && mkdir -p .devcarry/bin/tests
+cp target/release/mlxcel .devcarry/bin/
+cargo test --release --no-run -p mlxcel-core --message-format=json 2>/dev/null |
+  python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        shutil.copy(m["executable"], ".devcarry/bin/tests/" + m["target"]["name"])
+        print("staged test", m["target"]["name"])
+'
+du -sh .devcarry
