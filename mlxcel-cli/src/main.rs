@@ -1,6 +1,9 @@
 //! `mlxcel`: the command-line entry point.
 
+mod generate;
 mod info;
+mod model_args;
+mod perplexity;
 
 use clap::{Parser, Subcommand};
 
@@ -17,19 +20,27 @@ enum Command {
     /// Show the MLX library, backend, devices, GPU memory and (optionally) check that
     /// custom GPU kernels compile and run.
     Info(info::InfoArgs),
+    /// Generate text from a prompt (streams to stdout).
+    Generate(generate::GenerateArgs),
+    /// Perplexity of a model over non-overlapping windows of a text file.
+    Perplexity(perplexity::PerplexityArgs),
 }
 
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MLXCEL_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,mlxcel_models=info")),
         )
+        .without_time()
+        .with_target(false)
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(args) => info::run(&args),
+        Command::Generate(args) => generate::run(&args),
+        Command::Perplexity(args) => perplexity::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -3,10 +3,14 @@
 //! - [`mlx`]: a safe Rust API over MLX's C++ library (arrays, ops, fast ops, custom
 //!   GPU kernels, safetensors/GGUF I/O, devices, memory, random).
 //! - [`kernels`]: custom GPU kernels (CUDA/Metal sources JIT-compiled by MLX).
+//! - [`kv`]: KV caches, one module per storage mode, behind one trait.
+//! - [`attention`]: the attention paths the caches call.
 //! - [`error`]: the one error type of the crate.
 
+pub mod attention;
 pub mod error;
 pub mod kernels;
+pub mod kv;
 pub mod mlx;
 
 pub use error::{Error, Result};

@@ -1,0 +1,170 @@
+//! `mlxcel generate`: stream a completion for a prompt.
+
+use std::io::Write;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use mlxcel_models::generate::{generate, GenerateParams, GenerationStats};
+use mlxcel_models::sampler::SamplingParams;
+use mlxcel_models::tokenizer::chat::{apply_chat_template, Message};
+use mlxcel_models::Model;
+use rand::{Rng, SeedableRng};
+
+use crate::model_args::ModelArgs;
+
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The prompt (sent through the model's chat template unless --no-chat-template).
+    #[arg(long, short = 'p')]
+    pub prompt: Option<String>,
+    /// Use N random prompt tokens instead of --prompt (required for synthetic models).
+    #[arg(long)]
+    pub prompt_tokens: Option<usize>,
+    /// System message for the chat template.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Send the prompt as raw text, without the chat template.
+    #[arg(long)]
+    pub no_chat_template: bool,
+    /// Maximum number of new tokens.
+    #[arg(long, default_value_t = 256)]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 = greedy.
+    #[arg(long, default_value_t = 0.0)]
+    pub temp: f32,
+    /// Keep only the K most likely tokens (0 = off).
+    #[arg(long, default_value_t = 0)]
+    pub top_k: usize,
+    /// Nucleus sampling: keep the smallest set with this total probability (1 = off).
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f32,
+    /// Keep tokens at least this fraction as likely as the best one (0 = off).
+    #[arg(long, default_value_t = 0.0)]
+    pub min_p: f32,
+    /// Penalize tokens seen in the last --repeat-last-n tokens (1 = off).
+    #[arg(long, default_value_t = 1.0)]
+    pub repeat_penalty: f32,
+    #[arg(long, default_value_t = 64)]
+    pub repeat_last_n: usize,
+    /// Random seed for sampling (and random prompts).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Stop when this text appears (repeatable).
+    #[arg(long)]
+    pub stop: Vec<String>,
+    /// Do not stop at end-of-sequence tokens.
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Prompt tokens per prefill step (bounds memory on long prompts).
+    #[arg(long, default_value_t = 512)]
+    pub prefill_chunk: usize,
+    /// Print timing, memory and KV-cache numbers to stderr after the answer.
+    #[arg(long)]
+    pub profile: bool,
+    /// Print one JSON object (text, token ids, stats) instead of streaming text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn mb(b: usize) -> String {
+    format!("{:.1} MB", b as f64 / 1e6)
+}
+
+fn print_profile(s: &GenerationStats) {
+    eprintln!();
+    eprintln!("prompt tokens      {}", s.prompt_tokens);
+    eprintln!(
+        "generated tokens   {} (stop: {:?})",
+        s.generated_tokens, s.stop_reason
+    );
+    eprintln!(
+        "prefill            {:.3} s, {:.1} tok/s",
+        s.prefill_seconds, s.prefill_tokens_per_second
+    );
+    eprintln!("time to 1st token  {:.3} s", s.time_to_first_token_seconds);
+    eprintln!(
+        "decode             {:.3} s, {:.2} tok/s",
+        s.decode_seconds, s.decode_tokens_per_second
+    );
+    eprintln!("peak memory        {}", mb(s.peak_memory_bytes));
+    eprintln!(
+        "KV cache           {} ({})",
+        mb(s.kv_cache_bytes),
+        s.kv_cache_mode
+    );
+}
+
+pub fn run(args: &GenerateArgs) -> Result<()> {
+    let model = Model::load(args.model.model.as_deref(), &args.model.load_options())?;
+    let prompt_ids: Vec<u32> = match (&args.prompt, args.prompt_tokens) {
+        (_, Some(n)) => {
+            if n == 0 {
+                bail!("--prompt-tokens must be at least 1");
+            }
+            let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
+            let vocab = model.config().vocab_size as u32;
+            (0..n).map(|_| rng.gen_range(0..vocab)).collect()
+        }
+        (Some(p), None) => {
+            let tok = model
+                .tokenizer()
+                .context("this model cannot take a text prompt; use --prompt-tokens")?;
+            let text = if args.no_chat_template {
+                p.clone()
+            } else if tok.chat_template.is_none() {
+                tracing::warn!("the model has no chat template; sending the raw prompt");
+                p.clone()
+            } else {
+                let mut msgs = Vec::new();
+                if let Some(s) = &args.system {
+                    msgs.push(Message::new("system", s));
+                }
+                msgs.push(Message::new("user", p));
+                apply_chat_template(tok, &msgs)?
+            };
+            tok.encode(&text)?
+        }
+        (None, None) => bail!("give --prompt TEXT (or --prompt-tokens N for random token ids)"),
+    };
+    let params = GenerateParams {
+        max_tokens: args.max_tokens,
+        stop: args.stop.clone(),
+        prefill_chunk: args.prefill_chunk,
+        ignore_eos: args.ignore_eos,
+        sampling: SamplingParams {
+            temperature: args.temp,
+            top_k: args.top_k,
+            top_p: args.top_p,
+            min_p: args.min_p,
+            repetition_penalty: args.repeat_penalty,
+            repetition_window: args.repeat_last_n,
+            seed: args.seed,
+        },
+    };
+    let stream = !args.json;
+    let mut stdout = std::io::stdout();
+    let out = generate(&model, &prompt_ids, &params, |piece| {
+        if stream {
+            let _ = stdout.write_all(piece.as_bytes());
+            let _ = stdout.flush();
+        }
+    })?;
+    if args.json {
+        let v = serde_json::json!({
+            "model": model.description,
+            "prompt_tokens": prompt_ids,
+            "text": out.text,
+            "tokens": out.tokens,
+            "stats": out.stats,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!();
+    }
+    if args.profile {
+        print_profile(&out.stats);
+    }
+    Ok(())
+}

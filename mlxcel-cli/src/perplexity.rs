@@ -1,0 +1,57 @@
+//! `mlxcel perplexity`: perplexity of a model over non-overlapping windows of a text file.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use mlxcel_models::perplexity::perplexity;
+use mlxcel_models::Model;
+
+use crate::model_args::ModelArgs;
+
+#[derive(Args, Debug)]
+pub struct PerplexityArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Text file to score (UTF-8).
+    #[arg(long, short = 'f')]
+    pub file: PathBuf,
+    /// Tokens per window.
+    #[arg(long, default_value_t = 1024)]
+    pub ctx: usize,
+    /// Number of windows, taken from the start of the text.
+    #[arg(long, default_value_t = 4)]
+    pub chunks: usize,
+    /// Tokens per forward step inside a window (bounds memory).
+    #[arg(long, default_value_t = 256)]
+    pub step: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &PerplexityArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("cannot read {} as UTF-8 text", args.file.display()))?;
+    let model = Model::load(args.model.model.as_deref(), &args.model.load_options())?;
+    let tokens = model.tokenizer()?.encode(&text)?;
+    let report = perplexity(&model, &tokens, args.ctx, args.chunks, args.step)?;
+    if args.json {
+        let v = serde_json::json!({
+            "model": model.description,
+            "file": args.file,
+            "text_tokens": tokens.len(),
+            "report": report,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "perplexity {:.4} over {} windows of {} tokens ({} scored) in {:.1} s",
+            report.perplexity, report.windows, report.ctx, report.scored_tokens, report.seconds
+        );
+        for (i, p) in report.per_window_ppl.iter().enumerate() {
+            println!("  window {}: {:.4}", i + 1, p);
+        }
+    }
+    Ok(())
+}

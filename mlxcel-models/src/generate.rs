@@ -1,0 +1,179 @@
+//! Text generation: chunked prefill, then a decode loop that samples, streams and stops on
+//! EOS, a stop string, or the token limit.
+
+use std::time::Instant;
+
+use mlxcel_core::kv::KvCache;
+use mlxcel_core::mlx::{device, memory};
+use mlxcel_core::Dtype;
+
+use crate::error::Result;
+use crate::model::Model;
+use crate::sampler::{Sampler, SamplingParams};
+use crate::tokenizer::StreamDecoder;
+
+/// Generation settings.
+#[derive(Debug, Clone)]
+pub struct GenerateParams {
+    pub max_tokens: usize,
+    pub stop: Vec<String>,
+    /// Prompt tokens per prefill step (bounds prefill memory).
+    pub prefill_chunk: usize,
+    /// Keep decoding past EOS (always on for synthetic models).
+    pub ignore_eos: bool,
+    pub sampling: SamplingParams,
+}
+
+impl Default for GenerateParams {
+    fn default() -> Self {
+        GenerateParams {
+            max_tokens: 256,
+            stop: Vec::new(),
+            prefill_chunk: 512,
+            ignore_eos: false,
+            sampling: SamplingParams::default(),
+        }
+    }
+}
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    Eos,
+    StopString,
+    MaxTokens,
+}
+
+/// Numbers for `--profile`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct GenerationStats {
+    pub prompt_tokens: usize,
+    pub generated_tokens: usize,
+    pub prefill_seconds: f64,
+    pub prefill_tokens_per_second: f64,
+    pub decode_seconds: f64,
+    pub decode_tokens_per_second: f64,
+    pub time_to_first_token_seconds: f64,
+    pub peak_memory_bytes: usize,
+    pub kv_cache_bytes: usize,
+    pub kv_cache_mode: String,
+    pub stop_reason: StopReason,
+}
+
+/// What came out.
+#[derive(Debug, Clone)]
+pub struct Generation {
+    pub tokens: Vec<u32>,
+    pub text: String,
+    pub stats: GenerationStats,
+}
+
+/// Runs the prompt through the model in chunks; returns the last position's logits (f32,
+/// on the host).
+pub fn prefill(
+    model: &Model,
+    prompt: &[u32],
+    caches: &mut [Box<dyn KvCache>],
+    chunk: usize,
+) -> Result<Vec<f32>> {
+    let chunk = chunk.max(1);
+    let mut last = None;
+    for piece in prompt.chunks(chunk) {
+        let logits = model.forward(piece, caches, true)?;
+        logits.eval()?;
+        last = Some(logits);
+    }
+    let logits =
+        last.ok_or_else(|| crate::error::ModelError::Tokenizer("the prompt is empty".into()))?;
+    Ok(logits.astype(Dtype::F32)?.to_vec::<f32>()?)
+}
+
+/// Generates from `prompt` token ids, calling `on_text` with each newly decoded piece.
+pub fn generate(
+    model: &Model,
+    prompt: &[u32],
+    params: &GenerateParams,
+    mut on_text: impl FnMut(&str),
+) -> Result<Generation> {
+    let mut caches = model.new_caches();
+    memory::reset_peak_memory()?;
+    let ignore_eos = params.ignore_eos || model.synthetic;
+    let mut sampler = Sampler::new(params.sampling.clone());
+    let t0 = Instant::now();
+    let mut logits = prefill(model, prompt, &mut caches, params.prefill_chunk)?;
+    let prefill_s = t0.elapsed().as_secs_f64();
+    let mut history: Vec<u32> = prompt.to_vec();
+    let mut out: Vec<u32> = Vec::new();
+    let mut decoder = StreamDecoder::new();
+    let mut text = String::new();
+    let mut stop_reason = StopReason::MaxTokens;
+    let mut ttft = 0.0;
+    let t1 = Instant::now();
+    while out.len() < params.max_tokens {
+        let tok = sampler.sample(&mut logits, &history);
+        if out.is_empty() {
+            ttft = t0.elapsed().as_secs_f64();
+        }
+        out.push(tok);
+        history.push(tok);
+        if !ignore_eos && model.tokenizer.as_ref().is_some_and(|t| t.is_eos(tok)) {
+            stop_reason = StopReason::Eos;
+            break;
+        }
+        if let Some(tk) = &model.tokenizer {
+            let piece = decoder.push(tk, tok)?;
+            if !piece.is_empty() {
+                text.push_str(&piece);
+                if let Some(pos) = params
+                    .stop
+                    .iter()
+                    .filter_map(|s| text.find(s.as_str()))
+                    .min()
+                {
+                    // Print only what precedes the stop string.
+                    let printed = text.len() - piece.len();
+                    if pos > printed {
+                        on_text(&text[printed..pos]);
+                    }
+                    text.truncate(pos);
+                    stop_reason = StopReason::StopString;
+                    break;
+                }
+                on_text(&piece);
+            }
+        }
+        if out.len() >= params.max_tokens {
+            break;
+        }
+        logits = model
+            .forward(&[tok], &mut caches, true)?
+            .astype(Dtype::F32)?
+            .to_vec::<f32>()?;
+    }
+    device::synchronize()?;
+    let decode_s = t1.elapsed().as_secs_f64();
+    let n = out.len();
+    let stats = GenerationStats {
+        prompt_tokens: prompt.len(),
+        generated_tokens: n,
+        prefill_seconds: prefill_s,
+        prefill_tokens_per_second: prompt.len() as f64 / prefill_s.max(1e-9),
+        decode_seconds: decode_s,
+        // The first token comes from the prefill logits: n tokens took n-1 decode steps.
+        decode_tokens_per_second: n.saturating_sub(1) as f64 / decode_s.max(1e-9),
+        time_to_first_token_seconds: ttft,
+        peak_memory_bytes: memory::peak_memory()?,
+        kv_cache_bytes: caches.iter().map(|c| c.bytes()).sum(),
+        kv_cache_mode: caches
+            .first()
+            .map(|c| c.mode_name().to_string())
+            .unwrap_or_default(),
+        stop_reason,
+    };
+    Ok(Generation {
+        tokens: out,
+        text,
+        stats,
+    })
+}

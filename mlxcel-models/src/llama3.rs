@@ -1,0 +1,294 @@
+//! The Llama decoder (Llama 2/3, SmolLM2): RMSNorm, RoPE (with Llama-3 frequency
+//! scaling), grouped-query attention, SwiGLU MLP, tied or untied head.
+//!
+//! Qwen2 and Qwen3 are this same decoder with [`AttentionOptions`] switched on (q/k/v
+//! biases, per-head q/k RMSNorm); see `qwen2.rs` and `qwen3.rs`.
+
+use mlxcel_core::kv::KvCache;
+use mlxcel_core::mlx::fast::{rope, RopeFreqs, RopeOffset};
+use mlxcel_core::Array;
+
+use crate::config::{Llama3RopeScaling, ModelConfig, RopeScaling};
+use crate::error::{ModelError, Result};
+use crate::layers::{Embedding, Linear, Mlp, RmsNorm};
+use crate::weights::Weights;
+
+/// Per-family switches of the shared attention block.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AttentionOptions {
+    /// q/k/v projections carry biases (Qwen2).
+    pub qkv_bias: bool,
+    /// RMSNorm over each head of q and k before RoPE (Qwen3).
+    pub qk_norm: bool,
+}
+
+/// RoPE periods `base^(2i/d)` adjusted by Llama-3 scaling, following the definition in
+/// HF transformers' `_compute_llama3_parameters` (inverse frequencies divided by `factor`
+/// at long wavelengths, interpolated in between).
+pub fn llama3_periods(base: f32, dims: usize, s: &Llama3RopeScaling) -> Vec<f32> {
+    let low_wavelen = s.original_max_position_embeddings / s.low_freq_factor;
+    let high_wavelen = s.original_max_position_embeddings / s.high_freq_factor;
+    (0..dims / 2)
+        .map(|i| {
+            let inv = 1.0 / base.powf(2.0 * i as f32 / dims as f32);
+            let wavelen = 2.0 * std::f32::consts::PI / inv;
+            let scaled = if wavelen > low_wavelen {
+                inv / s.factor
+            } else {
+                inv
+            };
+            let medium = wavelen >= high_wavelen && wavelen <= low_wavelen;
+            let out = if medium {
+                let smooth = (s.original_max_position_embeddings / wavelen - s.low_freq_factor)
+                    / (s.high_freq_factor - s.low_freq_factor);
+                (1.0 - smooth) * scaled / s.factor + smooth * scaled
+            } else {
+                scaled
+            };
+            1.0 / out
+        })
+        .collect()
+}
+
+/// Rotary embedding of one model.
+pub struct Rope {
+    dims: i32,
+    base: f32,
+    traditional: bool,
+    /// Explicit periods when the model scales its frequencies.
+    periods: Option<Array>,
+}
+
+impl Rope {
+    pub fn new(cfg: &ModelConfig) -> Result<Rope> {
+        let dims = cfg.head_dim;
+        let periods = match &cfg.rope_scaling {
+            RopeScaling::None => None,
+            RopeScaling::Llama3(s) => Some(llama3_periods(cfg.rope_theta, dims, s)),
+            RopeScaling::Factors(f) => {
+                if f.len() != dims / 2 {
+                    return Err(ModelError::Unsupported(format!(
+                        "rope_freqs has {} factors, expected head_dim/2 = {}",
+                        f.len(),
+                        dims / 2
+                    )));
+                }
+                Some(
+                    f.iter()
+                        .enumerate()
+                        .map(|(i, m)| cfg.rope_theta.powf(2.0 * i as f32 / dims as f32) * m)
+                        .collect(),
+                )
+            }
+        };
+        Ok(Rope {
+            dims: dims as i32,
+            base: cfg.rope_theta,
+            traditional: cfg.rope_traditional,
+            periods: periods
+                .map(|p| Array::from_slice(&p, &[p.len() as i32]))
+                .transpose()?,
+        })
+    }
+
+    /// Rotates `x [B, H, L, D]` for positions `offset..offset+L`.
+    pub fn apply(&self, x: &Array, offset: usize) -> Result<Array> {
+        let freqs = match &self.periods {
+            Some(p) => RopeFreqs::Custom(p),
+            None => RopeFreqs::Base(self.base),
+        };
+        Ok(rope(
+            x,
+            self.dims,
+            self.traditional,
+            freqs,
+            1.0,
+            RopeOffset::Int(offset as i32),
+        )?)
+    }
+}
+
+/// Grouped-query self-attention.
+pub struct Attention {
+    q_proj: Linear,
+    k_proj: Linear,
+    v_proj: Linear,
+    o_proj: Linear,
+    q_norm: Option<RmsNorm>,
+    k_norm: Option<RmsNorm>,
+    n_heads: i32,
+    n_kv_heads: i32,
+    head_dim: i32,
+    scale: f32,
+}
+
+impl Attention {
+    pub fn load(
+        w: &mut Weights,
+        prefix: &str,
+        cfg: &ModelConfig,
+        opts: AttentionOptions,
+    ) -> Result<Attention> {
+        let bias = opts.qkv_bias || cfg.attention_bias;
+        let (q_norm, k_norm) = if opts.qk_norm {
+            (
+                Some(RmsNorm::load(
+                    w,
+                    &format!("{prefix}.q_norm.weight"),
+                    cfg.rms_norm_eps,
+                )?),
+                Some(RmsNorm::load(
+                    w,
+                    &format!("{prefix}.k_norm.weight"),
+                    cfg.rms_norm_eps,
+                )?),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(Attention {
+            q_proj: Linear::load(w, &format!("{prefix}.q_proj"), bias)?,
+            k_proj: Linear::load(w, &format!("{prefix}.k_proj"), bias)?,
+            v_proj: Linear::load(w, &format!("{prefix}.v_proj"), bias)?,
+            o_proj: Linear::load(w, &format!("{prefix}.o_proj"), false)?,
+            q_norm,
+            k_norm,
+            n_heads: cfg.num_heads as i32,
+            n_kv_heads: cfg.num_kv_heads as i32,
+            head_dim: cfg.head_dim as i32,
+            scale: 1.0 / (cfg.head_dim as f32).sqrt(),
+        })
+    }
+
+    /// `x [B, L, hidden]` -> `[B, L, hidden]`; appends this block's K/V to `cache`.
+    pub fn forward(&self, x: &Array, rope: &Rope, cache: &mut dyn KvCache) -> Result<Array> {
+        let (b, l) = (x.dim(0), x.dim(1));
+        let heads = |t: Array, n: i32, norm: &Option<RmsNorm>| -> Result<Array> {
+            let t = t.reshape(&[b, l, n, self.head_dim])?;
+            let t = match norm {
+                Some(nm) => nm.forward(&t)?,
+                None => t,
+            };
+            Ok(t.transpose(&[0, 2, 1, 3])?)
+        };
+        let q = heads(self.q_proj.forward(x)?, self.n_heads, &self.q_norm)?;
+        let k = heads(self.k_proj.forward(x)?, self.n_kv_heads, &self.k_norm)?;
+        let v = heads(self.v_proj.forward(x)?, self.n_kv_heads, &None)?;
+        let offset = cache.len();
+        let q = rope.apply(&q, offset)?;
+        let k = rope.apply(&k, offset)?;
+        cache.append(&k, &v)?;
+        let o = cache.attend(&q, self.scale)?;
+        let o = o
+            .transpose(&[0, 2, 1, 3])?
+            .reshape(&[b, l, self.n_heads * self.head_dim])?;
+        self.o_proj.forward(&o)
+    }
+}
+
+/// One pre-norm decoder block.
+pub struct DecoderLayer {
+    input_norm: RmsNorm,
+    attn: Attention,
+    post_norm: RmsNorm,
+    mlp: Mlp,
+}
+
+impl DecoderLayer {
+    pub fn load(
+        w: &mut Weights,
+        i: usize,
+        cfg: &ModelConfig,
+        opts: AttentionOptions,
+    ) -> Result<DecoderLayer> {
+        let p = format!("model.layers.{i}");
+        Ok(DecoderLayer {
+            input_norm: RmsNorm::load(w, &format!("{p}.input_layernorm.weight"), cfg.rms_norm_eps)?,
+            attn: Attention::load(w, &format!("{p}.self_attn"), cfg, opts)?,
+            post_norm: RmsNorm::load(
+                w,
+                &format!("{p}.post_attention_layernorm.weight"),
+                cfg.rms_norm_eps,
+            )?,
+            mlp: Mlp::load(w, &format!("{p}.mlp"))?,
+        })
+    }
+
+    pub fn forward(&self, x: &Array, rope: &Rope, cache: &mut dyn KvCache) -> Result<Array> {
+        let h = x.add(
+            &self
+                .attn
+                .forward(&self.input_norm.forward(x)?, rope, cache)?,
+        )?;
+        Ok(h.add(&self.mlp.forward(&self.post_norm.forward(&h)?)?)?)
+    }
+}
+
+/// The whole decoder-only transformer.
+pub struct Transformer {
+    pub config: ModelConfig,
+    embed: Embedding,
+    layers: Vec<DecoderLayer>,
+    norm: RmsNorm,
+    /// None when the head is tied to the embedding.
+    lm_head: Option<Linear>,
+    rope: Rope,
+}
+
+impl Transformer {
+    /// Builds the network from `weights`, taking every tensor it needs.
+    pub fn load(cfg: &ModelConfig, w: &mut Weights, opts: AttentionOptions) -> Result<Transformer> {
+        let embed = Embedding::load(w, "model.embed_tokens.weight")?;
+        let layers = (0..cfg.num_layers)
+            .map(|i| DecoderLayer::load(w, i, cfg, opts))
+            .collect::<Result<Vec<_>>>()?;
+        let norm = RmsNorm::load(w, "model.norm.weight", cfg.rms_norm_eps)?;
+        let lm_head = if cfg.tie_word_embeddings && !w.contains("lm_head.weight") {
+            None
+        } else {
+            Some(Linear::load(w, "lm_head", false)?)
+        };
+        let left: Vec<&String> = w.names().collect();
+        if !left.is_empty() {
+            tracing::debug!("{} unused tensors, e.g. {:?}", left.len(), left.first());
+        }
+        Ok(Transformer {
+            config: cfg.clone(),
+            embed,
+            layers,
+            norm,
+            lm_head,
+            rope: Rope::new(cfg)?,
+        })
+    }
+
+    /// Logits for `tokens [B, L]` (int32). Appends to `caches` (one per layer). With
+    /// `last_only`, only the last position's logits are computed (`[B, 1, vocab]`).
+    pub fn forward(
+        &self,
+        tokens: &Array,
+        caches: &mut [Box<dyn KvCache>],
+        last_only: bool,
+    ) -> Result<Array> {
+        if caches.len() != self.layers.len() {
+            return Err(ModelError::Unsupported(format!(
+                "{} caches for {} layers",
+                caches.len(),
+                self.layers.len()
+            )));
+        }
+        let mut h = self.embed.forward(tokens)?;
+        for (layer, cache) in self.layers.iter().zip(caches.iter_mut()) {
+            h = layer.forward(&h, &self.rope, cache.as_mut())?;
+        }
+        if last_only {
+            let l = h.dim(1);
+            h = h.slice_axis(1, l - 1, l)?;
+        }
+        let h = self.norm.forward(&h)?;
+        match &self.lm_head {
+            Some(head) => head.forward(&h),
+            None => self.embed.as_head(&h),
+        }
+    }
+}
