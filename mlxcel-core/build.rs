@@ -311,8 +311,67 @@ fn from_download(backend: Backend) -> MlxInstall {
     }
 }
 
+/// The wheel bundles netlib's reference BLAS/LAPACK (f32 GEMM ~25x slower than OpenBLAS;
+/// see ../shared/reference/mlx-cpu-performance.md). In mlxcel's own cache (never in a
+/// user's MLX_DIR or site-packages) we point the two bundled file names at the system's
+/// ABI-compatible OpenBLAS when it is installed. `MLXCEL_OPENBLAS=0` keeps the bundled ones.
+fn use_system_openblas(wheel_root: &Path) {
+    let libs = wheel_root.join("mlx_cpu.libs");
+    if !libs.is_dir() {
+        return;
+    }
+    let keep_bundled = env::var("MLXCEL_OPENBLAS").is_ok_and(|v| v == "0");
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let sys_dir = PathBuf::from(format!("/usr/lib/{arch}-linux-gnu/openblas-pthread"));
+    let Ok(entries) = fs::read_dir(&libs) else {
+        return;
+    };
+    let mut missing_system = false;
+    for e in entries.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().to_string();
+        let system = if name.starts_with("libblas-") && name.ends_with(".so.3.10.0") {
+            sys_dir.join("libblas.so.3")
+        } else if name.starts_with("liblapack-") && name.ends_with(".so.3.10.0") {
+            sys_dir.join("liblapack.so.3")
+        } else {
+            continue;
+        };
+        let path = e.path();
+        let bundled = libs.join(format!("{name}.bundled"));
+        let is_link = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        if keep_bundled {
+            if is_link && bundled.is_file() {
+                let _ = fs::remove_file(&path);
+                let _ = fs::rename(&bundled, &path);
+            }
+            continue;
+        }
+        if is_link {
+            continue;
+        }
+        if !system.is_file() {
+            missing_system = true;
+            continue;
+        }
+        if fs::rename(&path, &bundled).is_ok() {
+            #[cfg(unix)]
+            if std::os::unix::fs::symlink(&system, &path).is_err() {
+                let _ = fs::rename(&bundled, &path);
+            }
+        }
+    }
+    if missing_system && !keep_bundled {
+        println!(
+            "cargo:warning=MLX's CPU wheel bundles the slow reference BLAS; for ~30x faster f32 \
+             matmuls on the CPU install OpenBLAS (Debian/Ubuntu: apt-get install libopenblas0-pthread) \
+             and rebuild"
+        );
+    }
+}
+
 fn main() {
     for var in [
+        "MLXCEL_OPENBLAS",
         "MLX_DIR",
         "MLXCEL_MLX_BACKEND",
         "MLXCEL_CACHE_DIR",
@@ -328,7 +387,13 @@ fn main() {
     let backend = Backend::from_env();
     let mlx = from_mlx_dir()
         .or_else(|| from_site_packages(backend))
-        .unwrap_or_else(|| from_download(backend));
+        .unwrap_or_else(|| {
+            let m = from_download(backend);
+            if let Some(root) = m.lib.parent().and_then(Path::parent) {
+                use_system_openblas(root);
+            }
+            m
+        });
 
     cxx_build::bridge("src/mlx/ffi.rs")
         .file("cpp/bridge.cc")
