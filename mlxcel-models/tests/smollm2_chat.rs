@@ -1,0 +1,69 @@
+//! The GGUF-rebuilt tokenizer and minijinja chat rendering against HF transformers
+//! (`fixtures/smollm2_chat_reference.json`, made by `make_smollm2_chat_reference.py`).
+
+use mlxcel_models::loader::gguf::GgufFile;
+use mlxcel_models::loader::resolve::default_model;
+use mlxcel_models::tokenizer::chat::{apply_chat_template, Message};
+use mlxcel_models::tokenizer::{gguf_bpe, StreamDecoder};
+use serde_json::Value;
+
+fn tokenizer() -> mlxcel_models::tokenizer::Tokenizer {
+    let path = match std::env::var("MLXCEL_SMOLLM2_GGUF") {
+        Ok(p) => p.into(),
+        Err(_) => default_model().expect("fetch the default model"),
+    };
+    gguf_bpe::from_gguf(&GgufFile::open(&path).unwrap()).unwrap()
+}
+
+#[test]
+fn chat_template_and_special_tokens_match_transformers() {
+    let tok = tokenizer();
+    let refs: Value =
+        serde_json::from_str(include_str!("fixtures/smollm2_chat_reference.json")).unwrap();
+    for r in refs.as_array().unwrap() {
+        let msgs: Vec<Message> = r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| Message::new(m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+            .collect();
+        let text = apply_chat_template(&tok, &msgs).unwrap();
+        assert_eq!(text, r["text"].as_str().unwrap());
+        let ids = tok.encode(&text).unwrap();
+        let want: Vec<u32> = r["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect();
+        assert_eq!(ids, want, "ids of {text:?}");
+    }
+}
+
+#[test]
+fn tokenizer_round_trips_text_and_streams_whole_characters() {
+    let tok = tokenizer();
+    let text = "Digits 12345, accents café, emoji 🚀 and\nnew lines.";
+    let ids = tok.encode(text).unwrap();
+    // SmolLM2 splits digits one per token.
+    let digits: Vec<String> = tok
+        .encode("12345")
+        .unwrap()
+        .iter()
+        .map(|&i| tok.decode(&[i], false).unwrap())
+        .collect();
+    assert_eq!(digits, vec!["1", "2", "3", "4", "5"]);
+    assert_eq!(tok.decode(&ids, false).unwrap(), text);
+    let mut sd = StreamDecoder::new();
+    let mut streamed = String::new();
+    for &i in &ids {
+        let piece = sd.push(&tok, i).unwrap();
+        assert!(
+            !piece.contains('\u{FFFD}'),
+            "a partial character was emitted"
+        );
+        streamed.push_str(&piece);
+    }
+    assert_eq!(streamed, text);
+    assert!(tok.is_eos(tok.token_to_id("<|im_end|>").unwrap()));
+}
