@@ -1,0 +1,88 @@
+//! Synthetic weights (random, real shapes; dense and MLX-quantized) through generation,
+//! and HF hub ids resolved from the local hub cache with HF_HUB_OFFLINE=1.
+
+use std::path::PathBuf;
+
+use mlxcel_core::Dtype;
+use mlxcel_models::generate::{generate, GenerateParams, StopReason};
+use mlxcel_models::loader::resolve::{hub_model_dir, ModelSource};
+use mlxcel_models::loader::synthetic;
+use mlxcel_models::weights::{Tensor, WeightFormat};
+use mlxcel_models::{LoadOptions, Model};
+
+fn tiny_config_with_quantization() -> PathBuf {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny/qwen3/config.json");
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    v["quantization"] = serde_json::json!({"group_size": 32, "bits": 4});
+    let dir = std::env::temp_dir().join(format!("mlxcel-synth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("config.json");
+    std::fs::write(&p, v.to_string()).unwrap();
+    p
+}
+
+#[test]
+fn presets_have_the_real_shapes() {
+    let c = synthetic::config("llama3-8b-4bit").unwrap();
+    assert_eq!((c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.hidden_size), (32, 32, 8, 128, 4096));
+    assert_eq!(c.quantization.unwrap().bits, 4);
+    let q = synthetic::config("qwen3-8b-4bit").unwrap();
+    assert_eq!((q.num_layers, q.vocab_size), (36, 151936));
+    assert!(synthetic::config("nope").is_err());
+}
+
+#[test]
+fn synthetic_weights_generate_exactly_max_tokens() {
+    let cfg_path = tiny_config_with_quantization();
+    let spec = format!("synthetic:{}", cfg_path.display());
+    for format in [WeightFormat::Native(Dtype::F32), WeightFormat::Dense(Dtype::F32)] {
+        let cfg = synthetic::config(cfg_path.to_str().unwrap()).unwrap();
+        let w = synthetic::weights(&cfg, format, 3).unwrap();
+        let quantized = w.names().filter(|n| n.ends_with("q_proj.weight")).count();
+        assert_eq!(quantized, cfg.num_layers);
+        let model = Model::load(Some(&spec), &LoadOptions { format, seed: 3 }).unwrap();
+        assert!(model.synthetic && model.tokenizer.is_none());
+        let prompt: Vec<u32> = (0..40).map(|i| (i * 7) % 256).collect();
+        let params = GenerateParams { max_tokens: 12, prefill_chunk: 16, ..Default::default() };
+        let out = generate(&model, &prompt, &params, |_| {}).unwrap();
+        assert_eq!(out.tokens.len(), 12, "{format:?}");
+        assert_eq!(out.stats.stop_reason, StopReason::MaxTokens);
+        assert!(out.tokens.iter().all(|&t| (t as usize) < cfg.vocab_size));
+        assert!(out.stats.kv_cache_bytes > 0);
+        // Greedy decoding is deterministic for fixed weights.
+        let again = generate(&model, &prompt, &params, |_| {}).unwrap();
+        assert_eq!(out.tokens, again.tokens);
+        if let WeightFormat::Native(_) = format {
+            let mut w = synthetic::weights(&cfg, format, 3).unwrap();
+            assert!(matches!(w.take("model.layers.0.mlp.up_proj.weight").unwrap(), Tensor::Quantized(_)));
+        }
+    }
+}
+
+#[test]
+fn hub_ids_resolve_from_the_offline_cache() {
+    assert_eq!(ModelSource::parse(Some("some-org/some-model")).unwrap(), ModelSource::Hub("some-org/some-model".into()));
+    // A hub cache laid out as huggingface_hub writes it, holding the tiny Llama fixture.
+    let home = std::env::temp_dir().join(format!("mlxcel-hf-{}", std::process::id()));
+    let repo = home.join("hub/models--tiny-org--tiny-llama");
+    let snap = repo.join("snapshots/abc123");
+    std::fs::create_dir_all(&snap).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), "abc123").unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny/llama3");
+    for f in ["config.json", "model.safetensors"] {
+        std::fs::copy(src.join(f), snap.join(f)).unwrap();
+    }
+    // SAFETY: this test binary's other tests do not read these variables.
+    unsafe {
+        std::env::set_var("HF_HOME", &home);
+        std::env::set_var("HF_HUB_OFFLINE", "1");
+    }
+    let dir = hub_model_dir("tiny-org/tiny-llama").unwrap();
+    assert_eq!(dir, snap);
+    let model = Model::load(Some("tiny-org/tiny-llama"), &LoadOptions { format: WeightFormat::Dense(Dtype::F32), seed: 0 }).unwrap();
+    assert_eq!(model.config().num_layers, 2);
+    let e = hub_model_dir("tiny-org/absent").unwrap_err().to_string();
+    assert!(e.contains("HF_HUB_OFFLINE") && e.contains("tiny-org/absent"), "{e}");
+    std::fs::remove_dir_all(home).ok();
+}
