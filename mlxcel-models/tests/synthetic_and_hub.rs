@@ -11,8 +11,10 @@ use mlxcel_models::weights::{Tensor, WeightFormat};
 use mlxcel_models::{LoadOptions, Model};
 
 fn tiny_config_with_quantization() -> PathBuf {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny/qwen3/config.json");
-    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    let src =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny/qwen3/config.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
     v["quantization"] = serde_json::json!({"group_size": 32, "bits": 4});
     let dir = std::env::temp_dir().join(format!("mlxcel-synth-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -24,7 +26,16 @@ fn tiny_config_with_quantization() -> PathBuf {
 #[test]
 fn presets_have_the_real_shapes() {
     let c = synthetic::config("llama3-8b-4bit").unwrap();
-    assert_eq!((c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.hidden_size), (32, 32, 8, 128, 4096));
+    assert_eq!(
+        (
+            c.num_layers,
+            c.num_heads,
+            c.num_kv_heads,
+            c.head_dim,
+            c.hidden_size
+        ),
+        (32, 32, 8, 128, 4096)
+    );
     assert_eq!(c.quantization.unwrap().bits, 4);
     let q = synthetic::config("qwen3-8b-4bit").unwrap();
     assert_eq!((q.num_layers, q.vocab_size), (36, 151936));
@@ -35,7 +46,10 @@ fn presets_have_the_real_shapes() {
 fn synthetic_weights_generate_exactly_max_tokens() {
     let cfg_path = tiny_config_with_quantization();
     let spec = format!("synthetic:{}", cfg_path.display());
-    for format in [WeightFormat::Native(Dtype::F32), WeightFormat::Dense(Dtype::F32)] {
+    for format in [
+        WeightFormat::Native(Dtype::F32),
+        WeightFormat::Dense(Dtype::F32),
+    ] {
         let cfg = synthetic::config(cfg_path.to_str().unwrap()).unwrap();
         let w = synthetic::weights(&cfg, format, 3).unwrap();
         let quantized = w.names().filter(|n| n.ends_with("q_proj.weight")).count();
@@ -43,7 +57,11 @@ fn synthetic_weights_generate_exactly_max_tokens() {
         let model = Model::load(Some(&spec), &LoadOptions { format, seed: 3 }).unwrap();
         assert!(model.synthetic && model.tokenizer.is_none());
         let prompt: Vec<u32> = (0..40).map(|i| (i * 7) % 256).collect();
-        let params = GenerateParams { max_tokens: 12, prefill_chunk: 16, ..Default::default() };
+        let params = GenerateParams {
+            max_tokens: 12,
+            prefill_chunk: 16,
+            ..Default::default()
+        };
         let out = generate(&model, &prompt, &params, |_| {}).unwrap();
         assert_eq!(out.tokens.len(), 12, "{format:?}");
         assert_eq!(out.stats.stop_reason, StopReason::MaxTokens);
@@ -54,14 +72,20 @@ fn synthetic_weights_generate_exactly_max_tokens() {
         assert_eq!(out.tokens, again.tokens);
         if let WeightFormat::Native(_) = format {
             let mut w = synthetic::weights(&cfg, format, 3).unwrap();
-            assert!(matches!(w.take("model.layers.0.mlp.up_proj.weight").unwrap(), Tensor::Quantized(_)));
+            assert!(matches!(
+                w.take("model.layers.0.mlp.up_proj.weight").unwrap(),
+                Tensor::Quantized(_)
+            ));
         }
     }
 }
 
 #[test]
 fn hub_ids_resolve_from_the_offline_cache() {
-    assert_eq!(ModelSource::parse(Some("some-org/some-model")).unwrap(), ModelSource::Hub("some-org/some-model".into()));
+    assert_eq!(
+        ModelSource::parse(Some("some-org/some-model")).unwrap(),
+        ModelSource::Hub("some-org/some-model".into())
+    );
     // A hub cache laid out as huggingface_hub writes it, holding the tiny Llama fixture.
     let home = std::env::temp_dir().join(format!("mlxcel-hf-{}", std::process::id()));
     let repo = home.join("hub/models--tiny-org--tiny-llama");
@@ -80,9 +104,19 @@ fn hub_ids_resolve_from_the_offline_cache() {
     }
     let dir = hub_model_dir("tiny-org/tiny-llama").unwrap();
     assert_eq!(dir, snap);
-    let model = Model::load(Some("tiny-org/tiny-llama"), &LoadOptions { format: WeightFormat::Dense(Dtype::F32), seed: 0 }).unwrap();
+    let model = Model::load(
+        Some("tiny-org/tiny-llama"),
+        &LoadOptions {
+            format: WeightFormat::Dense(Dtype::F32),
+            seed: 0,
+        },
+    )
+    .unwrap();
     assert_eq!(model.config().num_layers, 2);
     let e = hub_model_dir("tiny-org/absent").unwrap_err().to_string();
-    assert!(e.contains("HF_HUB_OFFLINE") && e.contains("tiny-org/absent"), "{e}");
+    assert!(
+        e.contains("HF_HUB_OFFLINE") && e.contains("tiny-org/absent"),
+        "{e}"
+    );
     std::fs::remove_dir_all(home).ok();
 }
