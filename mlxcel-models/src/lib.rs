@@ -21,4 +21,4 @@ pub mod tokenizer;
 pub mod weights;
 
 pub use error::{ModelError, Result};
-pub use model::{LoadOptions, Model};
+pub use model::{KvConfig, LoadOptions, Model};

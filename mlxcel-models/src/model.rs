@@ -2,8 +2,9 @@
 
 use std::time::Instant;
 
-use mlxcel_core::kv::{DenseKvCache, KvCache};
-use mlxcel_core::{Array, Dtype};
+use mlxcel_core::kv::mode::DEFAULT_BOUNDARY_LAYERS;
+use mlxcel_core::kv::{make_caches, CacheSpec, KvCache, KvMode};
+use mlxcel_core::Array;
 
 use crate::config::{Family, ModelConfig, RopeScaling};
 use crate::error::{ModelError, Result};
@@ -28,6 +29,23 @@ impl Default for LoadOptions {
         LoadOptions {
             format: WeightFormat::auto(),
             seed: 0,
+        }
+    }
+}
+
+/// The KV cache settings of a run (`--kv`, `--kv-boundary-layers`).
+#[derive(Debug, Clone, Copy)]
+pub struct KvConfig {
+    pub mode: KvMode,
+    /// First and last layers kept fp16 in turbo modes.
+    pub boundary_layers: usize,
+}
+
+impl Default for KvConfig {
+    fn default() -> Self {
+        KvConfig {
+            mode: KvMode::FP16,
+            boundary_layers: DEFAULT_BOUNDARY_LAYERS,
         }
     }
 }
@@ -134,11 +152,14 @@ impl Model {
             .ok_or_else(|| ModelError::Tokenizer(format!("{} has no tokenizer", self.description)))
     }
 
-    /// One empty fp16 cache per layer.
-    pub fn new_caches(&self) -> Vec<Box<dyn KvCache>> {
-        (0..self.config().num_layers)
-            .map(|_| Box::new(DenseKvCache::new(Dtype::F16)) as Box<dyn KvCache>)
-            .collect()
+    /// One empty cache per layer in `kv`'s mode.
+    pub fn new_caches(&self, kv: &KvConfig) -> Result<Vec<Box<dyn KvCache>>> {
+        Ok(make_caches(&CacheSpec {
+            mode: kv.mode,
+            num_layers: self.config().num_layers,
+            head_dim: self.config().head_dim,
+            boundary_layers: kv.boundary_layers,
+        })?)
     }
 
     /// Logits of `ids` as a `[1, L]` batch (see [`Transformer::forward`]).

@@ -27,7 +27,8 @@ fn hamlet_perplexity_matches_reference_and_is_step_independent() {
     )
     .unwrap();
     let tokens = model.tokenizer().unwrap().encode(&hamlet()).unwrap();
-    let r = perplexity(&model, &tokens, 1024, 4, 256).unwrap();
+    let fp16 = mlxcel_models::KvConfig::default();
+    let r = perplexity(&model, &tokens, 1024, 4, 256, &fp16).unwrap();
     eprintln!(
         "PPL {:.4} (reference {REFERENCE_PPL}), windows {:?}",
         r.perplexity, r.per_window_ppl
@@ -41,8 +42,8 @@ fn hamlet_perplexity_matches_reference_and_is_step_independent() {
         rel * 100.0
     );
     // One window scored in a single step equals the same window in steps of 256 and 100.
-    let one = perplexity(&model, &tokens, 1024, 1, 1023).unwrap();
-    let small = perplexity(&model, &tokens, 1024, 1, 100).unwrap();
+    let one = perplexity(&model, &tokens, 1024, 1, 1023, &fp16).unwrap();
+    let small = perplexity(&model, &tokens, 1024, 1, 100, &fp16).unwrap();
     assert!((one.perplexity - r.per_window_ppl[0]).abs() < 1e-3 * one.perplexity);
     assert!((small.perplexity - one.perplexity).abs() < 1e-3 * one.perplexity);
 }

@@ -65,7 +65,9 @@ fn check(name: &str, family: Family) {
     let vocab = model.config().vocab_size;
 
     // One forward pass over the whole sequence.
-    let mut caches = model.new_caches();
+    let mut caches = model
+        .new_caches(&mlxcel_models::KvConfig::default())
+        .unwrap();
     let full = model
         .forward(&ids, &mut caches, false)
         .unwrap()
@@ -76,7 +78,9 @@ fn check(name: &str, family: Family) {
     let e_full = max_err(&full, vocab, &r);
 
     // The same through the KV cache: uneven prefill chunks, then one token at a time.
-    let mut caches = model.new_caches();
+    let mut caches = model
+        .new_caches(&mlxcel_models::KvConfig::default())
+        .unwrap();
     let mut chunked = Vec::with_capacity(full.len());
     let mut pos = 0;
     for step in [100usize, 37, 119] {

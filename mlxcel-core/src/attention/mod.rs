@@ -1,8 +1,77 @@
-//! Attention entry points used by the KV caches.
+//! The attention entry point of every KV cache. [`attend`] picks the path in one place;
+//! each path stays callable ([`attend_with`]) so parity tests can compare them.
+//!
+//! | path | when | what |
+//! |---|---|---|
+//! | `dense` | no quantized side, or int8 | SDPA over the (dequantized) cache |
+//! | `rotated-sdpa` | a turbo side, `MLXCEL_ROTATED_SDPA` on (default) | turbo K: rotate q once (`<Rq, Rk> = <q, k>`); turbo V: attend over rotated V and inverse-rotate the output once (`P (V R^T) = (P V) R^T`) |
+//! | `dequant-sdpa` | a turbo side, `MLXCEL_ROTATED_SDPA=0` | dequantize every cached vector to the original basis, then SDPA (the exact reference) |
 
+use crate::flags;
+use crate::kv::side::KvSide;
 use crate::mlx::fast::{scaled_dot_product_attention, AttentionMask};
 use crate::mlx::Array;
 use crate::Result;
+
+/// The attention paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttentionPath {
+    DequantSdpa,
+    RotatedSdpa,
+}
+
+impl AttentionPath {
+    pub fn name(self) -> &'static str {
+        match self {
+            AttentionPath::DequantSdpa => "dequant-sdpa",
+            AttentionPath::RotatedSdpa => "rotated-sdpa",
+        }
+    }
+}
+
+/// The path [`attend`] takes for these sides now.
+pub fn select_path(k: &dyn KvSide, v: &dyn KvSide) -> AttentionPath {
+    let rotated = k.rotation().is_some() || v.rotation().is_some();
+    if rotated && flags::ROTATED_SDPA.enabled() {
+        AttentionPath::RotatedSdpa
+    } else {
+        AttentionPath::DequantSdpa
+    }
+}
+
+/// Attention of `q [B, Hq, L, D]` over the cache sides (causal for the last L keys).
+pub fn attend(q: &Array, k: &dyn KvSide, v: &dyn KvSide, scale: f32) -> Result<Array> {
+    attend_with(select_path(k, v), q, k, v, scale)
+}
+
+/// Attention through an explicit path.
+pub fn attend_with(
+    path: AttentionPath,
+    q: &Array,
+    k: &dyn KvSide,
+    v: &dyn KvSide,
+    scale: f32,
+) -> Result<Array> {
+    let dt = q.dtype();
+    match path {
+        AttentionPath::DequantSdpa => dense_attention(q, &k.dense(dt)?, &v.dense(dt)?, scale),
+        AttentionPath::RotatedSdpa => {
+            let (q, keys) = match k.rotation() {
+                Some(r) => (r.forward(q)?, k.dense_rotated(dt)?),
+                None => (q.clone(), k.dense(dt)?),
+            };
+            let values = match v.rotation() {
+                Some(_) => v.dense_rotated(dt)?,
+                None => v.dense(dt)?,
+            };
+            let o = dense_attention(&q, &keys, &values, scale)?;
+            match v.rotation() {
+                Some(r) => r.inverse(&o),
+                None => Ok(o),
+            }
+        }
+    }
+}
 
 /// Attention of `q [B, Hq, L, D]` over dense `k, v [B, Hkv, S, D]` (S >= L), causal for the
 /// last `L` keys. K and V are cast to q's dtype when they are stored in another one.

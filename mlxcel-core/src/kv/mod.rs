@@ -1,15 +1,25 @@
-//! KV caches: one trait for a layer's cache, one module per storage mode.
+//! KV caches: one trait for a layer's cache ([`KvCache`]), one trait for the storage of
+//! each side ([`side::KvSide`]), one module per storage format:
+//! [`fp16`], [`int8`], [`turbo`] (the TurboQuant codec), [`delegated`] (fp16 hot window +
+//! turbo4 cold blocks). [`mode`] maps `--kv` names to formats and builds the caches.
 //!
-//! A cache owns its device buffers; `append` writes new keys/values into preallocated
-//! storage (grown in steps, never re-concatenated per token) and `attend` computes the
-//! layer's attention output for new queries over everything cached so far.
+//! Buffers are preallocated and grown in steps of [`GROWTH_STEP`] positions; new
+//! positions are written with `slice_update` ([`buffer`]), never by re-concatenating the
+//! cache. Encoding runs on the device.
 
-pub mod dense;
+pub mod buffer;
+pub mod delegated;
+pub mod fp16;
+pub mod int8;
+pub mod mode;
+pub mod side;
+pub mod split;
+pub mod turbo;
 
 use crate::mlx::Array;
 use crate::Result;
 
-pub use dense::DenseKvCache;
+pub use mode::{make_caches, CacheSpec, KvMode, SideFormat};
 
 /// What a layer's attention needs from its cache.
 pub trait KvCache {
@@ -34,8 +44,8 @@ pub trait KvCache {
     /// Bytes allocated on the device, including unused capacity.
     fn capacity_bytes(&self) -> usize;
 
-    /// Short name of the storage (`fp16`, ...), for reports.
-    fn mode_name(&self) -> &'static str;
+    /// The mode of this layer (`fp16` for boundary layers of turbo modes).
+    fn mode_name(&self) -> String;
 }
 
 /// Positions by which a cache's buffers grow: preallocation amortizes the copy that

@@ -51,7 +51,9 @@ pub fn check_against_reference(
         assert_eq!(ids, want_ids, "{label}: tokens of {prompt:?}");
 
         // Next-token logits: the reference's top-5 values, and its top-3 order.
-        let mut caches = model.new_caches();
+        let mut caches = model
+            .new_caches(&mlxcel_models::KvConfig::default())
+            .unwrap();
         let logits = logits_of(model, &ids, &mut caches);
         let got = top_k(&logits, 5);
         for (rank, want) in p["top5"].as_array().unwrap().iter().enumerate() {

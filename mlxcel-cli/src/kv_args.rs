@@ -1,0 +1,58 @@
+//! KV-cache options shared by `generate` and `perplexity`.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use mlxcel_core::flags;
+use mlxcel_core::kv::mode::DEFAULT_BOUNDARY_LAYERS;
+use mlxcel_core::kv::KvMode;
+use mlxcel_models::KvConfig;
+
+#[derive(Args, Debug, Clone)]
+pub struct KvArgs {
+    /// KV cache mode: fp16 (default); int8 (int8 + fp16 per-vector scale); turbo4-asym
+    /// (= fp16+turbo4: fp16 K, 4-bit turbo V); turbo4 (4-bit K and V); turbo4-delegated
+    /// (fp16 K, fp16 recent-V window, older V in turbo4); turbo3-asym, turbo2-asym (fp16 K,
+    /// 3/2-bit V); turbo3, turbo2 (3/2-bit K and V: large quality loss). Turbo = random
+    /// Walsh–Hadamard rotation + Lloyd–Max codebook + corrected norm per 64/128 values.
+    #[arg(long, value_name = "MODE")]
+    pub kv: Option<String>,
+    /// Key storage (fp16, int8, turbo2, turbo3, turbo4); use with --cache-type-v instead of --kv.
+    #[arg(long, value_name = "TYPE", requires = "cache_type_v")]
+    pub cache_type_k: Option<String>,
+    /// Value storage (fp16, int8, turbo2, turbo3, turbo4, turbo4-delegated).
+    #[arg(long, value_name = "TYPE", requires = "cache_type_k")]
+    pub cache_type_v: Option<String>,
+    /// First and last N layers keep an fp16 cache in turbo modes
+    /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
+    #[arg(long, value_name = "N")]
+    pub kv_boundary_layers: Option<usize>,
+}
+
+impl KvArgs {
+    pub fn config(&self) -> Result<KvConfig> {
+        let mode = match (&self.kv, &self.cache_type_k, &self.cache_type_v) {
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+                bail!("give either --kv or --cache-type-k/--cache-type-v, not both")
+            }
+            (Some(m), None, None) => KvMode::parse(m)?,
+            (None, Some(k), Some(v)) => KvMode::from_side_names(k, v)?,
+            _ => KvMode::FP16,
+        };
+        let boundary_layers = self
+            .kv_boundary_layers
+            .unwrap_or_else(|| flags::kv_boundary_layers(DEFAULT_BOUNDARY_LAYERS));
+        Ok(KvConfig {
+            mode,
+            boundary_layers,
+        })
+    }
+
+    /// The config, with the mode's warnings logged and its head_dim check done.
+    pub fn config_for(&self, head_dim: usize) -> Result<KvConfig> {
+        let c = self.config()?;
+        for w in c.mode.validate(head_dim)? {
+            tracing::warn!("{w}");
+        }
+        Ok(c)
+    }
+}

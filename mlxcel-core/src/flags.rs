@@ -1,0 +1,50 @@
+//! Every `MLXCEL_*` run-time switch in one place.
+//!
+//! Fast paths are on by default; setting a flag to `0` (or `false`/`off`) turns its path
+//! off and makes the exact reference path run instead, for A/B comparisons. Values are
+//! read from the environment at each use, so tests and tools can flip them.
+
+/// One boolean switch.
+#[derive(Debug, Clone, Copy)]
+pub struct Flag {
+    pub name: &'static str,
+    pub default: bool,
+    pub doc: &'static str,
+}
+
+impl Flag {
+    /// The current value: the environment's if set, else the default.
+    pub fn enabled(&self) -> bool {
+        match std::env::var(self.name) {
+            Ok(v) => !matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "0" | "false" | "off" | "no"
+            ),
+            Err(_) => self.default,
+        }
+    }
+}
+
+/// Attention over turbo caches in the rotated basis (rotate q once for turbo K, inverse-
+/// rotate the output once for turbo V) instead of dequantizing every cached vector back
+/// to the original basis (`dequant-sdpa`).
+pub const ROTATED_SDPA: Flag = Flag {
+    name: "MLXCEL_ROTATED_SDPA",
+    default: true,
+    doc: "attention in the rotated basis for turbo K/V (0 = dequantize to the original basis, then SDPA)",
+};
+
+/// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
+pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
+
+/// The number of first and last layers that stay fp16 in turbo modes: the value of
+/// `MLXCEL_KV_BOUNDARY_LAYERS` if set and valid, else `default`.
+pub fn kv_boundary_layers(default: usize) -> usize {
+    std::env::var(KV_BOUNDARY_LAYERS)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// All boolean flags, for `--help` texts and `mlxcel info`.
+pub const ALL: &[Flag] = &[ROTATED_SDPA];

@@ -1,0 +1,110 @@
+//! A preallocated, growable device buffer along the sequence axis (axis 2 of
+//! `[B, H, T, W]`): new positions are written in place with `slice_update`; the buffer
+//! grows by [`GROWTH_STEP`](super::GROWTH_STEP) positions at a time, so the cache is never
+//! re-concatenated per token.
+
+use crate::mlx::ops::concatenate;
+use crate::mlx::{Array, Dtype};
+use crate::{Error, Result};
+
+use super::GROWTH_STEP;
+
+pub struct GrowBuffer {
+    dtype: Dtype,
+    data: Option<Array>,
+    len: usize,
+    capacity: usize,
+}
+
+impl GrowBuffer {
+    pub fn new(dtype: Dtype) -> GrowBuffer {
+        GrowBuffer {
+            dtype,
+            data: None,
+            len: 0,
+            capacity: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    /// Appends `x [B, H, L, W]` (converted to the buffer's dtype).
+    pub fn append(&mut self, x: &Array) -> Result<()> {
+        let s = x.shape();
+        if s.len() != 4 {
+            return Err(Error::invalid(
+                "kv buffer",
+                format!("expected [B, H, L, W], got {s:?}"),
+            ));
+        }
+        let l = s[2] as usize;
+        if let Some(d) = &self.data {
+            let ds = d.shape();
+            if ds[0] != s[0] || ds[1] != s[1] || ds[3] != s[3] {
+                return Err(Error::invalid(
+                    "kv buffer",
+                    format!("appending {s:?} to a buffer of {ds:?}"),
+                ));
+            }
+        }
+        if self.len + l > self.capacity {
+            let extra = (self.len + l - self.capacity).div_ceil(GROWTH_STEP) * GROWTH_STEP;
+            let block = Array::zeros(&[s[0], s[1], extra as i32, s[3]], self.dtype)?;
+            self.data = Some(match self.data.take() {
+                Some(d) => concatenate(&[&d, &block], 2)?,
+                None => block,
+            });
+            self.capacity += extra;
+        }
+        let x = if x.dtype() == self.dtype {
+            x.clone()
+        } else {
+            x.astype(self.dtype)?
+        };
+        let start = [0, 0, self.len as i32, 0];
+        let stop = [s[0], s[1], (self.len + l) as i32, s[3]];
+        let d = self.data.take().expect("allocated above");
+        self.data = Some(d.slice_update(&x, &start, &stop)?);
+        self.len += l;
+        Ok(())
+    }
+
+    /// The filled positions `[B, H, len, W]` (a view).
+    pub fn view(&self) -> Result<Option<Array>> {
+        self.range(0, self.len)
+    }
+
+    /// Positions `[from, to)`.
+    pub fn range(&self, from: usize, to: usize) -> Result<Option<Array>> {
+        match &self.data {
+            Some(d) if to > from => Ok(Some(d.slice_axis(2, from as i32, to as i32)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Bytes of the filled positions.
+    pub fn bytes(&self) -> usize {
+        match &self.data {
+            Some(d) => {
+                let s = d.shape();
+                (s[0] * s[1] * s[3]) as usize * self.len * self.dtype.size()
+            }
+            None => 0,
+        }
+    }
+
+    /// Bytes allocated.
+    pub fn capacity_bytes(&self) -> usize {
+        self.data.as_ref().map_or(0, |d| d.nbytes())
+    }
+}

@@ -1,0 +1,93 @@
+//! int8 storage with one fp16 scale per vector (`absmax / 127`, symmetric).
+
+use crate::kv::buffer::GrowBuffer;
+use crate::kv::side::KvSide;
+use crate::kv::turbo::rotation::Rotation;
+use crate::mlx::ops::where_;
+use crate::mlx::{Array, Dtype};
+use crate::{Error, Result};
+
+pub struct Int8Side {
+    q: GrowBuffer,
+    scale: GrowBuffer,
+}
+
+impl Default for Int8Side {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Int8Side {
+    pub fn new() -> Int8Side {
+        Int8Side {
+            q: GrowBuffer::new(Dtype::I8),
+            scale: GrowBuffer::new(Dtype::F16),
+        }
+    }
+
+    /// `(q, scale)` of `x [.., D]`: `x ~ q * scale`, `scale = absmax / 127` (fp16).
+    pub fn quantize(x: &Array) -> Result<(Array, Array)> {
+        let xf = x.astype(Dtype::F32)?;
+        let amax = xf.abs()?.max(&[-1], true)?;
+        // Round the scale to fp16 first so that q is computed against the stored scale.
+        let scale = amax.mul_scalar(1.0 / 127.0)?.astype(Dtype::F16)?;
+        let s32 = scale.astype(Dtype::F32)?;
+        let safe = where_(
+            &s32.greater(&Array::scalar(0f32)?)?,
+            &s32,
+            &Array::scalar(1f32)?,
+        )?;
+        let lim = Array::scalar(127f32)?;
+        let q = xf
+            .divide(&safe)?
+            .round()?
+            .clip(&lim.negative()?, &lim)?
+            .astype(Dtype::I8)?;
+        Ok((q, scale))
+    }
+}
+
+impl KvSide for Int8Side {
+    fn append(&mut self, x: &Array) -> Result<()> {
+        let (q, s) = Self::quantize(x)?;
+        self.q.append(&q)?;
+        self.scale.append(&s)
+    }
+
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.q.bytes() + self.scale.bytes()
+    }
+
+    fn capacity_bytes(&self) -> usize {
+        self.q.capacity_bytes() + self.scale.capacity_bytes()
+    }
+
+    fn name(&self) -> &'static str {
+        "int8"
+    }
+
+    fn rotation(&self) -> Option<&Rotation> {
+        None
+    }
+
+    fn dense(&self, dtype: Dtype) -> Result<Array> {
+        let q = self
+            .q
+            .view()?
+            .ok_or_else(|| Error::invalid("kv", "empty cache"))?;
+        let s = self
+            .scale
+            .view()?
+            .ok_or_else(|| Error::invalid("kv", "empty cache"))?;
+        q.astype(dtype)?.multiply(&s.astype(dtype)?)
+    }
+
+    fn dense_rotated(&self, dtype: Dtype) -> Result<Array> {
+        self.dense(dtype)
+    }
+}

@@ -1,0 +1,237 @@
+//! [`KvMode`]: what `--kv` (or `--cache-type-k/--cache-type-v`) selects, and
+//! [`make_caches`]: one cache per layer for a mode, with fp16 boundary layers.
+
+use std::fmt;
+
+use crate::kv::delegated::DelegatedSide;
+use crate::kv::fp16::Fp16Side;
+use crate::kv::int8::Int8Side;
+use crate::kv::side::KvSide;
+use crate::kv::split::SplitKvCache;
+use crate::kv::turbo::codec::group_for;
+use crate::kv::turbo::rotation::{K_SEED, V_SEED};
+use crate::kv::turbo::TurboSide;
+use crate::kv::KvCache;
+use crate::mlx::Dtype;
+use crate::{Error, Result};
+
+/// Storage of one side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SideFormat {
+    Fp16,
+    Int8,
+    Turbo(u32),
+    /// fp16 hot window + turbo4 cold blocks (values only).
+    Turbo4Delegated,
+}
+
+impl SideFormat {
+    fn parse(s: &str) -> Option<SideFormat> {
+        Some(match s {
+            "fp16" | "f16" | "float16" => SideFormat::Fp16,
+            "int8" | "i8" | "q8" => SideFormat::Int8,
+            "turbo4" => SideFormat::Turbo(4),
+            "turbo3" => SideFormat::Turbo(3),
+            "turbo2" => SideFormat::Turbo(2),
+            "turbo4-delegated" => SideFormat::Turbo4Delegated,
+            _ => return None,
+        })
+    }
+
+    fn is_turbo(self) -> bool {
+        matches!(self, SideFormat::Turbo(_) | SideFormat::Turbo4Delegated)
+    }
+
+    /// Bits per stored element at `head_dim` (norms and scales included).
+    pub fn bits_per_element(self, head_dim: usize) -> f64 {
+        match self {
+            SideFormat::Fp16 => 16.0,
+            SideFormat::Int8 => 8.0 + 16.0 / head_dim as f64,
+            SideFormat::Turbo(b) => {
+                let g = group_for(head_dim).unwrap_or(head_dim);
+                b as f64 + 16.0 / g as f64
+            }
+            SideFormat::Turbo4Delegated => {
+                4.0 + 16.0 / group_for(head_dim).unwrap_or(head_dim) as f64
+            }
+        }
+    }
+}
+
+impl fmt::Display for SideFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SideFormat::Fp16 => f.write_str("fp16"),
+            SideFormat::Int8 => f.write_str("int8"),
+            SideFormat::Turbo(b) => write!(f, "turbo{b}"),
+            SideFormat::Turbo4Delegated => f.write_str("turbo4-delegated"),
+        }
+    }
+}
+
+/// A KV cache mode: the storage of keys and of values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvMode {
+    pub k: SideFormat,
+    pub v: SideFormat,
+}
+
+/// The `--kv` names, for help texts and errors.
+pub const MODE_NAMES: &str = "fp16, int8, turbo4-asym (= fp16+turbo4), turbo4, turbo4-delegated, \
+     turbo3-asym (= fp16+turbo3), turbo2-asym (= fp16+turbo2), turbo3, turbo2";
+
+impl KvMode {
+    pub const FP16: KvMode = KvMode {
+        k: SideFormat::Fp16,
+        v: SideFormat::Fp16,
+    };
+
+    /// Parses a `--kv` value.
+    pub fn parse(s: &str) -> Result<KvMode> {
+        let s = s.trim().to_ascii_lowercase();
+        use SideFormat::*;
+        let pair = match s.as_str() {
+            "fp16" | "f16" => (Fp16, Fp16),
+            "int8" | "q8" => (Int8, Int8),
+            "turbo4-asym" | "fp16+turbo4" => (Fp16, Turbo(4)),
+            "turbo3-asym" | "fp16+turbo3" => (Fp16, Turbo(3)),
+            "turbo2-asym" | "fp16+turbo2" => (Fp16, Turbo(2)),
+            "turbo4" | "turbo4-sym" => (Turbo(4), Turbo(4)),
+            "turbo3" | "turbo3-sym" => (Turbo(3), Turbo(3)),
+            "turbo2" | "turbo2-sym" => (Turbo(2), Turbo(2)),
+            "turbo4-delegated" | "fp16+turbo4-delegated" => (Fp16, Turbo4Delegated),
+            other => match other.split_once('+') {
+                Some((k, v)) => match (SideFormat::parse(k), SideFormat::parse(v)) {
+                    (Some(k), Some(v)) => (k, v),
+                    _ => {
+                        return Err(Error::invalid(
+                            "--kv",
+                            format!("unknown mode '{s}' (known: {MODE_NAMES})"),
+                        ))
+                    }
+                },
+                None => {
+                    return Err(Error::invalid(
+                        "--kv",
+                        format!("unknown mode '{s}' (known: {MODE_NAMES})"),
+                    ))
+                }
+            },
+        };
+        KvMode::from_sides(pair.0, pair.1)
+    }
+
+    /// A mode from `--cache-type-k` / `--cache-type-v` values.
+    pub fn from_side_names(k: &str, v: &str) -> Result<KvMode> {
+        let parse = |flag: &str, s: &str| {
+            SideFormat::parse(&s.trim().to_ascii_lowercase()).ok_or_else(|| {
+                Error::invalid("kv", format!("{flag} '{s}' is not one of fp16, int8, turbo2, turbo3, turbo4, turbo4-delegated"))
+            })
+        };
+        KvMode::from_sides(parse("--cache-type-k", k)?, parse("--cache-type-v", v)?)
+    }
+
+    fn from_sides(k: SideFormat, v: SideFormat) -> Result<KvMode> {
+        if k == SideFormat::Turbo4Delegated {
+            return Err(Error::invalid(
+                "kv",
+                "turbo4-delegated applies to values only",
+            ));
+        }
+        Ok(KvMode { k, v })
+    }
+
+    /// True when any side is turbo (then boundary layers apply).
+    pub fn has_turbo(&self) -> bool {
+        self.k.is_turbo() || self.v.is_turbo()
+    }
+
+    /// Canonical name.
+    pub fn name(&self) -> String {
+        use SideFormat::*;
+        match (self.k, self.v) {
+            (Fp16, Fp16) => "fp16".into(),
+            (Int8, Int8) => "int8".into(),
+            (Fp16, Turbo(b)) => format!("turbo{b}-asym"),
+            (Turbo(a), Turbo(b)) if a == b => format!("turbo{a}"),
+            (Fp16, Turbo4Delegated) => "turbo4-delegated".into(),
+            (k, v) => format!("{k}+{v}"),
+        }
+    }
+
+    /// Checks the mode against a model; returns warnings to show the user.
+    pub fn validate(&self, head_dim: usize) -> Result<Vec<String>> {
+        if self.has_turbo() {
+            group_for(head_dim)?;
+        }
+        let mut warnings = Vec::new();
+        if let SideFormat::Turbo(b) = self.k {
+            if b < 4 {
+                warnings.push(format!(
+                    "{}: {b}-bit keys cost much more quality than {b}-bit values (attention logits are \
+                     sensitive to K error); prefer turbo{b}-asym (fp16 K)",
+                    self.name()
+                ));
+            }
+        }
+        Ok(warnings)
+    }
+
+    /// Average bits per cached element (K and V) in a non-boundary layer.
+    pub fn bits_per_element(&self, head_dim: usize) -> f64 {
+        0.5 * (self.k.bits_per_element(head_dim) + self.v.bits_per_element(head_dim))
+    }
+}
+
+impl fmt::Display for KvMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// What [`make_caches`] needs to know about the model.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheSpec {
+    pub mode: KvMode,
+    pub num_layers: usize,
+    pub head_dim: usize,
+    /// First and last layers kept fp16 in turbo modes.
+    pub boundary_layers: usize,
+}
+
+/// Default number of fp16 boundary layers at each end in turbo modes.
+pub const DEFAULT_BOUNDARY_LAYERS: usize = 2;
+
+fn side(f: SideFormat, head_dim: usize, seed: u64) -> Result<Box<dyn KvSide>> {
+    Ok(match f {
+        SideFormat::Fp16 => Box::new(Fp16Side::new(Dtype::F16)),
+        SideFormat::Int8 => Box::new(Int8Side::new()),
+        SideFormat::Turbo(b) => Box::new(TurboSide::new(b, head_dim, seed)?),
+        SideFormat::Turbo4Delegated => Box::new(DelegatedSide::new(head_dim, seed)?),
+    })
+}
+
+/// Whether layer `i` is a boundary layer (kept fp16) under `spec`.
+pub fn is_boundary(spec: &CacheSpec, i: usize) -> bool {
+    spec.mode.has_turbo()
+        && (i < spec.boundary_layers || i + spec.boundary_layers >= spec.num_layers)
+}
+
+/// One empty cache per layer.
+pub fn make_caches(spec: &CacheSpec) -> Result<Vec<Box<dyn KvCache>>> {
+    spec.mode.validate(spec.head_dim)?;
+    (0..spec.num_layers)
+        .map(|i| {
+            let mode = if is_boundary(spec, i) {
+                KvMode::FP16
+            } else {
+                spec.mode
+            };
+            Ok(Box::new(SplitKvCache::new(
+                side(mode.k, spec.head_dim, K_SEED)?,
+                side(mode.v, spec.head_dim, V_SEED)?,
+                mode.name(),
+            )) as Box<dyn KvCache>)
+        })
+        .collect()
+}

@@ -1,0 +1,38 @@
+//! [`KvSide`]: the storage of one side (keys or values) of a layer's cache. A cache mode
+//! is a pair of sides ([`SplitKvCache`](super::split::SplitKvCache)); each storage format
+//! is one module (`fp16`, `int8`, `turbo`, `delegated`).
+
+use crate::kv::turbo::rotation::Rotation;
+use crate::mlx::{Array, Dtype};
+use crate::Result;
+
+pub trait KvSide {
+    /// Appends `[B, H, L, D]` vectors (keys after RoPE, or values).
+    fn append(&mut self, x: &Array) -> Result<()>;
+
+    /// Number of stored positions.
+    fn len(&self) -> usize;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of the stored positions as stored.
+    fn bytes(&self) -> usize;
+
+    /// Bytes allocated (including unused capacity).
+    fn capacity_bytes(&self) -> usize;
+
+    /// Storage name (`fp16`, `int8`, `turbo4`, `turbo4-delegated`, ...).
+    fn name(&self) -> &'static str;
+
+    /// The rotation of the stored basis, when values are stored rotated (turbo).
+    fn rotation(&self) -> Option<&Rotation>;
+
+    /// All stored positions in the original basis, `[B, H, len, D]` of `dtype`.
+    fn dense(&self, dtype: Dtype) -> Result<Array>;
+
+    /// All stored positions in the stored basis (rotated for turbo; equal to
+    /// [`KvSide::dense`] otherwise). Skips the inverse rotation.
+    fn dense_rotated(&self, dtype: Dtype) -> Result<Array>;
+}

@@ -1,0 +1,57 @@
+//! [`SplitKvCache`]: a layer's cache made of a key side and a value side, each in its own
+//! storage format. Attention goes through [`crate::attention::attend`], which picks the path.
+
+use crate::attention::attend;
+use crate::kv::side::KvSide;
+use crate::kv::KvCache;
+use crate::mlx::Array;
+use crate::{Error, Result};
+
+pub struct SplitKvCache {
+    pub k: Box<dyn KvSide>,
+    pub v: Box<dyn KvSide>,
+    name: String,
+}
+
+impl SplitKvCache {
+    pub fn new(k: Box<dyn KvSide>, v: Box<dyn KvSide>, name: String) -> SplitKvCache {
+        SplitKvCache { k, v, name }
+    }
+}
+
+impl KvCache for SplitKvCache {
+    fn append(&mut self, k: &Array, v: &Array) -> Result<()> {
+        if k.ndim() != 4 || v.ndim() != 4 || k.dim(2) != v.dim(2) {
+            return Err(Error::invalid(
+                "kv append",
+                format!(
+                    "keys {:?} and values {:?} must be [B, Hkv, L, D] with the same L",
+                    k.shape(),
+                    v.shape()
+                ),
+            ));
+        }
+        self.k.append(k)?;
+        self.v.append(v)
+    }
+
+    fn attend(&self, q: &Array, scale: f32) -> Result<Array> {
+        attend(q, self.k.as_ref(), self.v.as_ref(), scale)
+    }
+
+    fn len(&self) -> usize {
+        self.k.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.k.bytes() + self.v.bytes()
+    }
+
+    fn capacity_bytes(&self) -> usize {
+        self.k.capacity_bytes() + self.v.capacity_bytes()
+    }
+
+    fn mode_name(&self) -> String {
+        self.name.clone()
+    }
+}

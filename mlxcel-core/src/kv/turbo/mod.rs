@@ -1,0 +1,90 @@
+//! TurboQuant-style storage: per head vector, per rotation group of G (128, or 64 when
+//! head_dim is 64), a corrected fp16 norm and 2/3/4-bit Lloyd-Max indices of the
+//! randomly rotated coordinates. See [`codec`] for the exact encode/decode.
+
+pub mod codebook;
+pub mod codec;
+pub mod pack;
+pub mod rotation;
+
+use crate::kv::buffer::GrowBuffer;
+use crate::kv::side::KvSide;
+use crate::mlx::{Array, Dtype};
+use crate::{Error, Result};
+use codec::{Encoded, TurboCodec};
+use rotation::Rotation;
+
+pub struct TurboSide {
+    codec: TurboCodec,
+    packed: GrowBuffer,
+    norms: GrowBuffer,
+}
+
+impl TurboSide {
+    /// `bits`-bit storage for head vectors of `head_dim`, rotating with `seed`.
+    pub fn new(bits: u32, head_dim: usize, seed: u64) -> Result<TurboSide> {
+        Ok(TurboSide {
+            codec: TurboCodec::new(bits, head_dim, seed)?,
+            packed: GrowBuffer::new(Dtype::U8),
+            norms: GrowBuffer::new(Dtype::F16),
+        })
+    }
+
+    pub fn codec(&self) -> &TurboCodec {
+        &self.codec
+    }
+
+    /// The stored packed indices and norms of all positions.
+    pub fn encoded(&self) -> Result<Encoded> {
+        Ok(Encoded {
+            packed: self
+                .packed
+                .view()?
+                .ok_or_else(|| Error::invalid("kv", "empty cache"))?,
+            norms: self
+                .norms
+                .view()?
+                .ok_or_else(|| Error::invalid("kv", "empty cache"))?,
+        })
+    }
+}
+
+impl KvSide for TurboSide {
+    fn append(&mut self, x: &Array) -> Result<()> {
+        let e = self.codec.encode(x)?;
+        self.packed.append(&e.packed)?;
+        self.norms.append(&e.norms)
+    }
+
+    fn len(&self) -> usize {
+        self.packed.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.packed.bytes() + self.norms.bytes()
+    }
+
+    fn capacity_bytes(&self) -> usize {
+        self.packed.capacity_bytes() + self.norms.capacity_bytes()
+    }
+
+    fn name(&self) -> &'static str {
+        match self.codec.bits {
+            2 => "turbo2",
+            3 => "turbo3",
+            _ => "turbo4",
+        }
+    }
+
+    fn rotation(&self) -> Option<&Rotation> {
+        Some(&self.codec.rotation)
+    }
+
+    fn dense(&self, dtype: Dtype) -> Result<Array> {
+        self.codec.decode(&self.encoded()?, dtype)
+    }
+
+    fn dense_rotated(&self, dtype: Dtype) -> Result<Array> {
+        self.codec.decode_rotated(&self.encoded()?, dtype)
+    }
+}
