@@ -14,6 +14,7 @@ pub struct KvArgs {
     /// (fp16 K, fp16 recent-V window, older V in turbo4); turbo3-asym, turbo2-asym (fp16 K,
     /// 3/2-bit V); turbo3, turbo2 (3/2-bit K and V: large quality loss). Turbo = random
     /// Walsh–Hadamard rotation + Lloyd–Max codebook + corrected norm per 64/128 values.
+    /// (`perplexity` and `niah` take a comma-separated list and compare the modes in one run.)
     #[arg(long, value_name = "MODE")]
     pub kv: Option<String>,
     /// Key storage (fp16, int8, turbo2, turbo3, turbo4); use with --cache-type-v instead of --kv.
@@ -49,10 +50,28 @@ impl KvArgs {
 
     /// The config, with the mode's warnings logged and its head_dim check done.
     pub fn config_for(&self, head_dim: usize) -> Result<KvConfig> {
+        if self.kv.as_deref().is_some_and(|k| k.contains(',')) {
+            bail!("this command takes one --kv mode");
+        }
         let c = self.config()?;
         for w in c.mode.validate(head_dim)? {
             tracing::warn!("{w}");
         }
         Ok(c)
+    }
+
+    /// Several modes from a comma-separated --kv (commands that compare modes).
+    pub fn configs_for(&self, head_dim: usize) -> Result<Vec<KvConfig>> {
+        let Some(list) = self.kv.as_deref().filter(|k| k.contains(',')) else {
+            return Ok(vec![self.config_for(head_dim)?]);
+        };
+        let one = |m: &str| KvArgs {
+            kv: Some(m.trim().to_string()),
+            ..self.clone()
+        };
+        list.split(',')
+            .filter(|m| !m.trim().is_empty())
+            .map(|m| one(m).config_for(head_dim))
+            .collect()
     }
 }

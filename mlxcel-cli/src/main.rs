@@ -4,6 +4,7 @@ mod generate;
 mod info;
 mod kv_args;
 mod model_args;
+mod niah;
 mod perplexity;
 
 use clap::{Parser, Subcommand};
@@ -23,8 +24,11 @@ enum Command {
     Info(info::InfoArgs),
     /// Generate text from a prompt (streams to stdout).
     Generate(generate::GenerateArgs),
-    /// Perplexity of a model over non-overlapping windows of a text file.
+    /// Perplexity over non-overlapping windows of a text; with --kv, KLD of each KV mode
+    /// against the fp16 cache on the same windows.
     Perplexity(perplexity::PerplexityArgs),
+    /// Needle-in-a-haystack retrieval at several context lengths and depths, per KV mode.
+    Niah(niah::NiahArgs),
 }
 
 fn main() {
@@ -42,6 +46,7 @@ fn main() {
         Command::Info(args) => info::run(&args),
         Command::Generate(args) => generate::run(&args),
         Command::Perplexity(args) => perplexity::run(&args),
+        Command::Niah(args) => niah::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use mlxcel_models::loader::resolve::shakespeare_text;
-use mlxcel_models::perplexity::perplexity;
+use mlxcel_models::perplexity::perplexity_modes;
 use mlxcel_models::Model;
 
 use crate::kv_args::KvArgs;
@@ -42,35 +42,39 @@ pub fn run(args: &PerplexityArgs) -> Result<()> {
     };
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {} as UTF-8 text", path.display()))?;
-    args.kv.config()?;
     let model = Model::load(args.model.model.as_deref(), &args.model.load_options())?;
-    let kv = args.kv.config_for(model.config().head_dim)?;
+    let modes = args.kv.configs_for(model.config().head_dim)?;
     let tokens = model.tokenizer()?.encode(&text)?;
-    let report = perplexity(&model, &tokens, args.ctx, args.chunks, args.step, &kv)?;
+    let reports = perplexity_modes(&model, &tokens, args.ctx, args.chunks, args.step, &modes)?;
     if args.json {
         let v = serde_json::json!({
             "model": model.description,
             "file": path,
             "text_tokens": tokens.len(),
-            "report": report,
+            "reports": reports,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        println!(
-            "perplexity {:.4} with the {} KV cache over {} windows of {} tokens ({} scored) in {:.1} s",
-            report.perplexity, report.kv_mode, report.windows, report.ctx, report.scored_tokens, report.seconds
-        );
-        if let Some(c) = &report.vs_fp16 {
-            println!(
-                "vs fp16 KV: perplexity {:.4} ({:+.2}%), KLD {:.5}, top-1 agreement {:.2}%",
-                c.fp16_perplexity,
+        return Ok(());
+    }
+    let r0 = &reports[0];
+    println!(
+        "{} windows of {} tokens ({} scored) in {:.1} s",
+        r0.windows, r0.ctx, r0.scored_tokens, r0.seconds
+    );
+    if let Some(c) = &r0.vs_fp16 {
+        println!("{:<18} perplexity {:.4}", "fp16", c.fp16_perplexity);
+    }
+    for r in &reports {
+        match &r.vs_fp16 {
+            Some(c) => println!(
+                "{:<18} perplexity {:.4} ({:+.2}% vs fp16)  KLD {:.5}  top-1 agreement {:.2}%",
+                r.kv_mode,
+                r.perplexity,
                 c.ppl_change_percent,
                 c.kld,
                 100.0 * c.top1_agreement
-            );
-        }
-        for (i, p) in report.per_window_ppl.iter().enumerate() {
-            println!("  window {}: {:.4}", i + 1, p);
+            ),
+            None => println!("{:<18} perplexity {:.4}", r.kv_mode, r.perplexity),
         }
     }
     Ok(())

@@ -46,5 +46,17 @@ pub fn kv_boundary_layers(default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Offset added to the turbo rotation seeds (numeric, default 0): lets experiments measure
+/// how much a result depends on the particular random rotation.
+pub const TURBO_SEED: &str = "MLXCEL_TURBO_SEED";
+
+/// The value of `MLXCEL_TURBO_SEED`, or 0.
+pub fn turbo_seed_offset() -> u64 {
+    std::env::var(TURBO_SEED)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// All boolean flags, for `--help` texts and `mlxcel info`.
 pub const ALL: &[Flag] = &[ROTATED_SDPA];

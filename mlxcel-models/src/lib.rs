@@ -13,6 +13,7 @@ pub mod layers;
 pub mod llama3;
 pub mod loader;
 pub mod model;
+pub mod niah;
 pub mod perplexity;
 pub mod qwen2;
 pub mod qwen3;

@@ -54,6 +54,29 @@ pub fn perplexity(
     step: usize,
     kv: &KvConfig,
 ) -> Result<PerplexityReport> {
+    let mut reports = perplexity_modes(model, tokens, ctx, chunks, step, std::slice::from_ref(kv))?;
+    Ok(reports.remove(0))
+}
+
+struct Accum {
+    nll: f64,
+    kld: f64,
+    agree: f64,
+    window_nll: f64,
+    per_window: Vec<f64>,
+}
+
+/// [`perplexity`] for several modes in one pass: the fp16 cache runs once per window and
+/// every mode is compared with it position by position. Returns one report per mode, in
+/// order (an fp16 entry gets no comparison).
+pub fn perplexity_modes(
+    model: &Model,
+    tokens: &[u32],
+    ctx: usize,
+    chunks: usize,
+    step: usize,
+    modes: &[KvConfig],
+) -> Result<Vec<PerplexityReport>> {
     if ctx < 2 || chunks == 0 {
         return Err(ModelError::Unsupported(
             "perplexity needs --ctx >= 2 and --chunks >= 1".into(),
@@ -66,80 +89,101 @@ pub fn perplexity(
             ctx * chunks
         )));
     }
-    let compare = kv.mode != KvMode::FP16;
     let fp16 = KvConfig {
         mode: KvMode::FP16,
-        ..*kv
+        ..modes.first().copied().unwrap_or_default()
     };
     let t0 = std::time::Instant::now();
-    let (mut nll, mut nll_ref, mut kld, mut agree) = (0f64, 0f64, 0f64, 0f64);
-    let mut per_window = Vec::with_capacity(chunks);
+    let new_acc = || Accum {
+        nll: 0.0,
+        kld: 0.0,
+        agree: 0.0,
+        window_nll: 0.0,
+        per_window: Vec::new(),
+    };
+    let mut base = new_acc();
+    let mut accs: Vec<Accum> = modes.iter().map(|_| new_acc()).collect();
     for w in 0..chunks {
         let window = &tokens[w * ctx..(w + 1) * ctx];
-        let mut caches = model.new_caches(kv)?;
-        let mut ref_caches = if compare {
-            Some(model.new_caches(&fp16)?)
-        } else {
-            None
-        };
-        let mut window_nll = 0f64;
+        let mut base_caches = model.new_caches(&fp16)?;
+        let mut caches = modes
+            .iter()
+            .map(|m| {
+                if m.mode == KvMode::FP16 {
+                    Ok(None)
+                } else {
+                    model.new_caches(m).map(Some)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        base.window_nll = 0.0;
+        accs.iter_mut().for_each(|a| a.window_nll = 0.0);
         let mut pos = 0;
         while pos < ctx - 1 {
             let end = (pos + step.max(1)).min(ctx - 1);
             let targets: Vec<i32> = window[pos + 1..end + 1].iter().map(|&t| t as i32).collect();
             let tgt = Array::from_slice(&targets, &[1, targets.len() as i32, 1])?;
-            let lp = log_softmax(
+            let lr = log_softmax(
                 &model
-                    .forward(&window[pos..end], &mut caches, false)?
+                    .forward(&window[pos..end], &mut base_caches, false)?
                     .astype(Dtype::F32)?,
             )?;
-            let step_nll = lp
-                .take_along_axis(&tgt, -1)?
-                .sum(&[0, 1, 2], false)?
-                .negative()?;
-            window_nll += f64_item(&step_nll)?;
-            if let Some(rc) = ref_caches.as_mut() {
-                let lr = log_softmax(
+            let base_nll = -f64_item(&lr.take_along_axis(&tgt, -1)?.sum(&[0, 1, 2], false)?)?;
+            base.window_nll += base_nll;
+            let pr = lr.exp()?;
+            let top_r = lr.argmax(&[-1], false)?;
+            for (acc, cache) in accs.iter_mut().zip(caches.iter_mut()) {
+                let Some(c) = cache else {
+                    acc.window_nll += base_nll;
+                    continue;
+                };
+                let lp = log_softmax(
                     &model
-                        .forward(&window[pos..end], rc, false)?
+                        .forward(&window[pos..end], c, false)?
                         .astype(Dtype::F32)?,
                 )?;
-                nll_ref -= f64_item(&lr.take_along_axis(&tgt, -1)?.sum(&[0, 1, 2], false)?)?;
-                let kl = lr
-                    .exp()?
-                    .multiply(&lr.subtract(&lp)?)?
-                    .sum(&[0, 1, 2], false)?;
-                kld += f64_item(&kl)?;
-                let same = lr.argmax(&[-1], false)?.equal(&lp.argmax(&[-1], false)?)?;
-                agree += f64_item(&same.astype(Dtype::F32)?.sum(&[0, 1], false)?)?;
+                acc.window_nll -= f64_item(&lp.take_along_axis(&tgt, -1)?.sum(&[0, 1, 2], false)?)?;
+                acc.kld += f64_item(&pr.multiply(&lr.subtract(&lp)?)?.sum(&[0, 1, 2], false)?)?;
+                let same = top_r.equal(&lp.argmax(&[-1], false)?)?;
+                acc.agree += f64_item(&same.astype(Dtype::F32)?.sum(&[0, 1], false)?)?;
             }
             pos = end;
         }
-        nll += window_nll;
-        per_window.push((window_nll / (ctx - 1) as f64).exp());
-        tracing::info!("window {}/{chunks}: ppl {:.4}", w + 1, per_window[w]);
+        for a in std::iter::once(&mut base).chain(accs.iter_mut()) {
+            a.nll += a.window_nll;
+            a.per_window.push((a.window_nll / (ctx - 1) as f64).exp());
+        }
+        tracing::info!(
+            "window {}/{chunks}: fp16 ppl {:.4}",
+            w + 1,
+            base.per_window[w]
+        );
     }
     let scored = chunks * (ctx - 1);
-    let mean = nll / scored as f64;
-    let ppl = mean.exp();
-    let vs_fp16 = compare.then(|| {
-        let ppl_ref = (nll_ref / scored as f64).exp();
-        Fp16Comparison {
-            fp16_perplexity: ppl_ref,
-            ppl_change_percent: 100.0 * (ppl / ppl_ref - 1.0),
-            kld: kld / scored as f64,
-            top1_agreement: agree / scored as f64,
-        }
-    });
-    Ok(PerplexityReport {
-        kv_mode: kv.mode.name(),
-        windows: chunks,
-        ctx,
-        scored_tokens: scored,
-        mean_nll: mean,
-        perplexity: ppl,
-        per_window_ppl: per_window,
-        vs_fp16,
-        seconds: t0.elapsed().as_secs_f64(),
-    })
+    let ppl_ref = (base.nll / scored as f64).exp();
+    let seconds = t0.elapsed().as_secs_f64();
+    Ok(modes
+        .iter()
+        .zip(accs)
+        .map(|(m, a)| {
+            let mean = a.nll / scored as f64;
+            let ppl = mean.exp();
+            PerplexityReport {
+                kv_mode: m.mode.name(),
+                windows: chunks,
+                ctx,
+                scored_tokens: scored,
+                mean_nll: mean,
+                perplexity: ppl,
+                per_window_ppl: a.per_window,
+                vs_fp16: (m.mode != KvMode::FP16).then(|| Fp16Comparison {
+                    fp16_perplexity: ppl_ref,
+                    ppl_change_percent: 100.0 * (ppl / ppl_ref - 1.0),
+                    kld: a.kld / scored as f64,
+                    top1_agreement: a.agree / scored as f64,
+                }),
+                seconds,
+            }
+        })
+        .collect())
 }

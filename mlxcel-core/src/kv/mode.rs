@@ -220,6 +220,7 @@ pub fn is_boundary(spec: &CacheSpec, i: usize) -> bool {
 /// One empty cache per layer.
 pub fn make_caches(spec: &CacheSpec) -> Result<Vec<Box<dyn KvCache>>> {
     spec.mode.validate(spec.head_dim)?;
+    let seed_offset = crate::flags::turbo_seed_offset() * 2;
     (0..spec.num_layers)
         .map(|i| {
             let mode = if is_boundary(spec, i) {
@@ -228,8 +229,8 @@ pub fn make_caches(spec: &CacheSpec) -> Result<Vec<Box<dyn KvCache>>> {
                 spec.mode
             };
             Ok(Box::new(SplitKvCache::new(
-                side(mode.k, spec.head_dim, K_SEED)?,
-                side(mode.v, spec.head_dim, V_SEED)?,
+                side(mode.k, spec.head_dim, K_SEED.wrapping_add(seed_offset))?,
+                side(mode.v, spec.head_dim, V_SEED.wrapping_add(seed_offset))?,
                 mode.name(),
             )) as Box<dyn KvCache>)
         })

@@ -1,0 +1,113 @@
+//! Quality of the KV cache modes on SmolLM2-135M (head_dim 64) over the first 4 x 1024
+//! tokens of Hamlet, against the fp16 cache in the same run, with the bounds of issue 4.
+//!
+//! Reference numbers (an ideal-math simulation: transformers f32 on the exact
+//! dequantization of the GGUF, K/V quantize-dequantized per head vector with a random-sign
+//! WHT, Gaussian Lloyd-Max codebook for N(0, 1/64), corrected fp16 norm, first and last 2
+//! layers fp16):
+//!
+//! | mode | PPL vs fp16 | KLD |
+//! |---|---|---|
+//! | int8 | +0.07% | 0.0006 |
+//! | turbo4-asym | +0.15% | 0.0047 |
+//! | turbo3-asym | +1.41% | 0.0186 |
+//! | turbo2-asym | +6.24% | 0.0709 |
+//! | turbo4 | +4.47% | 0.0457 |
+//! | turbo3 | +19.1% | 0.171 |
+//!
+//! A result far better than the reference is as suspicious as one far worse, so the KLD
+//! must also lie within a factor of two of the reference's.
+
+use mlxcel_core::kv::KvMode;
+use mlxcel_core::Dtype;
+use mlxcel_models::loader::resolve::{default_model, shakespeare_text};
+use mlxcel_models::niah::{run as run_niah, NeedleParams};
+use mlxcel_models::perplexity::perplexity_modes;
+use mlxcel_models::weights::WeightFormat;
+use mlxcel_models::{KvConfig, LoadOptions, Model};
+
+fn model() -> Model {
+    Model::load(
+        Some(default_model().unwrap().to_str().unwrap()),
+        &LoadOptions {
+            format: WeightFormat::Dense(Dtype::F32),
+            seed: 0,
+        },
+    )
+    .unwrap()
+}
+
+fn kv(mode: &str) -> KvConfig {
+    KvConfig {
+        mode: KvMode::parse(mode).unwrap(),
+        boundary_layers: 2,
+    }
+}
+
+#[test]
+fn modes_stay_within_the_perplexity_and_kld_bounds() {
+    // (mode, max PPL increase in %, reference KLD)
+    let table = [
+        ("int8", 0.2, 0.0006),
+        ("turbo4-asym", 0.5, 0.0047),
+        ("turbo3-asym", 1.8, 0.0186),
+        ("turbo2-asym", 6.24 + 1.0, 0.0709),
+        ("turbo4", 4.47 + 1.0, 0.0457),
+        ("turbo3", 19.1 + 1.0, 0.171),
+    ];
+    let m = model();
+    let text = std::fs::read_to_string(shakespeare_text("hamlet").unwrap()).unwrap();
+    let tokens = m.tokenizer().unwrap().encode(&text).unwrap();
+    let modes: Vec<KvConfig> = table.iter().map(|(n, _, _)| kv(n)).collect();
+    let reports = perplexity_modes(&m, &tokens, 1024, 4, 256, &modes).unwrap();
+    let mut failures = Vec::new();
+    for ((name, max_pct, ref_kld), r) in table.iter().zip(&reports) {
+        let c = r.vs_fp16.as_ref().unwrap();
+        eprintln!(
+            "{name:<12} PPL {:.4} ({:+.2}% vs fp16 {:.4}, bound {max_pct}%)  KLD {:.5} (reference {ref_kld})  top-1 {:.1}%",
+            r.perplexity, c.ppl_change_percent, c.fp16_perplexity, c.kld, 100.0 * c.top1_agreement
+        );
+        if c.ppl_change_percent > *max_pct {
+            failures.push(format!(
+                "{name}: PPL {:+.2}% > {max_pct}%",
+                c.ppl_change_percent
+            ));
+        }
+        if !(c.kld > 0.5 * ref_kld && c.kld < 2.0 * ref_kld) {
+            failures.push(format!(
+                "{name}: KLD {} outside [0.5, 2] x {ref_kld}",
+                c.kld
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn needle_hits_with_compressed_caches_match_fp16() {
+    let m = model();
+    let text = std::fs::read_to_string(shakespeare_text("hamlet").unwrap()).unwrap();
+    let params = NeedleParams {
+        contexts: vec![1024],
+        depths: vec![0.1, 0.5, 0.9],
+        seed: 7,
+        max_answer_tokens: 8,
+    };
+    let modes = ["fp16", "int8", "turbo4-asym", "turbo3-asym", "turbo4"].map(kv);
+    let trials = run_niah(&m, &text, &params, &modes).unwrap();
+    let hits = |name: &str| trials.iter().filter(|t| t.kv_mode == name && t.hit).count();
+    let fp16 = hits("fp16");
+    eprintln!("fp16 needles: {fp16}/3");
+    assert!(
+        fp16 >= 2,
+        "the harness itself must work: fp16 found {fp16}/3"
+    );
+    for name in ["int8", "turbo4-asym", "turbo3-asym", "turbo4"] {
+        eprintln!("{name}: {}/3", hits(name));
+        assert!(
+            hits(name) >= fp16,
+            "{name} found {} needles, fp16 {fp16}",
+            hits(name)
+        );
+    }
+}
