@@ -1,5 +1,6 @@
 //! `mlxcel`: the command-line entry point.
 
+mod bench;
 mod generate;
 mod info;
 mod kv_args;
@@ -29,6 +30,8 @@ enum Command {
     Perplexity(perplexity::PerplexityArgs),
     /// Needle-in-a-haystack retrieval at several context lengths and depths, per KV mode.
     Niah(niah::NiahArgs),
+    /// Microbenchmarks (decode attention per KV mode vs MLX fp16 SDPA and a copy roofline).
+    Bench(bench::BenchArgs),
 }
 
 fn main() {
@@ -47,6 +50,7 @@ fn main() {
         Command::Generate(args) => generate::run(&args),
         Command::Perplexity(args) => perplexity::run(&args),
         Command::Niah(args) => niah::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

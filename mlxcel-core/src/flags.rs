@@ -34,6 +34,14 @@ pub const ROTATED_SDPA: Flag = Flag {
     doc: "attention in the rotated basis for turbo K/V (0 = dequantize to the original basis, then SDPA)",
 };
 
+/// The fused CUDA decode-attention kernel (one query position, reads the packed cache
+/// directly). Only on the CUDA backend; elsewhere, or when 0, the split paths run.
+pub const FUSED_DECODE: Flag = Flag {
+    name: "MLXCEL_FUSED_DECODE",
+    default: true,
+    doc: "fused CUDA decode attention over the packed cache (0 = split paths: rotated-sdpa / dequant-sdpa)",
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -59,4 +67,4 @@ pub fn turbo_seed_offset() -> u64 {
 }
 
 /// All boolean flags, for `--help` texts and `mlxcel info`.
-pub const ALL: &[Flag] = &[ROTATED_SDPA];
+pub const ALL: &[Flag] = &[ROTATED_SDPA, FUSED_DECODE];

@@ -6,10 +6,13 @@
 //! | `dense` | no quantized side, or int8 | SDPA over the (dequantized) cache |
 //! | `rotated-sdpa` | a turbo side, `MLXCEL_ROTATED_SDPA` on (default) | turbo K: rotate q once (`<Rq, Rk> = <q, k>`); turbo V: attend over rotated V and inverse-rotate the output once (`P (V R^T) = (P V) R^T`) |
 //! | `dequant-sdpa` | a turbo side, `MLXCEL_ROTATED_SDPA=0` | dequantize every cached vector to the original basis, then SDPA (the exact reference) |
+//! | `fused-decode` | CUDA backend, one query position, fp16/int8/turbo sides, `MLXCEL_FUSED_DECODE` on (default) | one kernel reads the packed cache ([`crate::kernels::decode_attention`]) |
 
 use crate::flags;
+use crate::kernels::decode_attention::{fused_decode, supported};
 use crate::kv::side::KvSide;
 use crate::mlx::fast::{scaled_dot_product_attention, AttentionMask};
+use crate::mlx::kernel::KernelBackend;
 use crate::mlx::Array;
 use crate::Result;
 
@@ -18,6 +21,7 @@ use crate::Result;
 pub enum AttentionPath {
     DequantSdpa,
     RotatedSdpa,
+    FusedDecode,
 }
 
 impl AttentionPath {
@@ -25,12 +29,34 @@ impl AttentionPath {
         match self {
             AttentionPath::DequantSdpa => "dequant-sdpa",
             AttentionPath::RotatedSdpa => "rotated-sdpa",
+            AttentionPath::FusedDecode => "fused-decode",
         }
     }
 }
 
+/// Whether the fused decode kernel can serve `q` over these sides.
+pub fn fused_applies(q: &Array, k: &dyn KvSide, v: &dyn KvSide) -> bool {
+    if q.ndim() != 4 || q.dim(2) != 1 {
+        return false;
+    }
+    match (k.raw(), v.raw()) {
+        (Some(kr), Some(vr)) => {
+            let hkv = kr.data.dim(1).max(1) as usize;
+            let hq = q.dim(1) as usize;
+            hq % hkv == 0 && supported(&kr, &vr, q.dim(3) as usize, hq / hkv)
+        }
+        _ => false,
+    }
+}
+
 /// The path [`attend`] takes for these sides now.
-pub fn select_path(k: &dyn KvSide, v: &dyn KvSide) -> AttentionPath {
+pub fn select_path(q: &Array, k: &dyn KvSide, v: &dyn KvSide) -> AttentionPath {
+    if flags::FUSED_DECODE.enabled()
+        && KernelBackend::current() == Some(KernelBackend::Cuda)
+        && fused_applies(q, k, v)
+    {
+        return AttentionPath::FusedDecode;
+    }
     let rotated = k.rotation().is_some() || v.rotation().is_some();
     if rotated && flags::ROTATED_SDPA.enabled() {
         AttentionPath::RotatedSdpa
@@ -41,7 +67,7 @@ pub fn select_path(k: &dyn KvSide, v: &dyn KvSide) -> AttentionPath {
 
 /// Attention of `q [B, Hq, L, D]` over the cache sides (causal for the last L keys).
 pub fn attend(q: &Array, k: &dyn KvSide, v: &dyn KvSide, scale: f32) -> Result<Array> {
-    attend_with(select_path(k, v), q, k, v, scale)
+    attend_with(select_path(q, k, v), q, k, v, scale)
 }
 
 /// Attention through an explicit path.
@@ -54,6 +80,13 @@ pub fn attend_with(
 ) -> Result<Array> {
     let dt = q.dtype();
     match path {
+        AttentionPath::FusedDecode => match (k.raw(), v.raw()) {
+            (Some(kr), Some(vr)) => fused_decode(q, &kr, &vr, k.len(), scale, None),
+            _ => Err(crate::Error::invalid(
+                "fused decode",
+                "these cache sides expose no raw buffers",
+            )),
+        },
         AttentionPath::DequantSdpa => dense_attention(q, &k.dense(dt)?, &v.dense(dt)?, scale),
         AttentionPath::RotatedSdpa => {
             let (q, keys) = match k.rotation() {

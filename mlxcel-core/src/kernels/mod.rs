@@ -1,4 +1,5 @@
 //! Custom GPU kernels of mlxcel. Sources live beside this file (`cuda/*.cu`,
 //! `metal/*.metal`) and are JIT-compiled by MLX through [`crate::mlx::kernel`].
 
+pub mod decode_attention;
 pub mod selftest;

@@ -92,6 +92,17 @@ impl GrowBuffer {
         }
     }
 
+    /// The whole allocated buffer `[B, H, capacity, W]` (fused kernels index it directly,
+    /// so no slice of it is ever copied).
+    pub fn full(&self) -> Option<&Array> {
+        self.data.as_ref()
+    }
+
+    /// Allocated positions.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Bytes of the filled positions.
     pub fn bytes(&self) -> usize {
         match &self.data {

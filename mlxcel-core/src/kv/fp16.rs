@@ -1,7 +1,7 @@
 //! Unquantized storage (fp16 by default): the reference every other mode is measured against.
 
 use crate::kv::buffer::GrowBuffer;
-use crate::kv::side::KvSide;
+use crate::kv::side::{KvSide, RawSide, FORMAT_FP16};
 use crate::kv::turbo::rotation::Rotation;
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
@@ -62,5 +62,17 @@ impl KvSide for Fp16Side {
 
     fn dense_rotated(&self, dtype: Dtype) -> Result<Array> {
         self.dense(dtype)
+    }
+
+    fn raw(&self) -> Option<RawSide<'_>> {
+        (self.buf.dtype() == Dtype::F16).then_some(())?;
+        Some(RawSide {
+            format: FORMAT_FP16,
+            data: self.buf.full()?,
+            aux: None,
+            capacity: self.buf.capacity(),
+            lut: None,
+            rotation: None,
+        })
     }
 }

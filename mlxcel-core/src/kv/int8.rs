@@ -1,7 +1,7 @@
 //! int8 storage with one fp16 scale per vector (`absmax / 127`, symmetric).
 
 use crate::kv::buffer::GrowBuffer;
-use crate::kv::side::KvSide;
+use crate::kv::side::{KvSide, RawSide, FORMAT_INT8};
 use crate::kv::turbo::rotation::Rotation;
 use crate::mlx::ops::where_;
 use crate::mlx::{Array, Dtype};
@@ -89,5 +89,16 @@ impl KvSide for Int8Side {
 
     fn dense_rotated(&self, dtype: Dtype) -> Result<Array> {
         self.dense(dtype)
+    }
+
+    fn raw(&self) -> Option<RawSide<'_>> {
+        Some(RawSide {
+            format: FORMAT_INT8,
+            data: self.q.full()?,
+            aux: Some(self.scale.full()?),
+            capacity: self.q.capacity(),
+            lut: None,
+            rotation: None,
+        })
     }
 }

@@ -6,6 +6,24 @@ use crate::kv::turbo::rotation::Rotation;
 use crate::mlx::{Array, Dtype};
 use crate::Result;
 
+/// Storage format codes shared with the CUDA kernels (`decode_attention.cuh`).
+pub const FORMAT_FP16: i32 = 0;
+pub const FORMAT_INT8: i32 = 1;
+
+/// Direct access to a side's device buffers, for fused kernels.
+pub struct RawSide<'a> {
+    /// [`FORMAT_FP16`], [`FORMAT_INT8`], or the turbo bit width (2, 3, 4).
+    pub format: i32,
+    /// The whole buffer `[B, H, capacity, row]`.
+    pub data: &'a Array,
+    /// fp16 `[B, H, capacity, n]`: per-row scales (int8) or per-group norms (turbo).
+    pub aux: Option<&'a Array>,
+    pub capacity: usize,
+    /// The codebook (turbo).
+    pub lut: Option<&'a [f32]>,
+    pub rotation: Option<&'a Rotation>,
+}
+
 pub trait KvSide {
     /// Appends `[B, H, L, D]` vectors (keys after RoPE, or values).
     fn append(&mut self, x: &Array) -> Result<()>;
@@ -35,4 +53,9 @@ pub trait KvSide {
     /// All stored positions in the stored basis (rotated for turbo; equal to
     /// [`KvSide::dense`] otherwise). Skips the inverse rotation.
     fn dense_rotated(&self, dtype: Dtype) -> Result<Array>;
+
+    /// The raw buffers, for formats a fused kernel can read (None otherwise).
+    fn raw(&self) -> Option<RawSide<'_>> {
+        None
+    }
 }

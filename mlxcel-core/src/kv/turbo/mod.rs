@@ -8,7 +8,7 @@ pub mod pack;
 pub mod rotation;
 
 use crate::kv::buffer::GrowBuffer;
-use crate::kv::side::KvSide;
+use crate::kv::side::{KvSide, RawSide};
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
 use codec::{Encoded, TurboCodec};
@@ -86,5 +86,16 @@ impl KvSide for TurboSide {
 
     fn dense_rotated(&self, dtype: Dtype) -> Result<Array> {
         self.codec.decode_rotated(&self.encoded()?, dtype)
+    }
+
+    fn raw(&self) -> Option<RawSide<'_>> {
+        Some(RawSide {
+            format: self.codec.bits as i32,
+            data: self.packed.full()?,
+            aux: Some(self.norms.full()?),
+            capacity: self.packed.capacity(),
+            lut: Some(&self.codec.book.centroids),
+            rotation: Some(&self.codec.rotation),
+        })
     }
 }

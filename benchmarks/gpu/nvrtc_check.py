@@ -1,0 +1,63 @@
+"""Compile-checks mlxcel's CUDA kernels on a machine without a GPU (NVRTC from PyPI:
+`pip install nvidia-cuda-nvrtc cuda-bindings nvidia-cuda-runtime`), for sm_90, and prints
+registers / spills / shared memory per variant. The kernels are wrapped in a signature like
+the one MLX's cuda_kernel generates.
+
+    python benchmarks/gpu/nvrtc_check.py
+"""
+import glob
+import os
+import sys
+
+from cuda.bindings import nvrtc
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "mlxcel-core", "src", "kernels", "cuda")
+INC = glob.glob(os.path.join(os.path.dirname(nvrtc.__file__), "..", "..", "nvidia", "cu*", "include"))
+
+
+def read(n):
+    return open(os.path.join(ROOT, n)).read()
+
+
+def compile_one(name, src):
+    err, prog = nvrtc.nvrtcCreateProgram(src.encode(), name.encode(), 0, [], [])
+    opts = [b"--gpu-architecture=sm_90", b"-std=c++17", b"--ptxas-options=-v", b"-default-device"]
+    opts += [("-I" + os.path.abspath(p)).encode() for p in INC]
+    (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    err, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    text = log.decode(errors="replace").strip()
+    ok = res == nvrtc.nvrtcResult.NVRTC_SUCCESS
+    lines = [l for l in text.splitlines() if ("registers" in l or "spill" in l or "error" in l or "warning" in l)]
+    print(f"{'OK ' if ok else 'ERR'} {name}: " + " | ".join(l.strip() for l in lines[-3:]))
+    if not ok:
+        print(text)
+    return ok
+
+
+def main():
+    header = read("decode_attention.cuh")
+    body = read("decode_attention.cu")
+    merge = read("merge_splits.cu")
+    ok = True
+    sig = ("const float* q, const unsigned char* k_data, const __half* k_aux, const unsigned char* v_data, "
+           "const __half* v_aux, const float* lut_k, const float* lut_v, const float* rot_k, const int* params, "
+           "const float* scale, float* o_part, float* ml")
+    for kf, vf in [(0, 0), (1, 1), (0, 4), (4, 4), (0, 3), (3, 3), (0, 2), (2, 2)]:
+        for d, gqa in [(128, 4), (128, 8), (64, 3), (64, 7), (128, 1)]:
+            gk = 128 if d == 128 else 64
+            consts = f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; constexpr int GQA = {gqa}; constexpr int GROUP_K = {gk}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'};\n"
+            src = header + "\n__global__ void k(" + sig + ") {\n" + consts + body + "\n}\n"
+            ok &= compile_one(f"decode k{kf} v{vf} d{d} g{gqa}", src)
+    for d in (64, 128):
+        consts = f"constexpr int D = {d}; constexpr int GROUP_V = {min(d, 128)}; constexpr bool ROT_V = true; using T_out = __half;\n"
+        src = (header + "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
+               "__global__ void m(const float* o_part, const Shape o_part_shape, const float* ml, const float* rot_v, __half* out) {\n"
+               + consts + merge + "\n}\n")
+        ok &= compile_one(f"merge d{d}", src)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

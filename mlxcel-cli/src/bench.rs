@@ -1,0 +1,235 @@
+//! `mlxcel bench attention`: decode-attention time per KV mode over contexts, beside MLX's
+//! fp16 SDPA and a copy roofline measured in the same run; bytes moved and achieved TB/s.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use mlxcel_core::attention::{attend_with, dense_attention, select_path, AttentionPath};
+use mlxcel_core::kv::delegated::DelegatedSide;
+use mlxcel_core::kv::fp16::Fp16Side;
+use mlxcel_core::kv::int8::Int8Side;
+use mlxcel_core::kv::side::KvSide;
+use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
+use mlxcel_core::kv::turbo::TurboSide;
+use mlxcel_core::kv::{KvMode, SideFormat};
+use mlxcel_core::mlx::array::eval_all;
+use mlxcel_core::mlx::{device, random};
+use mlxcel_core::{Array, Dtype};
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub what: BenchWhat,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchWhat {
+    /// Time one decode step of attention (one layer) per KV mode and context.
+    Attention(AttentionBench),
+}
+
+#[derive(Args, Debug)]
+pub struct AttentionBench {
+    /// Context lengths.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "4096,8192,16384,32768,65536,131072"
+    )]
+    pub contexts: Vec<usize>,
+    /// KV modes (each through the path `generate` would take: fused on CUDA).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "fp16,int8,turbo4-asym,turbo4,turbo3-asym,turbo3,turbo2-asym,turbo2"
+    )]
+    pub modes: Vec<String>,
+    /// Layer shapes as Hq:Hkv:D (default: Llama-3-8B, and a head_dim-64 shape).
+    #[arg(long, value_delimiter = ',', default_value = "32:8:128,32:8:64")]
+    pub shapes: Vec<String>,
+    /// Also time the split path (rotated-sdpa / dequant) for these modes.
+    #[arg(long, value_delimiter = ',', default_value = "turbo4-asym,turbo4")]
+    pub split_modes: Vec<String>,
+    /// Timed calls per measurement (after warm-up).
+    #[arg(long, default_value_t = 50)]
+    pub iters: usize,
+    /// Folder for results.csv and results.md.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn side(f: SideFormat, d: usize, seed: u64) -> Result<Box<dyn KvSide>> {
+    Ok(match f {
+        SideFormat::Fp16 => Box::new(Fp16Side::new(Dtype::F16)),
+        SideFormat::Int8 => Box::new(Int8Side::new()),
+        SideFormat::Turbo(b) => Box::new(TurboSide::new(b, d, seed)?),
+        SideFormat::Turbo4Delegated => Box::new(DelegatedSide::new(d, seed)?),
+    })
+}
+
+/// Median-free mean time of `iters` calls evaluated together (launch gaps included), after
+/// a warm-up; `f(i)` builds call i.
+fn time_calls(iters: usize, f: &dyn Fn(usize) -> Result<Array>) -> Result<f64> {
+    for i in 0..3 {
+        f(i)?.eval()?;
+    }
+    device::synchronize()?;
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let outs = (0..iters).map(f).collect::<Result<Vec<_>>>()?;
+        eval_all(&outs.iter().collect::<Vec<_>>())?;
+        device::synchronize()?;
+        best = best.min(t0.elapsed().as_secs_f64() / iters as f64);
+    }
+    Ok(best)
+}
+
+struct Row {
+    shape: String,
+    ctx: usize,
+    mode: String,
+    path: String,
+    bytes: usize,
+    micros: f64,
+    tbps: f64,
+    frac_copy: f64,
+    vs_sdpa: f64,
+}
+
+/// Copy bandwidth (read + write bytes per second) of a 1 GiB fp16 array.
+fn copy_roofline() -> Result<f64> {
+    let n = 1i32 << 29;
+    let a = random::normal(&[n], Dtype::F16, None)?;
+    a.eval()?;
+    // negative() reads and writes every element (a plain copy can alias the buffer).
+    let t = time_calls(10, &|_| Ok(a.negative()?))?;
+    Ok(2.0 * a.nbytes() as f64 / t)
+}
+
+pub fn run(args: &BenchArgs) -> Result<()> {
+    let BenchWhat::Attention(a) = &args.what;
+    let copy_bw = copy_roofline()?;
+    eprintln!(
+        "copy roofline: {:.3} TB/s (read + write, 1 GiB fp16 copy)",
+        copy_bw / 1e12
+    );
+    let l2_rotation_bytes = 256usize << 20;
+    let mut rows = Vec::new();
+    for shape in &a.shapes {
+        let p: Vec<usize> = shape
+            .split(':')
+            .map(|x| x.parse())
+            .collect::<std::result::Result<_, _>>()
+            .context("shape must be Hq:Hkv:D")?;
+        let (hq, hkv, d) = (p[0], p[1], p[2]);
+        let scale = 1.0 / (d as f32).sqrt();
+        for &ctx in &a.contexts {
+            let fp16_bytes = 2 * hkv * ctx * d * 2;
+            let copies = l2_rotation_bytes.div_ceil(fp16_bytes).clamp(1, 16);
+            let q = random::normal(&[1, hq as i32, 1, d as i32], Dtype::F16, None)?;
+            let kv: Vec<(Array, Array)> = (0..copies)
+                .map(|_| -> Result<(Array, Array)> {
+                    let shp = [1, hkv as i32, ctx as i32, d as i32];
+                    Ok((
+                        random::normal(&shp, Dtype::F16, None)?,
+                        random::normal(&shp, Dtype::F16, None)?,
+                    ))
+                })
+                .collect::<Result<_>>()?;
+            eval_all(&kv.iter().flat_map(|(k, v)| [k, v]).collect::<Vec<_>>())?;
+            let sdpa = time_calls(a.iters, &|i| {
+                let (k, v) = &kv[i % copies];
+                Ok(dense_attention(&q, k, v, scale)?)
+            })?;
+            rows.push(Row {
+                shape: shape.clone(),
+                ctx,
+                mode: "fp16".into(),
+                path: "mlx-sdpa".into(),
+                bytes: fp16_bytes,
+                micros: sdpa * 1e6,
+                tbps: fp16_bytes as f64 / sdpa / 1e12,
+                frac_copy: fp16_bytes as f64 / sdpa / copy_bw,
+                vs_sdpa: 1.0,
+            });
+            for mode in &a.modes {
+                let m = KvMode::parse(mode)?;
+                let mut sides = Vec::new();
+                for (k, v) in &kv {
+                    let mut ks = side(m.k, d, K_SEED)?;
+                    let mut vs = side(m.v, d, V_SEED)?;
+                    ks.append(k)?;
+                    vs.append(v)?;
+                    sides.push((ks, vs));
+                }
+                let bytes = sides[0].0.bytes() + sides[0].1.bytes();
+                let mut paths = vec![select_path(&q, sides[0].0.as_ref(), sides[0].1.as_ref())];
+                if a.split_modes.contains(mode) && paths[0] == AttentionPath::FusedDecode {
+                    paths.push(AttentionPath::RotatedSdpa);
+                }
+                for path in paths {
+                    let t = time_calls(a.iters, &|i| {
+                        let (k, v) = &sides[i % copies];
+                        Ok(attend_with(path, &q, k.as_ref(), v.as_ref(), scale)?)
+                    })?;
+                    let row = Row {
+                        shape: shape.clone(),
+                        ctx,
+                        mode: mode.clone(),
+                        path: path.name().into(),
+                        bytes,
+                        micros: t * 1e6,
+                        tbps: bytes as f64 / t / 1e12,
+                        frac_copy: bytes as f64 / t / copy_bw,
+                        vs_sdpa: sdpa / t,
+                    };
+                    eprintln!(
+                        "{:<10} ctx {:>6} {:<12} {:<13} {:>9.1} us  {:>6.2} TB/s  {:>5.1}% of copy  {:>5.2}x fp16 SDPA",
+                        row.shape, row.ctx, row.mode, row.path, row.micros, row.tbps, 100.0 * row.frac_copy, row.vs_sdpa
+                    );
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    let mut csv = String::from(
+        "shape,ctx,mode,path,bytes,time_us,tb_per_s,fraction_of_copy,speedup_vs_mlx_fp16_sdpa\n",
+    );
+    let mut md = format!(
+        "Copy roofline (1 GiB fp16 copy, read + write): {:.3} TB/s\n\n| shape Hq:Hkv:D | ctx | mode | path | KV bytes | time (us) | TB/s | of copy | vs MLX fp16 SDPA |\n|---|---|---|---|---|---|---|---|---|\n",
+        copy_bw / 1e12
+    );
+    for r in &rows {
+        csv += &format!(
+            "{},{},{},{},{},{:.2},{:.4},{:.4},{:.3}\n",
+            r.shape, r.ctx, r.mode, r.path, r.bytes, r.micros, r.tbps, r.frac_copy, r.vs_sdpa
+        );
+        md += &format!(
+            "| {} | {} | {} | {} | {} | {:.1} | {:.2} | {:.0}% | {:.2}x |\n",
+            r.shape,
+            r.ctx,
+            r.mode,
+            r.path,
+            r.bytes,
+            r.micros,
+            r.tbps,
+            100.0 * r.frac_copy,
+            r.vs_sdpa
+        );
+    }
+    match &a.out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            std::fs::write(dir.join("results.csv"), &csv)?;
+            std::fs::write(dir.join("results.md"), &md)?;
+        }
+        None => {
+            std::io::stdout().write_all(md.as_bytes())?;
+        }
+    }
+    Ok(())
+}

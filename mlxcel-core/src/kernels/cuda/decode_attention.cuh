@@ -1,0 +1,83 @@
+// Helpers of the fused decode-attention kernels (decode_attention.cu, merge_splits.cu).
+// Prepended to the kernel by MLX's cuda_kernel (the "header").
+//
+// Storage formats (template constants KFMT / VFMT):
+//   0 = fp16 rows of D halves
+//   1 = int8 rows of D bytes, one fp16 scale per row (aux)
+//   2, 3, 4 = turbo: packed Lloyd-Max indices, one fp16 corrected norm per GROUP values (aux)
+//     4-bit: byte j holds elements 2j (low nibble), 2j+1 (high nibble)
+//     3-bit: D/4 bytes of 2-bit fields (element 4j+i at bits 2i) then D/8 bytes of 1-bit
+//            fields (element 8j+i at bit i); index = low | high << 2
+//     2-bit: byte j holds elements 4j..4j+3 at bits 2i
+#include <cuda_fp16.h>
+
+namespace mlxcel_fd {
+
+// -inf without relying on math.h macros (NVRTC has none by default).
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+template <int FMT>
+__device__ __forceinline__ int row_bytes(int d) {
+  if constexpr (FMT == 0) return 2 * d;
+  else if constexpr (FMT == 1) return d;
+  else return d * FMT / 8;
+}
+
+// Loads the 8 values of elements [e, e + 8) of one stored row into v (before the per-row
+// factor: norm or scale). lut is the codebook in shared memory.
+template <int FMT>
+__device__ __forceinline__ void load8(const unsigned char* row, int e, int d, const float* lut, float v[8]) {
+  if constexpr (FMT == 0) {
+    const uint4 w = *reinterpret_cast<const uint4*>(row + 2 * e);
+    const __half2* h = reinterpret_cast<const __half2*>(&w);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float2 f = __half22float2(h[i]);
+      v[2 * i] = f.x;
+      v[2 * i + 1] = f.y;
+    }
+  } else if constexpr (FMT == 1) {
+    const uint2 w = *reinterpret_cast<const uint2*>(row + e);
+    const signed char* b = reinterpret_cast<const signed char*>(&w);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = static_cast<float>(b[i]);
+  } else if constexpr (FMT == 4) {
+    const unsigned int w = *reinterpret_cast<const unsigned int*>(row + e / 2);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = lut[(w >> (4 * i)) & 0xF];
+  } else if constexpr (FMT == 2) {
+    const unsigned int w = *reinterpret_cast<const unsigned short*>(row + e / 4);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = lut[(w >> (2 * i)) & 0x3];
+  } else {  // 3-bit
+    const unsigned int lo = *reinterpret_cast<const unsigned short*>(row + e / 4);
+    const unsigned int hi = row[d / 4 + e / 8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = lut[((lo >> (2 * i)) & 0x3) | (((hi >> i) & 0x1) << 2)];
+  }
+}
+
+// The per-row factor of element e: 1 (fp16), the row scale (int8) or the group norm (turbo).
+template <int FMT>
+__device__ __forceinline__ float row_factor(const __half* aux, long long row, int e, int naux, int group) {
+  if constexpr (FMT == 0) return 1.0f;
+  else if constexpr (FMT == 1) return __half2float(aux[row]);
+  else return __half2float(aux[row * naux + e / group]);
+}
+
+// In-place orthonormal Walsh-Hadamard transform of n = 2^k values in shared memory, done by
+// nthreads threads (any count); callers __syncthreads() before and after.
+__device__ __forceinline__ void wht_shared(float* x, int n, int tid, int nthreads) {
+  for (int h = 1; h < n; h <<= 1) {
+    for (int i = tid; i < n / 2; i += nthreads) {
+      const int blk = i / h, off = i % h;
+      const int a = blk * 2 * h + off, b = a + h;
+      const float xa = x[a], xb = x[b];
+      x[a] = xa + xb;
+      x[b] = xa - xb;
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace mlxcel_fd

@@ -1,0 +1,197 @@
+//! The fused CUDA decode kernel against the split reference paths, on fresh random data.
+//! On the GPU host (CUDA libmlx) it covers fp16 / int8 / turbo2-4 sides, contexts that are
+//! and are not multiples of the 64-token tile, GQA 1, 4 and 7, head_dim 64 and 128; outputs
+//! are poisoned with NaN first (MLX's init value), so an unwritten element fails.
+//! On the CPU (CI) it checks the dispatch: the fused path is never selected and calling it
+//! returns MLX's error instead of aborting.
+
+mod common;
+
+use common::{randn, rng};
+use mlxcel_core::attention::{attend_with, fused_applies, select_path, AttentionPath};
+use mlxcel_core::kernels::decode_attention::{fused_decode, num_splits};
+use mlxcel_core::kv::delegated::DelegatedSide;
+use mlxcel_core::kv::fp16::Fp16Side;
+use mlxcel_core::kv::int8::Int8Side;
+use mlxcel_core::kv::side::KvSide;
+use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
+use mlxcel_core::kv::turbo::TurboSide;
+use mlxcel_core::kv::{KvMode, SideFormat};
+use mlxcel_core::mlx::kernel::KernelBackend;
+use mlxcel_core::{Array, Dtype};
+
+fn side(f: SideFormat, d: usize, seed: u64) -> Box<dyn KvSide> {
+    match f {
+        SideFormat::Fp16 => Box::new(Fp16Side::new(Dtype::F16)),
+        SideFormat::Int8 => Box::new(Int8Side::new()),
+        SideFormat::Turbo(b) => Box::new(TurboSide::new(b, d, seed).unwrap()),
+        SideFormat::Turbo4Delegated => Box::new(DelegatedSide::new(d, seed).unwrap()),
+    }
+}
+
+fn rel_rms(a: &Array, b: &Array) -> f32 {
+    let d = a
+        .subtract(b)
+        .unwrap()
+        .square()
+        .unwrap()
+        .mean(&[0, 1, 2, 3], false)
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    let n = b
+        .square()
+        .unwrap()
+        .mean(&[0, 1, 2, 3], false)
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    (d / n).sqrt()
+}
+
+#[test]
+fn splits_fill_the_gpu_and_respect_tiles() {
+    assert_eq!(num_splits(1, 8, 32768), 33);
+    assert_eq!(num_splits(1, 8, 100), 2);
+    assert_eq!(num_splits(1, 8, 1), 1);
+    assert_eq!(num_splits(4, 8, 1 << 17), 9);
+}
+
+#[test]
+fn fused_decode_matches_split_paths_or_falls_back() {
+    let mut r = rng("fused_decode_matches_split_paths_or_falls_back");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let modes = [
+        "fp16",
+        "int8",
+        "turbo4-asym",
+        "turbo4",
+        "turbo3-asym",
+        "turbo3",
+        "turbo2-asym",
+        "turbo2",
+    ];
+    let contexts: &[usize] = if on_cuda {
+        &[1, 63, 64, 1000, 4097]
+    } else {
+        &[5]
+    };
+    let mut worst = 0f32;
+    let mut cases = 0;
+    for mode in modes {
+        let m = KvMode::parse(mode).unwrap();
+        for (hq, hkv, d) in [
+            (8usize, 8usize, 128usize),
+            (32, 8, 128),
+            (7, 1, 64),
+            (12, 3, 64),
+            (28, 4, 128),
+        ] {
+            for &len in contexts {
+                let mut k = side(m.k, d, K_SEED);
+                let mut v = side(m.v, d, V_SEED);
+                let kx = Array::from_slice(
+                    &randn(&mut r, hkv * len * d),
+                    &[1, hkv as i32, len as i32, d as i32],
+                )
+                .unwrap();
+                let vx = Array::from_slice(
+                    &randn(&mut r, hkv * len * d),
+                    &[1, hkv as i32, len as i32, d as i32],
+                )
+                .unwrap();
+                k.append(&kx).unwrap();
+                v.append(&vx).unwrap();
+                let q = Array::from_slice(&randn(&mut r, hq * d), &[1, hq as i32, 1, d as i32])
+                    .unwrap();
+                let scale = 1.0 / (d as f32).sqrt();
+                assert!(
+                    fused_applies(&q, k.as_ref(), v.as_ref()),
+                    "{mode}: fused kernel should apply"
+                );
+                if !on_cuda {
+                    assert_ne!(
+                        select_path(&q, k.as_ref(), v.as_ref()),
+                        AttentionPath::FusedDecode
+                    );
+                    let err =
+                        fused_decode(&q, &k.raw().unwrap(), &v.raw().unwrap(), len, scale, None)
+                            .and_then(|o| o.eval())
+                            .unwrap_err()
+                            .to_string();
+                    assert!(err.contains("CUDA"), "{err}");
+                    continue;
+                }
+                assert_eq!(
+                    select_path(&q, k.as_ref(), v.as_ref()),
+                    AttentionPath::FusedDecode
+                );
+                let reference = attend_with(
+                    AttentionPath::DequantSdpa,
+                    &q,
+                    k.as_ref(),
+                    v.as_ref(),
+                    scale,
+                )
+                .unwrap();
+                let fused = attend_with(
+                    AttentionPath::FusedDecode,
+                    &q,
+                    k.as_ref(),
+                    v.as_ref(),
+                    scale,
+                )
+                .unwrap();
+                let nan = fused
+                    .isnan()
+                    .unwrap()
+                    .any(&[0, 1, 2, 3], false)
+                    .unwrap()
+                    .item::<bool>()
+                    .unwrap();
+                assert!(
+                    !nan,
+                    "{mode} hq={hq} hkv={hkv} d={d} len={len}: unwritten (NaN) outputs"
+                );
+                let e = rel_rms(&fused, &reference);
+                worst = worst.max(e);
+                cases += 1;
+                assert!(
+                    e < 1e-3,
+                    "{mode} hq={hq} hkv={hkv} d={d} len={len}: relative RMS {e}"
+                );
+                // A fixed split count must give the same answer (the merge is exact).
+                let one = fused_decode(
+                    &q,
+                    &k.raw().unwrap(),
+                    &v.raw().unwrap(),
+                    len,
+                    scale,
+                    Some(1),
+                )
+                .unwrap();
+                assert!(
+                    rel_rms(&one, &reference) < 1e-3,
+                    "{mode}: single split differs"
+                );
+            }
+        }
+    }
+    eprintln!("fused decode: {cases} cases on CUDA, worst relative RMS {worst:.2e}");
+}
+
+#[test]
+fn delegated_values_take_the_split_path() {
+    let d = 64;
+    let mut k = side(SideFormat::Fp16, d, K_SEED);
+    let mut v = side(SideFormat::Turbo4Delegated, d, V_SEED);
+    let x = Array::ones(&[1, 1, 4, d as i32], Dtype::F32).unwrap();
+    k.append(&x).unwrap();
+    v.append(&x).unwrap();
+    let q = Array::ones(&[1, 2, 1, d as i32], Dtype::F32).unwrap();
+    assert!(!fused_applies(&q, k.as_ref(), v.as_ref()));
+    assert_ne!(
+        select_path(&q, k.as_ref(), v.as_ref()),
+        AttentionPath::FusedDecode
+    );
+}
