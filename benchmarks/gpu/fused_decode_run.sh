@@ -27,5 +27,7 @@ for ctx in ${E2E//,/ }; do
     python3 -c "import json,sys; s=json.load(open('$OUT/e2e-$ctx-$kv.json'))['stats']; print('$ctx', '$kv', round(s['decode_tokens_per_second'],2), 'tok/s decode', round(s['prefill_tokens_per_second']), 'tok/s prefill', s['kv_cache_bytes'], 'KV bytes', s['peak_memory_bytes'], 'peak')" 2>&1 | tail -1
   done
 done
+# Everything in one archive: the device tool returns at most 8 files.
+tar czf "$OUT/../fused_decode_results.tgz" -C "$OUT" . && mv "$OUT/../fused_decode_results.tgz" "$OUT/" 
 echo "fused_decode_run status=$status"
 exit $status

@@ -51,10 +51,10 @@ fn rel_rms(a: &Array, b: &Array) -> f32 {
 
 #[test]
 fn splits_fill_the_gpu_and_respect_tiles() {
-    assert_eq!(num_splits(1, 8, 32768), 33);
+    assert_eq!(num_splits(1, 8, 32768), 132);
     assert_eq!(num_splits(1, 8, 100), 2);
     assert_eq!(num_splits(1, 8, 1), 1);
-    assert_eq!(num_splits(4, 8, 1 << 17), 9);
+    assert_eq!(num_splits(4, 8, 1 << 17), 33);
 }
 
 #[test]

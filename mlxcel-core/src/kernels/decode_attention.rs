@@ -15,10 +15,12 @@ const MERGE: &str = include_str!("cuda/merge_splits.cu");
 
 /// Threads per CTA of the main kernel (fixed in the CUDA source).
 const THREADS: i32 = 128;
-/// Tokens per tile (fixed in the CUDA source).
+/// Fewest tokens per split.
 const TILE: usize = 64;
-/// CTAs the split count aims for: about two per SM of an H100/H200 (132 SMs).
-const TARGET_CTAS: usize = 264;
+/// CTAs the split count aims for: eight per SM of an H100/H200 (132 SMs). Each warp
+/// streams tokens with one load in flight, so latency is hidden by many resident warps
+/// (v1 aimed at two CTAs per SM and was latency-bound: benchmarks/kernel-notes/NOTES.md).
+const TARGET_CTAS: usize = 1056;
 
 fn source() -> KernelSource {
     let mut s = KernelSource::new(

@@ -57,6 +57,67 @@ __device__ __forceinline__ void load8(const unsigned char* row, int e, int d, co
   }
 }
 
+// Raw bytes of elements [e, e + 16) of one row, loaded with as few wide loads as possible.
+struct Raw16 {
+  uint4 a;
+  uint4 b;
+};
+
+template <int FMT>
+__device__ __forceinline__ Raw16 load_raw16(const unsigned char* row, int e, int d) {
+  Raw16 r;
+  if constexpr (FMT == 0) {
+    r.a = *reinterpret_cast<const uint4*>(row + 2 * e);
+    r.b = *reinterpret_cast<const uint4*>(row + 2 * e + 16);
+  } else if constexpr (FMT == 1) {
+    r.a = *reinterpret_cast<const uint4*>(row + e);
+  } else if constexpr (FMT == 4) {
+    const uint2 w = *reinterpret_cast<const uint2*>(row + e / 2);
+    r.a.x = w.x;
+    r.a.y = w.y;
+  } else if constexpr (FMT == 2) {
+    r.a.x = *reinterpret_cast<const unsigned int*>(row + e / 4);
+  } else {
+    r.a.x = *reinterpret_cast<const unsigned int*>(row + e / 4);
+    r.a.y = *reinterpret_cast<const unsigned short*>(row + d / 4 + e / 8);
+  }
+  return r;
+}
+
+// The 16 values held by a Raw16 (before the per-row factor).
+template <int FMT>
+__device__ __forceinline__ void decode16(const Raw16& r, const float* lut, float v[16]) {
+  if constexpr (FMT == 0) {
+    const __half2* h = reinterpret_cast<const __half2*>(&r.a);
+    const __half2* h2 = reinterpret_cast<const __half2*>(&r.b);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float2 f = __half22float2(h[i]);
+      v[2 * i] = f.x;
+      v[2 * i + 1] = f.y;
+      float2 g = __half22float2(h2[i]);
+      v[8 + 2 * i] = g.x;
+      v[8 + 2 * i + 1] = g.y;
+    }
+  } else if constexpr (FMT == 1) {
+    const signed char* b = reinterpret_cast<const signed char*>(&r.a);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(b[i]);
+  } else if constexpr (FMT == 4) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      v[i] = lut[(r.a.x >> (4 * i)) & 0xF];
+      v[8 + i] = lut[(r.a.y >> (4 * i)) & 0xF];
+    }
+  } else if constexpr (FMT == 2) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) v[i] = lut[(r.a.x >> (2 * i)) & 0x3];
+  } else {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) v[i] = lut[((r.a.x >> (2 * i)) & 0x3) | (((r.a.y >> i) & 0x1) << 2)];
+  }
+}
+
 // The per-row factor of element e: 1 (fp16), the row scale (int8) or the group norm (turbo).
 template <int FMT>
 __device__ __forceinline__ float row_factor(const __half* aux, long long row, int e, int naux, int group) {
