@@ -43,7 +43,7 @@ pub fn fused_applies(q: &Array, k: &dyn KvSide, v: &dyn KvSide) -> bool {
         (Some(kr), Some(vr)) => {
             let hkv = kr.data.dim(1).max(1) as usize;
             let hq = q.dim(1) as usize;
-            hq % hkv == 0 && supported(&kr, &vr, q.dim(3) as usize, hq / hkv)
+            hq.is_multiple_of(hkv) && supported(&kr, &vr, q.dim(3) as usize, hq / hkv)
         }
         _ => false,
     }
