@@ -5,7 +5,9 @@
 # 2. `mlxcel bench attention` (all modes, 4K..128K, Llama-3-8B and head_dim-64 layer shapes);
 # 3. end-to-end decode of the synthetic Llama-3-8B 4-bit model per KV mode (--profile).
 set -uo pipefail
-OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+FINAL="${OUT:-/tmp/out}"; mkdir -p "$FINAL"
+# Work in a scratch folder; only one archive goes to $OUT (the device tool returns 8 files).
+OUT=/tmp/mlxcel-run; rm -rf "$OUT"; mkdir -p "$OUT"
 E2E="${1:-4096,32768}"
 status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -27,7 +29,6 @@ for ctx in ${E2E//,/ }; do
     python3 -c "import json,sys; s=json.load(open('$OUT/e2e-$ctx-$kv.json'))['stats']; print('$ctx', '$kv', round(s['decode_tokens_per_second'],2), 'tok/s decode', round(s['prefill_tokens_per_second']), 'tok/s prefill', s['kv_cache_bytes'], 'KV bytes', s['peak_memory_bytes'], 'peak')" 2>&1 | tail -1
   done
 done
-# Everything in one archive: the device tool returns at most 8 files.
-tar czf "$OUT/../fused_decode_results.tgz" -C "$OUT" . && mv "$OUT/../fused_decode_results.tgz" "$OUT/" 
+tar czf "$FINAL/fused_decode_results.tgz" -C "$OUT" .
 echo "fused_decode_run status=$status"
 exit $status

@@ -36,23 +36,26 @@ def compile_one(name, src):
     return ok
 
 
+SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
+
+
 def main():
     header = read("decode_attention.cuh")
     body = read("decode_attention.cu")
     merge = read("merge_splits.cu")
     ok = True
-    sig = ("const float* q, const unsigned char* k_data, const __half* k_aux, const unsigned char* v_data, "
-           "const __half* v_aux, const float* lut_k, const float* lut_v, const float* rot_k, const int* params, "
-           "const float* scale, float* o_part, float* ml")
+    sig = ("const float* q, const unsigned char* k_data, const Shape k_data_shape, const __half* k_aux, const Shape k_aux_shape, const unsigned char* v_data, "
+           "const __half* v_aux, const Shape v_aux_shape, const float* lut_k, const float* lut_v, const float* rot_k, const int* len_arr, "
+           "float* o_part, float* ml")
     for kf, vf in [(0, 0), (1, 1), (0, 4), (4, 4), (0, 3), (3, 3), (0, 2), (2, 2)]:
         for d, gqa in [(128, 4), (128, 8), (64, 3), (64, 7), (128, 1)]:
             gk = 128 if d == 128 else 64
-            consts = f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; constexpr int GQA = {gqa}; constexpr int GROUP_K = {gk}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'};\n"
-            src = header + "\n__global__ void k(" + sig + ") {\n" + consts + body + "\n}\n"
+            consts = f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; constexpr int GQA = {gqa}; constexpr int GROUP_K = {gk}; constexpr int GROUP_V = {gk}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'};\n"
+            src = header + SHAPE + "\n__global__ void k(" + sig + ") {\n" + consts + body + "\n}\n"
             ok &= compile_one(f"decode k{kf} v{vf} d{d} g{gqa}", src)
     for d in (64, 128):
         consts = f"constexpr int D = {d}; constexpr int GROUP_V = {min(d, 128)}; constexpr bool ROT_V = true; using T_out = __half;\n"
-        src = (header + "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
+        src = (header + SHAPE +
                "__global__ void m(const float* o_part, const Shape o_part_shape, const float* ml, const float* rot_v, __half* out) {\n"
                + consts + merge + "\n}\n")
         ok &= compile_one(f"merge d{d}", src)

@@ -67,7 +67,17 @@ pub fn select_path(q: &Array, k: &dyn KvSide, v: &dyn KvSide) -> AttentionPath {
 
 /// Attention of `q [B, Hq, L, D]` over the cache sides (causal for the last L keys).
 pub fn attend(q: &Array, k: &dyn KvSide, v: &dyn KvSide, scale: f32) -> Result<Array> {
-    attend_with(select_path(q, k, v), q, k, v, scale)
+    let mut path = select_path(q, k, v);
+    let default_scale = 1.0 / (q.dim(-1) as f32).sqrt();
+    if path == AttentionPath::FusedDecode && (scale - default_scale).abs() > 1e-6 * default_scale {
+        // The kernel bakes in 1/sqrt(head_dim); other scales take the split path.
+        path = if k.rotation().is_some() || v.rotation().is_some() {
+            AttentionPath::RotatedSdpa
+        } else {
+            AttentionPath::DequantSdpa
+        };
+    }
+    attend_with(path, q, k, v, scale)
 }
 
 /// Attention through an explicit path.

@@ -26,7 +26,7 @@ fn source() -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_decode_attention",
         &[
-            "q", "k_data", "k_aux", "v_data", "v_aux", "lut_k", "lut_v", "rot_k", "params", "scale",
+            "q", "k_data", "k_aux", "v_data", "v_aux", "lut_k", "lut_v", "rot_k", "len_arr",
         ],
         &["o_part", "ml"],
         BODY,
@@ -64,26 +64,45 @@ fn group_of(r: &RawSide<'_>, head_dim: usize) -> usize {
     r.rotation.map_or(head_dim.min(128), |rot| rot.group)
 }
 
+thread_local! {
+    /// Placeholder inputs for sides without a codebook, rotation or aux buffer, built once
+    /// (arrays made from host data every call cost a page migration each on CUDA).
+    static DUMMIES: std::cell::RefCell<std::collections::HashMap<(usize, bool), Array>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+fn dummy(key: (usize, bool), make: impl FnOnce() -> Result<Array>) -> Result<Array> {
+    if let Some(a) = DUMMIES.with(|d| d.borrow().get(&key).cloned()) {
+        return Ok(a);
+    }
+    let a = make()?;
+    a.eval()?;
+    DUMMIES.with(|d| d.borrow_mut().insert(key, a.clone()));
+    Ok(a)
+}
+
 fn signs(r: &RawSide<'_>, group: usize) -> Result<Array> {
-    let v: Vec<f32> = match r.rotation {
-        Some(rot) => rot.s1.iter().chain(&rot.s2).copied().collect(),
-        None => vec![1.0; 2 * group],
-    };
-    Array::from_slice(&v, &[2, group as i32])
+    match r.rotation {
+        Some(rot) => Ok(rot.signs_array().clone()),
+        None => dummy((group, true), || {
+            Array::from_slice(&vec![1f32; 2 * group], &[2, group as i32])
+        }),
+    }
 }
 
 fn lut(r: &RawSide<'_>) -> Result<Array> {
-    let mut v = vec![0f32; 16];
-    if let Some(l) = r.lut {
-        v[..l.len()].copy_from_slice(l);
+    match r.lut_array {
+        Some(a) => Ok(a.clone()),
+        None => dummy((16, false), || Array::from_slice(&[0f32; 16], &[16])),
     }
-    Array::from_slice(&v, &[16])
 }
 
-fn aux_or_dummy(r: &RawSide<'_>) -> Result<(Array, i32)> {
+fn aux_or_dummy(r: &RawSide<'_>) -> Result<Array> {
     match r.aux {
-        Some(a) => Ok((a.clone(), a.dim(-1))),
-        None => Ok((Array::zeros(&[1], Dtype::F16)?, 1)),
+        Some(a) => Ok(a.clone()),
+        None => dummy((1, false), || {
+            Array::from_slice(&[half::f16::ZERO], &[1, 1, 1, 1])
+        }),
     }
 }
 
@@ -124,19 +143,14 @@ pub fn fused_decode(
         .unwrap_or_else(|| num_splits(b, hkv, len))
         .max(1);
     let (group_k, group_v) = (group_of(k, d), group_of(v, d));
-    let (k_aux, naux_k) = aux_or_dummy(k)?;
-    let (v_aux, naux_v) = aux_or_dummy(v)?;
-    let params = Array::from_slice(
-        &[
-            len as i32,
-            k.capacity as i32,
-            naux_k,
-            naux_v,
-            group_v as i32,
-        ],
-        &[5],
-    )?;
-    let scale_a = Array::from_slice(&[scale], &[1])?;
+    if (scale - 1.0 / (d as f32).sqrt()).abs() > 1e-6 * scale.abs() {
+        return Err(Error::invalid(
+            "fused decode",
+            format!("the kernel uses scale 1/sqrt({d}); got {scale}"),
+        ));
+    }
+    let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
+    let len_arr = Array::from_slice(&[len as i32], &[1])?;
     let q32 = q
         .reshape(&[b as i32, hq as i32, d as i32])?
         .astype(Dtype::F32)?;
@@ -145,7 +159,7 @@ pub fn fused_decode(
     let main = cached(backend, &source())?;
     let launch = Launch::new(
         &[
-            &q32, k.data, &k_aux, v.data, &v_aux, &lut_k, &lut_v, &rot_k, &params, &scale_a,
+            &q32, k.data, &k_aux, v.data, &v_aux, &lut_k, &lut_v, &rot_k, &len_arr,
         ],
         [splits as i32 * THREADS, hkv as i32, b as i32],
         [THREADS, 1, 1],
@@ -157,6 +171,7 @@ pub fn fused_decode(
     .template("D", TemplateArg::Int(d as i32))
     .template("GQA", TemplateArg::Int(gqa as i32))
     .template("GROUP_K", TemplateArg::Int(group_k as i32))
+    .template("GROUP_V", TemplateArg::Int(group_v as i32))
     .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()));
     let mut parts = main.call(&launch)?;
     let ml = parts.pop().expect("two outputs");

@@ -71,7 +71,7 @@ impl KvSide for Fp16Side {
             data: self.buf.full()?,
             aux: None,
             capacity: self.buf.capacity(),
-            lut: None,
+            lut_array: None,
             rotation: None,
         })
     }

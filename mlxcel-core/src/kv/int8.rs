@@ -97,7 +97,7 @@ impl KvSide for Int8Side {
             data: self.q.full()?,
             aux: Some(self.scale.full()?),
             capacity: self.q.capacity(),
-            lut: None,
+            lut_array: None,
             rotation: None,
         })
     }

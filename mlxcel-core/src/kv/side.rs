@@ -19,8 +19,8 @@ pub struct RawSide<'a> {
     /// fp16 `[B, H, capacity, n]`: per-row scales (int8) or per-group norms (turbo).
     pub aux: Option<&'a Array>,
     pub capacity: usize,
-    /// The codebook (turbo).
-    pub lut: Option<&'a [f32]>,
+    /// The codebook (turbo), as 16 f32 on the device.
+    pub lut_array: Option<&'a Array>,
     pub rotation: Option<&'a Rotation>,
 }
 

@@ -11,8 +11,10 @@
 // GQA (query heads per KV head), GROUP_K (rotation group of K), ROT_Q (rotate q by K's
 // randomized Hadamard in the prologue). Inputs: q [B, Hq, D] f32; k_data/v_data the full
 // cache buffers [B, Hkv, cap, row bytes]; k_aux/v_aux [B, Hkv, cap, n] fp16 norms/scales;
-// lut_k/lut_v [16] f32 codebooks; rot_k [2, GROUP_K] f32 signs (s1; s2);
-// params [len, cap, n_aux_k, n_aux_v, group_v] int32; scale [1] f32.
+// lut_k/lut_v [16] f32 codebooks; rot_k [2, GROUP_K] f32 signs (s1; s2); len_arr [1] int32
+// (4 bytes: MLX serves it from its small pool, so no per-call page migration). The
+// capacity and aux widths come from the buffers' shapes; GROUP_V is a template constant;
+// the softmax scale is 1/sqrt(D).
 // (Version 2; version 1, a block-synchronous tile loop, is kept in benchmarks/kernel-notes.)
 constexpr int NT = 128;
 constexpr int NW = NT / 32;
@@ -29,8 +31,12 @@ __shared__ float wacc[NW][GQA][D];
 const int tid = threadIdx.x;
 const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
 const int S = gridDim.x, Hkv = gridDim.y, Hq = Hkv * GQA;
-const int len = params[0], cap = params[1], naux_k = params[2], naux_v = params[3], group_v = params[4];
-const float sc = scale[0];
+const int len = len_arr[0];
+const int cap = k_data_shape[2];
+const int naux_k = KFMT >= 1 ? k_aux_shape[3] : 1;
+const int naux_v = VFMT >= 1 ? v_aux_shape[3] : 1;
+constexpr int group_v = GROUP_V;
+const float sc = rsqrtf(static_cast<float>(D));
 const int per = (len + S - 1) / S;
 const int t0 = split * per;
 const int t1 = min(len, t0 + per);
@@ -79,7 +85,8 @@ for (int g = 0; g < GQA; ++g) {
 
 const int step = NW * TPW;
 int t = t0 + warp * TPW + slot;
-mlxcel_fd::Raw16 kr, vr;
+// Zero-initialized: a slot past the end must decode to finite values (0 * NaN = NaN).
+mlxcel_fd::Raw16 kr = {}, vr = {};
 float fk = 0.0f, fv = 0.0f;
 if (t < t1) {
   kr = mlxcel_fd::load_raw16<KFMT>(kb + static_cast<long long>(t) * rk, e, D);

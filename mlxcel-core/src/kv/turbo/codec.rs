@@ -37,6 +37,8 @@ pub struct TurboCodec {
     pub rotation: Rotation,
     centroids: Array,
     midpoints: Array,
+    /// The centroids padded to 16 entries (fused kernels' codebook input).
+    lut16: Array,
 }
 
 /// Rotation group for a head dimension: 128 when it divides it, else 64.
@@ -64,7 +66,10 @@ impl TurboCodec {
         }
         let group = group_for(head_dim)?;
         let book = codebook(bits, group);
+        let mut padded = book.centroids.clone();
+        padded.resize(16, 0.0);
         Ok(TurboCodec {
+            lut16: Array::from_slice(&padded, &[16])?,
             bits,
             head_dim,
             centroids: Array::from_slice(&book.centroids, &[book.centroids.len() as i32])?,
@@ -72,6 +77,11 @@ impl TurboCodec {
             rotation: Rotation::new(seed, group)?,
             book,
         })
+    }
+
+    /// The codebook as a 16-entry f32 array (built once).
+    pub fn lut16(&self) -> &Array {
+        &self.lut16
     }
 
     pub fn group(&self) -> usize {

@@ -94,7 +94,7 @@ impl KvSide for TurboSide {
             data: self.packed.full()?,
             aux: Some(self.norms.full()?),
             capacity: self.packed.capacity(),
-            lut: Some(&self.codec.book.centroids),
+            lut_array: Some(self.codec.lut16()),
             rotation: Some(&self.codec.rotation),
         })
     }

@@ -50,6 +50,8 @@ pub struct Rotation {
     pub s2: Vec<f32>,
     s1a: Array,
     s2a: Array,
+    /// `[2, G]`: s1 then s2 (fused kernels' input; built once).
+    both: Array,
 }
 
 impl std::fmt::Debug for Rotation {
@@ -63,13 +65,20 @@ impl Rotation {
     pub fn new(seed: u64, group: usize) -> Result<Rotation> {
         let s1 = signs(seed, group);
         let s2 = signs(seed.wrapping_add(1), group);
+        let both: Vec<f32> = s1.iter().chain(&s2).copied().collect();
         Ok(Rotation {
             group,
+            both: Array::from_slice(&both, &[2, group as i32])?,
             s1a: Array::from_slice(&s1, &[group as i32])?,
             s2a: Array::from_slice(&s2, &[group as i32])?,
             s1,
             s2,
         })
+    }
+
+    /// The sign vectors as one `[2, G]` array (s1; s2).
+    pub fn signs_array(&self) -> &Array {
+        &self.both
     }
 
     fn grouped(&self, x: &Array) -> Result<(Array, Vec<i32>)> {
