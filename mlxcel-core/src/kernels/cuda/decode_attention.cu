@@ -15,7 +15,9 @@
 // (4 bytes: MLX serves it from its small pool, so no per-call page migration). The
 // capacity and aux widths come from the buffers' shapes; GROUP_V is a template constant;
 // the softmax scale is 1/sqrt(D).
-// (Version 2; version 1, a block-synchronous tile loop, is kept in benchmarks/kernel-notes.)
+// Version 3: q lives in registers and 4-/2-bit codes are decoded a byte at a time from
+// shared tables (ncu on v2 showed shared-memory/L1 traffic, not DRAM, as the limit:
+// Memory Throughput 87% with DRAM 19%). Versions 1 and 2 are kept in benchmarks/kernel-notes.
 constexpr int NT = 128;
 constexpr int NW = NT / 32;
 constexpr int LPT = D / 16;    // lanes per token
@@ -24,6 +26,8 @@ constexpr int TPW = 32 / LPT;  // tokens per warp step
 __shared__ __align__(16) float qs[GQA][D];
 __shared__ float lutk[16];
 __shared__ float lutv[16];
+__shared__ float4 btab_k[256];
+__shared__ float4 btab_v[256];
 __shared__ float wm[NW][GQA];
 __shared__ float wl[NW][GQA];
 __shared__ float wacc[NW][GQA][D];
@@ -63,9 +67,19 @@ if constexpr (ROT_Q) {
   }
 }
 
+mlxcel_fd::fill_byte_table<KFMT>(btab_k, lutk, tid, NT);
+mlxcel_fd::fill_byte_table<VFMT>(btab_v, lutv, tid, NT);
+__syncthreads();
+
 const int warp = tid / 32, lane = tid % 32;
 const int slot = lane / LPT;         // which token of the warp step
 const int e = (lane % LPT) * 16;     // first coordinate owned by this lane
+float qr[GQA][16];
+#pragma unroll
+for (int g = 0; g < GQA; ++g) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) qr[g][i] = qs[g][e + i];
+}
 const int rk = mlxcel_fd::row_bytes<KFMT>(D);
 const int rv = mlxcel_fd::row_bytes<VFMT>(D);
 const long long base_row = (static_cast<long long>(b) * Hkv + kvh) * cap;
@@ -107,20 +121,13 @@ for (int base = t0 + warp * TPW; base < t1; base += step) {
     fvn = mlxcel_fd::row_factor<VFMT>(va, base_row + tn, e, naux_v, group_v);
   }
   float kv[16];
-  mlxcel_fd::decode16<KFMT>(kr, lutk, kv);
+  mlxcel_fd::decode16_tab<KFMT>(kr, btab_k, lutk, kv);
   float s[GQA];
 #pragma unroll
   for (int g = 0; g < GQA; ++g) {
-    const float4* q4 = reinterpret_cast<const float4*>(&qs[g][e]);
     float acc_s = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float4 qv = q4[i];
-      acc_s = fmaf(qv.x, kv[4 * i], acc_s);
-      acc_s = fmaf(qv.y, kv[4 * i + 1], acc_s);
-      acc_s = fmaf(qv.z, kv[4 * i + 2], acc_s);
-      acc_s = fmaf(qv.w, kv[4 * i + 3], acc_s);
-    }
+    for (int i = 0; i < 16; ++i) acc_s = fmaf(qr[g][i], kv[i], acc_s);
     s[g] = acc_s * fk;
   }
 #pragma unroll
@@ -129,7 +136,7 @@ for (int base = t0 + warp * TPW; base < t1; base += step) {
     for (int g = 0; g < GQA; ++g) s[g] += __shfl_xor_sync(0xffffffffu, s[g], off);
   }
   float vv[16];
-  mlxcel_fd::decode16<VFMT>(vr, lutv, vv);
+  mlxcel_fd::decode16_tab<VFMT>(vr, btab_v, lutv, vv);
 #pragma unroll
   for (int g = 0; g < GQA; ++g) {
     const float sg = live ? s[g] * sc : mlxcel_fd::neg_inf();

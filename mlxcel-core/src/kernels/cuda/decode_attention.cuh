@@ -118,6 +118,47 @@ __device__ __forceinline__ void decode16(const Raw16& r, const float* lut, float
   }
 }
 
+// Byte tables for the turbo codebooks: one shared-memory load decodes a whole byte
+// (2 values at 4 bits, 4 at 2 bits) instead of one load per value.
+template <int FMT>
+__device__ __forceinline__ void fill_byte_table(float4* tab, const float* lut, int tid, int nthreads) {
+  for (int b = tid; b < 256; b += nthreads) {
+    if constexpr (FMT == 4) {
+      tab[b] = make_float4(lut[b & 0xF], lut[b >> 4], 0.0f, 0.0f);
+    } else if constexpr (FMT == 2) {
+      tab[b] = make_float4(lut[b & 3], lut[(b >> 2) & 3], lut[(b >> 4) & 3], lut[b >> 6]);
+    }
+  }
+}
+
+// decode16 using the byte tables where they apply (4-bit, 2-bit); other formats as decode16.
+template <int FMT>
+__device__ __forceinline__ void decode16_tab(const Raw16& r, const float4* tab, const float* lut, float v[16]) {
+  if constexpr (FMT == 4) {
+    const float2* t2 = reinterpret_cast<const float2*>(tab);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 a = t2[2 * ((r.a.x >> (8 * i)) & 0xFF)];
+      const float2 b = t2[2 * ((r.a.y >> (8 * i)) & 0xFF)];
+      v[2 * i] = a.x;
+      v[2 * i + 1] = a.y;
+      v[8 + 2 * i] = b.x;
+      v[8 + 2 * i + 1] = b.y;
+    }
+  } else if constexpr (FMT == 2) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float4 a = tab[(r.a.x >> (8 * i)) & 0xFF];
+      v[4 * i] = a.x;
+      v[4 * i + 1] = a.y;
+      v[4 * i + 2] = a.z;
+      v[4 * i + 3] = a.w;
+    }
+  } else {
+    decode16<FMT>(r, lut, v);
+  }
+}
+
 // The per-row factor of element e: 1 (fp16), the row scale (int8) or the group norm (turbo).
 template <int FMT>
 __device__ __forceinline__ float row_factor(const __half* aux, long long row, int e, int naux, int group) {
