@@ -8,13 +8,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use mlxcel_core::attention::{attend_with, dense_attention, select_path, AttentionPath};
-use mlxcel_core::kv::delegated::DelegatedSide;
-use mlxcel_core::kv::fp16::Fp16Side;
-use mlxcel_core::kv::int8::Int8Side;
-use mlxcel_core::kv::side::KvSide;
+use mlxcel_core::kv::mode::new_side;
 use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
-use mlxcel_core::kv::turbo::TurboSide;
-use mlxcel_core::kv::{KvMode, SideFormat};
+use mlxcel_core::kv::KvMode;
 use mlxcel_core::mlx::array::eval_all;
 use mlxcel_core::mlx::{device, random};
 use mlxcel_core::{Array, Dtype};
@@ -59,15 +55,6 @@ pub struct AttentionBench {
     /// Folder for results.csv and results.md.
     #[arg(long)]
     pub out: Option<PathBuf>,
-}
-
-fn side(f: SideFormat, d: usize, seed: u64) -> Result<Box<dyn KvSide>> {
-    Ok(match f {
-        SideFormat::Fp16 => Box::new(Fp16Side::new(Dtype::F16)),
-        SideFormat::Int8 => Box::new(Int8Side::new()),
-        SideFormat::Turbo(b) => Box::new(TurboSide::new(b, d, seed)?),
-        SideFormat::Turbo4Delegated => Box::new(DelegatedSide::new(d, seed)?),
-    })
 }
 
 /// Median-free mean time of `iters` calls evaluated together (launch gaps included), after
@@ -160,8 +147,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 let m = KvMode::parse(mode)?;
                 let mut sides = Vec::new();
                 for (k, v) in &kv {
-                    let mut ks = side(m.k, d, K_SEED)?;
-                    let mut vs = side(m.v, d, V_SEED)?;
+                    let mut ks = new_side(m.k, d, K_SEED)?;
+                    let mut vs = new_side(m.v, d, V_SEED)?;
                     ks.append(k)?;
                     vs.append(v)?;
                     sides.push((ks, vs));

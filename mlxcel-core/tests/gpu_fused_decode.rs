@@ -10,24 +10,11 @@ mod common;
 use common::{randn, rng};
 use mlxcel_core::attention::{attend_with, fused_applies, select_path, AttentionPath};
 use mlxcel_core::kernels::decode_attention::{fused_decode, num_splits};
-use mlxcel_core::kv::delegated::DelegatedSide;
-use mlxcel_core::kv::fp16::Fp16Side;
-use mlxcel_core::kv::int8::Int8Side;
-use mlxcel_core::kv::side::KvSide;
+use mlxcel_core::kv::mode::new_side;
 use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
-use mlxcel_core::kv::turbo::TurboSide;
 use mlxcel_core::kv::{KvMode, SideFormat};
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::{Array, Dtype};
-
-fn side(f: SideFormat, d: usize, seed: u64) -> Box<dyn KvSide> {
-    match f {
-        SideFormat::Fp16 => Box::new(Fp16Side::new(Dtype::F16)),
-        SideFormat::Int8 => Box::new(Int8Side::new()),
-        SideFormat::Turbo(b) => Box::new(TurboSide::new(b, d, seed).unwrap()),
-        SideFormat::Turbo4Delegated => Box::new(DelegatedSide::new(d, seed).unwrap()),
-    }
-}
 
 fn rel_rms(a: &Array, b: &Array) -> f32 {
     let d = a
@@ -88,8 +75,8 @@ fn fused_decode_matches_split_paths_or_falls_back() {
             (28, 4, 128),
         ] {
             for &len in contexts {
-                let mut k = side(m.k, d, K_SEED);
-                let mut v = side(m.v, d, V_SEED);
+                let mut k = new_side(m.k, d, K_SEED).unwrap();
+                let mut v = new_side(m.v, d, V_SEED).unwrap();
                 let kx = Array::from_slice(
                     &randn(&mut r, hkv * len * d),
                     &[1, hkv as i32, len as i32, d as i32],
@@ -183,8 +170,8 @@ fn fused_decode_matches_split_paths_or_falls_back() {
 #[test]
 fn delegated_values_take_the_split_path() {
     let d = 64;
-    let mut k = side(SideFormat::Fp16, d, K_SEED);
-    let mut v = side(SideFormat::Turbo4Delegated, d, V_SEED);
+    let mut k = new_side(SideFormat::Fp16, d, K_SEED).unwrap();
+    let mut v = new_side(SideFormat::Turbo4Delegated, d, V_SEED).unwrap();
     let x = Array::ones(&[1, 1, 4, d as i32], Dtype::F32).unwrap();
     k.append(&x).unwrap();
     v.append(&x).unwrap();

@@ -9,12 +9,13 @@ use mlxcel_core::attention::{attend_with, AttentionPath};
 use mlxcel_core::kv::delegated::{DelegatedSide, FOLD_BLOCK, HOT_WINDOW};
 use mlxcel_core::kv::int8::Int8Side;
 use mlxcel_core::kv::mode::is_boundary;
+use mlxcel_core::kv::mode::new_side;
 use mlxcel_core::kv::side::KvSide;
 use mlxcel_core::kv::turbo::codec::TurboCodec;
 use mlxcel_core::kv::turbo::pack::{pack, packed_bytes, unpack};
 use mlxcel_core::kv::turbo::rotation::{Rotation, K_SEED, V_SEED};
 use mlxcel_core::kv::turbo::TurboSide;
-use mlxcel_core::kv::{fp16::Fp16Side, make_caches, CacheSpec, KvMode, SideFormat, GROWTH_STEP};
+use mlxcel_core::kv::{make_caches, CacheSpec, KvMode, GROWTH_STEP};
 use mlxcel_core::{Array, Dtype};
 use rand::Rng;
 
@@ -212,15 +213,6 @@ fn delegated_keeps_a_hot_fp16_window_and_folds_blocks() {
     );
 }
 
-fn side_of(f: SideFormat, d: usize, seed: u64) -> Box<dyn KvSide> {
-    match f {
-        SideFormat::Fp16 => Box::new(Fp16Side::new(Dtype::F16)),
-        SideFormat::Int8 => Box::new(Int8Side::new()),
-        SideFormat::Turbo(b) => Box::new(TurboSide::new(b, d, seed).unwrap()),
-        SideFormat::Turbo4Delegated => Box::new(DelegatedSide::new(d, seed).unwrap()),
-    }
-}
-
 #[test]
 fn rotated_path_equals_dequant_path_over_decode_steps_with_gqa() {
     // RMS of (rotated-sdpa - dequant-sdpa) relative to the output RMS must stay < 1e-3
@@ -236,8 +228,8 @@ fn rotated_path_equals_dequant_path_over_decode_steps_with_gqa() {
     ] {
         for (hq, hkv, d) in [(8usize, 2usize, 64usize), (7, 1, 128)] {
             let m = KvMode::parse(mode).unwrap();
-            let mut k = side_of(m.k, d, K_SEED);
-            let mut v = side_of(m.v, d, V_SEED);
+            let mut k = new_side(m.k, d, K_SEED).unwrap();
+            let mut v = new_side(m.v, d, V_SEED).unwrap();
             let scale = 1.0 / (d as f32).sqrt();
             let prefill = if mode == "turbo4-delegated" { 400 } else { 50 };
             let mut worst = 0f32;

