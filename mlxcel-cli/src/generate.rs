@@ -91,6 +91,10 @@ fn print_profile(s: &GenerationStats) {
         "decode             {:.3} s, {:.2} tok/s",
         s.decode_seconds, s.decode_tokens_per_second
     );
+    eprintln!(
+        "decode (2nd half)  {:.2} tok/s (excludes first-step JIT warm-up)",
+        s.decode_steady_tokens_per_second
+    );
     eprintln!("peak memory        {}", mb(s.peak_memory_bytes));
     eprintln!(
         "KV cache           {} ({})",

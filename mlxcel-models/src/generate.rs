@@ -56,6 +56,9 @@ pub struct GenerationStats {
     pub prefill_tokens_per_second: f64,
     pub decode_seconds: f64,
     pub decode_tokens_per_second: f64,
+    /// Over the second half of the decode steps only: excludes one-time costs of the first
+    /// steps (on CUDA, MLX JIT-compiles kernels then; seconds for an 8B model).
+    pub decode_steady_tokens_per_second: f64,
     pub time_to_first_token_seconds: f64,
     pub peak_memory_bytes: usize,
     pub kv_cache_bytes: usize,
@@ -112,6 +115,7 @@ pub fn generate(
     let mut stop_reason = StopReason::MaxTokens;
     let mut ttft = 0.0;
     let t1 = Instant::now();
+    let mut step_times: Vec<f64> = Vec::with_capacity(params.max_tokens);
     while out.len() < params.max_tokens {
         let tok = sampler.sample(&mut logits, &history);
         if out.is_empty() {
@@ -152,11 +156,20 @@ pub fn generate(
             .forward(&[tok], &mut caches, true)?
             .astype(Dtype::F32)?
             .to_vec::<f32>()?;
+        step_times.push(t1.elapsed().as_secs_f64());
     }
     device::synchronize()?;
     let decode_s = t1.elapsed().as_secs_f64();
     let n = out.len();
+    let half = step_times.len() / 2;
+    let steady = if step_times.len() >= 4 {
+        (step_times.len() - half) as f64
+            / (step_times[step_times.len() - 1] - step_times[half - 1]).max(1e-9)
+    } else {
+        0.0
+    };
     let stats = GenerationStats {
+        decode_steady_tokens_per_second: steady,
         prompt_tokens: prompt.len(),
         generated_tokens: n,
         prefill_seconds: prefill_s,
