@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{randn, rng};
+use common::{randn, rel_rms, rng};
 use mlxcel_core::attention::{attend_with, fused_applies, select_path, AttentionPath};
 use mlxcel_core::kernels::decode_attention::{fused_decode, num_splits};
 use mlxcel_core::kv::mode::new_side;
@@ -15,26 +15,6 @@ use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
 use mlxcel_core::kv::{KvMode, SideFormat};
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::{Array, Dtype};
-
-fn rel_rms(a: &Array, b: &Array) -> f32 {
-    let d = a
-        .subtract(b)
-        .unwrap()
-        .square()
-        .unwrap()
-        .mean(&[0, 1, 2, 3], false)
-        .unwrap()
-        .item::<f32>()
-        .unwrap();
-    let n = b
-        .square()
-        .unwrap()
-        .mean(&[0, 1, 2, 3], false)
-        .unwrap()
-        .item::<f32>()
-        .unwrap();
-    (d / n).sqrt()
-}
 
 #[test]
 fn splits_fill_the_gpu_and_respect_tiles() {

@@ -269,25 +269,7 @@ fn rotated_path_equals_dequant_path_over_decode_steps_with_gqa() {
                     scale,
                 )
                 .unwrap();
-                let diff = a
-                    .subtract(&b)
-                    .unwrap()
-                    .square()
-                    .unwrap()
-                    .mean(&[0, 1, 2, 3], false)
-                    .unwrap()
-                    .item::<f32>()
-                    .unwrap()
-                    .sqrt();
-                let norm = b
-                    .square()
-                    .unwrap()
-                    .mean(&[0, 1, 2, 3], false)
-                    .unwrap()
-                    .item::<f32>()
-                    .unwrap()
-                    .sqrt();
-                worst = worst.max(diff / norm);
+                worst = worst.max(common::rel_rms(&a, &b));
             }
             eprintln!("{mode} hq={hq} hkv={hkv} d={d}: max relative RMS {worst:.2e}");
             assert!(

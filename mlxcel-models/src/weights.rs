@@ -15,14 +15,6 @@ pub enum Tensor {
 }
 
 impl Tensor {
-    /// Rows (first dimension) of the logical, dequantized tensor.
-    pub fn rows(&self) -> i32 {
-        match self {
-            Tensor::Dense(a) => a.dim(0),
-            Tensor::Quantized(q) => q.w.dim(0),
-        }
-    }
-
     /// Bytes held in memory.
     pub fn nbytes(&self) -> usize {
         match self {
@@ -97,11 +89,6 @@ impl Weights {
         self.map.remove(name).ok_or_else(|| {
             ModelError::Unsupported(format!("{}: missing tensor '{name}'", self.source))
         })
-    }
-
-    /// Removes a tensor if present.
-    pub fn take_opt(&mut self, name: &str) -> Option<Tensor> {
-        self.map.remove(name)
     }
 
     /// A tensor that must be dense (norms, biases).

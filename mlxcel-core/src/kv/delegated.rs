@@ -100,7 +100,7 @@ impl KvSide for DelegatedSide {
         } else {
             Some(self.cold.dense_rotated(dtype)?)
         };
-        let rot = self.cold.codec().rotation.clone();
+        let rot = &self.cold.codec().rotation;
         let hot = self
             .hot
             .view()?

@@ -43,13 +43,15 @@ impl GpuBackend {
     }
 }
 
-/// Which GPU backend the loaded library has (`None` for the CPU-only build).
+/// Which GPU backend the loaded library has (`None` for the CPU-only build). Asked once:
+/// the loaded library cannot change, and attention dispatch asks per layer per step.
 pub fn gpu_backend() -> GpuBackend {
-    match ffi::gpu_backend().as_str() {
+    static BACKEND: std::sync::OnceLock<GpuBackend> = std::sync::OnceLock::new();
+    *BACKEND.get_or_init(|| match ffi::gpu_backend().as_str() {
         "cuda" => GpuBackend::Cuda,
         "metal" => GpuBackend::Metal,
         _ => GpuBackend::None,
-    }
+    })
 }
 
 /// Kind of device.

@@ -4,7 +4,7 @@
 //! The op codes below cross the bridge and must match `unary`/`binary`/`reduce` in
 //! `cpp/bridge.cc`.
 
-use super::array::{array_vec, check_shape, from_array_vec, Array};
+use super::array::{array_vec, from_array_vec, Array};
 use super::dtype::Dtype;
 use super::ffi::bridge as ffi;
 use crate::error::{Error, MlxContext, Result};
@@ -495,9 +495,4 @@ impl Quantized {
         .op("quantized_matmul")
         .map(Array::from_ptr)
     }
-}
-
-/// Checks a shape without building an array (shared helper for other modules).
-pub fn element_count(shape: &[i32]) -> Result<usize> {
-    check_shape("shape", shape)
 }

@@ -83,3 +83,17 @@ pub fn f32_matmul_tol() -> f32 {
         1e-5
     }
 }
+
+/// sqrt(mean((a - b)^2) / mean(b^2)) of two 4-d arrays: the parity metric of the
+/// attention paths.
+pub fn rel_rms(a: &mlxcel_core::Array, b: &mlxcel_core::Array) -> f32 {
+    let mean_sq = |x: &mlxcel_core::Array| {
+        x.square()
+            .unwrap()
+            .mean(&[0, 1, 2, 3], false)
+            .unwrap()
+            .item::<f32>()
+            .unwrap()
+    };
+    (mean_sq(&a.subtract(b).unwrap()) / mean_sq(b)).sqrt()
+}

@@ -133,49 +133,46 @@ fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
     }
 }
 
-// Q4_K: d, dmin f16, scales[12], qs[128]; 8 sub-blocks of 32, x = d*sc*q - dmin*m.
-fn q4_k(b: &[u8], y: &mut [f32]) {
-    let d = f16_at(b, 0);
-    let dmin = f16_at(b, 2);
-    let scales = &b[4..16];
-    let qs = &b[16..144];
+/// Q4_K and Q5_K share their layout but for Q5_K's plane of fifth bits: 8 sub-blocks of
+/// 32 with 6-bit scales and mins, `x = d*sc*q - dmin*m`.
+fn k_quant_4_5(d: f32, dmin: f32, scales: &[u8], qh: Option<&[u8]>, qs: &[u8], y: &mut [f32]) {
     for chunk in 0..4 {
         let (sc1, m1) = scale_min_k4(2 * chunk, scales);
         let (sc2, m2) = scale_min_k4(2 * chunk + 1, scales);
         let (d1, mm1) = (d * sc1 as f32, dmin * m1 as f32);
         let (d2, mm2) = (d * sc2 as f32, dmin * m2 as f32);
+        let (u1, u2) = (1u8 << (2 * chunk), 2u8 << (2 * chunk));
         let q = &qs[chunk * 32..chunk * 32 + 32];
         let out = &mut y[chunk * 64..chunk * 64 + 64];
         for l in 0..32 {
-            out[l] = d1 * (q[l] & 0x0F) as f32 - mm1;
-            out[l + 32] = d2 * (q[l] >> 4) as f32 - mm2;
-        }
-    }
-}
-
-// Q5_K: d, dmin f16, scales[12], qh[32], qs[128].
-fn q5_k(b: &[u8], y: &mut [f32]) {
-    let d = f16_at(b, 0);
-    let dmin = f16_at(b, 2);
-    let scales = &b[4..16];
-    let qh = &b[16..48];
-    let qs = &b[48..176];
-    for chunk in 0..4 {
-        let (sc1, m1) = scale_min_k4(2 * chunk, scales);
-        let (sc2, m2) = scale_min_k4(2 * chunk + 1, scales);
-        let (d1, mm1) = (d * sc1 as f32, dmin * m1 as f32);
-        let (d2, mm2) = (d * sc2 as f32, dmin * m2 as f32);
-        let u1 = 1u8 << (2 * chunk);
-        let u2 = 2u8 << (2 * chunk);
-        let q = &qs[chunk * 32..chunk * 32 + 32];
-        let out = &mut y[chunk * 64..chunk * 64 + 64];
-        for l in 0..32 {
-            let h1 = if qh[l] & u1 != 0 { 16 } else { 0 };
-            let h2 = if qh[l] & u2 != 0 { 16 } else { 0 };
+            let (h1, h2) = match qh {
+                Some(h) => (
+                    if h[l] & u1 != 0 { 16 } else { 0 },
+                    if h[l] & u2 != 0 { 16 } else { 0 },
+                ),
+                None => (0, 0),
+            };
             out[l] = d1 * ((q[l] & 0x0F) + h1) as f32 - mm1;
             out[l + 32] = d2 * ((q[l] >> 4) + h2) as f32 - mm2;
         }
     }
+}
+
+// Q4_K: d, dmin f16, scales[12], qs[128].
+fn q4_k(b: &[u8], y: &mut [f32]) {
+    k_quant_4_5(f16_at(b, 0), f16_at(b, 2), &b[4..16], None, &b[16..144], y);
+}
+
+// Q5_K: d, dmin f16, scales[12], qh[32], qs[128].
+fn q5_k(b: &[u8], y: &mut [f32]) {
+    k_quant_4_5(
+        f16_at(b, 0),
+        f16_at(b, 2),
+        &b[4..16],
+        Some(&b[16..48]),
+        &b[48..176],
+        y,
+    );
 }
 
 // Q6_K: ql[128], qh[64], scales i8[16], d f16; x = d*sc*(q-32).

@@ -118,10 +118,15 @@ impl Tokenizer {
 
 /// Turns a growing token sequence into text pieces as they become complete: a byte-level
 /// BPE token can end inside a UTF-8 character, so text is emitted only up to the last
-/// complete character.
+/// complete character. Only the tokens since the last emitted piece are re-decoded (each
+/// step decodes a short window, not the whole answer), diffed against the same window
+/// without the new tokens so that decoder effects at the window's start cancel.
 pub struct StreamDecoder {
     ids: Vec<u32>,
-    emitted: usize,
+    /// Start of the window that is re-decoded.
+    prefix: usize,
+    /// End of the part of the window already emitted.
+    read: usize,
 }
 
 impl Default for StreamDecoder {
@@ -134,24 +139,25 @@ impl StreamDecoder {
     pub fn new() -> StreamDecoder {
         StreamDecoder {
             ids: Vec::new(),
-            emitted: 0,
+            prefix: 0,
+            read: 0,
         }
     }
 
     /// Adds a token; returns the newly completed text (possibly empty).
     pub fn push(&mut self, tok: &Tokenizer, id: u32) -> Result<String> {
         self.ids.push(id);
-        let text = tok.decode(&self.ids, true)?;
-        if text.ends_with('\u{FFFD}') {
+        let done = tok.decode(&self.ids[self.prefix..self.read], true)?;
+        let text = tok.decode(&self.ids[self.prefix..], true)?;
+        if text.ends_with('\u{FFFD}')
+            || text.len() <= done.len()
+            || !text.is_char_boundary(done.len())
+        {
             return Ok(String::new());
         }
-        let new = text.get(self.emitted..).unwrap_or("").to_string();
-        self.emitted = text.len();
+        let new = text[done.len()..].to_string();
+        self.prefix = self.read;
+        self.read = self.ids.len();
         Ok(new)
-    }
-
-    /// Everything decoded so far.
-    pub fn text(&self, tok: &Tokenizer) -> Result<String> {
-        tok.decode(&self.ids, true)
     }
 }
