@@ -9,24 +9,25 @@ FINAL="${OUT:-/tmp/out}"; mkdir -p "$FINAL"
 # Work in a scratch folder; only one archive goes to $OUT (the device tool returns 8 files).
 OUT=/tmp/mlxcel-run; rm -rf "$OUT"; mkdir -p "$OUT"
 E2E="${1:-4096,32768}"
+TOKENS="${TOKENS:-256}"
 status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
-for t in gpu_fused_decode kv_modes; do
+for t in ${TESTS:-gpu_fused_decode kv_modes}; do
   echo "== $t"
   .devcarry/bin/tests/$t --test-threads=1 --nocapture > "$OUT/test-$t.txt" 2>&1 || status=1
   grep -E "^test |test result|panicked|relative RMS|fused decode:" "$OUT/test-$t.txt" | tail -15
 done
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   echo "== bench attention"
-  .devcarry/bin/mlxcel bench attention --out "$OUT/bench" 2> "$OUT/bench.log" || status=1
-  tail -5 "$OUT/bench.log"
+  .devcarry/bin/mlxcel bench attention --out "$OUT/bench" ${BENCH_ARGS:-} 2> "$OUT/bench.log" || status=1
+  grep -v "^ *$" "$OUT/bench.log" | tail -60
 fi
 echo "== end to end: synthetic llama3-8b-4bit"
 for ctx in ${E2E//,/ }; do
   for kv in fp16 turbo4-asym turbo4 int8; do
-    .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" --max-tokens 64 \
+    .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" --max-tokens "$TOKENS" --ignore-eos --profile \
       --prefill-chunk 4096 --kv "$kv" --json > "$OUT/e2e-$ctx-$kv.json" 2> "$OUT/e2e-$ctx-$kv.err" || status=1
-    python3 -c "import json,sys; s=json.load(open('$OUT/e2e-$ctx-$kv.json'))['stats']; print('$ctx', '$kv', round(s['decode_tokens_per_second'],2), 'tok/s decode', round(s['prefill_tokens_per_second']), 'tok/s prefill', s['kv_cache_bytes'], 'KV bytes', s['peak_memory_bytes'], 'peak')" 2>&1 | tail -1
+    python3 -c "import json,sys; s=json.load(open('$OUT/e2e-$ctx-$kv.json'))['stats']; print('$ctx', '$kv', round(s['decode_steady_tokens_per_second'],2), 'tok/s steady decode', round(s['decode_tokens_per_second'],2), 'tok/s decode', round(s['prefill_tokens_per_second']), 'tok/s prefill', s['kv_cache_bytes'], 'KV bytes', s['peak_memory_bytes'], 'peak')" 2>&1 | tail -1
   done
 done
 tar czf "$FINAL/fused_decode_results.tgz" -C "$OUT" .

@@ -19,6 +19,10 @@ def read(n):
     return open(os.path.join(ROOT, n)).read()
 
 
+def row(fmt, d):
+    return 2 * d if fmt == 0 else (d if fmt == 1 else d // 2)
+
+
 def compile_one(name, src):
     err, prog = nvrtc.nvrtcCreateProgram(src.encode(), name.encode(), 0, [], [])
     opts = [b"--gpu-architecture=sm_90", b"-std=c++17", b"--ptxas-options=-v", b"-default-device"]
@@ -47,12 +51,32 @@ def main():
     sig = ("const float* q, const unsigned char* k_data, const Shape k_data_shape, const __half* k_aux, const Shape k_aux_shape, const unsigned char* v_data, "
            "const __half* v_aux, const Shape v_aux_shape, const float* lut_k, const float* lut_v, const float* rot_k, const int* len_arr, "
            "float* o_part, float* ml")
-    for kf, vf in [(0, 0), (1, 1), (0, 4), (4, 4), (0, 3), (3, 3), (0, 2), (2, 2)]:
+    v3 = [(0, 0), (1, 1), (0, 4), (4, 4), (0, 3), (3, 3), (0, 2), (2, 2)] if len(sys.argv) == 1 else []
+    for kf, vf in v3:
         for d, gqa in [(128, 4), (128, 8), (64, 3), (64, 7), (128, 1)]:
             gk = 128 if d == 128 else 64
             consts = f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; constexpr int GQA = {gqa}; constexpr int GROUP_K = {gk}; constexpr int GROUP_V = {gk}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'};\n"
             src = header + SHAPE + "\n__global__ void k(" + sig + ") {\n" + consts + body + "\n}\n"
             ok &= compile_one(f"decode k{kf} v{vf} d{d} g{gqa}", src)
+    mma_header = header + "\n#include <cuda_bf16.h>\n" + read("decode_attention_mma.cuh")
+    mma_body = read("decode_attention_mma.cu")
+    sel = sys.argv[1:] or None
+    for kf, vf in [(4, 4), (0, 4), (1, 1), (0, 0), (4, 1), (1, 4)]:
+        for d, gqa in [(128, 4), (128, 8), (64, 3), (64, 7), (128, 1)]:
+            for qt in ("__half", "__nv_bfloat16", "float"):
+                if qt != "__half" and (d, gqa) != (128, 4):
+                    continue
+                name = f"mma k{kf} v{vf} d{d} g{gqa} q{qt}"
+                if sel and not any(x in name for x in sel):
+                    continue
+                stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
+                stages = min(6, max(3, -(-8192 // stage) + 1))
+                consts = (f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                          f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'}; "
+                          f"constexpr int STAGES = {stages};\n")
+                src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q") + ") {\n"
+                       + consts + mma_body + "\n}\n")
+                ok &= compile_one(name, src)
     for d in (64, 128):
         consts = f"constexpr int D = {d}; constexpr int GROUP_V = {min(d, 128)}; constexpr bool ROT_V = true; using T_out = __half;\n"
         src = (header + SHAPE +

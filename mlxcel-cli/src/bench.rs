@@ -5,6 +5,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use mlxcel_core::kernels::decode_attention::kernel_name;
+
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use mlxcel_core::attention::{attend_with, dense_attention, select_path, AttentionPath};
@@ -167,7 +169,17 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                         shape: shape.clone(),
                         ctx,
                         mode: mode.clone(),
-                        path: path.name().into(),
+                        path: if path == AttentionPath::FusedDecode {
+                            let (kr, vr) = (sides[0].0.raw(), sides[0].1.raw());
+                            match (kr, vr) {
+                                (Some(kr), Some(vr)) => {
+                                    format!("fused/{}", kernel_name(&kr, &vr, d, hq / hkv))
+                                }
+                                _ => path.name().into(),
+                            }
+                        } else {
+                            path.name().into()
+                        },
                         bytes,
                         micros: t * 1e6,
                         tbps: bytes as f64 / t / 1e12,

@@ -42,6 +42,14 @@ pub const FUSED_DECODE: Flag = Flag {
     doc: "fused CUDA decode attention over the packed cache (0 = split paths: rotated-sdpa / dequant-sdpa)",
 };
 
+/// The tensor-core fused decode kernel (v4: fp16 / int8 / turbo4 sides, GQA <= 8). When 0,
+/// fused calls go to the CUDA-core kernel (v3), which covers every fused format.
+pub const FUSED_MMA: Flag = Flag {
+    name: "MLXCEL_FUSED_MMA",
+    default: true,
+    doc: "tensor-core fused decode kernel for fp16/int8/turbo4 caches (0 = the CUDA-core fused kernel)",
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -67,4 +75,4 @@ pub fn turbo_seed_offset() -> u64 {
 }
 
 /// All boolean flags, for `--help` texts and `mlxcel info`.
-pub const ALL: &[Flag] = &[ROTATED_SDPA, FUSED_DECODE];
+pub const ALL: &[Flag] = &[ROTATED_SDPA, FUSED_DECODE, FUSED_MMA];

@@ -9,7 +9,9 @@ mod common;
 
 use common::{randn, rel_rms, rng};
 use mlxcel_core::attention::{attend_with, fused_applies, select_path, AttentionPath};
-use mlxcel_core::kernels::decode_attention::{fused_decode, num_splits};
+use mlxcel_core::kernels::decode_attention::{
+    fused_decode, kernel_name, mma_num_splits, mma_supported, num_splits,
+};
 use mlxcel_core::kv::mode::new_side;
 use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
 use mlxcel_core::kv::{KvMode, SideFormat};
@@ -22,6 +24,45 @@ fn splits_fill_the_gpu_and_respect_tiles() {
     assert_eq!(num_splits(1, 8, 100), 2);
     assert_eq!(num_splits(1, 8, 1), 1);
     assert_eq!(num_splits(4, 8, 1 << 17), 33);
+}
+
+#[test]
+fn mma_splits_make_one_wave_of_whole_tiles() {
+    // 528 CTAs = 4 per SM of an H200; at least 4 tiles of 16 tokens per split.
+    assert_eq!(mma_num_splits(1, 8, 131072), 66);
+    assert_eq!(mma_num_splits(1, 8, 4096), 64);
+    assert_eq!(mma_num_splits(1, 8, 1000), 16);
+    assert_eq!(mma_num_splits(1, 8, 1), 1);
+}
+
+#[test]
+fn tensor_core_kernel_takes_fp16_int8_turbo4_with_gqa_up_to_8() {
+    let side = |mode: &str, d: usize| {
+        let m = KvMode::parse(mode).unwrap();
+        let mut k = new_side(m.k, d, K_SEED).unwrap();
+        let mut v = new_side(m.v, d, V_SEED).unwrap();
+        let x = Array::ones(&[1, 1, 3, d as i32], Dtype::F32).unwrap();
+        k.append(&x).unwrap();
+        v.append(&x).unwrap();
+        (k, v)
+    };
+    for (mode, want) in [
+        ("fp16", true),
+        ("int8", true),
+        ("turbo4-asym", true),
+        ("turbo4", true),
+        ("turbo3-asym", false),
+        ("turbo2", false),
+    ] {
+        for d in [64, 128] {
+            let (k, v) = side(mode, d);
+            let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+            assert_eq!(mma_supported(&kr, &vr, d, 4), want, "{mode} d={d}");
+            assert!(!mma_supported(&kr, &vr, d, 9), "{mode}: GQA 9");
+            let name = kernel_name(&kr, &vr, d, 4);
+            assert_eq!(name == "mma-v4", want, "{mode}: {name}");
+        }
+    }
 }
 
 #[test]
@@ -39,7 +80,7 @@ fn fused_decode_matches_split_paths_or_falls_back() {
         "turbo2",
     ];
     let contexts: &[usize] = if on_cuda {
-        &[1, 63, 64, 1000, 4097]
+        &[1, 15, 17, 63, 64, 1000, 4097]
     } else {
         &[5]
     };
@@ -69,7 +110,11 @@ fn fused_decode_matches_split_paths_or_falls_back() {
                 .unwrap();
                 k.append(&kx).unwrap();
                 v.append(&vx).unwrap();
+                // The models' dtypes: f32, and f16 (the tensor-core kernel reads q as stored).
+                let q_dtype = if len % 2 == 1 { Dtype::F16 } else { Dtype::F32 };
                 let q = Array::from_slice(&randn(&mut r, hq * d), &[1, hq as i32, 1, d as i32])
+                    .unwrap()
+                    .astype(q_dtype)
                     .unwrap();
                 let scale = 1.0 / (d as f32).sqrt();
                 assert!(
@@ -121,6 +166,8 @@ fn fused_decode_matches_split_paths_or_falls_back() {
                     "{mode} hq={hq} hkv={hkv} d={d} len={len}: unwritten (NaN) outputs"
                 );
                 let e = rel_rms(&fused, &reference);
+                let kname = kernel_name(&k.raw().unwrap(), &v.raw().unwrap(), d, hq / hkv);
+                eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} {kname}: relative RMS {e:.2e}");
                 worst = worst.max(e);
                 cases += 1;
                 assert!(
@@ -140,6 +187,20 @@ fn fused_decode_matches_split_paths_or_falls_back() {
                 assert!(
                     rel_rms(&one, &reference) < 1e-3,
                     "{mode}: single split differs"
+                );
+                // More splits than tiles: empty splits must merge away.
+                let many = fused_decode(
+                    &q,
+                    &k.raw().unwrap(),
+                    &v.raw().unwrap(),
+                    len,
+                    scale,
+                    Some(len.div_ceil(16) + 3),
+                )
+                .unwrap();
+                assert!(
+                    rel_rms(&many, &reference) < 1e-3,
+                    "{mode} len={len}: many splits differ"
                 );
             }
         }

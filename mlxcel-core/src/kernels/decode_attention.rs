@@ -1,10 +1,16 @@
 //! The fused CUDA decode-attention path: one launch reads the packed cache directly
-//! (`cuda/decode_attention.cu`, split over the sequence, all GQA heads of a KV head per
-//! CTA, q rotated in the prologue for turbo K), a second merges the splits and applies the
-//! inverse V rotation (`cuda/merge_splits.cu`). The split paths in
-//! [`crate::attention`] are its exact references.
+//! (split over the sequence, all GQA heads of a KV head per CTA, q rotated in the prologue
+//! for turbo K), a second merges the splits and applies the inverse V rotation
+//! (`cuda/merge_splits.cu`). The split paths in [`crate::attention`] are its exact
+//! references.
+//!
+//! Two kernels read the cache: the tensor-core kernel (`cuda/decode_attention_mma.cu`, v4)
+//! for fp16 / int8 / turbo4 sides, head_dim 64 or 128 and GQA up to 8, and the CUDA-core
+//! kernel (`cuda/decode_attention.cu`, v3) for everything else the fused path supports
+//! (turbo3, turbo2, ...). `MLXCEL_FUSED_MMA=0` sends every call to v3 for A/B runs.
 
-use crate::kv::side::RawSide;
+use crate::flags;
+use crate::kv::side::{RawSide, FORMAT_FP16, FORMAT_INT8};
 use crate::mlx::kernel::{cached, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
@@ -12,6 +18,39 @@ use crate::{Error, Result};
 const HEADER: &str = include_str!("cuda/decode_attention.cuh");
 const BODY: &str = include_str!("cuda/decode_attention.cu");
 const MERGE: &str = include_str!("cuda/merge_splits.cu");
+const MMA_HEADER: &str = include_str!("cuda/decode_attention_mma.cuh");
+const MMA_BODY: &str = include_str!("cuda/decode_attention_mma.cu");
+
+/// Bytes staged per warp ring slot by the tensor-core kernel: 16 tokens of K and V rows plus
+/// their fp16 factors (the formula of `decode_attention_mma.cu`).
+fn mma_stage_bytes(kfmt: i32, vfmt: i32, d: usize) -> usize {
+    let row = |f: i32| match f {
+        FORMAT_FP16 => 2 * d,
+        FORMAT_INT8 => d,
+        _ => d / 2,
+    };
+    let aux = |f: i32| if f == FORMAT_FP16 { 0 } else { 32 };
+    16 * (row(kfmt) + row(vfmt)) + aux(kfmt) + aux(vfmt)
+}
+
+/// Ring depth: enough slots that ~8 KiB per warp are in flight while one is computed
+/// (H200: ~36 KB in flight per SM covers HBM latency at full bandwidth), at least 3.
+fn mma_stages(stage: usize) -> usize {
+    (8192usize.div_ceil(stage) + 1).clamp(3, 6)
+}
+
+/// Dynamic shared memory of the tensor-core kernel: q of the group (8 x D f32), then the
+/// warp rings, reused after the loop for the warp merge.
+fn mma_shared_bytes(stage: usize, stages: usize, d: usize, gqa: usize) -> usize {
+    let ring = 4 * stages * stage;
+    let merge = 4 * (4 * gqa * d + 2 * 4 * 8);
+    8 * d * 4 + ring.max(merge)
+}
+
+/// Tensor-core kernel CTAs aim at one wave: 4 CTAs per SM of an H200 (132 SMs).
+const MMA_TARGET_CTAS: usize = 528;
+/// Fewest 16-token tiles per split (one per warp).
+const MMA_MIN_TILES: usize = 4;
 
 /// Threads per CTA of the main kernel (fixed in the CUDA source).
 const THREADS: i32 = 128;
@@ -44,6 +83,45 @@ fn merge_source() -> KernelSource {
     );
     s.header = HEADER.to_string();
     s
+}
+
+fn mma_source(shared: usize) -> KernelSource {
+    let mut s = KernelSource::new(
+        "mlxcel_decode_attention_mma",
+        &[
+            "q", "k_data", "k_aux", "v_data", "v_aux", "lut_k", "lut_v", "rot_k", "len_arr",
+        ],
+        &["o_part", "ml"],
+        MMA_BODY,
+    );
+    s.header = format!("{HEADER}\n{MMA_HEADER}");
+    s.shared_memory = shared as i32;
+    s
+}
+
+/// Whether the tensor-core kernel handles this combination: fp16 / int8 / turbo4 sides,
+/// one rotation group per head (group == head_dim), GQA <= 8, and a capacity that keeps
+/// every 16-token tile of factors 16-byte aligned.
+pub fn mma_supported(k: &RawSide<'_>, v: &RawSide<'_>, head_dim: usize, gqa: usize) -> bool {
+    let fmt_ok = |r: &RawSide<'_>| {
+        matches!(r.format, FORMAT_FP16 | FORMAT_INT8 | 4)
+            && r.rotation.is_none_or(|rot| rot.group == head_dim)
+    };
+    fmt_ok(k)
+        && fmt_ok(v)
+        && matches!(head_dim, 64 | 128)
+        && (1..=8).contains(&gqa)
+        && k.capacity == v.capacity
+        && k.capacity.is_multiple_of(16)
+}
+
+/// Which kernel a call goes to (for logs and benchmarks).
+pub fn kernel_name(k: &RawSide<'_>, v: &RawSide<'_>, head_dim: usize, gqa: usize) -> &'static str {
+    if flags::FUSED_MMA.enabled() && mma_supported(k, v, head_dim, gqa) {
+        "mma-v4"
+    } else {
+        "cuda-core-v3"
+    }
 }
 
 /// Whether the fused kernel handles this combination.
@@ -106,6 +184,98 @@ fn aux_or_dummy(r: &RawSide<'_>) -> Result<Array> {
     }
 }
 
+fn check_scale(scale: f32, d: usize) -> Result<()> {
+    if (scale - 1.0 / (d as f32).sqrt()).abs() > 1e-6 * scale.abs() {
+        return Err(Error::invalid(
+            "fused decode",
+            format!("the kernel uses scale 1/sqrt({d}); got {scale}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Splits of the tensor-core kernel: one wave of CTAs, at least one tile per warp.
+pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize) -> usize {
+    let by_ctas = MMA_TARGET_CTAS.div_ceil((batch * kv_heads).max(1));
+    let by_len = len.div_ceil(16 * MMA_MIN_TILES).max(1);
+    by_ctas.min(by_len).max(1)
+}
+
+/// The split-merge launch shared by both kernels.
+fn merge(q: &Array, o_part: &Array, ml: &Array, v: &RawSide<'_>, d: usize) -> Result<Array> {
+    let s = q.shape();
+    let (b, hq) = (s[0] as usize, s[1] as usize);
+    let group_v = group_of(v, d);
+    let rot_v = signs(v, group_v)?;
+    let merge = cached(KernelBackend::Cuda, &merge_source())?;
+    let launch = Launch::new(
+        &[o_part, ml, &rot_v],
+        [(b * hq * d) as i32, 1, 1],
+        [d as i32, 1, 1],
+    )
+    .output(&[b as i32, hq as i32, 1, d as i32], q.dtype())
+    .template("D", TemplateArg::Int(d as i32))
+    .template("GROUP_V", TemplateArg::Int(group_v as i32))
+    .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
+    .template("T_out", TemplateArg::Dtype(q.dtype()));
+    merge
+        .call(&launch)?
+        .pop()
+        .ok_or_else(|| Error::invalid("fused decode", "no output"))
+}
+
+/// The tensor-core kernel (see the module docs); arguments as [`fused_decode`], whose
+/// checks (shape, length, scale) it repeats.
+fn fused_decode_mma(
+    q: &Array,
+    k: &RawSide<'_>,
+    v: &RawSide<'_>,
+    len: usize,
+    scale: f32,
+    split_override: Option<usize>,
+) -> Result<Array> {
+    let s = q.shape();
+    let (b, hq, d) = (s[0] as usize, s[1] as usize, s[3] as usize);
+    let hkv = k.data.dim(1) as usize;
+    let gqa = hq / hkv;
+    if len == 0 || len > k.capacity {
+        return Err(Error::invalid(
+            "fused decode",
+            format!("len {len} outside the cache capacity {}", k.capacity),
+        ));
+    }
+    check_scale(scale, d)?;
+    let splits = split_override
+        .unwrap_or_else(|| mma_num_splits(b, hkv, len))
+        .max(1);
+    let stage = mma_stage_bytes(k.format, v.format, d);
+    let stages = mma_stages(stage);
+    let shared = mma_shared_bytes(stage, stages, d, gqa);
+    let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
+    let len_arr = Array::from_slice(&[len as i32], &[1])?;
+    let (lut_k, lut_v, rot_k) = (lut(k)?, lut(v)?, signs(k, group_of(k, d))?);
+    let main = cached(KernelBackend::Cuda, &mma_source(shared))?;
+    let launch = Launch::new(
+        &[
+            q, k.data, &k_aux, v.data, &v_aux, &lut_k, &lut_v, &rot_k, &len_arr,
+        ],
+        [splits as i32 * THREADS, hkv as i32, b as i32],
+        [THREADS, 1, 1],
+    )
+    .output(&[b as i32, hq as i32, splits as i32, d as i32], Dtype::F32)
+    .output(&[b as i32, hq as i32, splits as i32, 2], Dtype::F32)
+    .template("KFMT", TemplateArg::Int(k.format))
+    .template("VFMT", TemplateArg::Int(v.format))
+    .template("D", TemplateArg::Int(d as i32))
+    .template("GQA", TemplateArg::Int(gqa as i32))
+    .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()))
+    .template("STAGES", TemplateArg::Int(stages as i32));
+    let mut parts = main.call(&launch)?;
+    let ml = parts.pop().expect("two outputs");
+    let o_part = parts.pop().expect("two outputs");
+    merge(q, &o_part, &ml, v, d)
+}
+
 /// Attention of one query position `q [B, Hq, 1, D]` over `len` cached positions.
 /// Returns `[B, Hq, 1, D]` in q's dtype. `split_override` fixes the number of splits.
 pub fn fused_decode(
@@ -125,6 +295,12 @@ pub fn fused_decode(
     }
     let (b, hq, d) = (s[0] as usize, s[1] as usize, s[3] as usize);
     let ks = k.data.shape();
+    if ks.len() == 4 && ks[1] > 0 && hq % ks[1] as usize == 0 {
+        let gqa = hq / ks[1] as usize;
+        if flags::FUSED_MMA.enabled() && mma_supported(k, v, d, gqa) {
+            return fused_decode_mma(q, k, v, len, scale, split_override);
+        }
+    }
     let hkv = ks[1] as usize;
     if hkv == 0 || hq % hkv != 0 || !supported(k, v, d, hq / hkv) {
         return Err(Error::invalid(
@@ -143,12 +319,7 @@ pub fn fused_decode(
         .unwrap_or_else(|| num_splits(b, hkv, len))
         .max(1);
     let (group_k, group_v) = (group_of(k, d), group_of(v, d));
-    if (scale - 1.0 / (d as f32).sqrt()).abs() > 1e-6 * scale.abs() {
-        return Err(Error::invalid(
-            "fused decode",
-            format!("the kernel uses scale 1/sqrt({d}); got {scale}"),
-        ));
-    }
+    check_scale(scale, d)?;
     let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
     let len_arr = Array::from_slice(&[len as i32], &[1])?;
     let q32 = q
@@ -176,20 +347,5 @@ pub fn fused_decode(
     let mut parts = main.call(&launch)?;
     let ml = parts.pop().expect("two outputs");
     let o_part = parts.pop().expect("two outputs");
-    let rot_v = signs(v, group_v)?;
-    let merge = cached(backend, &merge_source())?;
-    let launch = Launch::new(
-        &[&o_part, &ml, &rot_v],
-        [(b * hq * d) as i32, 1, 1],
-        [d as i32, 1, 1],
-    )
-    .output(&[b as i32, hq as i32, 1, d as i32], q.dtype())
-    .template("D", TemplateArg::Int(d as i32))
-    .template("GROUP_V", TemplateArg::Int(group_v as i32))
-    .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
-    .template("T_out", TemplateArg::Dtype(q.dtype()));
-    merge
-        .call(&launch)?
-        .pop()
-        .ok_or_else(|| Error::invalid("fused decode", "no output"))
+    merge(q, &o_part, &ml, v, d)
 }

@@ -1,0 +1,315 @@
+// Fused decode attention on tensor cores (version 4; versions 1-3 are CUDA-core kernels, see
+// benchmarks/kernel-notes/NOTES.md). One CTA of 4 warps per (batch, KV head, split of the
+// sequence); every warp streams its own 16-token tiles with its own online softmax, the
+// tiles staged into shared memory by cp.async in a per-warp ring (no block barrier in the
+// loop). Per tile:
+//   S[g, t] = q_g . K_t          mma m16n8k16: A = q (the GQA heads as rows, padded to 16),
+//                                B = K^T decoded to fp16 (each K element decoded once, by
+//                                one lane, for all heads of the group)
+//   s *= K factor (norm/scale) after the dot product; online softmax in the exp2 domain
+//   O^T[d, g] += V^T[d, t] P^T[t, g]  mma m16n8k16: A = V^T decoded to fp16 (token pairs per
+//                                register), B = P^T with the V factor folded into P, the
+//                                C fragment of S mapping onto it lane by lane.
+// The contraction (head-dim) axis is permuted consistently between q and K so that every
+// lane decodes contiguous bytes: lane (r = lane/4, c = lane%4) owns K dims [c*D/4, +D/4) of
+// token r of each 8-token half, and V dims [r*D/8, +D/8) of tokens 2c, 2c+1, 2c+8, 2c+9.
+// q is rotated (turbo K) and scaled by log2(e)/sqrt(D) in the prologue; the output stays in
+// V's stored basis: merge_splits.cu combines the splits and applies the inverse rotation.
+//
+// Template constants: KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
+// D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, STAGES (ring depth; mlxcel sizes the
+// dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
+// the model's dtype; outputs o_part [B, Hq, S, D] (unnormalized), ml [B, Hq, S, 2] (max in
+// natural-log units, sum).
+constexpr int NT = 128;
+constexpr int NW = NT / 32;
+constexpr int DK = D / 4;  // K dims per lane per token
+constexpr int DV = D / 8;  // V dims per lane per token
+constexpr int KSTEPS = D / 16;
+constexpr int MT = D / 16;
+constexpr int KROW = KFMT == 0 ? 2 * D : (KFMT == 1 ? D : D / 2);
+constexpr int VROW = VFMT == 0 ? 2 * D : (VFMT == 1 ? D : D / 2);
+constexpr int KW = KROW / 16;  // 32-bit words of K per lane per token (K row / 4 lanes)
+constexpr int VW = VROW / 32;  // 32-bit words of V per lane per token (V row / 8 lanes)
+constexpr int K_BYTES = 16 * KROW, V_BYTES = 16 * VROW;
+constexpr int KA_BYTES = KFMT != 0 ? 32 : 0, VA_BYTES = VFMT != 0 ? 32 : 0;
+constexpr int STAGE = K_BYTES + V_BYTES + KA_BYTES + VA_BYTES;
+constexpr float LOG2E = 1.4426950408889634f;
+static_assert(GQA >= 1 && GQA <= 8, "GQA 1..8");
+static_assert(KW >= 1 && VW >= 1, "row too short");
+
+extern __shared__ __align__(16) unsigned char smem[];
+float* qs = reinterpret_cast<float*>(smem);                // [8][D]
+unsigned char* ring = smem + 8 * D * sizeof(float);          // [NW][STAGES][STAGE]
+
+const int tid = threadIdx.x;
+const int warp = tid >> 5, lane = tid & 31;
+const int r = lane >> 2, c = lane & 3;
+const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+const int S = gridDim.x, Hkv = gridDim.y, Hq = Hkv * GQA;
+const int len = len_arr[0];
+const int cap = k_data_shape[2];
+
+// q of the group -> shared (f32), rotated for turbo K.
+for (int i = tid; i < 8 * D; i += NT) {
+  const int g = i / D, d = i % D;
+  qs[i] = g < GQA ? static_cast<float>(q[(static_cast<long long>(b) * Hq + kvh * GQA + g) * D + d]) : 0.0f;
+}
+__syncthreads();
+if constexpr (ROT_Q) {
+  const float inv = rsqrtf(static_cast<float>(D));
+  for (int g = 0; g < GQA; ++g) {
+    float* x = qs + g * D;
+    for (int i = tid; i < D; i += NT) x[i] *= rot_k[i];
+    __syncthreads();
+    mlxcel_fd::wht_shared(x, D, tid, NT);
+    for (int i = tid; i < D; i += NT) x[i] *= rot_k[D + i] * inv;
+    __syncthreads();
+  }
+}
+// A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
+const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
+mlxcel_mma::u32 qa[KSTEPS][2];
+#pragma unroll
+for (int s = 0; s < KSTEPS; ++s) {
+  const float* x = qs + r * D + c * DK + 4 * s;
+  qa[s][0] = mlxcel_mma::pack_half2(x[0] * qscale, x[1] * qscale);
+  qa[s][1] = mlxcel_mma::pack_half2(x[2] * qscale, x[3] * qscale);
+}
+mlxcel_mma::Book4 bk = {0, 0, 0, 0}, bv = {0, 0, 0, 0};
+if constexpr (KFMT == 4) bk = mlxcel_mma::make_book4(lut_k);
+if constexpr (VFMT == 4) bv = mlxcel_mma::make_book4(lut_v);
+
+// This CTA's tiles, then this warp's: tiles tb + warp, tb + warp + NW, ...
+const int n_tiles = (len + 15) / 16;
+const int per = (n_tiles + S - 1) / S;
+const int tb = split * per;
+const int te = min(n_tiles, tb + per);
+const int count = te - tb - warp > 0 ? (te - tb - warp + NW - 1) / NW : 0;
+
+const long long base_row = (static_cast<long long>(b) * Hkv + kvh) * cap;
+const unsigned char* kg = reinterpret_cast<const unsigned char*>(k_data) + base_row * KROW;
+const unsigned char* vg = reinterpret_cast<const unsigned char*>(v_data) + base_row * VROW;
+const unsigned char* kag = reinterpret_cast<const unsigned char*>(k_aux) + base_row * 2;
+const unsigned char* vag = reinterpret_cast<const unsigned char*>(v_aux) + base_row * 2;
+unsigned char* my_ring = ring + warp * STAGES * STAGE;
+
+// Stage tile i of this warp (16 rows of K, V and their factors) into slot i % STAGES.
+auto issue = [&](int i) {
+  const int t0 = (tb + warp + i * NW) * 16;
+  unsigned char* st = my_ring + (i % STAGES) * STAGE;
+#pragma unroll
+  for (int ch = lane; ch < K_BYTES / 16; ch += 32) {
+    const int row = ch * 16 / KROW;
+    mlxcel_mma::cp_async16(st + ch * 16, kg + static_cast<long long>(t0) * KROW + ch * 16, t0 + row < len);
+  }
+#pragma unroll
+  for (int ch = lane; ch < V_BYTES / 16; ch += 32) {
+    const int row = ch * 16 / VROW;
+    mlxcel_mma::cp_async16(st + K_BYTES + ch * 16, vg + static_cast<long long>(t0) * VROW + ch * 16, t0 + row < len);
+  }
+  // Factors: two 16-byte chunks of 8 rows each (rows past the end are masked in compute).
+  if constexpr (KFMT != 0) {
+    if (lane < 2) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + lane * 16, kag + static_cast<long long>(t0) * 2 + lane * 16, t0 + 8 * lane < cap);
+  }
+  if constexpr (VFMT != 0) {
+    if (lane >= 2 && lane < 4) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + KA_BYTES + (lane - 2) * 16, vag + static_cast<long long>(t0) * 2 + (lane - 2) * 16, t0 + 8 * (lane - 2) < cap);
+  }
+};
+
+float o[MT][4];
+#pragma unroll
+for (int j = 0; j < MT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+float m_run = mlxcel_fd::neg_inf(), l_run = 0.0f;
+
+#pragma unroll
+for (int i = 0; i < STAGES - 1; ++i) {
+  if (i < count) issue(i);
+  mlxcel_mma::cp_commit();
+}
+
+for (int i = 0; i < count; ++i) {
+  mlxcel_mma::cp_wait<STAGES - 2>();
+  __syncwarp();
+  const unsigned char* st = my_ring + (i % STAGES) * STAGE;
+  const int t0 = (tb + warp + i * NW) * 16;
+
+  // ---- S = q K^T for tokens [t0, t0 + 16): two n-tiles of 8 tokens.
+  float sacc[2][4];
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+    sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.0f;
+    const mlxcel_mma::u32* kw = reinterpret_cast<const mlxcel_mma::u32*>(st + (nt * 8 + r) * KROW + c * (KROW / 4));
+    mlxcel_mma::u32 w[KW];
+#pragma unroll
+    for (int u = 0; u < KW; u += 4) {
+      if constexpr (KW % 4 == 0) {
+        const uint4 x = *reinterpret_cast<const uint4*>(kw + u);
+        w[u] = x.x; w[u + 1] = x.y; w[u + 2] = x.z; w[u + 3] = x.w;
+      } else {
+#pragma unroll
+        for (int e = 0; e < KW - u && e < 4; ++e) w[u + e] = kw[u + e];
+      }
+    }
+    if constexpr (KFMT == 0) {
+#pragma unroll
+      for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(sacc[nt], qa[s][0], 0u, qa[s][1], 0u, w[2 * s], w[2 * s + 1]);
+    } else if constexpr (KFMT == 1) {
+#pragma unroll
+      for (int s = 0; s < KSTEPS; ++s) {
+        mlxcel_mma::u32 bb[2];
+        mlxcel_mma::decode4_i8(w[s], bb);
+        mlxcel_mma::mma(sacc[nt], qa[s][0], 0u, qa[s][1], 0u, bb[0], bb[1]);
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < KW; ++u) {
+        mlxcel_mma::u32 bb[4];
+        mlxcel_mma::decode8_t4(bk, w[u], bb);
+        mlxcel_mma::mma(sacc[nt], qa[2 * u][0], 0u, qa[2 * u][1], 0u, bb[0], bb[1]);
+        mlxcel_mma::mma(sacc[nt], qa[2 * u + 1][0], 0u, qa[2 * u + 1][1], 0u, bb[2], bb[3]);
+      }
+    }
+  }
+  // Scores of head r for tile tokens 2c, 2c+1, 8+2c, 9+2c.
+  float sc[4] = {sacc[0][0], sacc[0][1], sacc[1][0], sacc[1][1]};
+  float vf[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  if constexpr (KFMT != 0) {
+    const __half2* ka = reinterpret_cast<const __half2*>(st + K_BYTES + V_BYTES);
+    const float2 f0 = __half22float2(ka[c]), f1 = __half22float2(ka[4 + c]);
+    sc[0] *= f0.x; sc[1] *= f0.y; sc[2] *= f1.x; sc[3] *= f1.y;
+  }
+  if constexpr (VFMT != 0) {
+    const __half2* va = reinterpret_cast<const __half2*>(st + K_BYTES + V_BYTES + KA_BYTES);
+    const float2 f0 = __half22float2(va[c]), f1 = __half22float2(va[4 + c]);
+    vf[0] = f0.x; vf[1] = f0.y; vf[2] = f1.x; vf[3] = f1.y;
+  }
+  const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
+  float mx = mlxcel_fd::neg_inf();
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    if (t0 + toks[e] >= len) sc[e] = mlxcel_fd::neg_inf();
+    mx = fmaxf(mx, sc[e]);
+  }
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  const float m_new = fmaxf(m_run, mx);
+  const float alpha = exp2f(m_run - m_new);  // 0 on the first tile (m_run = -inf)
+  float p[4], psum = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    p[e] = exp2f(sc[e] - m_new);  // masked: exp2(-inf) = 0
+    psum += p[e];
+  }
+  l_run = l_run * alpha + psum;
+  const bool grew = m_new > m_run;
+  m_run = m_new;
+  if (__any_sync(0xffffffffu, grew)) {
+    const float a0 = __shfl_sync(0xffffffffu, alpha, 8 * c);
+    const float a1 = __shfl_sync(0xffffffffu, alpha, 8 * c + 4);
+#pragma unroll
+    for (int j = 0; j < MT; ++j) {
+      o[j][0] *= a0; o[j][1] *= a1; o[j][2] *= a0; o[j][3] *= a1;
+    }
+  }
+  // B fragments of P^T (k = tokens, n = heads), V factor folded in; masked tokens exactly 0.
+  const mlxcel_mma::u32 pb0 = mlxcel_mma::pack_half2(p[0] > 0.0f ? p[0] * vf[0] : 0.0f, p[1] > 0.0f ? p[1] * vf[1] : 0.0f);
+  const mlxcel_mma::u32 pb1 = mlxcel_mma::pack_half2(p[2] > 0.0f ? p[2] * vf[2] : 0.0f, p[3] > 0.0f ? p[3] * vf[3] : 0.0f);
+
+  // ---- O^T += V^T P^T: A = V^T of tokens (2c, 2c+1) and (8+2c, 9+2c), dims r*DV + [0, DV).
+  const unsigned char* vrow = st + K_BYTES + r * (VROW / 8);
+  mlxcel_mma::u32 va[4][VW];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const mlxcel_mma::u32* src = reinterpret_cast<const mlxcel_mma::u32*>(vrow + toks[e] * VROW);
+    if constexpr (VW % 4 == 0) {
+#pragma unroll
+      for (int u = 0; u < VW; u += 4) {
+        const uint4 x = *reinterpret_cast<const uint4*>(src + u);
+        va[e][u] = x.x; va[e][u + 1] = x.y; va[e][u + 2] = x.z; va[e][u + 3] = x.w;
+      }
+    } else if constexpr (VW % 2 == 0) {
+#pragma unroll
+      for (int u = 0; u < VW; u += 2) {
+        const uint2 x = *reinterpret_cast<const uint2*>(src + u);
+        va[e][u] = x.x; va[e][u + 1] = x.y;
+      }
+    } else {
+      va[e][0] = src[0];
+    }
+  }
+  // pairs[h][k]: (token pair h, V dim r*DV + k) as half2.
+  mlxcel_mma::u32 pairs[2][DV];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if constexpr (VFMT == 0) {
+#pragma unroll
+      for (int u = 0; u < VW; ++u) {
+        pairs[h][2 * u] = mlxcel_mma::prmt(va[2 * h][u], va[2 * h + 1][u], 0x5410u);
+        pairs[h][2 * u + 1] = mlxcel_mma::prmt(va[2 * h][u], va[2 * h + 1][u], 0x7632u);
+      }
+    } else if constexpr (VFMT == 1) {
+#pragma unroll
+      for (int u = 0; u < VW; ++u) mlxcel_mma::decode4x2_i8(va[2 * h][u], va[2 * h + 1][u], &pairs[h][4 * u]);
+    } else {
+#pragma unroll
+      for (int u = 0; u < VW; ++u) mlxcel_mma::decode8x2_t4(bv, va[2 * h][u], va[2 * h + 1][u], &pairs[h][8 * u]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    mlxcel_mma::mma(o[j], pairs[0][2 * j], pairs[0][2 * j + 1], pairs[1][2 * j], pairs[1][2 * j + 1], pb0, pb1);
+  }
+
+  __syncwarp();  // every lane is done with this slot before it is refilled
+  if (i + STAGES - 1 < count) issue(i + STAGES - 1);
+  mlxcel_mma::cp_commit();
+}
+mlxcel_mma::cp_wait<0>();
+
+// ---- Merge the 4 warps (the ring is reused as scratch).
+l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
+l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
+__syncthreads();
+float* wacc = reinterpret_cast<float*>(ring);  // [NW][GQA][D]
+float* wm = wacc + NW * GQA * D;               // [NW][8]
+float* wl = wm + NW * 8;                       // [NW][8]
+if (c == 0) {
+  wm[warp * 8 + r] = m_run;
+  wl[warp * 8 + r] = l_run;
+}
+#pragma unroll
+for (int j = 0; j < MT; ++j) {
+  const int d0 = r * DV + 2 * j;
+  const int h0 = 2 * c, h1 = 2 * c + 1;
+  if (h0 < GQA) {
+    wacc[(warp * GQA + h0) * D + d0] = o[j][0];
+    wacc[(warp * GQA + h0) * D + d0 + 1] = o[j][2];
+  }
+  if (h1 < GQA) {
+    wacc[(warp * GQA + h1) * D + d0] = o[j][1];
+    wacc[(warp * GQA + h1) * D + d0 + 1] = o[j][3];
+  }
+}
+__syncthreads();
+for (int idx = tid; idx < GQA * D; idx += NT) {
+  const int g = idx / D, d = idx % D;
+  float M = mlxcel_fd::neg_inf();
+#pragma unroll
+  for (int w = 0; w < NW; ++w) M = fmaxf(M, wm[w * 8 + g]);
+  float acc = 0.0f, L = 0.0f;
+  if (M != mlxcel_fd::neg_inf()) {
+#pragma unroll
+    for (int w = 0; w < NW; ++w) {
+      const float f = exp2f(wm[w * 8 + g] - M);
+      acc = fmaf(f, wacc[(w * GQA + g) * D + d], acc);
+      L = fmaf(f, wl[w * 8 + g], L);
+    }
+  }
+  const long long row = (static_cast<long long>(b) * Hq + kvh * GQA + g) * S + split;
+  o_part[row * D + d] = acc;
+  if (d == 0) {
+    ml[row * 2] = M == mlxcel_fd::neg_inf() ? M : M * 0.6931471805599453f;
+    ml[row * 2 + 1] = L;
+  }
+}
