@@ -23,6 +23,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   grep -v "^ *$" "$OUT/bench.log" | tail -60
 fi
 echo "== end to end: synthetic llama3-8b-4bit"
+[ "$E2E" = none ] && E2E=""
 for ctx in ${E2E//,/ }; do
   for kv in fp16 turbo4-asym turbo4 int8; do
     .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" --max-tokens "$TOKENS" --ignore-eos --profile \

@@ -88,7 +88,9 @@ pub fn f32_matmul_tol() -> f32 {
 /// attention paths.
 pub fn rel_rms(a: &mlxcel_core::Array, b: &mlxcel_core::Array) -> f32 {
     let mean_sq = |x: &mlxcel_core::Array| {
-        x.square()
+        x.astype(mlxcel_core::Dtype::F32)
+            .unwrap()
+            .square()
             .unwrap()
             .mean(&[0, 1, 2, 3], false)
             .unwrap()

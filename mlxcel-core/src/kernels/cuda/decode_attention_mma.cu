@@ -50,23 +50,46 @@ const int S = gridDim.x, Hkv = gridDim.y, Hq = Hkv * GQA;
 const int len = len_arr[0];
 const int cap = k_data_shape[2];
 
-// q of the group -> shared (f32), rotated for turbo K.
-for (int i = tid; i < 8 * D; i += NT) {
-  const int g = i / D, d = i % D;
-  qs[i] = g < GQA ? static_cast<float>(q[(static_cast<long long>(b) * Hq + kvh * GQA + g) * D + d]) : 0.0f;
+// q of the group -> shared (f32), rotated for turbo K: one warp per head, D/32 values per
+// lane, the Walsh-Hadamard butterflies in registers and shuffles (no block barriers).
+constexpr int QE = D / 32;
+for (int g = warp; g < 8; g += NW) {
+  float x[QE];
+#pragma unroll
+  for (int e = 0; e < QE; ++e) {
+    const int d = lane * QE + e;
+    x[e] = g < GQA ? static_cast<float>(q[(static_cast<long long>(b) * Hq + kvh * GQA + g) * D + d]) : 0.0f;
+  }
+  if constexpr (ROT_Q) {
+#pragma unroll
+    for (int e = 0; e < QE; ++e) x[e] *= rot_k[lane * QE + e];
+#pragma unroll
+    for (int h = 1; h < QE; h <<= 1) {
+#pragma unroll
+      for (int e = 0; e < QE; ++e) {
+        if ((e & h) == 0) {
+          const float a = x[e], bb = x[e + h];
+          x[e] = a + bb;
+          x[e + h] = a - bb;
+        }
+      }
+    }
+#pragma unroll
+    for (int lm = 1; lm < 32; lm <<= 1) {
+#pragma unroll
+      for (int e = 0; e < QE; ++e) {
+        const float other = __shfl_xor_sync(0xffffffffu, x[e], lm);
+        x[e] = (lane & lm) ? other - x[e] : x[e] + other;
+      }
+    }
+    const float inv = rsqrtf(static_cast<float>(D));
+#pragma unroll
+    for (int e = 0; e < QE; ++e) x[e] *= rot_k[D + lane * QE + e] * inv;
+  }
+#pragma unroll
+  for (int e = 0; e < QE; ++e) qs[g * D + lane * QE + e] = x[e];
 }
 __syncthreads();
-if constexpr (ROT_Q) {
-  const float inv = rsqrtf(static_cast<float>(D));
-  for (int g = 0; g < GQA; ++g) {
-    float* x = qs + g * D;
-    for (int i = tid; i < D; i += NT) x[i] *= rot_k[i];
-    __syncthreads();
-    mlxcel_fd::wht_shared(x, D, tid, NT);
-    for (int i = tid; i < D; i += NT) x[i] *= rot_k[D + i] * inv;
-    __syncthreads();
-  }
-}
 // A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
 const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
 mlxcel_mma::u32 qa[KSTEPS][2];
