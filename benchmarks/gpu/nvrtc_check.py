@@ -77,6 +77,13 @@ def main():
                 src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q") + ") {\n"
                        + consts + mma_body + "\n}\n")
                 ok &= compile_one(name, src)
+    enc = read("turbo_encode.cu")
+    for d in (64, 128):
+        for xt in ("float", "__half", "__nv_bfloat16"):
+            src = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                   f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, uint8_t* packed, __half* norms) {{\n"
+                   + f"constexpr int D = {d};\n" + enc + "\n}\n")
+            ok &= compile_one(f"turbo_encode d{d} {xt}", src)
     for d in (64, 128):
         consts = f"constexpr int D = {d}; constexpr int GROUP_V = {min(d, 128)}; constexpr bool ROT_V = true; using T_out = __half;\n"
         src = (header + SHAPE +

@@ -50,6 +50,14 @@ pub const FUSED_MMA: Flag = Flag {
     doc: "tensor-core fused decode kernel for fp16/int8/turbo4 caches (0 = the CUDA-core fused kernel)",
 };
 
+/// The fused turbo4 cache encoder on CUDA (one launch per append). When 0, appends use the
+/// op-by-op reference encoder.
+pub const FUSED_ENCODE: Flag = Flag {
+    name: "MLXCEL_FUSED_ENCODE",
+    default: true,
+    doc: "fused CUDA turbo4 cache encoder (0 = the op-by-op MLX encoder)",
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -75,4 +83,4 @@ pub fn turbo_seed_offset() -> u64 {
 }
 
 /// All boolean flags, for `--help` texts and `mlxcel info`.
-pub const ALL: &[Flag] = &[ROTATED_SDPA, FUSED_DECODE, FUSED_MMA];
+pub const ALL: &[Flag] = &[ROTATED_SDPA, FUSED_DECODE, FUSED_MMA, FUSED_ENCODE];

@@ -225,3 +225,73 @@ fn delegated_values_take_the_split_path() {
         AttentionPath::FusedDecode
     );
 }
+
+#[test]
+fn fused_turbo4_encoder_matches_the_reference_encoder() {
+    use mlxcel_core::kernels::turbo_encode::{applies, fused_encode};
+    use mlxcel_core::kv::turbo::codec::TurboCodec;
+    let mut r = rng("fused_turbo4_encoder_matches_the_reference_encoder");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    for d in [64usize, 128] {
+        let codec = TurboCodec::new(4, d, K_SEED).unwrap();
+        assert_eq!(applies(&codec), on_cuda, "d={d}");
+        for (rows, dtype) in [
+            (1usize, Dtype::F16),
+            (8 * 37, Dtype::F32),
+            (3 * 4096, Dtype::BF16),
+        ] {
+            let mut v = randn(&mut r, rows * d);
+            // Scale rows differently and include an all-zero vector.
+            for (i, x) in v.iter_mut().enumerate() {
+                *x *= 1.0 + (i / d % 7) as f32;
+            }
+            v[..d].iter_mut().for_each(|x| *x = 0.0);
+            let x = Array::from_slice(&v, &[1, 1, rows as i32, d as i32])
+                .unwrap()
+                .astype(dtype)
+                .unwrap();
+            if !on_cuda {
+                let err = fused_encode(&codec, &x)
+                    .and_then(|e| e.packed.eval().map(|_| e))
+                    .unwrap_err()
+                    .to_string();
+                assert!(err.contains("CUDA"), "{err}");
+                continue;
+            }
+            let want = codec.encode(&x).unwrap();
+            let got = fused_encode(&codec, &x).unwrap();
+            assert_eq!(got.packed.shape(), want.packed.shape());
+            assert_eq!(got.norms.shape(), want.norms.shape());
+            let (a, b) = (
+                got.packed.to_vec::<u8>().unwrap(),
+                want.packed.to_vec::<u8>().unwrap(),
+            );
+            let differing = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+            // Codes may differ only where a value sits on a midpoint within rounding.
+            assert!(
+                differing * 1000 <= a.len(),
+                "d={d} rows={rows} {dtype:?}: {differing} of {} packed bytes differ",
+                a.len()
+            );
+            let (na, nb) = (
+                got.norms
+                    .astype(Dtype::F32)
+                    .unwrap()
+                    .to_vec::<f32>()
+                    .unwrap(),
+                want.norms
+                    .astype(Dtype::F32)
+                    .unwrap()
+                    .to_vec::<f32>()
+                    .unwrap(),
+            );
+            for (i, (x, y)) in na.iter().zip(&nb).enumerate() {
+                assert!(
+                    (x - y).abs() <= 2e-3 * y.abs() + 1e-6,
+                    "d={d} row {i}: norm {x} vs {y}"
+                );
+            }
+            eprintln!("turbo4 encode d={d} rows={rows} {dtype:?}: {differing} differing bytes");
+        }
+    }
+}

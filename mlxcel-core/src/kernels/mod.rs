@@ -3,3 +3,4 @@
 
 pub mod decode_attention;
 pub mod selftest;
+pub mod turbo_encode;

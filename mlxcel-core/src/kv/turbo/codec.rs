@@ -120,6 +120,11 @@ impl TurboCodec {
         &self.lut16
     }
 
+    /// The sorted midpoints between centroids (f32, on the device).
+    pub fn midpoints(&self) -> &Array {
+        &self.midpoints
+    }
+
     pub fn group(&self) -> usize {
         self.book.group
     }

@@ -51,7 +51,11 @@ impl TurboSide {
 
 impl KvSide for TurboSide {
     fn append(&mut self, x: &Array) -> Result<()> {
-        let e = self.codec.encode(x)?;
+        let e = if crate::kernels::turbo_encode::applies(&self.codec) {
+            crate::kernels::turbo_encode::fused_encode(&self.codec, x)?
+        } else {
+            self.codec.encode(x)?
+        };
         self.packed.append(&e.packed)?;
         self.norms.append(&e.norms)
     }

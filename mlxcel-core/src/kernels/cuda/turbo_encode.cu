@@ -1,0 +1,68 @@
+// Fused turbo4 encoder (the cache append of turbo4 / turbo4-asym on CUDA): one warp per head
+// vector does what TurboCodec::encode does with ~15 MLX ops (norm, normalize, randomized
+// Walsh-Hadamard rotation, nearest Lloyd-Max centroid, sign-magnitude relabel, corrected
+// norm, 4-bit packing), so a decode step appends with one launch per side and layer.
+// Template constants: D (head dim = rotation group, 64 or 128). Inputs: x [.., D] any float
+// dtype; mids [15] f32 sorted midpoints; lut [16] f32 centroids in stored-code order;
+// signs [2, D] f32 (s1; s2). Outputs: packed [.., D/2] uint8, norms [.., 1] fp16.
+constexpr int QE = D / 32;
+long long rows = 1;
+for (int i = 0; i + 1 < x_ndim; ++i) rows *= x_shape[i];
+const long long row = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+const int lane = threadIdx.x & 31;
+if (row >= rows) return;  // whole warps leave together
+float v[QE];
+float ss = 0.0f;
+#pragma unroll
+for (int e = 0; e < QE; ++e) {
+  v[e] = static_cast<float>(x[row * D + lane * QE + e]);
+  ss = fmaf(v[e], v[e], ss);
+}
+#pragma unroll
+for (int m = 16; m > 0; m >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, m);
+const float nrm = sqrtf(ss);
+const float denom = nrm > 1e-10f ? nrm : 1.0f;
+#pragma unroll
+for (int e = 0; e < QE; ++e) v[e] = v[e] / denom * signs[lane * QE + e];
+#pragma unroll
+for (int h = 1; h < QE; h <<= 1) {
+#pragma unroll
+  for (int e = 0; e < QE; ++e) {
+    if ((e & h) == 0) {
+      const float a = v[e], b = v[e + h];
+      v[e] = a + b;
+      v[e + h] = a - b;
+    }
+  }
+}
+#pragma unroll
+for (int lm = 1; lm < 32; lm <<= 1) {
+#pragma unroll
+  for (int e = 0; e < QE; ++e) {
+    const float other = __shfl_xor_sync(0xffffffffu, v[e], lm);
+    v[e] = (lane & lm) ? other - v[e] : v[e] + other;
+  }
+}
+const float inv = rsqrtf(static_cast<float>(D));
+unsigned codes = 0;
+float r2 = 0.0f;
+#pragma unroll
+for (int e = 0; e < QE; ++e) {
+  const float y = v[e] * inv * signs[D + lane * QE + e];
+  int idx = 0;
+#pragma unroll
+  for (int j = 0; j < 15; ++j) idx += y >= mids[j] ? 1 : 0;  // ties go up, as the reference
+  const int code = idx >= 8 ? idx : 7 - idx;
+  const float c = lut[code];
+  r2 = fmaf(c, c, r2);
+  codes |= static_cast<unsigned>(code) << (4 * e);
+}
+#pragma unroll
+for (int m = 16; m > 0; m >>= 1) r2 += __shfl_xor_sync(0xffffffffu, r2, m);
+if constexpr (QE == 4) {
+  packed[row * (D / 2) + lane * 2] = static_cast<unsigned char>(codes & 0xff);
+  packed[row * (D / 2) + lane * 2 + 1] = static_cast<unsigned char>(codes >> 8);
+} else {
+  packed[row * (D / 2) + lane] = static_cast<unsigned char>(codes & 0xff);
+}
+if (lane == 0) norms[row] = __float2half(r2 > 1e-10f ? nrm / sqrtf(r2) : nrm);
