@@ -80,7 +80,7 @@ def main():
     enc = read("turbo_encode.cu")
     for d in (64, 128):
         for xt in ("float", "__half", "__nv_bfloat16"):
-            src = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+            src = (header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                    f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, uint8_t* packed, __half* norms) {{\n"
                    + f"constexpr int D = {d};\n" + enc + "\n}\n")
             ok &= compile_one(f"turbo_encode d{d} {xt}", src)

@@ -27,7 +27,7 @@ fn kernel() -> Result<std::rc::Rc<CustomKernel>> {
         &["packed", "norms"],
         BODY,
     );
-    spec.header = "#include <cuda_fp16.h>\n".to_string();
+    spec.header = include_str!("cuda/decode_attention.cuh").to_string();
     let k = cached(KernelBackend::Cuda, &spec)?;
     KERNEL.with(|c| *c.borrow_mut() = Some(k.clone()));
     Ok(k)

@@ -182,4 +182,30 @@ __device__ __forceinline__ void wht_shared(float* x, int n, int tid, int nthread
   }
 }
 
+// Unnormalized Walsh-Hadamard transform of 32 * QE values held by one warp, lane l owning
+// elements [l * QE, (l + 1) * QE): butterflies inside the lane, then across lanes by shuffles
+// (no shared memory, no block barrier). Callers scale by 1/sqrt(32 * QE).
+template <int QE>
+__device__ __forceinline__ void wht_warp(float (&x)[QE], int lane) {
+#pragma unroll
+  for (int h = 1; h < QE; h <<= 1) {
+#pragma unroll
+    for (int e = 0; e < QE; ++e) {
+      if ((e & h) == 0) {
+        const float a = x[e], b = x[e + h];
+        x[e] = a + b;
+        x[e + h] = a - b;
+      }
+    }
+  }
+#pragma unroll
+  for (int lm = 1; lm < 32; lm <<= 1) {
+#pragma unroll
+    for (int e = 0; e < QE; ++e) {
+      const float other = __shfl_xor_sync(0xffffffffu, x[e], lm);
+      x[e] = (lane & lm) ? other - x[e] : x[e] + other;
+    }
+  }
+}
+
 }  // namespace mlxcel_fd

@@ -63,25 +63,7 @@ for (int g = warp; g < 8; g += NW) {
   if constexpr (ROT_Q) {
 #pragma unroll
     for (int e = 0; e < QE; ++e) x[e] *= rot_k[lane * QE + e];
-#pragma unroll
-    for (int h = 1; h < QE; h <<= 1) {
-#pragma unroll
-      for (int e = 0; e < QE; ++e) {
-        if ((e & h) == 0) {
-          const float a = x[e], bb = x[e + h];
-          x[e] = a + bb;
-          x[e + h] = a - bb;
-        }
-      }
-    }
-#pragma unroll
-    for (int lm = 1; lm < 32; lm <<= 1) {
-#pragma unroll
-      for (int e = 0; e < QE; ++e) {
-        const float other = __shfl_xor_sync(0xffffffffu, x[e], lm);
-        x[e] = (lane & lm) ? other - x[e] : x[e] + other;
-      }
-    }
+    mlxcel_fd::wht_warp<QE>(x, lane);
     const float inv = rsqrtf(static_cast<float>(D));
 #pragma unroll
     for (int e = 0; e < QE; ++e) x[e] *= rot_k[D + lane * QE + e] * inv;

@@ -24,25 +24,7 @@ const float nrm = sqrtf(ss);
 const float denom = nrm > 1e-10f ? nrm : 1.0f;
 #pragma unroll
 for (int e = 0; e < QE; ++e) v[e] = v[e] / denom * signs[lane * QE + e];
-#pragma unroll
-for (int h = 1; h < QE; h <<= 1) {
-#pragma unroll
-  for (int e = 0; e < QE; ++e) {
-    if ((e & h) == 0) {
-      const float a = v[e], b = v[e + h];
-      v[e] = a + b;
-      v[e + h] = a - b;
-    }
-  }
-}
-#pragma unroll
-for (int lm = 1; lm < 32; lm <<= 1) {
-#pragma unroll
-  for (int e = 0; e < QE; ++e) {
-    const float other = __shfl_xor_sync(0xffffffffu, v[e], lm);
-    v[e] = (lane & lm) ? other - v[e] : v[e] + other;
-  }
-}
+mlxcel_fd::wht_warp<QE>(v, lane);
 const float inv = rsqrtf(static_cast<float>(D));
 unsigned codes = 0;
 float r2 = 0.0f;
