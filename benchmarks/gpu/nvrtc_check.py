@@ -69,17 +69,12 @@ def main():
                 name = f"mma k{kf} v{vf} d{d} g{gqa} q{qt}"
                 if sel and not any(x in name for x in sel):
                     continue
-                stage16 = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
-                rows = 32 if stage16 <= 4096 else 16
-                stage = rows * (row(kf, d) + row(vf, d)) + (2 * rows if kf else 0) + (2 * rows if vf else 0)
+                stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
                 stages = min(6, max(3, -(-8192 // stage) + 1))
                 consts = (f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                           f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'}; "
-                          f"constexpr int ROWS = {rows}; constexpr int STAGES = {stages}; constexpr bool ROT_V = {'true' if vf >= 2 else 'false'}; using T_out = {qt};\n")
-                msig = (sig.replace("const float* q", f"const {qt}* q")
-                        .replace("const float* rot_k,", "const float* rot_k, const float* rot_v,")
-                        .replace("float* o_part, float* ml", f"{qt}* out, float* scratch"))
-                src = (mma_header + SHAPE + "\n__global__ void k(" + msig + ") {\n"
+                          f"constexpr int STAGES = {stages};\n")
+                src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q") + ") {\n"
                        + consts + mma_body + "\n}\n")
                 ok &= compile_one(name, src)
     enc = read("turbo_encode.cu")

@@ -21,27 +21,16 @@ const MERGE: &str = include_str!("cuda/merge_splits.cu");
 const MMA_HEADER: &str = include_str!("cuda/decode_attention_mma.cuh");
 const MMA_BODY: &str = include_str!("cuda/decode_attention_mma.cu");
 
-/// Bytes staged per warp ring slot by the tensor-core kernel: `rows` tokens of K and V rows
-/// plus their fp16 factors (the formula of `decode_attention_mma.cu`).
-fn mma_stage_bytes(kfmt: i32, vfmt: i32, d: usize, rows: usize) -> usize {
+/// Bytes staged per warp ring slot by the tensor-core kernel: 16 tokens of K and V rows plus
+/// their fp16 factors (the formula of `decode_attention_mma.cu`).
+fn mma_stage_bytes(kfmt: i32, vfmt: i32, d: usize) -> usize {
     let row = |f: i32| match f {
         FORMAT_FP16 => 2 * d,
         FORMAT_INT8 => d,
         _ => d / 2,
     };
-    let aux = |f: i32| if f == FORMAT_FP16 { 0 } else { 2 * rows };
-    rows * (row(kfmt) + row(vfmt)) + aux(kfmt) + aux(vfmt)
-}
-
-/// Tokens per ring slot: 32 where a 16-token slot is small (<= 4 KiB: turbo4 and int8
-/// mixes), halving the per-slot copy and loop instructions; 16 for fp16 rows, whose slots
-/// would otherwise limit CTAs per SM through shared memory.
-fn mma_rows(kfmt: i32, vfmt: i32, d: usize) -> usize {
-    if mma_stage_bytes(kfmt, vfmt, d, 16) <= 4096 {
-        32
-    } else {
-        16
-    }
+    let aux = |f: i32| if f == FORMAT_FP16 { 0 } else { 32 };
+    16 * (row(kfmt) + row(vfmt)) + aux(kfmt) + aux(vfmt)
 }
 
 /// Ring depth: enough slots that ~8 KiB per warp are in flight while one is computed
@@ -60,8 +49,8 @@ fn mma_shared_bytes(stage: usize, stages: usize, d: usize, gqa: usize) -> usize 
 
 /// Tensor-core kernel CTAs aim at one wave: 4 CTAs per SM of an H200 (132 SMs).
 const MMA_TARGET_CTAS: usize = 528;
-/// Fewest ring slots per split (one per warp).
-const MMA_MIN_SLOTS: usize = 4;
+/// Fewest 16-token tiles per split (one per warp).
+const MMA_MIN_TILES: usize = 4;
 
 /// Threads per CTA of the main kernel (fixed in the CUDA source).
 const THREADS: i32 = 128;
@@ -126,10 +115,9 @@ fn mma_source(shared: usize) -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_decode_attention_mma",
         &[
-            "q", "k_data", "k_aux", "v_data", "v_aux", "lut_k", "lut_v", "rot_k", "rot_v",
-            "len_arr",
+            "q", "k_data", "k_aux", "v_data", "v_aux", "lut_k", "lut_v", "rot_k", "len_arr",
         ],
-        &["out", "scratch"],
+        &["o_part", "ml"],
         MMA_BODY,
     );
     s.header = format!("{HEADER}\n{MMA_HEADER}");
@@ -232,11 +220,10 @@ fn check_scale(scale: f32, d: usize) -> Result<()> {
     Ok(())
 }
 
-/// Splits of the tensor-core kernel: one wave of CTAs, at least one slot of `rows` tokens
-/// per warp.
-pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize, rows: usize) -> usize {
+/// Splits of the tensor-core kernel: one wave of CTAs, at least one tile per warp.
+pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize) -> usize {
     let by_ctas = MMA_TARGET_CTAS.div_ceil((batch * kv_heads).max(1));
-    let by_len = len.div_ceil(rows * MMA_MIN_SLOTS).max(1);
+    let by_len = len.div_ceil(16 * MMA_MIN_TILES).max(1);
     by_ctas.min(by_len).max(1)
 }
 
@@ -284,44 +271,35 @@ fn fused_decode_mma(
         ));
     }
     check_scale(scale, d)?;
-    let rows = mma_rows(k.format, v.format, d);
     let splits = split_override
-        .unwrap_or_else(|| mma_num_splits(b, hkv, len, rows))
+        .unwrap_or_else(|| mma_num_splits(b, hkv, len))
         .max(1);
-    let stage = mma_stage_bytes(k.format, v.format, d, rows);
+    let stage = mma_stage_bytes(k.format, v.format, d);
     let stages = mma_stages(stage);
     let shared = mma_shared_bytes(stage, stages, d, gqa);
     let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
     let len_arr = Array::from_slice(&[len as i32], &[1])?;
-    let (lut_k, lut_v) = (lut(k)?, lut(v)?);
-    let (rot_k, rot_v) = (signs(k, group_of(k, d))?, signs(v, group_of(v, d))?);
+    let (lut_k, lut_v, rot_k) = (lut(k)?, lut(v)?, signs(k, group_of(k, d))?);
     let main = kernel(MMA, shared)?;
-    // Partials, then (max, sum) per split, then one counter per (batch, KV head); zeroed by
-    // MLX before the launch (the counters must start at 0).
-    let scratch = b * hq * splits * (d + 2) + b * hkv;
     let launch = Launch::new(
         &[
-            q, k.data, &k_aux, v.data, &v_aux, &lut_k, &lut_v, &rot_k, &rot_v, &len_arr,
+            q, k.data, &k_aux, v.data, &v_aux, &lut_k, &lut_v, &rot_k, &len_arr,
         ],
         [splits as i32 * THREADS, hkv as i32, b as i32],
         [THREADS, 1, 1],
     )
-    .output(&[b as i32, hq as i32, 1, d as i32], q.dtype())
-    .output(&[scratch as i32], Dtype::F32)
-    .init_value(0.0)
+    .output(&[b as i32, hq as i32, splits as i32, d as i32], Dtype::F32)
+    .output(&[b as i32, hq as i32, splits as i32, 2], Dtype::F32)
     .template("KFMT", TemplateArg::Int(k.format))
     .template("VFMT", TemplateArg::Int(v.format))
     .template("D", TemplateArg::Int(d as i32))
     .template("GQA", TemplateArg::Int(gqa as i32))
     .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()))
-    .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
-    .template("ROWS", TemplateArg::Int(rows as i32))
-    .template("STAGES", TemplateArg::Int(stages as i32))
-    .template("T_out", TemplateArg::Dtype(q.dtype()));
-    let mut outs = main.call(&launch)?;
-    outs.truncate(1);
-    outs.pop()
-        .ok_or_else(|| Error::invalid("fused decode", "no output"))
+    .template("STAGES", TemplateArg::Int(stages as i32));
+    let mut parts = main.call(&launch)?;
+    let ml = parts.pop().expect("two outputs");
+    let o_part = parts.pop().expect("two outputs");
+    merge(q, &o_part, &ml, v, d)
 }
 
 /// Attention of one query position `q [B, Hq, 1, D]` over `len` cached positions.

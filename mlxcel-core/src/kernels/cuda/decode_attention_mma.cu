@@ -3,31 +3,24 @@
 // sequence); every warp streams its own 16-token tiles with its own online softmax, the
 // tiles staged into shared memory by cp.async in a per-warp ring (no block barrier in the
 // loop). Per tile:
-//   S^T[t, g] = K_t . q_g        mma m16n8k16: A = K decoded to fp16 (16 tokens as rows; each
-//                                K element decoded once, by one lane, for all heads of the
-//                                group), B = q^T (up to 8 heads as columns)
+//   S[g, t] = q_g . K_t          mma m16n8k16: A = q (the GQA heads as rows, padded to 16),
+//                                B = K^T decoded to fp16 (each K element decoded once, by
+//                                one lane, for all heads of the group)
 //   s *= K factor (norm/scale) after the dot product; online softmax in the exp2 domain
 //   O^T[d, g] += V^T[d, t] P^T[t, g]  mma m16n8k16: A = V^T decoded to fp16 (token pairs per
 //                                register), B = P^T with the V factor folded into P, the
 //                                C fragment of S mapping onto it lane by lane.
 // The contraction (head-dim) axis is permuted consistently between q and K so that every
 // lane decodes contiguous bytes: lane (r = lane/4, c = lane%4) owns K dims [c*D/4, +D/4) of
-// tokens r and r+8, and V dims [r*D/8, +D/8) of tokens 2c, 2c+1, 2c+8, 2c+9; its softmax
-// state is that of heads 2c and 2c+1, the columns it holds of both S^T and O^T.
+// token r of each 8-token half, and V dims [r*D/8, +D/8) of tokens 2c, 2c+1, 2c+8, 2c+9.
 // q is rotated (turbo K) and scaled by log2(e)/sqrt(D) in the prologue; the output stays in
 // V's stored basis: merge_splits.cu combines the splits and applies the inverse rotation.
 //
-// One launch per call: every CTA writes its partial (unnormalized output, max, sum) and
-// counts itself done on a per-(batch, KV head) counter; the last CTA merges the splits
-// (log-sum-exp), applies the inverse V rotation and writes the output (a separate merge
-// launch cost ~30 us of MLX per-op time per layer on the H200).
-//
 // Template constants: KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
-// D in {64, 128}, GQA <= 8, group == D, ROT_Q, ROT_V, ROWS, STAGES (ring depth; mlxcel sizes the
-// dynamic shared memory with the same formula), T_out. Inputs as decode_attention.cu plus
-// rot_v [2, D] (V's s1; s2), q in the model's dtype. Outputs: out [B, Hq, 1, D] (T_out) and
-// scratch f32, zero-filled by MLX (init value): partial outputs [B, Hq, S, D], then
-// (max in natural-log units, sum) [B, Hq, S, 2], then one int counter per (b, KV head).
+// D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, STAGES (ring depth; mlxcel sizes the
+// dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
+// the model's dtype; outputs o_part [B, Hq, S, D] (unnormalized), ml [B, Hq, S, 2] (max in
+// natural-log units, sum).
 constexpr int NT = 128;
 constexpr int NW = NT / 32;
 constexpr int DK = D / 4;  // K dims per lane per token
@@ -38,17 +31,12 @@ constexpr int KROW = KFMT == 0 ? 2 * D : (KFMT == 1 ? D : D / 2);
 constexpr int VROW = VFMT == 0 ? 2 * D : (VFMT == 1 ? D : D / 2);
 constexpr int KW = KROW / 16;  // 32-bit words of K per lane per token (K row / 4 lanes)
 constexpr int VW = VROW / 32;  // 32-bit words of V per lane per token (V row / 8 lanes)
-// A ring slot holds ROWS = 16 or 32 tokens (template constant: 32 where a slot stays small,
-// so the per-slot copy and loop overhead is paid once per 32 tokens), computed as ROWS / 16
-// tiles of 16.
-constexpr int SUBS = ROWS / 16;
-constexpr int K_BYTES = ROWS * KROW, V_BYTES = ROWS * VROW;
-constexpr int KA_BYTES = KFMT != 0 ? 2 * ROWS : 0, VA_BYTES = VFMT != 0 ? 2 * ROWS : 0;
+constexpr int K_BYTES = 16 * KROW, V_BYTES = 16 * VROW;
+constexpr int KA_BYTES = KFMT != 0 ? 32 : 0, VA_BYTES = VFMT != 0 ? 32 : 0;
 constexpr int STAGE = K_BYTES + V_BYTES + KA_BYTES + VA_BYTES;
 constexpr float LOG2E = 1.4426950408889634f;
 static_assert(GQA >= 1 && GQA <= 8, "GQA 1..8");
 static_assert(KW >= 1 && VW >= 1, "row too short");
-static_assert(ROWS == 16 || ROWS == 32, "ROWS 16 or 32");
 
 extern __shared__ __align__(16) unsigned char smem[];
 float* qs = reinterpret_cast<float*>(smem);                // [8][D]
@@ -84,7 +72,7 @@ for (int g = warp; g < 8; g += NW) {
   for (int e = 0; e < QE; ++e) qs[g * D + lane * QE + e] = x[e];
 }
 __syncthreads();
-// B fragments of q^T (columns = heads; heads >= GQA are zero): step s covers dims c*DK + 4s + [0, 4).
+// A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
 const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
 mlxcel_mma::u32 qa[KSTEPS][2];
 #pragma unroll
@@ -97,8 +85,8 @@ mlxcel_mma::Book4 bk = {0, 0, 0, 0}, bv = {0, 0, 0, 0};
 if constexpr (KFMT == 4) bk = mlxcel_mma::make_book4(lut_k);
 if constexpr (VFMT == 4) bv = mlxcel_mma::make_book4(lut_v);
 
-// This CTA's slots of ROWS tokens, then this warp's: slots tb + warp, tb + warp + NW, ...
-const int n_tiles = (len + ROWS - 1) / ROWS;
+// This CTA's tiles, then this warp's: tiles tb + warp, tb + warp + NW, ...
+const int n_tiles = (len + 15) / 16;
 const int per = (n_tiles + S - 1) / S;
 const int tb = split * per;
 const int te = min(n_tiles, tb + per);
@@ -111,155 +99,130 @@ const unsigned char* kag = reinterpret_cast<const unsigned char*>(k_aux) + base_
 const unsigned char* vag = reinterpret_cast<const unsigned char*>(v_aux) + base_row * 2;
 unsigned char* my_ring = ring + warp * STAGES * STAGE;
 
-// Stage this warp's next tile (16 rows of K, V and their factors) into the next ring slot.
-// Called for the warp's tiles in order; source pointers and the slot advance by constants.
-constexpr long long K_STEP = static_cast<long long>(NW) * K_BYTES;
-constexpr long long V_STEP = static_cast<long long>(NW) * V_BYTES;
-const unsigned char* k_src = kg + static_cast<long long>(tb + warp) * K_BYTES;
-const unsigned char* v_src = vg + static_cast<long long>(tb + warp) * V_BYTES;
-const unsigned char* ka_src = kag + static_cast<long long>(tb + warp) * 2 * ROWS;
-const unsigned char* va_src = vag + static_cast<long long>(tb + warp) * 2 * ROWS;
-int issue_t0 = (tb + warp) * ROWS;
-int issue_slot = 0;
-auto issue = [&]() {
-  unsigned char* st = my_ring + issue_slot * STAGE;
-  const bool full = issue_t0 + ROWS <= len;
+// Stage tile i of this warp (16 rows of K, V and their factors) into slot i % STAGES.
+auto issue = [&](int i) {
+  const int t0 = (tb + warp + i * NW) * 16;
+  unsigned char* st = my_ring + (i % STAGES) * STAGE;
 #pragma unroll
   for (int ch = lane; ch < K_BYTES / 16; ch += 32) {
-    mlxcel_mma::cp_async16(st + ch * 16, k_src + ch * 16, full || issue_t0 + ch * 16 / KROW < len);
+    const int row = ch * 16 / KROW;
+    mlxcel_mma::cp_async16(st + ch * 16, kg + static_cast<long long>(t0) * KROW + ch * 16, t0 + row < len);
   }
 #pragma unroll
   for (int ch = lane; ch < V_BYTES / 16; ch += 32) {
-    mlxcel_mma::cp_async16(st + K_BYTES + ch * 16, v_src + ch * 16, full || issue_t0 + ch * 16 / VROW < len);
+    const int row = ch * 16 / VROW;
+    mlxcel_mma::cp_async16(st + K_BYTES + ch * 16, vg + static_cast<long long>(t0) * VROW + ch * 16, t0 + row < len);
   }
-  // Factors: 16-byte chunks of 8 rows (rows past the end are masked in compute); K's by
-  // lanes [0, ROWS/8), V's by the next ROWS/8 lanes.
-  constexpr int NA = ROWS / 8;
+  // Factors: two 16-byte chunks of 8 rows each (rows past the end are masked in compute).
   if constexpr (KFMT != 0) {
-    if (lane < NA) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + lane * 16, ka_src + lane * 16, issue_t0 + 8 * lane < cap);
+    if (lane < 2) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + lane * 16, kag + static_cast<long long>(t0) * 2 + lane * 16, t0 + 8 * lane < cap);
   }
   if constexpr (VFMT != 0) {
-    if (lane >= NA && lane < 2 * NA) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + KA_BYTES + (lane - NA) * 16, va_src + (lane - NA) * 16, issue_t0 + 8 * (lane - NA) < cap);
+    if (lane >= 2 && lane < 4) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + KA_BYTES + (lane - 2) * 16, vag + static_cast<long long>(t0) * 2 + (lane - 2) * 16, t0 + 8 * (lane - 2) < cap);
   }
-  k_src += K_STEP;
-  v_src += V_STEP;
-  ka_src += NW * 2 * ROWS;
-  va_src += NW * 2 * ROWS;
-  issue_t0 += NW * ROWS;
-  issue_slot = issue_slot + 1 == STAGES ? 0 : issue_slot + 1;
 };
 
 float o[MT][4];
 #pragma unroll
 for (int j = 0; j < MT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-float m_run[2] = {mlxcel_fd::neg_inf(), mlxcel_fd::neg_inf()}, l_run[2] = {0.0f, 0.0f};  // heads 2c, 2c+1
+float m_run = mlxcel_fd::neg_inf(), l_run = 0.0f;
 
 #pragma unroll
 for (int i = 0; i < STAGES - 1; ++i) {
-  if (i < count) issue();
+  if (i < count) issue(i);
   mlxcel_mma::cp_commit();
 }
 
-int slot = 0;
 for (int i = 0; i < count; ++i) {
   mlxcel_mma::cp_wait<STAGES - 2>();
   __syncwarp();
-  const unsigned char* slot_base = my_ring + slot * STAGE;
-  slot = slot + 1 == STAGES ? 0 : slot + 1;
-#pragma unroll
-  for (int sub = 0; sub < SUBS; ++sub) {
-  const int t0 = (tb + warp + i * NW) * ROWS + 16 * sub;
-  if (sub > 0 && t0 >= len) break;  // warp-uniform: the rest of the slot is past the end
-  // This 16-token tile's rows of K, V and factors inside the slot.
-  const unsigned char* kst = slot_base + sub * 16 * KROW;
-  const unsigned char* vst = slot_base + K_BYTES + sub * 16 * VROW;
-  const __half* ka_st = reinterpret_cast<const __half*>(slot_base + K_BYTES + V_BYTES) + 16 * sub;
-  const __half* va_st = reinterpret_cast<const __half*>(slot_base + K_BYTES + V_BYTES + KA_BYTES) + 16 * sub;
+  const unsigned char* st = my_ring + (i % STAGES) * STAGE;
+  const int t0 = (tb + warp + i * NW) * 16;
 
-  // ---- S^T = K q^T for tokens [t0, t0 + 16): A = K (tokens r and r + 8 of this lane, as
-  // rows; no padding), B = q^T (the heads as columns), one mma per 16 head dims.
-  mlxcel_mma::u32 w[2][KW];
+  // ---- S = q K^T for tokens [t0, t0 + 16): two n-tiles of 8 tokens.
+  float sacc[2][4];
 #pragma unroll
-  for (int hlf = 0; hlf < 2; ++hlf) {
-    const mlxcel_mma::u32* kw = reinterpret_cast<const mlxcel_mma::u32*>(kst + (hlf * 8 + r) * KROW + c * (KROW / 4));
+  for (int nt = 0; nt < 2; ++nt) {
+    sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.0f;
+    const mlxcel_mma::u32* kw = reinterpret_cast<const mlxcel_mma::u32*>(st + (nt * 8 + r) * KROW + c * (KROW / 4));
+    mlxcel_mma::u32 w[KW];
 #pragma unroll
     for (int u = 0; u < KW; u += 4) {
       if constexpr (KW % 4 == 0) {
         const uint4 x = *reinterpret_cast<const uint4*>(kw + u);
-        w[hlf][u] = x.x; w[hlf][u + 1] = x.y; w[hlf][u + 2] = x.z; w[hlf][u + 3] = x.w;
+        w[u] = x.x; w[u + 1] = x.y; w[u + 2] = x.z; w[u + 3] = x.w;
       } else {
 #pragma unroll
-        for (int e = 0; e < KW - u && e < 4; ++e) w[hlf][u + e] = kw[u + e];
+        for (int e = 0; e < KW - u && e < 4; ++e) w[u + e] = kw[u + e];
+      }
+    }
+    if constexpr (KFMT == 0) {
+#pragma unroll
+      for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(sacc[nt], qa[s][0], 0u, qa[s][1], 0u, w[2 * s], w[2 * s + 1]);
+    } else if constexpr (KFMT == 1) {
+#pragma unroll
+      for (int s = 0; s < KSTEPS; ++s) {
+        mlxcel_mma::u32 bb[2];
+        mlxcel_mma::decode4_i8(w[s], bb);
+        mlxcel_mma::mma(sacc[nt], qa[s][0], 0u, qa[s][1], 0u, bb[0], bb[1]);
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < KW; ++u) {
+        mlxcel_mma::u32 bb[4];
+        mlxcel_mma::decode8_t4(bk, w[u], bb);
+        mlxcel_mma::mma(sacc[nt], qa[2 * u][0], 0u, qa[2 * u][1], 0u, bb[0], bb[1]);
+        mlxcel_mma::mma(sacc[nt], qa[2 * u + 1][0], 0u, qa[2 * u + 1][1], 0u, bb[2], bb[3]);
       }
     }
   }
-  // sacc: (token r, head 2c), (token r, head 2c+1), (token r+8, head 2c), (token r+8, head 2c+1).
-  float sacc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if constexpr (KFMT == 0) {
-#pragma unroll
-    for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(sacc, w[0][2 * s], w[1][2 * s], w[0][2 * s + 1], w[1][2 * s + 1], qa[s][0], qa[s][1]);
-  } else if constexpr (KFMT == 1) {
-#pragma unroll
-    for (int s = 0; s < KSTEPS; ++s) {
-      mlxcel_mma::u32 a0[2], a1[2];
-      mlxcel_mma::decode4_i8(w[0][s], a0);
-      mlxcel_mma::decode4_i8(w[1][s], a1);
-      mlxcel_mma::mma(sacc, a0[0], a1[0], a0[1], a1[1], qa[s][0], qa[s][1]);
-    }
-  } else {
-#pragma unroll
-    for (int u = 0; u < KW; ++u) {
-      mlxcel_mma::u32 a0[4], a1[4];
-      mlxcel_mma::decode8_t4(bk, w[0][u], a0);
-      mlxcel_mma::decode8_t4(bk, w[1][u], a1);
-      mlxcel_mma::mma(sacc, a0[0], a1[0], a0[1], a1[1], qa[2 * u][0], qa[2 * u][1]);
-      mlxcel_mma::mma(sacc, a0[2], a1[2], a0[3], a1[3], qa[2 * u + 1][0], qa[2 * u + 1][1]);
-    }
-  }
-  float kf0 = 1.0f, kf1 = 1.0f, vf0 = 1.0f, vf1 = 1.0f;
+  // Scores of head r for tile tokens 2c, 2c+1, 8+2c, 9+2c.
+  float sc[4] = {sacc[0][0], sacc[0][1], sacc[1][0], sacc[1][1]};
+  float vf[4] = {1.0f, 1.0f, 1.0f, 1.0f};
   if constexpr (KFMT != 0) {
-    kf0 = __half2float(ka_st[r]);
-    kf1 = __half2float(ka_st[8 + r]);
+    const __half2* ka = reinterpret_cast<const __half2*>(st + K_BYTES + V_BYTES);
+    const float2 f0 = __half22float2(ka[c]), f1 = __half22float2(ka[4 + c]);
+    sc[0] *= f0.x; sc[1] *= f0.y; sc[2] *= f1.x; sc[3] *= f1.y;
   }
   if constexpr (VFMT != 0) {
-    vf0 = __half2float(va_st[r]);
-    vf1 = __half2float(va_st[8 + r]);
+    const __half2* va = reinterpret_cast<const __half2*>(st + K_BYTES + V_BYTES + KA_BYTES);
+    const float2 f0 = __half22float2(va[c]), f1 = __half22float2(va[4 + c]);
+    vf[0] = f0.x; vf[1] = f0.y; vf[2] = f1.x; vf[3] = f1.y;
   }
-  const bool live0 = t0 + r < len, live1 = t0 + 8 + r < len;
-  float sc[4] = {live0 ? sacc[0] * kf0 : mlxcel_fd::neg_inf(), live0 ? sacc[1] * kf0 : mlxcel_fd::neg_inf(),
-                 live1 ? sacc[2] * kf1 : mlxcel_fd::neg_inf(), live1 ? sacc[3] * kf1 : mlxcel_fd::neg_inf()};
-  // Per head (2c, 2c+1): max over the 16 tokens = this lane's two and the other 7 rows.
-  float mx0 = fmaxf(sc[0], sc[2]), mx1 = fmaxf(sc[1], sc[3]);
+  const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
+  float mx = mlxcel_fd::neg_inf();
 #pragma unroll
-  for (int off = 4; off < 32; off <<= 1) {
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+  for (int e = 0; e < 4; ++e) {
+    if (t0 + toks[e] >= len) sc[e] = mlxcel_fd::neg_inf();
+    mx = fmaxf(mx, sc[e]);
   }
-  const float mn0 = fmaxf(m_run[0], mx0), mn1 = fmaxf(m_run[1], mx1);
-  // 0 on the first tile (m_run = -inf); masked scores give exp2(-inf) = 0.
-  const float al0 = mlxcel_mma::exp2_fast(m_run[0] - mn0), al1 = mlxcel_mma::exp2_fast(m_run[1] - mn1);
-  const float p0 = mlxcel_mma::exp2_fast(sc[0] - mn0), p1 = mlxcel_mma::exp2_fast(sc[1] - mn1);
-  const float p2 = mlxcel_mma::exp2_fast(sc[2] - mn0), p3 = mlxcel_mma::exp2_fast(sc[3] - mn1);
-  l_run[0] = l_run[0] * al0 + p0 + p2;
-  l_run[1] = l_run[1] * al1 + p1 + p3;
-  const bool grew = mn0 > m_run[0] || mn1 > m_run[1];
-  m_run[0] = mn0;
-  m_run[1] = mn1;
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  const float m_new = fmaxf(m_run, mx);
+  const float alpha = exp2f(m_run - m_new);  // 0 on the first tile (m_run = -inf)
+  float p[4], psum = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    p[e] = exp2f(sc[e] - m_new);  // masked: exp2(-inf) = 0
+    psum += p[e];
+  }
+  l_run = l_run * alpha + psum;
+  const bool grew = m_new > m_run;
+  m_run = m_new;
   if (__any_sync(0xffffffffu, grew)) {
+    const float a0 = __shfl_sync(0xffffffffu, alpha, 8 * c);
+    const float a1 = __shfl_sync(0xffffffffu, alpha, 8 * c + 4);
 #pragma unroll
     for (int j = 0; j < MT; ++j) {
-      o[j][0] *= al0; o[j][1] *= al1; o[j][2] *= al0; o[j][3] *= al1;
+      o[j][0] *= a0; o[j][1] *= a1; o[j][2] *= a0; o[j][3] *= a1;
     }
   }
-  // P^T as the B operand of PV (k = tokens, n = heads): this lane holds (token r / r+8,
-  // heads 2c, 2c+1) with the V factor folded in; one 8x8 transpose per half gives the lane
-  // (head r, tokens 2c, 2c+1 / 2c+8, 2c+9). Masked tokens are exactly 0.
-  const mlxcel_mma::u32 pb0 = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(live0 ? p0 * vf0 : 0.0f, live0 ? p1 * vf0 : 0.0f));
-  const mlxcel_mma::u32 pb1 = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(live1 ? p2 * vf1 : 0.0f, live1 ? p3 * vf1 : 0.0f));
-  const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
+  // B fragments of P^T (k = tokens, n = heads), V factor folded in; masked tokens exactly 0.
+  const mlxcel_mma::u32 pb0 = mlxcel_mma::pack_half2(p[0] > 0.0f ? p[0] * vf[0] : 0.0f, p[1] > 0.0f ? p[1] * vf[1] : 0.0f);
+  const mlxcel_mma::u32 pb1 = mlxcel_mma::pack_half2(p[2] > 0.0f ? p[2] * vf[2] : 0.0f, p[3] > 0.0f ? p[3] * vf[3] : 0.0f);
 
   // ---- O^T += V^T P^T: A = V^T of tokens (2c, 2c+1) and (8+2c, 9+2c), dims r*DV + [0, DV).
-  const unsigned char* vrow = vst + r * (VROW / 8);
+  const unsigned char* vrow = st + K_BYTES + r * (VROW / 8);
   mlxcel_mma::u32 va[4][VW];
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
@@ -302,29 +265,23 @@ for (int i = 0; i < count; ++i) {
   for (int j = 0; j < MT; ++j) {
     mlxcel_mma::mma(o[j], pairs[0][2 * j], pairs[0][2 * j + 1], pairs[1][2 * j], pairs[1][2 * j + 1], pb0, pb1);
   }
-  }  // sub-tiles
 
   __syncwarp();  // every lane is done with this slot before it is refilled
-  if (i + STAGES - 1 < count) issue();
+  if (i + STAGES - 1 < count) issue(i + STAGES - 1);
   mlxcel_mma::cp_commit();
 }
 mlxcel_mma::cp_wait<0>();
 
 // ---- Merge the 4 warps (the ring is reused as scratch).
-#pragma unroll
-for (int off = 4; off < 32; off <<= 1) {
-  l_run[0] += __shfl_xor_sync(0xffffffffu, l_run[0], off);
-  l_run[1] += __shfl_xor_sync(0xffffffffu, l_run[1], off);
-}
+l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
+l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
 __syncthreads();
 float* wacc = reinterpret_cast<float*>(ring);  // [NW][GQA][D]
 float* wm = wacc + NW * GQA * D;               // [NW][8]
 float* wl = wm + NW * 8;                       // [NW][8]
-if (r == 0) {
-  wm[warp * 8 + 2 * c] = m_run[0];
-  wm[warp * 8 + 2 * c + 1] = m_run[1];
-  wl[warp * 8 + 2 * c] = l_run[0];
-  wl[warp * 8 + 2 * c + 1] = l_run[1];
+if (c == 0) {
+  wm[warp * 8 + r] = m_run;
+  wl[warp * 8 + r] = l_run;
 }
 #pragma unroll
 for (int j = 0; j < MT; ++j) {
@@ -340,9 +297,6 @@ for (int j = 0; j < MT; ++j) {
   }
 }
 __syncthreads();
-float* o_part = scratch;
-float* ml = scratch + static_cast<long long>(gridDim.z) * Hq * S * D;
-int* sem = reinterpret_cast<int*>(ml + static_cast<long long>(gridDim.z) * Hq * S * 2);
 for (int idx = tid; idx < GQA * D; idx += NT) {
   const int g = idx / D, d = idx % D;
   float M = mlxcel_fd::neg_inf();
@@ -363,49 +317,4 @@ for (int idx = tid; idx < GQA * D; idx += NT) {
     ml[row * 2] = M == mlxcel_fd::neg_inf() ? M : M * 0.6931471805599453f;
     ml[row * 2 + 1] = L;
   }
-}
-
-// ---- The last CTA of this (batch, KV head) merges the splits.
-__shared__ int am_last;
-__threadfence();  // this CTA's partials are visible device-wide before it is counted
-__syncthreads();
-if (tid == 0) am_last = atomicAdd(&sem[b * Hkv + kvh], 1) == S - 1;
-__syncthreads();
-if (!am_last) return;
-__threadfence();
-float* xs = qs;  // [GQA][D], q is no longer needed
-for (int idx = tid; idx < GQA * D; idx += NT) {
-  const int g = idx / D, d = idx % D;
-  const long long row0 = (static_cast<long long>(b) * Hq + kvh * GQA + g) * S;
-  float M = mlxcel_fd::neg_inf();
-  for (int sp = 0; sp < S; ++sp) M = fmaxf(M, __ldcg(&ml[(row0 + sp) * 2]));
-  float num = 0.0f, den = 0.0f;
-  if (M != mlxcel_fd::neg_inf()) {
-    for (int sp = 0; sp < S; ++sp) {
-      const float m = __ldcg(&ml[(row0 + sp) * 2]);
-      if (m == mlxcel_fd::neg_inf()) continue;
-      const float w = __expf(m - M);
-      num = fmaf(w, __ldcg(&o_part[(row0 + sp) * D + d]), num);
-      den = fmaf(w, __ldcg(&ml[(row0 + sp) * 2 + 1]), den);
-    }
-  }
-  xs[g * D + d] = den > 0.0f ? num / den : 0.0f;
-}
-__syncthreads();
-for (int g = warp; g < GQA; g += NW) {
-  float x[QE];
-#pragma unroll
-  for (int e = 0; e < QE; ++e) x[e] = xs[g * D + lane * QE + e];
-  if constexpr (ROT_V) {
-    // Back from V's stored basis: x = s1 * H (s2 * y) / sqrt(D).
-#pragma unroll
-    for (int e = 0; e < QE; ++e) x[e] *= rot_v[D + lane * QE + e];
-    mlxcel_fd::wht_warp<QE>(x, lane);
-    const float inv = rsqrtf(static_cast<float>(D));
-#pragma unroll
-    for (int e = 0; e < QE; ++e) x[e] *= rot_v[lane * QE + e] * inv;
-  }
-  const long long orow = (static_cast<long long>(b) * Hq + kvh * GQA + g) * D;
-#pragma unroll
-  for (int e = 0; e < QE; ++e) out[orow + lane * QE + e] = static_cast<T_out>(x[e]);
 }

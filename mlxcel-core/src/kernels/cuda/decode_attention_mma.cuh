@@ -28,14 +28,6 @@ __device__ __forceinline__ void mma(float c[4], u32 a0, u32 a1, u32 a2, u32 a3, 
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Transpose of an 8x8 fp16 matrix held as mma fragments (lane (r, c) holds row r, columns
-// 2c, 2c+1 before and after).
-__device__ __forceinline__ u32 transpose8x8(u32 x) {
-  u32 d;
-  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(d) : "r"(x));
-  return d;
-}
-
 // 16-byte global -> shared copy; copies zeros when !valid (rows past the sequence end:
 // a never-written fp16 slot may hold NaN, and 0 * NaN would poison the output).
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
@@ -46,14 +38,6 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N>
 __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
-
-// 2^x with one MUFU (flushes results below 2^-126 to 0: softmax weights that small do not
-// change an fp32 sum of weights >= 1; exp2f's denormal handling costs 4 more instructions).
-__device__ __forceinline__ float exp2_fast(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 __device__ __forceinline__ u32 pack_half2(float lo, float hi) {
   __half2 h = __floats2half2_rn(lo, hi);
