@@ -1,0 +1,145 @@
+// Helpers of the tensor-core decode-attention kernel (decode_attention_mma.cu): fragment
+// decoders that turn stored K/V words into fp16 mma operands, the mma and cp.async
+// wrappers. Appended to decode_attention.cuh as the kernel's header.
+//
+// Why these decoders: at 4.25 bits per element HBM leaves ~3.7 instructions per KV element
+// (spec §3.3). The dot products go to the tensor cores (one m16n8k16 per 4 elements per
+// lane), so the CUDA cores only unpack: a 4-bit sign-magnitude code becomes an fp16
+// centroid with byte permutes over an 8-entry magnitude table held in 4 registers (no
+// shared-memory lookups), ~2 instructions per element.
+#include <cuda_fp16.h>
+
+namespace mlxcel_mma {
+
+typedef unsigned int u32;
+
+__device__ __forceinline__ u32 prmt(u32 a, u32 b, u32 sel) {
+  u32 d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
+// D += A * B with A 16x16 (row-major fragments a0..a3), B 16x8 (b0, b1), fp32 accumulate.
+__device__ __forceinline__ void mma(float c[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Transpose of an 8x8 fp16 matrix held as mma fragments (lane (r, c) holds row r, columns
+// 2c, 2c+1 before and after).
+__device__ __forceinline__ u32 transpose8x8(u32 x) {
+  u32 d;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(d) : "r"(x));
+  return d;
+}
+
+// 16-byte global -> shared copy; copies zeros when !valid (rows past the sequence end:
+// a never-written fp16 slot may hold NaN, and 0 * NaN would poison the output).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int n = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(n));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
+
+// 2^x with one MUFU (flushes results below 2^-126 to 0: softmax weights that small do not
+// change an fp32 sum of weights >= 1; exp2f's denormal handling costs 4 more instructions).
+__device__ __forceinline__ float exp2_fast(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ u32 pack_half2(float lo, float hi) {
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<u32*>(&h);
+}
+
+// Magnitude table of a 4-bit sign-magnitude book: byte m of lo0:lo1 / hi0:hi1 is the low /
+// high byte of the fp16 magnitude of rank m.
+struct Book4 {
+  u32 lo0, lo1, hi0, hi1;
+};
+
+__device__ __forceinline__ Book4 make_book4(const float* lut) {
+  u32 lo[2] = {0, 0}, hi[2] = {0, 0};
+#pragma unroll
+  for (int m = 0; m < 8; ++m) {
+    const unsigned short h = __half_as_ushort(__float2half_rn(lut[8 + m]));
+    lo[m / 4] |= static_cast<u32>(h & 0xff) << (8 * (m % 4));
+    hi[m / 4] |= static_cast<u32>(h >> 8) << (8 * (m % 4));
+  }
+  return Book4{lo[0], lo[1], hi[0], hi[1]};
+}
+
+// The low 4 nibbles of x are codes e0..e3 (bit 3 set = positive, bits 0-2 = magnitude
+// rank); x4 = x << 4, sign_sel = 0x1504 for nibbles 0-3 of the original word or 0x3726 for
+// nibbles 4-7 (x then holds them shifted down). Returns byte k of lo / hi = low / high byte
+// of the fp16 value of e_k.
+__device__ __forceinline__ void lookup4(const Book4& bk, u32 codes, u32 x, u32 x4, u32 sign_sel, u32& lo, u32& hi) {
+  const u32 sel = codes & 0x7777u;
+  lo = prmt(bk.lo0, bk.lo1, sel);
+  hi = prmt(bk.hi0, bk.hi1, sel);
+  // Byte k of s has as its top bit the sign bit (bit 3) of nibble k.
+  const u32 s = prmt(x, x4, sign_sel);
+  hi ^= ~s & 0x80808080u;
+}
+
+// 8 codes of one token (word w: element i in nibble i) -> 4 half2 (elements 2i, 2i+1).
+__device__ __forceinline__ void decode8_t4(const Book4& bk, u32 w, u32 out[4]) {
+  const u32 w4 = w << 4;
+  u32 lo, hi;
+  lookup4(bk, w, w, w4, 0x1504u, lo, hi);
+  out[0] = prmt(lo, hi, 0x5140u);
+  out[1] = prmt(lo, hi, 0x7362u);
+  lookup4(bk, w >> 16, w, w4, 0x3726u, lo, hi);
+  out[2] = prmt(lo, hi, 0x5140u);
+  out[3] = prmt(lo, hi, 0x7362u);
+}
+
+// 8 codes of token t1 (w1) and of token t2 (w2), same elements -> 8 half2 (t1, t2) pairs,
+// out[i] = element i of both tokens.
+__device__ __forceinline__ void decode8x2_t4(const Book4& bk, u32 w1, u32 w2, u32 out[8]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    // Nibbles of z: (t1 e0, t1 e1, t2 e0, t2 e1, t1 e2, t1 e3, t2 e2, t2 e3) of this half.
+    const u32 z = prmt(w1, w2, h == 0 ? 0x5140u : 0x7362u);
+    const u32 z4 = z << 4;
+    u32 lo, hi;
+    lookup4(bk, z, z, z4, 0x1504u, lo, hi);
+    out[4 * h + 0] = prmt(lo, hi, 0x6240u);
+    out[4 * h + 1] = prmt(lo, hi, 0x7351u);
+    lookup4(bk, z >> 16, z, z4, 0x3726u, lo, hi);
+    out[4 * h + 2] = prmt(lo, hi, 0x6240u);
+    out[4 * h + 3] = prmt(lo, hi, 0x7351u);
+  }
+}
+
+// 4 int8 values (bytes of w) -> 2 half2 (bytes 0,1 and 2,3), exact: 0x64XX is 1024 + XX.
+__device__ __forceinline__ void decode4_i8(u32 w, u32 out[2]) {
+  const u32 x = w ^ 0x80808080u;
+  const __half2 bias = __half2half2(__ushort_as_half(0x6480));  // 1152 = 1024 + 128
+  u32 a = prmt(x, 0x64646464u, 0x4140u), b = prmt(x, 0x64646464u, 0x4342u);
+  __half2 ha = __hsub2(*reinterpret_cast<__half2*>(&a), bias);
+  __half2 hb = __hsub2(*reinterpret_cast<__half2*>(&b), bias);
+  out[0] = *reinterpret_cast<u32*>(&ha);
+  out[1] = *reinterpret_cast<u32*>(&hb);
+}
+
+// 4 int8 values of token t1 (w1) and t2 (w2) -> 4 half2 (t1, t2) pairs, out[i] = element i.
+__device__ __forceinline__ void decode4x2_i8(u32 w1, u32 w2, u32 out[4]) {
+  u32 tmp[2];
+  decode4_i8(prmt(w1, w2, 0x5140u), tmp);
+  out[0] = tmp[0];
+  out[1] = tmp[1];
+  decode4_i8(prmt(w1, w2, 0x7362u), tmp);
+  out[2] = tmp[0];
+  out[3] = tmp[1];
+}
+
+}  // namespace mlxcel_mma
