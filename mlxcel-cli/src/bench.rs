@@ -169,16 +169,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                         shape: shape.clone(),
                         ctx,
                         mode: mode.clone(),
-                        path: if path == AttentionPath::FusedDecode {
-                            let (kr, vr) = (sides[0].0.raw(), sides[0].1.raw());
-                            match (kr, vr) {
-                                (Some(kr), Some(vr)) => {
-                                    format!("fused/{}", kernel_name(&kr, &vr, d, hq / hkv))
-                                }
-                                _ => path.name().into(),
+                        path: match (path, sides[0].0.raw(), sides[0].1.raw()) {
+                            (AttentionPath::FusedDecode, Some(kr), Some(vr)) => {
+                                format!("fused/{}", kernel_name(&kr, &vr, d, hq / hkv))
                             }
-                        } else {
-                            path.name().into()
+                            _ => path.name().into(),
                         },
                         bytes,
                         micros: t * 1e6,

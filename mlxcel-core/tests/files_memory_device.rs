@@ -9,7 +9,8 @@ use mlxcel_core::kernels::selftest;
 use mlxcel_core::mlx::device::{self, DeviceKind, GpuBackend};
 use mlxcel_core::mlx::io::{save_gguf, save_safetensors, MetaValue, TensorFile};
 use mlxcel_core::mlx::kernel::{
-    cached, cached_count, CustomKernel, KernelBackend, KernelSource, Launch, TemplateArg,
+    cached, cached_by_name, cached_count, CustomKernel, KernelBackend, KernelSource, Launch,
+    TemplateArg,
 };
 use mlxcel_core::mlx::random;
 use mlxcel_core::{Array, Dtype, Error};
@@ -162,6 +163,26 @@ fn devices_report_consistently() {
         assert!(info.iter().any(|(k, _)| k == "device_name"), "{info:?}");
     }
     device::synchronize().unwrap();
+}
+
+#[test]
+fn named_kernel_lookup_builds_the_source_once_per_variant() {
+    let backend = KernelBackend::current().unwrap_or(KernelBackend::Metal);
+    let built = std::cell::Cell::new(0);
+    let make = || {
+        built.set(built.get() + 1);
+        selftest::source(backend)
+    };
+    let k1 = cached_by_name(backend, "named_lookup_test", 7, make).unwrap();
+    let k2 = cached_by_name(backend, "named_lookup_test", 7, make).unwrap();
+    assert!(std::rc::Rc::ptr_eq(&k1, &k2));
+    assert_eq!(
+        built.get(),
+        1,
+        "the source is built only on the first lookup"
+    );
+    cached_by_name(backend, "named_lookup_test", 8, make).unwrap();
+    assert_eq!(built.get(), 2, "another variant is another kernel");
 }
 
 #[test]

@@ -183,30 +183,17 @@ fn fused_decode_matches_split_paths_or_falls_back() {
                     e < 1e-3,
                     "{mode} hq={hq} hkv={hkv} d={d} len={len}: relative RMS {e}"
                 );
+                let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+                let with_splits =
+                    |n: usize| fused_decode(&q, &kr, &vr, len, scale, Some(n)).unwrap();
                 // A fixed split count must give the same answer (the merge is exact).
-                let one = fused_decode(
-                    &q,
-                    &k.raw().unwrap(),
-                    &v.raw().unwrap(),
-                    len,
-                    scale,
-                    Some(1),
-                )
-                .unwrap();
+                let one = with_splits(1);
                 assert!(
                     rel_rms(&one, &reference) < 1e-3,
                     "{mode}: single split differs"
                 );
                 // More splits than tiles: empty splits must merge away.
-                let many = fused_decode(
-                    &q,
-                    &k.raw().unwrap(),
-                    &v.raw().unwrap(),
-                    len,
-                    scale,
-                    Some(len.div_ceil(16) + 3),
-                )
-                .unwrap();
+                let many = with_splits(len.div_ceil(16) + 3);
                 assert!(
                     rel_rms(&many, &reference) < 1e-3,
                     "{mode} len={len}: many splits differ"

@@ -11,7 +11,7 @@
 
 use crate::flags;
 use crate::kv::side::{RawSide, FORMAT_FP16, FORMAT_INT8};
-use crate::mlx::kernel::{cached, CustomKernel, KernelBackend, KernelSource, Launch, TemplateArg};
+use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
 
@@ -83,32 +83,6 @@ fn merge_source() -> KernelSource {
     );
     s.header = HEADER.to_string();
     s
-}
-
-thread_local! {
-    /// The built kernels by (which, shared bytes). Looking them up through
-    /// [`cached`] would hash ~25 KB of source per call (~15 us of CPU per decode step and
-    /// layer, measured as a fixed cost in `mlxcel bench attention`).
-    static KERNELS: std::cell::RefCell<std::collections::HashMap<(u8, usize), std::rc::Rc<CustomKernel>>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
-}
-
-const V3: u8 = 0;
-const MMA: u8 = 1;
-const MERGE_KERNEL: u8 = 2;
-
-fn kernel(which: u8, shared: usize) -> Result<std::rc::Rc<CustomKernel>> {
-    if let Some(k) = KERNELS.with(|m| m.borrow().get(&(which, shared)).cloned()) {
-        return Ok(k);
-    }
-    let spec = match which {
-        V3 => source(),
-        MMA => mma_source(shared),
-        _ => merge_source(),
-    };
-    let k = cached(KernelBackend::Cuda, &spec)?;
-    KERNELS.with(|m| m.borrow_mut().insert((which, shared), k.clone()));
-    Ok(k)
 }
 
 fn mma_source(shared: usize) -> KernelSource {
@@ -233,7 +207,7 @@ fn merge(q: &Array, o_part: &Array, ml: &Array, v: &RawSide<'_>, d: usize) -> Re
     let (b, hq) = (s[0] as usize, s[1] as usize);
     let group_v = group_of(v, d);
     let rot_v = signs(v, group_v)?;
-    let merge = kernel(MERGE_KERNEL, 0)?;
+    let merge = cached_by_name(KernelBackend::Cuda, "merge_splits", 0, merge_source)?;
     let launch = Launch::new(
         &[o_part, ml, &rot_v],
         [(b * hq * d) as i32, 1, 1],
@@ -250,60 +224,10 @@ fn merge(q: &Array, o_part: &Array, ml: &Array, v: &RawSide<'_>, d: usize) -> Re
         .ok_or_else(|| Error::invalid("fused decode", "no output"))
 }
 
-/// The tensor-core kernel (see the module docs); arguments as [`fused_decode`], whose
-/// checks (shape, length, scale) it repeats.
-fn fused_decode_mma(
-    q: &Array,
-    k: &RawSide<'_>,
-    v: &RawSide<'_>,
-    len: usize,
-    scale: f32,
-    split_override: Option<usize>,
-) -> Result<Array> {
-    let s = q.shape();
-    let (b, hq, d) = (s[0] as usize, s[1] as usize, s[3] as usize);
-    let hkv = k.data.dim(1) as usize;
-    let gqa = hq / hkv;
-    if len == 0 || len > k.capacity {
-        return Err(Error::invalid(
-            "fused decode",
-            format!("len {len} outside the cache capacity {}", k.capacity),
-        ));
-    }
-    check_scale(scale, d)?;
-    let splits = split_override
-        .unwrap_or_else(|| mma_num_splits(b, hkv, len))
-        .max(1);
-    let stage = mma_stage_bytes(k.format, v.format, d);
-    let stages = mma_stages(stage);
-    let shared = mma_shared_bytes(stage, stages, d, gqa);
-    let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
-    let len_arr = Array::from_slice(&[len as i32], &[1])?;
-    let (lut_k, lut_v, rot_k) = (lut(k)?, lut(v)?, signs(k, group_of(k, d))?);
-    let main = kernel(MMA, shared)?;
-    let launch = Launch::new(
-        &[
-            q, k.data, &k_aux, v.data, &v_aux, &lut_k, &lut_v, &rot_k, &len_arr,
-        ],
-        [splits as i32 * THREADS, hkv as i32, b as i32],
-        [THREADS, 1, 1],
-    )
-    .output(&[b as i32, hq as i32, splits as i32, d as i32], Dtype::F32)
-    .output(&[b as i32, hq as i32, splits as i32, 2], Dtype::F32)
-    .template("KFMT", TemplateArg::Int(k.format))
-    .template("VFMT", TemplateArg::Int(v.format))
-    .template("D", TemplateArg::Int(d as i32))
-    .template("GQA", TemplateArg::Int(gqa as i32))
-    .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()))
-    .template("STAGES", TemplateArg::Int(stages as i32));
-    let mut parts = main.call(&launch)?;
-    let ml = parts.pop().expect("two outputs");
-    let o_part = parts.pop().expect("two outputs");
-    merge(q, &o_part, &ml, v, d)
-}
-
 /// Attention of one query position `q [B, Hq, 1, D]` over `len` cached positions.
 /// Returns `[B, Hq, 1, D]` in q's dtype. `split_override` fixes the number of splits.
+/// Calls go to the tensor-core kernel where [`mma_supported`] (and `MLXCEL_FUSED_MMA` is
+/// on), else to the CUDA-core kernel; both write per-split partials that [`merge`] combines.
 pub fn fused_decode(
     q: &Array,
     k: &RawSide<'_>,
@@ -321,12 +245,6 @@ pub fn fused_decode(
     }
     let (b, hq, d) = (s[0] as usize, s[1] as usize, s[3] as usize);
     let ks = k.data.shape();
-    if ks.len() == 4 && ks[1] > 0 && hq % ks[1] as usize == 0 {
-        let gqa = hq / ks[1] as usize;
-        if flags::FUSED_MMA.enabled() && mma_supported(k, v, d, gqa) {
-            return fused_decode_mma(q, k, v, len, scale, split_override);
-        }
-    }
     let hkv = ks[1] as usize;
     if hkv == 0 || hq % hkv != 0 || !supported(k, v, d, hq / hkv) {
         return Err(Error::invalid(
@@ -337,25 +255,38 @@ pub fn fused_decode(
     if len == 0 || len > k.capacity || len > v.capacity {
         return Err(Error::invalid(
             "fused decode",
-            format!("len {len} outside the cache capacity"),
+            format!(
+                "len {len} outside the cache capacity {}",
+                k.capacity.min(v.capacity)
+            ),
         ));
     }
+    check_scale(scale, d)?;
     let gqa = hq / hkv;
+    let tensor_cores = flags::FUSED_MMA.enabled() && mma_supported(k, v, d, gqa);
     let splits = split_override
-        .unwrap_or_else(|| num_splits(b, hkv, len))
+        .unwrap_or_else(|| {
+            if tensor_cores {
+                mma_num_splits(b, hkv, len)
+            } else {
+                num_splits(b, hkv, len)
+            }
+        })
         .max(1);
     let (group_k, group_v) = (group_of(k, d), group_of(v, d));
-    check_scale(scale, d)?;
     let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
     let len_arr = Array::from_slice(&[len as i32], &[1])?;
-    let q32 = q
-        .reshape(&[b as i32, hq as i32, d as i32])?
-        .astype(Dtype::F32)?;
     let (lut_k, lut_v, rot_k) = (lut(k)?, lut(v)?, signs(k, group_k)?);
-    let main = kernel(V3, 0)?;
+    // The tensor-core kernel reads q as stored; the CUDA-core kernel reads f32 [B, Hq, D].
+    let q_in = if tensor_cores {
+        q.clone()
+    } else {
+        q.reshape(&[b as i32, hq as i32, d as i32])?
+            .astype(Dtype::F32)?
+    };
     let launch = Launch::new(
         &[
-            &q32, k.data, &k_aux, v.data, &v_aux, &lut_k, &lut_v, &rot_k, &len_arr,
+            &q_in, k.data, &k_aux, v.data, &v_aux, &lut_k, &lut_v, &rot_k, &len_arr,
         ],
         [splits as i32 * THREADS, hkv as i32, b as i32],
         [THREADS, 1, 1],
@@ -366,10 +297,26 @@ pub fn fused_decode(
     .template("VFMT", TemplateArg::Int(v.format))
     .template("D", TemplateArg::Int(d as i32))
     .template("GQA", TemplateArg::Int(gqa as i32))
-    .template("GROUP_K", TemplateArg::Int(group_k as i32))
-    .template("GROUP_V", TemplateArg::Int(group_v as i32))
     .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()));
-    let mut parts = main.call(&launch)?;
+    let mut parts = if tensor_cores {
+        let stage = mma_stage_bytes(k.format, v.format, d);
+        let stages = mma_stages(stage);
+        let shared = mma_shared_bytes(stage, stages, d, gqa);
+        let main = cached_by_name(
+            KernelBackend::Cuda,
+            "decode_attention_mma",
+            shared as u64,
+            || mma_source(shared),
+        )?;
+        main.call(&launch.template("STAGES", TemplateArg::Int(stages as i32)))?
+    } else {
+        let main = cached_by_name(KernelBackend::Cuda, "decode_attention", 0, source)?;
+        main.call(
+            &launch
+                .template("GROUP_K", TemplateArg::Int(group_k as i32))
+                .template("GROUP_V", TemplateArg::Int(group_v as i32)),
+        )?
+    };
     let ml = parts.pop().expect("two outputs");
     let o_part = parts.pop().expect("two outputs");
     merge(q, &o_part, &ml, v, d)

@@ -6,21 +6,13 @@
 
 use crate::flags;
 use crate::kv::turbo::codec::{Encoded, TurboCodec};
-use crate::mlx::kernel::{cached, CustomKernel, KernelBackend, KernelSource, Launch, TemplateArg};
+use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
 
 const BODY: &str = include_str!("cuda/turbo_encode.cu");
 
-thread_local! {
-    static KERNEL: std::cell::RefCell<Option<std::rc::Rc<CustomKernel>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-fn kernel() -> Result<std::rc::Rc<CustomKernel>> {
-    if let Some(k) = KERNEL.with(|k| k.borrow().clone()) {
-        return Ok(k);
-    }
+fn source() -> KernelSource {
     let mut spec = KernelSource::new(
         "mlxcel_turbo_encode",
         &["x", "mids", "lut", "signs"],
@@ -28,17 +20,18 @@ fn kernel() -> Result<std::rc::Rc<CustomKernel>> {
         BODY,
     );
     spec.header = include_str!("cuda/decode_attention.cuh").to_string();
-    let k = cached(KernelBackend::Cuda, &spec)?;
-    KERNEL.with(|c| *c.borrow_mut() = Some(k.clone()));
-    Ok(k)
+    spec
+}
+
+/// The codecs the kernel encodes: 4-bit, one rotation group per head of 64 or 128.
+fn codec_fits(codec: &TurboCodec) -> bool {
+    codec.bits == 4 && codec.group() == codec.head_dim && matches!(codec.head_dim, 64 | 128)
 }
 
 /// Whether appends with this codec on this backend take the fused encoder.
 pub fn applies(codec: &TurboCodec) -> bool {
     flags::FUSED_ENCODE.enabled()
-        && codec.bits == 4
-        && codec.group() == codec.head_dim
-        && matches!(codec.head_dim, 64 | 128)
+        && codec_fits(codec)
         && KernelBackend::current() == Some(KernelBackend::Cuda)
 }
 
@@ -48,9 +41,7 @@ pub fn applies(codec: &TurboCodec) -> bool {
 pub fn fused_encode(codec: &TurboCodec, x: &Array) -> Result<Encoded> {
     let shape = x.shape();
     let d = codec.head_dim;
-    if !(codec.bits == 4 && codec.group() == d && matches!(d, 64 | 128))
-        || shape.last().copied() != Some(d as i32)
-    {
+    if !codec_fits(codec) || shape.last().copied() != Some(d as i32) {
         return Err(Error::invalid(
             "fused turbo encode",
             format!(
@@ -83,7 +74,8 @@ pub fn fused_encode(codec: &TurboCodec, x: &Array) -> Result<Encoded> {
     .output(&packed_shape, Dtype::U8)
     .output(&norm_shape, Dtype::F16)
     .template("D", TemplateArg::Int(d as i32));
-    let mut out = kernel()?.call(&launch)?;
+    let kernel = cached_by_name(KernelBackend::Cuda, "turbo_encode", 0, source)?;
+    let mut out = kernel.call(&launch)?;
     let norms = out.pop().expect("two outputs");
     let packed = out.pop().expect("two outputs");
     Ok(Encoded { packed, norms })

@@ -207,6 +207,19 @@ pub struct AffineParts {
     pub bits: i32,
 }
 
+/// Packs 32 `bits`-bit values (4 or 8) into u32 words, value 0 in the lowest bits: MLX's
+/// affine-quantized layout.
+fn push_words(q: &[u8; 32], bits: usize, words: &mut Vec<u32>) {
+    let per = 32 / bits;
+    for chunk in q.chunks_exact(per) {
+        let word = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |w, (e, &v)| w | (v as u32) << (bits * e));
+        words.push(word);
+    }
+}
+
 /// Repacks Q4_0 / Q4_1 / Q8_0 blocks into MLX affine quantization without loss.
 /// Returns None for other types.
 pub fn to_mlx_affine(ty: GgmlType, data: &[u8], n: usize) -> Option<AffineParts> {
@@ -236,13 +249,7 @@ pub fn to_mlx_affine(ty: GgmlType, data: &[u8], n: usize) -> Option<AffineParts>
                     q[j] = qs[j] & 0x0F;
                     q[j + 16] = qs[j] >> 4;
                 }
-                for w in 0..4 {
-                    let mut word = 0u32;
-                    for e in 0..8 {
-                        word |= (q[w * 8 + e] as u32) << (4 * e);
-                    }
-                    words.push(word);
-                }
+                push_words(&q, 4, &mut words);
                 scales.push(d);
                 biases.push(bias);
             }
@@ -251,13 +258,7 @@ pub fn to_mlx_affine(ty: GgmlType, data: &[u8], n: usize) -> Option<AffineParts>
                 for j in 0..32 {
                     q[j] = (b[2 + j] as i8 as i16 + 128) as u8;
                 }
-                for w in 0..8 {
-                    let mut word = 0u32;
-                    for e in 0..4 {
-                        word |= (q[w * 4 + e] as u32) << (8 * e);
-                    }
-                    words.push(word);
-                }
+                push_words(&q, 8, &mut words);
                 scales.push(d);
                 biases.push(-128.0 * d);
             }
