@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nsight Compute on the fused decode kernels (H200), after benchmarks/gpu/stage.sh:
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/ncu_decode.sh [modes] [contexts]
-# Profiles a few launches of the main fused kernel per mode from `mlxcel bench attention`
+# Profiles one call (main kernel + split merge) per mode, at the clocks the card runs at, from `mlxcel bench attention`
 # (Llama-3-8B layer shape) and writes the Speed-of-Light / occupancy / launch sections.
 set -uo pipefail
 MODES="${1:-turbo4,turbo4-asym}"
@@ -9,7 +9,7 @@ CTXS="${2:-131072}"
 DEST="${NCU_OUT:-/tmp/mlxcel-run}/ncu"; mkdir -p "$DEST"
 for mode in ${MODES//,/ }; do
   for ctx in ${CTXS//,/ }; do
-    ncu --kernel-name regex:mlxcel_decode --launch-skip 3 --launch-count 1 \
+    ncu --clock-control none --kernel-name "regex:mlxcel_(decode|merge)" --launch-skip 6 --launch-count 2 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
       --section ComputeWorkloadAnalysis --section WarpStateStats \
       .devcarry/bin/mlxcel bench attention --contexts "$ctx" --modes "$mode" --shapes 32:8:128 \
