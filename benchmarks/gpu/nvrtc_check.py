@@ -49,7 +49,7 @@ def main():
     merge = read("merge_splits.cu")
     ok = True
     sig = ("const float* q, const unsigned char* k_data, const Shape k_data_shape, const __half* k_aux, const Shape k_aux_shape, const unsigned char* v_data, "
-           "const __half* v_aux, const Shape v_aux_shape, const float* lut_k, const float* lut_v, const float* rot_k, const int* len_arr, "
+           "const __half* v_aux, const Shape v_aux_shape, const float* lut_k, const float* lut_v, const float* rot_k, const unsigned char* len_marker, const Shape len_marker_shape, "
            "float* o_part, float* ml")
     v3 = [(0, 0), (1, 1), (0, 4), (4, 4), (0, 3), (3, 3), (0, 2), (2, 2)] if len(sys.argv) == 1 else []
     for kf, vf in v3:

@@ -65,7 +65,15 @@ fn source() -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_decode_attention",
         &[
-            "q", "k_data", "k_aux", "v_data", "v_aux", "lut_k", "lut_v", "rot_k", "len_arr",
+            "q",
+            "k_data",
+            "k_aux",
+            "v_data",
+            "v_aux",
+            "lut_k",
+            "lut_v",
+            "rot_k",
+            "len_marker",
         ],
         &["o_part", "ml"],
         BODY,
@@ -89,7 +97,15 @@ fn mma_source(shared: usize) -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_decode_attention_mma",
         &[
-            "q", "k_data", "k_aux", "v_data", "v_aux", "lut_k", "lut_v", "rot_k", "len_arr",
+            "q",
+            "k_data",
+            "k_aux",
+            "v_data",
+            "v_aux",
+            "lut_k",
+            "lut_v",
+            "rot_k",
+            "len_marker",
         ],
         &["o_part", "ml"],
         MMA_BODY,
@@ -142,14 +158,47 @@ fn group_of(r: &RawSide<'_>, head_dim: usize) -> usize {
     r.rotation.map_or(head_dim.min(128), |rot| rot.group)
 }
 
+/// What a cached placeholder array stands for (the key of [`dummy`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Placeholder {
+    /// Identity rotation signs of one group size.
+    Signs(usize),
+    /// An all-zero codebook.
+    Lut,
+    /// A one-element aux buffer.
+    Aux,
+    /// The backing array of the length markers (see [`length_marker`]).
+    Marker,
+}
+
 thread_local! {
-    /// Placeholder inputs for sides without a codebook, rotation or aux buffer, built once
-    /// (arrays made from host data every call cost a page migration each on CUDA).
-    static DUMMIES: std::cell::RefCell<std::collections::HashMap<(usize, bool), Array>> =
+    /// Placeholder inputs for sides without a codebook, rotation or aux buffer, and the
+    /// length markers, built once: an array made from host data on every call costs an
+    /// upload (and a managed-memory access from the kernel) on CUDA.
+    static DUMMIES: std::cell::RefCell<std::collections::HashMap<Placeholder, Array>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
-fn dummy(key: (usize, bool), make: impl FnOnce() -> Result<Array>) -> Result<Array> {
+/// The cached length as the kernels read it: a `[len]` view of a zero-filled u8 array. The
+/// kernels take `len` from the view's shape (`len_marker_shape[0]`), which MLX passes by
+/// value with the launch, so a decode step uploads nothing from the host; the view starts
+/// at offset 0 and is row-contiguous, so MLX does not copy it. One backing array per thread,
+/// replaced by a larger one (power of two) when a longer cache appears.
+fn length_marker(capacity: usize, len: usize) -> Result<Array> {
+    let current = DUMMIES.with(|d| d.borrow().get(&Placeholder::Marker).cloned());
+    let full = match current {
+        Some(a) if a.size() >= len => a,
+        _ => {
+            let a = Array::zeros(&[capacity.max(len).next_power_of_two() as i32], Dtype::U8)?;
+            a.eval()?;
+            DUMMIES.with(|d| d.borrow_mut().insert(Placeholder::Marker, a.clone()));
+            a
+        }
+    };
+    full.slice(&[0], &[len as i32])
+}
+
+fn dummy(key: Placeholder, make: impl FnOnce() -> Result<Array>) -> Result<Array> {
     if let Some(a) = DUMMIES.with(|d| d.borrow().get(&key).cloned()) {
         return Ok(a);
     }
@@ -162,7 +211,7 @@ fn dummy(key: (usize, bool), make: impl FnOnce() -> Result<Array>) -> Result<Arr
 fn signs(r: &RawSide<'_>, group: usize) -> Result<Array> {
     match r.rotation {
         Some(rot) => Ok(rot.signs_array().clone()),
-        None => dummy((group, true), || {
+        None => dummy(Placeholder::Signs(group), || {
             Array::from_slice(&vec![1f32; 2 * group], &[2, group as i32])
         }),
     }
@@ -171,14 +220,14 @@ fn signs(r: &RawSide<'_>, group: usize) -> Result<Array> {
 fn lut(r: &RawSide<'_>) -> Result<Array> {
     match r.lut_array {
         Some(a) => Ok(a.clone()),
-        None => dummy((16, false), || Array::from_slice(&[0f32; 16], &[16])),
+        None => dummy(Placeholder::Lut, || Array::from_slice(&[0f32; 16], &[16])),
     }
 }
 
 fn aux_or_dummy(r: &RawSide<'_>) -> Result<Array> {
     match r.aux {
         Some(a) => Ok(a.clone()),
-        None => dummy((1, false), || {
+        None => dummy(Placeholder::Aux, || {
             Array::from_slice(&[half::f16::ZERO], &[1, 1, 1, 1])
         }),
     }
@@ -275,7 +324,7 @@ pub fn fused_decode(
         .max(1);
     let (group_k, group_v) = (group_of(k, d), group_of(v, d));
     let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
-    let len_arr = Array::from_slice(&[len as i32], &[1])?;
+    let len_marker = length_marker(k.capacity, len)?;
     let (lut_k, lut_v, rot_k) = (lut(k)?, lut(v)?, signs(k, group_k)?);
     // The tensor-core kernel reads q as stored; the CUDA-core kernel reads f32 [B, Hq, D].
     let q_in = if tensor_cores {
@@ -286,7 +335,15 @@ pub fn fused_decode(
     };
     let launch = Launch::new(
         &[
-            &q_in, k.data, &k_aux, v.data, &v_aux, &lut_k, &lut_v, &rot_k, &len_arr,
+            &q_in,
+            k.data,
+            &k_aux,
+            v.data,
+            &v_aux,
+            &lut_k,
+            &lut_v,
+            &rot_k,
+            &len_marker,
         ],
         [splits as i32 * THREADS, hkv as i32, b as i32],
         [THREADS, 1, 1],

@@ -11,7 +11,7 @@
 // GQA (query heads per KV head), GROUP_K (rotation group of K), ROT_Q (rotate q by K's
 // randomized Hadamard in the prologue). Inputs: q [B, Hq, D] f32; k_data/v_data the full
 // cache buffers [B, Hkv, cap, row bytes]; k_aux/v_aux [B, Hkv, cap, n] fp16 norms/scales;
-// lut_k/lut_v [16] f32 codebooks; rot_k [2, GROUP_K] f32 signs (s1; s2); len_arr [1] int32
+// lut_k/lut_v [16] f32 codebooks; rot_k [2, GROUP_K] f32 signs (s1; s2); len_marker [len] u8 (only its shape is read: the cached length)
 // (4 bytes: MLX serves it from its small pool, so no per-call page migration). The
 // capacity and aux widths come from the buffers' shapes; GROUP_V is a template constant;
 // the softmax scale is 1/sqrt(D).
@@ -35,7 +35,7 @@ __shared__ float wacc[NW][GQA][D];
 const int tid = threadIdx.x;
 const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
 const int S = gridDim.x, Hkv = gridDim.y, Hq = Hkv * GQA;
-const int len = len_arr[0];
+const int len = len_marker_shape[0];
 const int cap = k_data_shape[2];
 const int naux_k = KFMT >= 1 ? k_aux_shape[3] : 1;
 const int naux_v = VFMT >= 1 ? v_aux_shape[3] : 1;

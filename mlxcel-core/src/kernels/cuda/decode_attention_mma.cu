@@ -47,7 +47,7 @@ const int warp = tid >> 5, lane = tid & 31;
 const int r = lane >> 2, c = lane & 3;
 const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
 const int S = gridDim.x, Hkv = gridDim.y, Hq = Hkv * GQA;
-const int len = len_arr[0];
+const int len = len_marker_shape[0];
 const int cap = k_data_shape[2];
 
 // q of the group -> shared (f32), rotated for turbo K: one warp per head, D/32 values per
