@@ -10,7 +10,7 @@ W=/tmp/mlxcel-ab-run; rm -rf "$W"; mkdir -p "$W"
 MODES="${MODES:-fp16,int8,turbo4-asym,turbo4}"
 CTXS="${CTXS:-4096,32768,131072}"
 E2E="${E2E:-4096:fp16 4096:turbo4-asym 4096:turbo4 32768:fp16 32768:turbo4-asym 32768:turbo4 131072:fp16 131072:turbo4}"
-MLXCEL_PARITY_MODES="$MODES" timeout 200 .devcarry/ab/tests/gpu_fused_decode --test-threads=1 --nocapture fused_decode_matches \
+[ -x .devcarry/ab/tests/gpu_fused_decode ] && MLXCEL_PARITY_MODES="$MODES" timeout 200 .devcarry/ab/tests/gpu_fused_decode --test-threads=1 --nocapture fused_decode_matches \
   > "$W/parity-b.txt" 2>&1; grep -aE "test result|panicked|fused decode:" "$W/parity-b.txt"
 for side in a b; do
   bin=.devcarry/bin/mlxcel; [ "$side" = b ] && bin=.devcarry/ab/mlxcel
