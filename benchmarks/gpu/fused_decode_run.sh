@@ -4,15 +4,19 @@
 # 1. GPU parity suite of the fused decode kernel (and the KV-mode tests) on CUDA;
 # 2. `mlxcel bench attention` (all modes, 4K..128K, Llama-3-8B and head_dim-64 layer shapes);
 # 3. end-to-end decode of the synthetic Llama-3-8B 4-bit model per KV mode (--profile).
+# Env: TESTS (test binaries, "none" skips), SKIP_BENCH=1, BENCH_ARGS, TOKENS, MODES (KV
+# modes of the end-to-end runs), RUN_TAG (suffix of the archive, so that several runs of one
+# device call each keep their results).
 set -uo pipefail
 FINAL="${OUT:-/tmp/out}"; mkdir -p "$FINAL"
 # Work in a scratch folder; only one archive goes to $OUT (the device tool returns 8 files).
-OUT=/tmp/mlxcel-run; rm -rf "$OUT"; mkdir -p "$OUT"
+OUT=/tmp/mlxcel-run${RUN_TAG:-}; rm -rf "$OUT"; mkdir -p "$OUT"
 E2E="${1:-4096,32768}"
 TOKENS="${TOKENS:-256}"
 status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
 for t in ${TESTS:-gpu_fused_decode kv_modes}; do
+  [ "$t" = none ] && continue
   echo "== $t"
   .devcarry/bin/tests/$t --test-threads=1 --nocapture > "$OUT/test-$t.txt" 2>&1 || status=1
   grep -E "^test |test result|panicked|relative RMS|fused decode:" "$OUT/test-$t.txt" | tail -15
@@ -25,12 +29,12 @@ fi
 echo "== end to end: synthetic llama3-8b-4bit"
 [ "$E2E" = none ] && E2E=""
 for ctx in ${E2E//,/ }; do
-  for kv in fp16 turbo4-asym turbo4 int8; do
+  for kv in ${MODES:-fp16 turbo4-asym turbo4 int8}; do
     .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" --max-tokens "$TOKENS" --ignore-eos --profile \
       --prefill-chunk 4096 --kv "$kv" --json > "$OUT/e2e-$ctx-$kv.json" 2> "$OUT/e2e-$ctx-$kv.err" || status=1
-    python3 -c "import json,sys; s=json.load(open('$OUT/e2e-$ctx-$kv.json'))['stats']; print('$ctx', '$kv', round(s['decode_steady_tokens_per_second'],2), 'tok/s steady decode', round(s['decode_tokens_per_second'],2), 'tok/s decode', round(s['prefill_tokens_per_second']), 'tok/s prefill', s['kv_cache_bytes'], 'KV bytes', s['peak_memory_bytes'], 'peak')" 2>&1 | tail -1
+    python3 -c "import json,sys; s=json.load(open('$OUT/e2e-$ctx-$kv.json'))['stats']; print('$ctx', '$kv', round(s['decode_steady_tokens_per_second'],2), 'tok/s steady decode', round(s['decode_tokens_per_second'],2), 'tok/s decode', round(s['prefill_tokens_per_second']), 'tok/s prefill', round(s['decode_graph_build_seconds'],3), 's graph building, pipelined', s['decode_pipelined'], s['kv_cache_bytes'], 'KV bytes', s['peak_memory_bytes'], 'peak')" 2>&1 | tail -1
   done
 done
-tar czf "$FINAL/fused_decode_results.tgz" -C "$OUT" .
+tar czf "$FINAL/fused_decode_results${RUN_TAG:-}.tgz" -C "$OUT" .
 echo "fused_decode_run status=$status"
 exit $status

@@ -95,6 +95,15 @@ fn print_profile(s: &GenerationStats) {
         "decode (2nd half)  {:.2} tok/s (excludes first-step JIT warm-up)",
         s.decode_steady_tokens_per_second
     );
+    eprintln!(
+        "graph building     {:.3} s on the host ({})",
+        s.decode_graph_build_seconds,
+        if s.decode_pipelined {
+            "pipelined: overlaps the device's previous step"
+        } else {
+            "synchronous: adds to every step"
+        }
+    );
     eprintln!("peak memory        {}", mb(s.peak_memory_bytes));
     eprintln!(
         "KV cache           {} ({})",
@@ -152,6 +161,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             seed: args.seed,
         },
         kv,
+        pipelined: None,
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout();

@@ -218,6 +218,7 @@ ArrayPtr array_vec_get(const ArrayVec& v, size_t i) {
   return wrap(v.items[i]);
 }
 void eval_all(const ArrayVec& v) { mx::eval(v.items); }
+void async_eval_all(const ArrayVec& v) { mx::async_eval(v.items); }
 
 // ---- elementwise, reductions, shapes ---------------------------------------------------
 

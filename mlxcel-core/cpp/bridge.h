@@ -89,6 +89,7 @@ void array_vec_push(ArrayVec& v, const Array& a);
 size_t array_vec_len(const ArrayVec& v);
 ArrayPtr array_vec_get(const ArrayVec& v, size_t i);
 void eval_all(const ArrayVec& v);
+void async_eval_all(const ArrayVec& v);
 
 // elementwise, reductions, shapes
 ArrayPtr unary(uint8_t op, const Array& a);

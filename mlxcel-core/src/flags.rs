@@ -58,6 +58,16 @@ pub const FUSED_ENCODE: Flag = Flag {
     doc: "fused CUDA turbo4 cache encoder (0 = the op-by-op MLX encoder)",
 };
 
+/// Pipelined greedy decoding: the next step's graph is built and queued (argmax on the
+/// device, `async_eval`) before the current token is read back, so host graph building
+/// overlaps device execution. When 0, every step evaluates, copies the logits to the host
+/// and samples there (the reference loop; also what non-greedy sampling always uses).
+pub const PIPELINED_DECODE: Flag = Flag {
+    name: "MLXCEL_PIPELINED_DECODE",
+    default: true,
+    doc: "greedy decode queues step t+1 before reading token t (0 = one synchronous step at a time, host argmax)",
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -83,4 +93,10 @@ pub fn turbo_seed_offset() -> u64 {
 }
 
 /// All boolean flags, for `--help` texts and `mlxcel info`.
-pub const ALL: &[Flag] = &[ROTATED_SDPA, FUSED_DECODE, FUSED_MMA, FUSED_ENCODE];
+pub const ALL: &[Flag] = &[
+    ROTATED_SDPA,
+    FUSED_DECODE,
+    FUSED_MMA,
+    FUSED_ENCODE,
+    PIPELINED_DECODE,
+];

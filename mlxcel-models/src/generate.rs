@@ -3,9 +3,11 @@
 
 use std::time::Instant;
 
+use mlxcel_core::flags;
 use mlxcel_core::kv::KvCache;
+use mlxcel_core::mlx::array::async_eval_all;
 use mlxcel_core::mlx::{device, memory};
-use mlxcel_core::Dtype;
+use mlxcel_core::{Array, Dtype};
 
 use crate::error::Result;
 use crate::model::{KvConfig, Model};
@@ -23,6 +25,9 @@ pub struct GenerateParams {
     pub ignore_eos: bool,
     pub sampling: SamplingParams,
     pub kv: KvConfig,
+    /// Pipelined greedy decoding on or off; `None` follows `MLXCEL_PIPELINED_DECODE`
+    /// (on by default). Only greedy sampling pipelines.
+    pub pipelined: Option<bool>,
 }
 
 impl Default for GenerateParams {
@@ -34,6 +39,7 @@ impl Default for GenerateParams {
             ignore_eos: false,
             sampling: SamplingParams::default(),
             kv: KvConfig::default(),
+            pipelined: None,
         }
     }
 }
@@ -64,6 +70,12 @@ pub struct GenerationStats {
     pub kv_cache_bytes: usize,
     pub kv_cache_mode: String,
     pub stop_reason: StopReason,
+    /// Host time spent building decode-step graphs (model code and MLX op construction,
+    /// no evaluation). The synchronous loop adds it to every step; the pipelined loop
+    /// hides it behind the device's work on the previous step.
+    pub decode_graph_build_seconds: f64,
+    /// Whether the pipelined greedy loop ran (see `MLXCEL_PIPELINED_DECODE`).
+    pub decode_pipelined: bool,
 }
 
 /// What came out.
@@ -94,6 +106,19 @@ pub fn prefill(
     Ok(logits.astype(Dtype::F32)?.to_vec::<f32>()?)
 }
 
+/// Builds one greedy decode step on top of `token` (a device array, possibly not yet
+/// evaluated) and schedules it: returns the next token as a `[1]` uint32 array in flight.
+fn queue_greedy_step(
+    model: &Model,
+    token: &Array,
+    caches: &mut [Box<dyn KvCache>],
+) -> Result<Array> {
+    let logits = model.forward_tokens(token, caches, true)?;
+    let next = logits.argmax(&[-1], false)?.reshape(&[1])?;
+    async_eval_all(&[&next])?;
+    Ok(next)
+}
+
 /// Generates from `prompt` token ids, calling `on_text` with each newly decoded piece.
 pub fn generate(
     model: &Model,
@@ -116,13 +141,34 @@ pub fn generate(
     let mut ttft = 0.0;
     let t1 = Instant::now();
     let mut step_times: Vec<f64> = Vec::with_capacity(params.max_tokens);
+    let pipelined = params
+        .pipelined
+        .unwrap_or_else(|| flags::PIPELINED_DECODE.enabled())
+        && sampler.params().is_greedy();
+    // The queued step of the pipelined loop: its token, still on the device.
+    let mut queued: Option<Array> = None;
+    let mut build_s = 0.0;
     while out.len() < params.max_tokens {
-        let tok = sampler.sample(&mut logits, &history);
+        let tok = match queued.take() {
+            Some(pending) => {
+                // Queue the following step before waiting for this one.
+                if out.len() + 1 < params.max_tokens {
+                    let tb = Instant::now();
+                    queued = Some(queue_greedy_step(model, &pending, &mut caches)?);
+                    build_s += tb.elapsed().as_secs_f64();
+                }
+                pending.item::<u32>()?
+            }
+            None => sampler.sample(&mut logits, &history),
+        };
         if out.is_empty() {
             ttft = t0.elapsed().as_secs_f64();
         }
         out.push(tok);
         history.push(tok);
+        if out.len() > 1 {
+            step_times.push(t1.elapsed().as_secs_f64());
+        }
         if !ignore_eos && model.tokenizer.as_ref().is_some_and(|t| t.is_eos(tok)) {
             stop_reason = StopReason::Eos;
             break;
@@ -152,11 +198,18 @@ pub fn generate(
         if out.len() >= params.max_tokens {
             break;
         }
-        logits = model
-            .forward(&[tok], &mut caches, true)?
-            .astype(Dtype::F32)?
-            .to_vec::<f32>()?;
-        step_times.push(t1.elapsed().as_secs_f64());
+        let tb = Instant::now();
+        if pipelined {
+            if queued.is_none() {
+                let first = Array::from_slice(&[tok], &[1])?;
+                queued = Some(queue_greedy_step(model, &first, &mut caches)?);
+            }
+            build_s += tb.elapsed().as_secs_f64();
+        } else {
+            let next = model.forward(&[tok], &mut caches, true)?;
+            build_s += tb.elapsed().as_secs_f64();
+            logits = next.astype(Dtype::F32)?.to_vec::<f32>()?;
+        }
     }
     device::synchronize()?;
     let decode_s = t1.elapsed().as_secs_f64();
@@ -185,6 +238,8 @@ pub fn generate(
             .map(|c| c.mode_name().to_string())
             .unwrap_or_default(),
         stop_reason,
+        decode_graph_build_seconds: build_s,
+        decode_pipelined: pipelined,
     };
     Ok(Generation {
         tokens: out,

@@ -173,4 +173,17 @@ impl Model {
         let x = Array::from_slice(&toks, &[1, toks.len() as i32])?;
         self.net.forward(&x, caches, last_only)
     }
+
+    /// Logits of token ids that are still an array on the device (e.g. the argmax of the
+    /// previous step, not yet evaluated): `ids` of any integer dtype, any shape with `L`
+    /// elements, taken as a `[1, L]` batch.
+    pub fn forward_tokens(
+        &self,
+        ids: &Array,
+        caches: &mut [Box<dyn KvCache>],
+        last_only: bool,
+    ) -> Result<Array> {
+        let x = ids.reshape(&[1, -1])?.astype(mlxcel_core::Dtype::I32)?;
+        self.net.forward(&x, caches, last_only)
+    }
 }

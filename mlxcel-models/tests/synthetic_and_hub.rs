@@ -11,12 +11,19 @@ use mlxcel_models::weights::{Tensor, WeightFormat};
 use mlxcel_models::{LoadOptions, Model};
 
 fn tiny_config_with_quantization() -> PathBuf {
+    tiny_config(32)
+}
+
+/// The tiny Qwen3 fixture config with 4-bit MLX quantization and `head_dim`, written to a
+/// temporary folder.
+fn tiny_config(head_dim: usize) -> PathBuf {
     let src =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny/qwen3/config.json");
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
     v["quantization"] = serde_json::json!({"group_size": 32, "bits": 4});
-    let dir = std::env::temp_dir().join(format!("mlxcel-synth-{}", std::process::id()));
+    v["head_dim"] = serde_json::json!(head_dim);
+    let dir = std::env::temp_dir().join(format!("mlxcel-synth-{}-{head_dim}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("config.json");
     std::fs::write(&p, v.to_string()).unwrap();
@@ -77,6 +84,42 @@ fn synthetic_weights_generate_exactly_max_tokens() {
                 Tensor::Quantized(_)
             ));
         }
+    }
+}
+
+#[test]
+fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
+    // Same tokens from the pipelined loop (argmax on the device, next step queued before the
+    // token is read) as from the reference loop (host logits, host argmax), for an fp16 and
+    // quantized caches (whose appends run while the previous step is still in flight).
+    // head_dim 64: the smallest the turbo codecs take.
+    let cfg_path = tiny_config(64);
+    let spec = format!("synthetic:{}", cfg_path.display());
+    let format = WeightFormat::Dense(Dtype::F32);
+    let model = Model::load(Some(&spec), &LoadOptions { format, seed: 5 }).unwrap();
+    let prompt: Vec<u32> = (0..24).map(|i| (i * 11) % 256).collect();
+    for kv in ["fp16", "int8", "turbo4", "turbo3-asym"] {
+        let run = |pipelined: bool| {
+            let params = GenerateParams {
+                max_tokens: 10,
+                prefill_chunk: 8,
+                kv: mlxcel_models::model::KvConfig {
+                    mode: mlxcel_core::kv::KvMode::parse(kv).unwrap(),
+                    boundary_layers: 0,
+                },
+                pipelined: Some(pipelined),
+                ..Default::default()
+            };
+            generate(&model, &prompt, &params, |_| {}).unwrap()
+        };
+        let (sync, piped) = (run(false), run(true));
+        assert!(!sync.stats.decode_pipelined && piped.stats.decode_pipelined);
+        assert_eq!(sync.tokens.len(), 10, "{kv}");
+        assert_eq!(sync.tokens, piped.tokens, "{kv}");
+        assert_eq!(
+            sync.stats.kv_cache_bytes, piped.stats.kv_cache_bytes,
+            "{kv}"
+        );
     }
 }
 

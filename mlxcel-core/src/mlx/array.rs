@@ -196,6 +196,14 @@ pub fn eval_all(arrays: &[&Array]) -> Result<()> {
     ffi::eval_all(&v).op("eval")
 }
 
+/// Schedules several arrays for evaluation and returns without waiting: the host can build
+/// the next graph while the device runs this one. Reading an array (`item`, `to_vec`) or
+/// evaluating it later waits for it.
+pub fn async_eval_all(arrays: &[&Array]) -> Result<()> {
+    let v = array_vec(arrays);
+    ffi::async_eval_all(&v).op("async_eval")
+}
+
 pub(crate) fn array_vec(arrays: &[&Array]) -> UniquePtr<ffi::ArrayVec> {
     let mut v = ffi::array_vec_new();
     for a in arrays {

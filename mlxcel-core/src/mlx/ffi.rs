@@ -56,6 +56,7 @@ pub(crate) mod bridge {
         fn array_vec_len(v: &ArrayVec) -> usize;
         fn array_vec_get(v: &ArrayVec, i: usize) -> Result<UniquePtr<Array>>;
         fn eval_all(v: &ArrayVec) -> Result<()>;
+        fn async_eval_all(v: &ArrayVec) -> Result<()>;
 
         // ---- elementwise, reductions, shapes --------------------------------------------
         fn unary(op: u8, a: &Array) -> Result<UniquePtr<Array>>;
