@@ -49,7 +49,7 @@ def main():
     merge = read("merge_splits.cu")
     ok = True
     sig = ("const float* q, const unsigned char* k_data, const Shape k_data_shape, const __half* k_aux, const Shape k_aux_shape, const unsigned char* v_data, "
-           "const __half* v_aux, const Shape v_aux_shape, const float* lut_k, const float* lut_v, const float* rot_k, const unsigned char* len_marker, const Shape len_marker_shape, "
+           "const __half* v_aux, const Shape v_aux_shape, const float* lut_k, const float* lut_v, const float* rot_k, const unsigned char* len_marker, const Shape len_marker_shape, const int* k_dep, const int* v_dep, "
            "float* o_part, float* ml")
     v3 = [(0, 0), (1, 1), (0, 4), (4, 4), (0, 3), (3, 3), (0, 2), (2, 2)] if len(sys.argv) == 1 else []
     for kf, vf in v3:
@@ -84,6 +84,11 @@ def main():
                    f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, uint8_t* packed, __half* norms) {{\n"
                    + f"constexpr int D = {d};\n" + enc + "\n}\n")
             ok &= compile_one(f"turbo_encode d{d} {xt}", src)
+            src = (header + "\n#define MLXCEL_ENCODE_INPLACE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                   f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, "
+                   "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, int* done) {\n"
+                   + f"constexpr int D = {d};\n" + enc + "\n}\n")
+            ok &= compile_one(f"turbo_encode in place d{d} {xt}", src)
     for d in (64, 128):
         consts = f"constexpr int D = {d}; constexpr int GROUP_V = {min(d, 128)}; constexpr bool ROT_V = true; using T_out = __half;\n"
         src = (header + SHAPE +

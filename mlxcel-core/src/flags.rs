@@ -58,6 +58,16 @@ pub const FUSED_ENCODE: Flag = Flag {
     doc: "fused CUDA turbo4 cache encoder (0 = the op-by-op MLX encoder)",
 };
 
+/// Decode-step appends of turbo4 sides on CUDA encode straight into the cache buffers (one
+/// launch per side, no `slice_update`s); the fused decode kernel is ordered after it through
+/// an explicit dependency input. When 0, appends encode into new arrays and `slice_update`
+/// them in (two more MLX ops per side, layer and step).
+pub const INPLACE_APPEND: Flag = Flag {
+    name: "MLXCEL_INPLACE_APPEND",
+    default: true,
+    doc: "turbo4 decode-step appends write the cache buffers in place on CUDA (0 = encode, then slice_update)",
+};
+
 /// Pipelined greedy decoding: the next step's graph is built and queued (argmax on the
 /// device, `async_eval`) before the current token is read back, so host graph building
 /// overlaps device execution. When 0, every step evaluates, copies the logits to the host
@@ -98,5 +108,6 @@ pub const ALL: &[Flag] = &[
     FUSED_DECODE,
     FUSED_MMA,
     FUSED_ENCODE,
+    INPLACE_APPEND,
     PIPELINED_DECODE,
 ];

@@ -289,3 +289,101 @@ fn fused_turbo4_encoder_matches_the_reference_encoder() {
         }
     }
 }
+
+#[test]
+fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes() {
+    // Decode-step appends of turbo4 sides encode straight into the cache buffers on CUDA.
+    // A prefill of 250 positions, then 10 one-position appends (crossing the 256-position
+    // growth step), each followed by a fused attention call; all of it is evaluated in one
+    // graph at the end, so a fused call that did not wait for its append would miss the
+    // newest position. References: attention over a cache filled by one multi-position
+    // append (the slice_update path) of the same vectors, in f32 through the split path;
+    // and the dequantized caches, which must be identical (same codes, same norms).
+    use mlxcel_core::kernels::turbo_encode::{applies_in_place, fused_encode_into};
+    let mut r = rng("in_place_decode_appends_feed_the_fused_kernel");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let (hq, hkv, prefill, steps) = (32usize, 8usize, 250usize, 10usize);
+    for (mode, d) in [("turbo4", 128usize), ("turbo4-asym", 64), ("turbo4", 64)] {
+        let m = KvMode::parse(mode).unwrap();
+        let total = prefill + steps;
+        let data = |r: &mut _| {
+            Array::from_slice(
+                &randn(r, hkv * total * d),
+                &[1, hkv as i32, total as i32, d as i32],
+            )
+            .unwrap()
+            .astype(Dtype::F16)
+            .unwrap()
+        };
+        let (kx, vx) = (data(&mut r), data(&mut r));
+        let upto = |x: &Array, n: usize| x.slice_axis(2, 0, n as i32).unwrap();
+        let at = |x: &Array, i: usize| x.slice_axis(2, i as i32, i as i32 + 1).unwrap();
+        let mut k = new_side(m.k, d, K_SEED).unwrap();
+        let mut v = new_side(m.v, d, V_SEED).unwrap();
+        k.append(&upto(&kx, prefill)).unwrap();
+        v.append(&upto(&vx, prefill)).unwrap();
+        let codec = mlxcel_core::kv::turbo::codec::TurboCodec::new(4, d, V_SEED).unwrap();
+        if !on_cuda {
+            assert!(!applies_in_place(&codec));
+            let (vr, x) = (v.raw().unwrap(), at(&vx, 0));
+            let err = fused_encode_into(&codec, &x, vr.data, vr.aux.unwrap(), prefill)
+                .and_then(|t| t.eval())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("CUDA"), "{err}");
+            continue;
+        }
+        assert!(applies_in_place(&codec));
+        let scale = 1.0 / (d as f32).sqrt();
+        let qs: Vec<Array> = (0..steps)
+            .map(|_| {
+                Array::from_slice(&randn(&mut r, hq * d), &[1, hq as i32, 1, d as i32]).unwrap()
+            })
+            .collect();
+        let mut fused = Vec::new();
+        for (i, q) in qs.iter().enumerate() {
+            k.append(&at(&kx, prefill + i)).unwrap();
+            v.append(&at(&vx, prefill + i)).unwrap();
+            assert!(
+                v.raw().unwrap().pending.is_some(),
+                "{mode}: V appended in place"
+            );
+            fused.push(
+                attend_with(AttentionPath::FusedDecode, q, k.as_ref(), v.as_ref(), scale).unwrap(),
+            );
+        }
+        mlxcel_core::mlx::array::eval_all(&fused.iter().collect::<Vec<_>>()).unwrap();
+        for (i, q) in qs.iter().enumerate() {
+            let n = prefill + i + 1;
+            let mut kr = new_side(m.k, d, K_SEED).unwrap();
+            let mut vr = new_side(m.v, d, V_SEED).unwrap();
+            kr.append(&upto(&kx, n)).unwrap();
+            vr.append(&upto(&vx, n)).unwrap();
+            let want = attend_with(
+                AttentionPath::DequantSdpa,
+                q,
+                kr.as_ref(),
+                vr.as_ref(),
+                scale,
+            )
+            .unwrap();
+            let e = rel_rms(&fused[i], &want);
+            assert!(e < 1e-3, "{mode} d={d} step {i}: relative RMS {e}");
+            if i + 1 == steps {
+                for (a, b, side) in [(&k, &kr, "K"), (&v, &vr, "V")] {
+                    let (x, y) = (
+                        a.dense(Dtype::F32).unwrap().to_vec::<f32>().unwrap(),
+                        b.dense(Dtype::F32).unwrap().to_vec::<f32>().unwrap(),
+                    );
+                    assert_eq!(x.len(), y.len());
+                    let differing = x.iter().zip(&y).filter(|(p, q)| p != q).count();
+                    assert_eq!(
+                        differing, 0,
+                        "{mode} d={d} {side}: dequantized caches differ"
+                    );
+                }
+            }
+        }
+        eprintln!("in-place appends: {mode} d={d}: {steps} steps match");
+    }
+}

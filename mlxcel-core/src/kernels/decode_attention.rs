@@ -74,6 +74,8 @@ fn source() -> KernelSource {
             "lut_v",
             "rot_k",
             "len_marker",
+            "k_dep",
+            "v_dep",
         ],
         &["o_part", "ml"],
         BODY,
@@ -106,6 +108,8 @@ fn mma_source(shared: usize) -> KernelSource {
             "lut_v",
             "rot_k",
             "len_marker",
+            "k_dep",
+            "v_dep",
         ],
         &["o_part", "ml"],
         MMA_BODY,
@@ -167,6 +171,8 @@ enum Placeholder {
     Lut,
     /// A one-element aux buffer.
     Aux,
+    /// The dependency input of a side without an in-place append.
+    Dependency,
     /// The backing array of the length markers (see [`length_marker`]).
     Marker,
 }
@@ -184,12 +190,12 @@ thread_local! {
 /// value with the launch, so a decode step uploads nothing from the host; the view starts
 /// at offset 0 and is row-contiguous, so MLX does not copy it. One backing array per thread,
 /// replaced by a larger one (power of two) when a longer cache appears.
-fn length_marker(capacity: usize, len: usize) -> Result<Array> {
+pub(crate) fn length_marker(len: usize) -> Result<Array> {
     let current = DUMMIES.with(|d| d.borrow().get(&Placeholder::Marker).cloned());
     let full = match current {
         Some(a) if a.size() >= len => a,
         _ => {
-            let a = Array::zeros(&[capacity.max(len).next_power_of_two() as i32], Dtype::U8)?;
+            let a = Array::zeros(&[len.max(4096).next_power_of_two() as i32], Dtype::U8)?;
             a.eval()?;
             DUMMIES.with(|d| d.borrow_mut().insert(Placeholder::Marker, a.clone()));
             a
@@ -230,6 +236,15 @@ fn aux_or_dummy(r: &RawSide<'_>) -> Result<Array> {
         None => dummy(Placeholder::Aux, || {
             Array::from_slice(&[half::f16::ZERO], &[1, 1, 1, 1])
         }),
+    }
+}
+
+/// The in-place append a side's buffers wait for, or a placeholder: the kernels take it as
+/// an input only so that MLX runs them after that append.
+fn dependency(r: &RawSide<'_>) -> Result<Array> {
+    match r.pending {
+        Some(p) => Ok(p.clone()),
+        None => dummy(Placeholder::Dependency, || Array::zeros(&[4], Dtype::I32)),
     }
 }
 
@@ -324,7 +339,8 @@ pub fn fused_decode(
         .max(1);
     let (group_k, group_v) = (group_of(k, d), group_of(v, d));
     let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
-    let len_marker = length_marker(k.capacity, len)?;
+    let len_marker = length_marker(len)?;
+    let (k_dep, v_dep) = (dependency(k)?, dependency(v)?);
     let (lut_k, lut_v, rot_k) = (lut(k)?, lut(v)?, signs(k, group_k)?);
     // The tensor-core kernel reads q as stored; the CUDA-core kernel reads f32 [B, Hq, D].
     let q_in = if tensor_cores {
@@ -344,6 +360,8 @@ pub fn fused_decode(
             &lut_v,
             &rot_k,
             &len_marker,
+            &k_dep,
+            &v_dep,
         ],
         [splits as i32 * THREADS, hkv as i32, b as i32],
         [THREADS, 1, 1],

@@ -23,6 +23,28 @@ fn source() -> KernelSource {
     spec
 }
 
+fn source_in_place() -> KernelSource {
+    let mut spec = KernelSource::new(
+        "mlxcel_turbo_encode_inplace",
+        &[
+            "x",
+            "mids",
+            "lut",
+            "signs",
+            "packed_buf",
+            "norms_buf",
+            "pos_marker",
+        ],
+        &["done"],
+        BODY,
+    );
+    spec.header = format!(
+        "#define MLXCEL_ENCODE_INPLACE\n{}",
+        include_str!("cuda/decode_attention.cuh")
+    );
+    spec
+}
+
 /// The codecs the kernel encodes: 4-bit, one rotation group per head of 64 or 128.
 fn codec_fits(codec: &TurboCodec) -> bool {
     codec.bits == 4 && codec.group() == codec.head_dim && matches!(codec.head_dim, 64 | 128)
@@ -33,6 +55,77 @@ pub fn applies(codec: &TurboCodec) -> bool {
     flags::FUSED_ENCODE.enabled()
         && codec_fits(codec)
         && KernelBackend::current() == Some(KernelBackend::Cuda)
+}
+
+/// Whether decode-step appends with this codec encode in place ([`fused_encode_into`]).
+pub fn applies_in_place(codec: &TurboCodec) -> bool {
+    flags::INPLACE_APPEND.enabled() && applies(codec)
+}
+
+/// Encodes `x [B, H, L, head_dim]` like [`fused_encode`], writing the codes and norms into
+/// the cache buffers `packed [B, H, cap, head_dim/2]` (u8) and `norms [B, H, cap, 1]` (f16)
+/// at positions `pos..pos+L`, in place (see [`crate::kv::turbo::TurboSide`] for the rules
+/// that make this safe). Returns the launch's token (`[4]` int32): readers of the buffers
+/// must depend on it.
+pub fn fused_encode_into(
+    codec: &TurboCodec,
+    x: &Array,
+    packed: &Array,
+    norms: &Array,
+    pos: usize,
+) -> Result<Array> {
+    let (xs, ps, ns) = (x.shape(), packed.shape(), norms.shape());
+    let d = codec.head_dim;
+    let fits = codec_fits(codec)
+        && xs.len() == 4
+        && xs[3] == d as i32
+        && ps.len() == 4
+        && ns.len() == 4
+        && ps[..2] == xs[..2]
+        && ns[..3] == ps[..3]
+        && ps[3] == (d / 2) as i32
+        && ns[3] == 1
+        && packed.dtype() == Dtype::U8
+        && norms.dtype() == Dtype::F16
+        && pos + xs[2] as usize <= ps[2] as usize
+        && xs[2] > 0;
+    if !fits {
+        return Err(Error::invalid(
+            "fused turbo encode",
+            format!(
+                "in place: x {xs:?} into packed {ps:?} / norms {ns:?} at {pos} ({} bits, head_dim {d})",
+                codec.bits
+            ),
+        ));
+    }
+    let rows = (xs[0] * xs[1] * xs[2]) as usize;
+    let marker = crate::kernels::decode_attention::length_marker(pos + 1)?;
+    let launch = Launch::new(
+        &[
+            x,
+            codec.midpoints(),
+            codec.lut16(),
+            codec.rotation.signs_array(),
+            packed,
+            norms,
+            &marker,
+        ],
+        [(rows * 32) as i32, 1, 1],
+        [128, 1, 1],
+    )
+    // 16 bytes: outputs of 8 bytes or less come from MLX's managed-memory pool.
+    .output(&[4], Dtype::I32)
+    .template("D", TemplateArg::Int(d as i32));
+    let kernel = cached_by_name(
+        KernelBackend::Cuda,
+        "turbo_encode_inplace",
+        0,
+        source_in_place,
+    )?;
+    kernel
+        .call(&launch)?
+        .pop()
+        .ok_or_else(|| Error::invalid("fused turbo encode", "no output"))
 }
 
 /// Encodes `x [.., head_dim]` like [`TurboCodec::encode`] (same codes up to rounding at

@@ -48,24 +48,7 @@ impl GrowBuffer {
             ));
         }
         let l = s[2] as usize;
-        if let Some(d) = &self.data {
-            let ds = d.shape();
-            if ds[0] != s[0] || ds[1] != s[1] || ds[3] != s[3] {
-                return Err(Error::invalid(
-                    "kv buffer",
-                    format!("appending {s:?} to a buffer of {ds:?}"),
-                ));
-            }
-        }
-        if self.len + l > self.capacity {
-            let extra = (self.len + l - self.capacity).div_ceil(GROWTH_STEP) * GROWTH_STEP;
-            let block = Array::zeros(&[s[0], s[1], extra as i32, s[3]], self.dtype)?;
-            self.data = Some(match self.data.take() {
-                Some(d) => concatenate(&[&d, &block], 2)?,
-                None => block,
-            });
-            self.capacity += extra;
-        }
+        self.reserve([s[0], s[1], s[3]], l)?;
         let x = if x.dtype() == self.dtype {
             x.clone()
         } else {
@@ -75,6 +58,51 @@ impl GrowBuffer {
         let stop = [s[0], s[1], (self.len + l) as i32, s[3]];
         let d = self.data.take().expect("allocated above");
         self.data = Some(d.slice_update(&x, &start, &stop)?);
+        self.len += l;
+        Ok(())
+    }
+
+    /// Whether appending `l` positions reallocates the buffer (copying what it holds).
+    pub fn will_grow(&self, l: usize) -> bool {
+        self.len + l > self.capacity
+    }
+
+    /// Makes room for `l` more positions of rows `[B, H, _, W]` (`bhw`), growing by whole
+    /// [`GROWTH_STEP`]s; the positions stay unwritten (zero) until an append or a kernel
+    /// writing in place fills them ([`Self::advance`] then counts them).
+    pub fn reserve(&mut self, bhw: [i32; 3], l: usize) -> Result<()> {
+        if let Some(d) = &self.data {
+            let ds = d.shape();
+            if ds[0] != bhw[0] || ds[1] != bhw[1] || ds[3] != bhw[2] {
+                return Err(Error::invalid(
+                    "kv buffer",
+                    format!("appending rows of [B, H, W] = {bhw:?} to a buffer of {ds:?}"),
+                ));
+            }
+        }
+        if self.will_grow(l) {
+            let extra = (self.len + l - self.capacity).div_ceil(GROWTH_STEP) * GROWTH_STEP;
+            let block = Array::zeros(&[bhw[0], bhw[1], extra as i32, bhw[2]], self.dtype)?;
+            self.data = Some(match self.data.take() {
+                Some(d) => concatenate(&[&d, &block], 2)?,
+                None => block,
+            });
+            self.capacity += extra;
+        }
+        Ok(())
+    }
+
+    /// Counts `l` positions written in place after [`Self::reserve`].
+    pub fn advance(&mut self, l: usize) -> Result<()> {
+        if self.len + l > self.capacity {
+            return Err(Error::invalid(
+                "kv buffer",
+                format!(
+                    "advancing {l} past the capacity {} (len {})",
+                    self.capacity, self.len
+                ),
+            ));
+        }
         self.len += l;
         Ok(())
     }
@@ -117,5 +145,31 @@ impl GrowBuffer {
     /// Bytes allocated.
     pub fn capacity_bytes(&self) -> usize {
         self.data.as_ref().map_or(0, |d| d.nbytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_grows_by_whole_steps_and_advance_counts_in_place_writes() {
+        let mut b = GrowBuffer::new(Dtype::U8);
+        assert!(b.will_grow(1));
+        b.reserve([1, 2, 4], 1).unwrap();
+        assert_eq!((b.len(), b.capacity()), (0, GROWTH_STEP));
+        b.advance(1).unwrap();
+        assert_eq!(b.len(), 1);
+        assert!(!b.will_grow(GROWTH_STEP - 1) && b.will_grow(GROWTH_STEP));
+        // Rows of another shape are refused, and so is counting past the capacity.
+        assert!(b.reserve([1, 3, 4], 1).is_err());
+        assert!(b.advance(GROWTH_STEP).is_err());
+        b.reserve([1, 2, 4], GROWTH_STEP).unwrap();
+        assert_eq!(b.capacity(), 2 * GROWTH_STEP);
+        // The reserved positions read as zeros; an append lands after the counted ones.
+        let x = Array::from_slice(&[7u8; 8], &[1, 2, 1, 4]).unwrap();
+        b.append(&x).unwrap();
+        let v = b.view().unwrap().unwrap().to_vec::<u8>().unwrap();
+        assert_eq!(v, [0, 0, 0, 0, 7, 7, 7, 7, 0, 0, 0, 0, 7, 7, 7, 7]);
     }
 }

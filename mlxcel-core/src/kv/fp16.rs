@@ -73,6 +73,7 @@ impl KvSide for Fp16Side {
             capacity: self.buf.capacity(),
             lut_array: None,
             rotation: None,
+            pending: None,
         })
     }
 }

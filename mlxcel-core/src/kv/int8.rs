@@ -99,6 +99,7 @@ impl KvSide for Int8Side {
             capacity: self.q.capacity(),
             lut_array: None,
             rotation: None,
+            pending: None,
         })
     }
 }

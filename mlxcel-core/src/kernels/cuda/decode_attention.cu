@@ -11,7 +11,7 @@
 // GQA (query heads per KV head), GROUP_K (rotation group of K), ROT_Q (rotate q by K's
 // randomized Hadamard in the prologue). Inputs: q [B, Hq, D] f32; k_data/v_data the full
 // cache buffers [B, Hkv, cap, row bytes]; k_aux/v_aux [B, Hkv, cap, n] fp16 norms/scales;
-// lut_k/lut_v [16] f32 codebooks; rot_k [2, GROUP_K] f32 signs (s1; s2); len_marker [len] u8 (only its shape is read: the cached length)
+// lut_k/lut_v [16] f32 codebooks; rot_k [2, GROUP_K] f32 signs (s1; s2); len_marker [len] u8 (only its shape is read: the cached length); k_dep, v_dep: unused, they order this launch after in-place appends
 // (4 bytes: MLX serves it from its small pool, so no per-call page migration). The
 // capacity and aux widths come from the buffers' shapes; GROUP_V is a template constant;
 // the softmax scale is 1/sqrt(D).

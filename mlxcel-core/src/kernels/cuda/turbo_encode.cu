@@ -5,6 +5,12 @@
 // Template constants: D (head dim = rotation group, 64 or 128). Inputs: x [.., D] any float
 // dtype; mids [15] f32 sorted midpoints; lut [16] f32 centroids in stored-code order;
 // signs [2, D] f32 (s1; s2). Outputs: packed [.., D/2] uint8, norms [.., 1] fp16.
+// With MLXCEL_ENCODE_INPLACE defined (the decode-step append): x is [B, H, L, D] and the
+// codes and norms go straight into the cache buffers packed_buf [B, H, cap, D/2] and
+// norms_buf [B, H, cap, 1] at positions pos..pos+L-1 (pos = pos_marker_shape[0] - 1),
+// written through the const input pointers: this kernel is the only writer of those
+// positions, nothing reads them before the decode kernel, which takes `done` as an input so
+// that MLX orders it after this launch (mlxcel-core/src/kv/turbo/mod.rs explains the rules).
 constexpr int QE = D / 32;
 long long rows = 1;
 for (int i = 0; i + 1 < x_ndim; ++i) rows *= x_shape[i];
@@ -41,10 +47,19 @@ for (int e = 0; e < QE; ++e) {
 }
 #pragma unroll
 for (int m = 16; m > 0; m >>= 1) r2 += __shfl_xor_sync(0xffffffffu, r2, m);
+#ifdef MLXCEL_ENCODE_INPLACE
+const long long L = x_shape[x_ndim - 2];
+const long long dst = (row / L) * packed_buf_shape[2] + (pos_marker_shape[0] - 1) + row % L;
+unsigned char* packed = const_cast<unsigned char*>(packed_buf);
+__half* norms = const_cast<__half*>(norms_buf);
+if (row == 0 && lane == 0) done[0] = 1;
+#else
+const long long dst = row;
+#endif
 if constexpr (QE == 4) {
-  packed[row * (D / 2) + lane * 2] = static_cast<unsigned char>(codes & 0xff);
-  packed[row * (D / 2) + lane * 2 + 1] = static_cast<unsigned char>(codes >> 8);
+  packed[dst * (D / 2) + lane * 2] = static_cast<unsigned char>(codes & 0xff);
+  packed[dst * (D / 2) + lane * 2 + 1] = static_cast<unsigned char>(codes >> 8);
 } else {
-  packed[row * (D / 2) + lane] = static_cast<unsigned char>(codes & 0xff);
+  packed[dst * (D / 2) + lane] = static_cast<unsigned char>(codes & 0xff);
 }
-if (lane == 0) norms[row] = __float2half(r2 > 1e-10f ? nrm / sqrtf(r2) : nrm);
+if (lane == 0) norms[dst] = __float2half(r2 > 1e-10f ? nrm / sqrtf(r2) : nrm);

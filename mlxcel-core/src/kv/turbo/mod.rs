@@ -14,10 +14,24 @@ use crate::{Error, Result};
 use codec::{Encoded, TurboCodec};
 use rotation::Rotation;
 
+/// One side of a turbo cache.
+///
+/// Decode-step appends on CUDA (one position, 4-bit, `MLXCEL_INPLACE_APPEND`) encode
+/// straight into the cache buffers: the kernel writes through its input pointers, outside
+/// MLX's value semantics, and returns a token array (`pending`). MLX orders GPU work by the
+/// arrays a launch reads and writes, so the rules that keep this exact are:
+/// - the fused decode kernel takes `pending` as an input ([`RawSide::pending`]), so it runs
+///   after the write;
+/// - every other reader or writer of the buffers (split attention paths, `slice_update`
+///   appends, growth by concatenation) first waits for `pending` ([`Self::settle`]);
+/// - an in-place write only touches positions no earlier launch still reads (the fused
+///   kernel of the previous step reads positions below the new one; rows past the length
+///   are masked out of the softmax, and every value ever stored there is finite).
 pub struct TurboSide {
     codec: TurboCodec,
     packed: GrowBuffer,
     norms: GrowBuffer,
+    pending: Option<Array>,
 }
 
 impl TurboSide {
@@ -27,15 +41,50 @@ impl TurboSide {
             codec: TurboCodec::new(bits, head_dim, seed)?,
             packed: GrowBuffer::new(Dtype::U8),
             norms: GrowBuffer::new(Dtype::F16),
+            pending: None,
         })
+    }
+
+    /// Waits for the last in-place append (see the type's docs); a no-op when none is
+    /// outstanding or it already ran.
+    pub fn settle(&self) -> Result<()> {
+        match &self.pending {
+            Some(p) => p.eval(),
+            None => Ok(()),
+        }
+    }
+
+    /// The in-place decode-step append: reserve, encode into the buffers, count.
+    fn append_in_place(&mut self, x: &Array) -> Result<()> {
+        let s = x.shape();
+        if self.packed.will_grow(1) || self.norms.will_grow(1) {
+            // Growth copies the buffers: the last in-place write must have landed.
+            self.settle()?;
+        }
+        self.packed
+            .reserve([s[0], s[1], (self.codec.head_dim / 2) as i32], 1)?;
+        self.norms.reserve([s[0], s[1], 1], 1)?;
+        let pos = self.packed.len();
+        let (packed, norms) = match (self.packed.full(), self.norms.full()) {
+            (Some(p), Some(n)) => (p, n),
+            _ => return Err(Error::invalid("kv", "turbo buffers missing after reserve")),
+        };
+        let done =
+            crate::kernels::turbo_encode::fused_encode_into(&self.codec, x, packed, norms, pos)?;
+        self.packed.advance(1)?;
+        self.norms.advance(1)?;
+        self.pending = Some(done);
+        Ok(())
     }
 
     pub fn codec(&self) -> &TurboCodec {
         &self.codec
     }
 
-    /// The stored packed indices and norms of all positions.
+    /// The stored packed indices and norms of all positions (after any in-place append
+    /// has landed).
     pub fn encoded(&self) -> Result<Encoded> {
+        self.settle()?;
         Ok(Encoded {
             packed: self
                 .packed
@@ -51,6 +100,11 @@ impl TurboSide {
 
 impl KvSide for TurboSide {
     fn append(&mut self, x: &Array) -> Result<()> {
+        let one_position = x.ndim() == 4 && x.dim(2) == 1;
+        if one_position && crate::kernels::turbo_encode::applies_in_place(&self.codec) {
+            return self.append_in_place(x);
+        }
+        self.settle()?;
         let e = if crate::kernels::turbo_encode::applies(&self.codec) {
             crate::kernels::turbo_encode::fused_encode(&self.codec, x)?
         } else {
@@ -100,6 +154,7 @@ impl KvSide for TurboSide {
             capacity: self.packed.capacity(),
             lut_array: Some(self.codec.lut16()),
             rotation: Some(&self.codec.rotation),
+            pending: self.pending.as_ref(),
         })
     }
 }
