@@ -86,7 +86,7 @@ def main():
             ok &= compile_one(f"turbo_encode d{d} {xt}", src)
             src = (header + "\n#define MLXCEL_ENCODE_INPLACE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                    f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, "
-                   "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, int* done) {\n"
+                   "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, int* done) {\n"
                    + f"constexpr int D = {d};\n" + enc + "\n}\n")
             ok &= compile_one(f"turbo_encode in place d{d} {xt}", src)
     for d in (64, 128):

@@ -233,10 +233,8 @@ pub fn generate(
         time_to_first_token_seconds: ttft,
         peak_memory_bytes: memory::peak_memory()?,
         kv_cache_bytes: caches.iter().map(|c| c.bytes()).sum(),
-        kv_cache_mode: caches
-            .first()
-            .map(|c| c.mode_name().to_string())
-            .unwrap_or_default(),
+        // The configured mode (the first layers may be boundary layers kept in fp16).
+        kv_cache_mode: params.kv.mode.name().to_string(),
         stop_reason,
         decode_graph_build_seconds: build_s,
         decode_pipelined: pipelined,

@@ -244,8 +244,13 @@ fn aux_or_dummy(r: &RawSide<'_>) -> Result<Array> {
 fn dependency(r: &RawSide<'_>) -> Result<Array> {
     match r.pending {
         Some(p) => Ok(p.clone()),
-        None => dummy(Placeholder::Dependency, || Array::zeros(&[4], Dtype::I32)),
+        None => no_dependency(),
     }
+}
+
+/// The placeholder of a dependency input when there is nothing to wait for.
+pub(crate) fn no_dependency() -> Result<Array> {
+    dummy(Placeholder::Dependency, || Array::zeros(&[4], Dtype::I32))
 }
 
 fn check_scale(scale: f32, d: usize) -> Result<()> {

@@ -34,6 +34,7 @@ fn source_in_place() -> KernelSource {
             "packed_buf",
             "norms_buf",
             "pos_marker",
+            "after",
         ],
         &["done"],
         BODY,
@@ -65,14 +66,17 @@ pub fn applies_in_place(codec: &TurboCodec) -> bool {
 /// Encodes `x [B, H, L, head_dim]` like [`fused_encode`], writing the codes and norms into
 /// the cache buffers `packed [B, H, cap, head_dim/2]` (u8) and `norms [B, H, cap, 1]` (f16)
 /// at positions `pos..pos+L`, in place (see [`crate::kv::turbo::TurboSide`] for the rules
-/// that make this safe). Returns the launch's token (`[4]` int32): readers of the buffers
-/// must depend on it.
+/// that make this safe). `after` is the token of the previous in-place write to these
+/// buffers, if any: this launch takes it as an input, so the tokens form a chain and a
+/// reader that depends on the last one runs after all of them. Returns this launch's token
+/// (`[4]` int32).
 pub fn fused_encode_into(
     codec: &TurboCodec,
     x: &Array,
     packed: &Array,
     norms: &Array,
     pos: usize,
+    after: Option<&Array>,
 ) -> Result<Array> {
     let (xs, ps, ns) = (x.shape(), packed.shape(), norms.shape());
     let d = codec.head_dim;
@@ -100,6 +104,10 @@ pub fn fused_encode_into(
     }
     let rows = (xs[0] * xs[1] * xs[2]) as usize;
     let marker = crate::kernels::decode_attention::length_marker(pos + 1)?;
+    let after = match after {
+        Some(a) => a.clone(),
+        None => crate::kernels::decode_attention::no_dependency()?,
+    };
     let launch = Launch::new(
         &[
             x,
@@ -109,6 +117,7 @@ pub fn fused_encode_into(
             packed,
             norms,
             &marker,
+            &after,
         ],
         [(rows * 32) as i32, 1, 1],
         [128, 1, 1],

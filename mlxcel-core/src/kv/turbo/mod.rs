@@ -20,8 +20,9 @@ use rotation::Rotation;
 /// straight into the cache buffers: the kernel writes through its input pointers, outside
 /// MLX's value semantics, and returns a token array (`pending`). MLX orders GPU work by the
 /// arrays a launch reads and writes, so the rules that keep this exact are:
-/// - the fused decode kernel takes `pending` as an input ([`RawSide::pending`]), so it runs
-///   after the write;
+/// - each in-place write takes the previous one's token as an input, and the fused decode
+///   kernel takes the last token ([`RawSide::pending`]), so it runs after every write, even
+///   when several appends were queued without evaluation;
 /// - every other reader or writer of the buffers (split attention paths, `slice_update`
 ///   appends, growth by concatenation) first waits for `pending` ([`Self::settle`]);
 /// - an in-place write only touches positions no earlier launch still reads (the fused
@@ -69,8 +70,14 @@ impl TurboSide {
             (Some(p), Some(n)) => (p, n),
             _ => return Err(Error::invalid("kv", "turbo buffers missing after reserve")),
         };
-        let done =
-            crate::kernels::turbo_encode::fused_encode_into(&self.codec, x, packed, norms, pos)?;
+        let done = crate::kernels::turbo_encode::fused_encode_into(
+            &self.codec,
+            x,
+            packed,
+            norms,
+            pos,
+            self.pending.as_ref(),
+        )?;
         self.packed.advance(1)?;
         self.norms.advance(1)?;
         self.pending = Some(done);
