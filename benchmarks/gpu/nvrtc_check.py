@@ -89,6 +89,14 @@ def main():
                    "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, int* done) {\n"
                    + f"constexpr int D = {d};\n" + enc + "\n}\n")
             ok &= compile_one(f"turbo_encode in place d{d} {xt}", src)
+    i8 = read("int8_encode.cu")
+    for d in (64, 128):
+        for xt in ("float", "__half", "__nv_bfloat16"):
+            src = (header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\ntypedef signed char int8_t;\n" + SHAPE +
+                   f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const int8_t* q_buf, const Shape q_buf_shape, "
+                   "const __half* scale_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, int* done) {\n"
+                   + f"constexpr int D = {d};\n" + i8 + "\n}\n")
+            ok &= compile_one(f"int8_encode in place d{d} {xt}", src)
     for d in (64, 128):
         consts = f"constexpr int D = {d}; constexpr int GROUP_V = {min(d, 128)}; constexpr bool ROT_V = true; using T_out = __half;\n"
         src = (header + SHAPE +

@@ -292,18 +292,26 @@ fn fused_turbo4_encoder_matches_the_reference_encoder() {
 
 #[test]
 fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes() {
-    // Decode-step appends of turbo4 sides encode straight into the cache buffers on CUDA.
+    // Decode-step appends of turbo4 and int8 sides write straight into the cache buffers on
+    // CUDA.
     // A prefill of 250 positions, then 10 one-position appends (crossing the 256-position
     // growth step), each followed by a fused attention call; all of it is evaluated in one
     // graph at the end, so a fused call that did not wait for its append would miss the
     // newest position. References: attention over a cache filled by one multi-position
     // append (the slice_update path) of the same vectors, in f32 through the split path;
-    // and the dequantized caches, which must be identical (same codes, same norms).
+    // and the dequantized caches, which must match (same codes and scales, except where a
+    // value sits on a rounding boundary).
     use mlxcel_core::kernels::turbo_encode::{applies_in_place, fused_encode_into};
     let mut r = rng("in_place_decode_appends_feed_the_fused_kernel");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let (hq, hkv, prefill, steps) = (32usize, 8usize, 250usize, 10usize);
-    for (mode, d) in [("turbo4", 128usize), ("turbo4-asym", 64), ("turbo4", 64)] {
+    for (mode, d) in [
+        ("turbo4", 128usize),
+        ("turbo4-asym", 64),
+        ("turbo4", 64),
+        ("int8", 128),
+        ("int8", 64),
+    ] {
         let m = KvMode::parse(mode).unwrap();
         let total = prefill + steps;
         let data = |r: &mut _| {
@@ -325,6 +333,16 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
         let codec = mlxcel_core::kv::turbo::codec::TurboCodec::new(4, d, V_SEED).unwrap();
         if !on_cuda {
             assert!(!applies_in_place(&codec));
+            assert!(!mlxcel_core::kernels::int8_encode::applies_in_place(d));
+            let mut one = new_side(m.v, d, V_SEED).unwrap();
+            one.append(&at(&vx, 0)).unwrap();
+            assert!(
+                one.raw().unwrap().pending.is_none(),
+                "{mode}: no in-place append on the CPU"
+            );
+            if mode == "int8" {
+                continue;
+            }
             let (vr, x) = (v.raw().unwrap(), at(&vx, 0));
             let err = fused_encode_into(&codec, &x, vr.data, vr.aux.unwrap(), prefill, None)
                 .and_then(|t| t.eval())
@@ -333,7 +351,7 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
             assert!(err.contains("CUDA"), "{err}");
             continue;
         }
-        assert!(applies_in_place(&codec));
+        assert!(applies_in_place(&codec) && mlxcel_core::kernels::int8_encode::applies_in_place(d));
         let scale = 1.0 / (d as f32).sqrt();
         let qs: Vec<Array> = (0..steps)
             .map(|_| {
@@ -377,9 +395,10 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
                     );
                     assert_eq!(x.len(), y.len());
                     let differing = x.iter().zip(&y).filter(|(p, q)| p != q).count();
-                    assert_eq!(
-                        differing, 0,
-                        "{mode} d={d} {side}: dequantized caches differ"
+                    assert!(
+                        differing * 1000 <= x.len(),
+                        "{mode} d={d} {side}: {differing} of {} dequantized values differ",
+                        x.len()
                     );
                 }
             }

@@ -2,5 +2,6 @@
 //! `metal/*.metal`) and are JIT-compiled by MLX through [`crate::mlx::kernel`].
 
 pub mod decode_attention;
+pub mod int8_encode;
 pub mod selftest;
 pub mod turbo_encode;

@@ -1,15 +1,19 @@
 //! int8 storage with one fp16 scale per vector (`absmax / 127`, symmetric).
 
 use crate::kv::buffer::GrowBuffer;
+use crate::kv::pending::PendingWrite;
 use crate::kv::side::{KvSide, RawSide, FORMAT_INT8};
 use crate::kv::turbo::rotation::Rotation;
 use crate::mlx::ops::where_;
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
 
+/// One int8 side. Decode-step appends on CUDA write the buffers in place
+/// ([`crate::kv::pending`] has the rules).
 pub struct Int8Side {
     q: GrowBuffer,
     scale: GrowBuffer,
+    pending: PendingWrite,
 }
 
 impl Default for Int8Side {
@@ -23,6 +27,7 @@ impl Int8Side {
         Int8Side {
             q: GrowBuffer::new(Dtype::I8),
             scale: GrowBuffer::new(Dtype::F16),
+            pending: PendingWrite::default(),
         }
     }
 
@@ -50,6 +55,32 @@ impl Int8Side {
 
 impl KvSide for Int8Side {
     fn append(&mut self, x: &Array) -> Result<()> {
+        let s = x.shape();
+        if s.len() == 4 && s[2] == 1 && crate::kernels::int8_encode::applies_in_place(s[3] as usize)
+        {
+            if self.q.will_grow(1) || self.scale.will_grow(1) {
+                // Growth copies the buffers: the last in-place write must have landed.
+                self.pending.settle()?;
+            }
+            self.q.reserve([s[0], s[1], s[3]], 1)?;
+            self.scale.reserve([s[0], s[1], 1], 1)?;
+            let (qb, sb) = match (self.q.full(), self.scale.full()) {
+                (Some(q), Some(s)) => (q, s),
+                _ => return Err(Error::invalid("kv", "int8 buffers missing after reserve")),
+            };
+            let done = crate::kernels::int8_encode::encode_into(
+                x,
+                qb,
+                sb,
+                self.q.len(),
+                self.pending.token(),
+            )?;
+            self.q.advance(1)?;
+            self.scale.advance(1)?;
+            self.pending.record(done);
+            return Ok(());
+        }
+        self.pending.settle()?;
         let (q, s) = Self::quantize(x)?;
         self.q.append(&q)?;
         self.scale.append(&s)
@@ -76,6 +107,7 @@ impl KvSide for Int8Side {
     }
 
     fn dense(&self, dtype: Dtype) -> Result<Array> {
+        self.pending.settle()?;
         let q = self
             .q
             .view()?
@@ -99,7 +131,7 @@ impl KvSide for Int8Side {
             capacity: self.q.capacity(),
             lut_array: None,
             rotation: None,
-            pending: None,
+            pending: self.pending.token(),
         })
     }
 }

@@ -12,6 +12,7 @@ pub mod delegated;
 pub mod fp16;
 pub mod int8;
 pub mod mode;
+pub mod pending;
 pub mod side;
 pub mod split;
 pub mod turbo;

@@ -8,31 +8,20 @@ pub mod pack;
 pub mod rotation;
 
 use crate::kv::buffer::GrowBuffer;
+use crate::kv::pending::PendingWrite;
 use crate::kv::side::{KvSide, RawSide};
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
 use codec::{Encoded, TurboCodec};
 use rotation::Rotation;
 
-/// One side of a turbo cache.
-///
-/// Decode-step appends on CUDA (one position, 4-bit, `MLXCEL_INPLACE_APPEND`) encode
-/// straight into the cache buffers: the kernel writes through its input pointers, outside
-/// MLX's value semantics, and returns a token array (`pending`). MLX orders GPU work by the
-/// arrays a launch reads and writes, so the rules that keep this exact are:
-/// - each in-place write takes the previous one's token as an input, and the fused decode
-///   kernel takes the last token ([`RawSide::pending`]), so it runs after every write, even
-///   when several appends were queued without evaluation;
-/// - every other reader or writer of the buffers (split attention paths, `slice_update`
-///   appends, growth by concatenation) first waits for `pending` ([`Self::settle`]);
-/// - an in-place write only touches positions no earlier launch still reads (the fused
-///   kernel of the previous step reads positions below the new one; rows past the length
-///   are masked out of the softmax, and every value ever stored there is finite).
+/// One side of a turbo cache. Decode-step appends of 4-bit sides on CUDA write the buffers
+/// in place ([`crate::kv::pending`] has the rules).
 pub struct TurboSide {
     codec: TurboCodec,
     packed: GrowBuffer,
     norms: GrowBuffer,
-    pending: Option<Array>,
+    pending: PendingWrite,
 }
 
 impl TurboSide {
@@ -42,17 +31,13 @@ impl TurboSide {
             codec: TurboCodec::new(bits, head_dim, seed)?,
             packed: GrowBuffer::new(Dtype::U8),
             norms: GrowBuffer::new(Dtype::F16),
-            pending: None,
+            pending: PendingWrite::default(),
         })
     }
 
-    /// Waits for the last in-place append (see the type's docs); a no-op when none is
-    /// outstanding or it already ran.
+    /// Waits for the last in-place append ([`PendingWrite::settle`]).
     pub fn settle(&self) -> Result<()> {
-        match &self.pending {
-            Some(p) => p.eval(),
-            None => Ok(()),
-        }
+        self.pending.settle()
     }
 
     /// The in-place decode-step append: reserve, encode into the buffers, count.
@@ -76,11 +61,11 @@ impl TurboSide {
             packed,
             norms,
             pos,
-            self.pending.as_ref(),
+            self.pending.token(),
         )?;
         self.packed.advance(1)?;
         self.norms.advance(1)?;
-        self.pending = Some(done);
+        self.pending.record(done);
         Ok(())
     }
 
@@ -161,7 +146,7 @@ impl KvSide for TurboSide {
             capacity: self.packed.capacity(),
             lut_array: Some(self.codec.lut16()),
             rotation: Some(&self.codec.rotation),
-            pending: self.pending.as_ref(),
+            pending: self.pending.token(),
         })
     }
 }

@@ -1,0 +1,77 @@
+//! The in-place int8 cache append on CUDA (`cuda/int8_encode.cu`): a decode step's new
+//! position is quantized and written into the cache buffers by one launch, instead of the
+//! ~10 MLX ops of [`Int8Side::quantize`](crate::kv::int8::Int8Side::quantize) plus two
+//! `slice_update`s (which stay the reference, and the path for multi-position appends, other
+//! backends, or `MLXCEL_INPLACE_APPEND=0`). Ordering rules: [`crate::kv::pending`].
+
+use crate::flags;
+use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
+use crate::mlx::{Array, Dtype};
+use crate::{Error, Result};
+
+fn source() -> KernelSource {
+    KernelSource::new(
+        "mlxcel_int8_encode_inplace",
+        &["x", "q_buf", "scale_buf", "pos_marker", "after"],
+        &["done"],
+        include_str!("cuda/int8_encode.cu"),
+    )
+}
+
+/// Whether decode-step appends of `head_dim` vectors write in place on this backend.
+pub fn applies_in_place(head_dim: usize) -> bool {
+    flags::INPLACE_APPEND.enabled()
+        && head_dim.is_multiple_of(32)
+        && (32..=256).contains(&head_dim)
+        && KernelBackend::current() == Some(KernelBackend::Cuda)
+}
+
+/// Quantizes `x [B, H, L, D]` like `Int8Side::quantize` and writes q and the scales into
+/// `q_buf [B, H, cap, D]` (int8) and `scale_buf [B, H, cap, 1]` (fp16) at `pos..pos+L`, in
+/// place, after the write whose token is `after`. Returns this write's token.
+pub fn encode_into(
+    x: &Array,
+    q_buf: &Array,
+    scale_buf: &Array,
+    pos: usize,
+    after: Option<&Array>,
+) -> Result<Array> {
+    let (xs, qs, ss) = (x.shape(), q_buf.shape(), scale_buf.shape());
+    let fits = xs.len() == 4
+        && qs.len() == 4
+        && ss.len() == 4
+        && qs[..2] == xs[..2]
+        && qs[3] == xs[3]
+        && ss[..3] == qs[..3]
+        && ss[3] == 1
+        && xs[3] % 32 == 0
+        && (32..=256).contains(&xs[3])
+        && q_buf.dtype() == Dtype::I8
+        && scale_buf.dtype() == Dtype::F16
+        && xs[2] > 0
+        && pos + xs[2] as usize <= qs[2] as usize;
+    if !fits {
+        return Err(Error::invalid(
+            "int8 encode",
+            format!("in place: x {xs:?} into q {qs:?} / scales {ss:?} at {pos}"),
+        ));
+    }
+    let rows = (xs[0] * xs[1] * xs[2]) as usize;
+    let marker = crate::kernels::decode_attention::length_marker(pos + 1)?;
+    let after = match after {
+        Some(a) => a.clone(),
+        None => crate::kernels::decode_attention::no_dependency()?,
+    };
+    let launch = Launch::new(
+        &[x, q_buf, scale_buf, &marker, &after],
+        [(rows * 32) as i32, 1, 1],
+        [128, 1, 1],
+    )
+    // 16 bytes: outputs of 8 bytes or less come from MLX's managed-memory pool.
+    .output(&[4], Dtype::I32)
+    .template("D", TemplateArg::Int(xs[3]));
+    cached_by_name(KernelBackend::Cuda, "int8_encode_inplace", 0, source)?
+        .call(&launch)?
+        .pop()
+        .ok_or_else(|| Error::invalid("int8 encode", "no output"))
+}

@@ -1,0 +1,43 @@
+//! In-place cache appends and the token that orders them.
+//!
+//! Decode-step appends on CUDA (`MLXCEL_INPLACE_APPEND`) write the new position straight into
+//! a side's cache buffers from a fused kernel, through the kernel's input pointers: outside
+//! MLX's value semantics, and one launch instead of an encode plus a `slice_update` per
+//! buffer. Each such launch returns a small token array. MLX orders GPU work by the arrays a
+//! launch reads and writes, so these rules keep the results exact:
+//! - each in-place write takes the previous write's token as an input, so the tokens form a
+//!   chain, and the fused decode kernels take the last token
+//!   ([`RawSide::pending`](super::side::RawSide::pending)): they run after every write, even
+//!   when several appends were queued without evaluation;
+//! - every other reader or writer of the buffers (split attention paths, `slice_update`
+//!   appends, growth by concatenation) first waits for the last token ([`PendingWrite::settle`]);
+//! - a write only touches positions no earlier launch still reads (the previous step's fused
+//!   kernel reads positions below the new one; rows past the length are masked out of the
+//!   softmax and every value ever stored there is finite).
+
+use crate::mlx::Array;
+use crate::Result;
+
+/// The token of the last in-place write to one side's buffers, if any.
+#[derive(Default)]
+pub struct PendingWrite(Option<Array>);
+
+impl PendingWrite {
+    /// Waits for the last in-place write; a no-op when there was none or it already ran.
+    pub fn settle(&self) -> Result<()> {
+        match &self.0 {
+            Some(t) => t.eval(),
+            None => Ok(()),
+        }
+    }
+
+    /// The token readers and the next write must take as an input.
+    pub fn token(&self) -> Option<&Array> {
+        self.0.as_ref()
+    }
+
+    /// Records the token of a write that was just queued.
+    pub fn record(&mut self, token: Array) {
+        self.0 = Some(token);
+    }
+}
