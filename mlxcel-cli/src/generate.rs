@@ -96,6 +96,11 @@ fn print_profile(s: &GenerationStats) {
         s.decode_steady_tokens_per_second
     );
     eprintln!(
+        "host per step      {:.3} ms (2nd half; step time {:.3} ms)",
+        1e3 * s.decode_host_seconds_per_step_steady,
+        1e3 / s.decode_steady_tokens_per_second.max(1e-9)
+    );
+    eprintln!(
         "graph building     {:.3} s on the host ({})",
         s.decode_graph_build_seconds,
         if s.decode_pipelined {

@@ -74,6 +74,11 @@ pub struct GenerationStats {
     /// no evaluation). The synchronous loop adds it to every step; the pipelined loop
     /// hides it behind the device's work on the previous step.
     pub decode_graph_build_seconds: f64,
+    /// Mean host time per decode step over the second half of the steps (past JIT warm-up):
+    /// graph building, plus MLX's encoding and launching of the step in the pipelined loop
+    /// (`async_eval` returns once the step is queued). When it is close to the step time
+    /// (1 / steady tok/s) the decode is host-bound: the device waits for the host.
+    pub decode_host_seconds_per_step_steady: f64,
     /// Whether the pipelined greedy loop ran (see `MLXCEL_PIPELINED_DECODE`).
     pub decode_pipelined: bool,
 }
@@ -104,6 +109,15 @@ pub fn prefill(
     let logits =
         last.ok_or_else(|| crate::error::ModelError::Tokenizer("the prompt is empty".into()))?;
     Ok(logits.astype(Dtype::F32)?.to_vec::<f32>()?)
+}
+
+fn mean_of_second_half(x: &[f64]) -> f64 {
+    let tail = &x[x.len() / 2..];
+    if tail.is_empty() {
+        0.0
+    } else {
+        tail.iter().sum::<f64>() / tail.len() as f64
+    }
 }
 
 /// Builds one greedy decode step on top of `token` (a device array, possibly not yet
@@ -147,7 +161,7 @@ pub fn generate(
         && sampler.params().is_greedy();
     // The queued step of the pipelined loop: its token, still on the device.
     let mut queued: Option<Array> = None;
-    let mut build_s = 0.0;
+    let mut build_times: Vec<f64> = Vec::with_capacity(params.max_tokens);
     while out.len() < params.max_tokens {
         let tok = match queued.take() {
             Some(pending) => {
@@ -155,7 +169,7 @@ pub fn generate(
                 if out.len() + 1 < params.max_tokens {
                     let tb = Instant::now();
                     queued = Some(queue_greedy_step(model, &pending, &mut caches)?);
-                    build_s += tb.elapsed().as_secs_f64();
+                    build_times.push(tb.elapsed().as_secs_f64());
                 }
                 pending.item::<u32>()?
             }
@@ -204,10 +218,10 @@ pub fn generate(
                 let first = Array::from_slice(&[tok], &[1])?;
                 queued = Some(queue_greedy_step(model, &first, &mut caches)?);
             }
-            build_s += tb.elapsed().as_secs_f64();
+            build_times.push(tb.elapsed().as_secs_f64());
         } else {
             let next = model.forward(&[tok], &mut caches, true)?;
-            build_s += tb.elapsed().as_secs_f64();
+            build_times.push(tb.elapsed().as_secs_f64());
             logits = next.astype(Dtype::F32)?.to_vec::<f32>()?;
         }
     }
@@ -236,7 +250,8 @@ pub fn generate(
         // The configured mode (the first layers may be boundary layers kept in fp16).
         kv_cache_mode: params.kv.mode.name().to_string(),
         stop_reason,
-        decode_graph_build_seconds: build_s,
+        decode_graph_build_seconds: build_times.iter().sum(),
+        decode_host_seconds_per_step_steady: mean_of_second_half(&build_times),
         decode_pipelined: pipelined,
     };
     Ok(Generation {
