@@ -222,13 +222,16 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         copy_bw / 1e12
     );
     for r in &rows {
+        let key = [
+            r.shape.clone(),
+            r.ctx.to_string(),
+            r.mode.clone(),
+            r.path.clone(),
+            r.bytes.to_string(),
+        ];
         csv += &format!(
-            "{},{},{},{},{},{:.2},{:.2},{:.4},{:.4},{:.3}\n",
-            r.shape,
-            r.ctx,
-            r.mode,
-            r.path,
-            r.bytes,
+            "{},{:.2},{:.2},{:.4},{:.4},{:.3}\n",
+            key.join(","),
             r.micros,
             r.host_micros,
             r.tbps,
@@ -236,12 +239,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             r.vs_sdpa
         );
         md += &format!(
-            "| {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.0}% | {:.2}x |\n",
-            r.shape,
-            r.ctx,
-            r.mode,
-            r.path,
-            r.bytes,
+            "| {} | {:.1} | {:.1} | {:.2} | {:.0}% | {:.2}x |\n",
+            key.join(" | "),
             r.micros,
             r.host_micros,
             r.tbps,

@@ -61,25 +61,23 @@ const TILE: usize = 64;
 /// (v1 aimed at two CTAs per SM and was latency-bound: benchmarks/kernel-notes/NOTES.md).
 const TARGET_CTAS: usize = 1056;
 
+/// Inputs of both decode kernels (v3 and v4), in launch order.
+const INPUTS: &[&str] = &[
+    "q",
+    "k_data",
+    "k_aux",
+    "v_data",
+    "v_aux",
+    "lut_k",
+    "lut_v",
+    "rot_k",
+    "len_marker",
+    "k_dep",
+    "v_dep",
+];
+
 fn source() -> KernelSource {
-    let mut s = KernelSource::new(
-        "mlxcel_decode_attention",
-        &[
-            "q",
-            "k_data",
-            "k_aux",
-            "v_data",
-            "v_aux",
-            "lut_k",
-            "lut_v",
-            "rot_k",
-            "len_marker",
-            "k_dep",
-            "v_dep",
-        ],
-        &["o_part", "ml"],
-        BODY,
-    );
+    let mut s = KernelSource::new("mlxcel_decode_attention", INPUTS, &["o_part", "ml"], BODY);
     s.header = HEADER.to_string();
     s
 }
@@ -98,19 +96,7 @@ fn merge_source() -> KernelSource {
 fn mma_source(shared: usize) -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_decode_attention_mma",
-        &[
-            "q",
-            "k_data",
-            "k_aux",
-            "v_data",
-            "v_aux",
-            "lut_k",
-            "lut_v",
-            "rot_k",
-            "len_marker",
-            "k_dep",
-            "v_dep",
-        ],
+        INPUTS,
         &["o_part", "ml"],
         MMA_BODY,
     );
@@ -190,7 +176,7 @@ thread_local! {
 /// value with the launch, so a decode step uploads nothing from the host; the view starts
 /// at offset 0 and is row-contiguous, so MLX does not copy it. One backing array per thread,
 /// replaced by a larger one (power of two) when a longer cache appears.
-pub(crate) fn length_marker(len: usize) -> Result<Array> {
+fn length_marker(len: usize) -> Result<Array> {
     let current = DUMMIES.with(|d| d.borrow().get(&Placeholder::Marker).cloned());
     let full = match current {
         Some(a) if a.size() >= len => a,
@@ -249,8 +235,20 @@ fn dependency(r: &RawSide<'_>) -> Result<Array> {
 }
 
 /// The placeholder of a dependency input when there is nothing to wait for.
-pub(crate) fn no_dependency() -> Result<Array> {
+fn no_dependency() -> Result<Array> {
     dummy(Placeholder::Dependency, || Array::zeros(&[4], Dtype::I32))
+}
+
+/// The two ordering inputs of an in-place write at `pos` (`turbo_encode`, `int8_encode`):
+/// the position marker (`pos_marker_shape[0] - 1` is `pos`) and the previous write's token
+/// (or a placeholder). The write's own token is a `[4]` int32 output: outputs of 8 bytes or
+/// less would come from MLX's managed-memory pool.
+pub(crate) fn in_place_inputs(pos: usize, after: Option<&Array>) -> Result<(Array, Array)> {
+    let after = match after {
+        Some(a) => a.clone(),
+        None => no_dependency()?,
+    };
+    Ok((length_marker(pos + 1)?, after))
 }
 
 fn check_scale(scale: f32, d: usize) -> Result<()> {

@@ -57,17 +57,12 @@ pub fn encode_into(
         ));
     }
     let rows = (xs[0] * xs[1] * xs[2]) as usize;
-    let marker = crate::kernels::decode_attention::length_marker(pos + 1)?;
-    let after = match after {
-        Some(a) => a.clone(),
-        None => crate::kernels::decode_attention::no_dependency()?,
-    };
+    let (marker, after) = crate::kernels::decode_attention::in_place_inputs(pos, after)?;
     let launch = Launch::new(
         &[x, q_buf, scale_buf, &marker, &after],
         [(rows * 32) as i32, 1, 1],
         [128, 1, 1],
     )
-    // 16 bytes: outputs of 8 bytes or less come from MLX's managed-memory pool.
     .output(&[4], Dtype::I32)
     .template("D", TemplateArg::Int(xs[3]));
     cached_by_name(KernelBackend::Cuda, "int8_encode_inplace", 0, source)?

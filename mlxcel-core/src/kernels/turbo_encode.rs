@@ -103,11 +103,7 @@ pub fn fused_encode_into(
         ));
     }
     let rows = (xs[0] * xs[1] * xs[2]) as usize;
-    let marker = crate::kernels::decode_attention::length_marker(pos + 1)?;
-    let after = match after {
-        Some(a) => a.clone(),
-        None => crate::kernels::decode_attention::no_dependency()?,
-    };
+    let (marker, after) = crate::kernels::decode_attention::in_place_inputs(pos, after)?;
     let launch = Launch::new(
         &[
             x,
@@ -122,7 +118,6 @@ pub fn fused_encode_into(
         [(rows * 32) as i32, 1, 1],
         [128, 1, 1],
     )
-    // 16 bytes: outputs of 8 bytes or less come from MLX's managed-memory pool.
     .output(&[4], Dtype::I32)
     .template("D", TemplateArg::Int(d as i32));
     let kernel = cached_by_name(
