@@ -65,7 +65,7 @@ pub fn applies_in_place(codec: &TurboCodec) -> bool {
 
 /// Encodes `x [B, H, L, head_dim]` like [`fused_encode`], writing the codes and norms into
 /// the cache buffers `packed [B, H, cap, head_dim/2]` (u8) and `norms [B, H, cap, 1]` (f16)
-/// at positions `pos..pos+L`, in place (see [`crate::kv::turbo::TurboSide`] for the rules
+/// at positions `pos..pos+L`, in place (see [`crate::kv::pending`] for the rules
 /// that make this safe). `after` is the token of the previous in-place write to these
 /// buffers, if any: this launch takes it as an input, so the tokens form a chain and a
 /// reader that depends on the last one runs after all of them. Returns this launch's token

@@ -22,9 +22,8 @@ pub struct RawSide<'a> {
     /// The codebook (turbo), as 16 f32 on the device.
     pub lut_array: Option<&'a Array>,
     pub rotation: Option<&'a Rotation>,
-    /// The last in-place append not yet known to be complete (see
-    /// [`crate::kv::turbo::TurboSide`]): a kernel reading `data`/`aux` must take it as an
-    /// input so that MLX runs it after that append.
+    /// The token of the last in-place append ([`crate::kv::pending`]): a kernel reading
+    /// `data`/`aux` must take it as an input so that MLX runs it after every append.
     pub pending: Option<&'a Array>,
 }
 
