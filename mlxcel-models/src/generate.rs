@@ -214,11 +214,13 @@ pub fn generate(
         }
         let tb = Instant::now();
         if pipelined {
+            // Only the first decode step starts from a host token; later ones were queued
+            // above from the device token.
             if queued.is_none() {
                 let first = Array::from_slice(&[tok], &[1])?;
                 queued = Some(queue_greedy_step(model, &first, &mut caches)?);
+                build_times.push(tb.elapsed().as_secs_f64());
             }
-            build_times.push(tb.elapsed().as_secs_f64());
         } else {
             let next = model.forward(&[tok], &mut caches, true)?;
             build_times.push(tb.elapsed().as_secs_f64());
