@@ -169,14 +169,33 @@ thread_local! {
     /// upload (and a managed-memory access from the kernel) on CUDA.
     static DUMMIES: std::cell::RefCell<std::collections::HashMap<Placeholder, Array>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
+    /// The last length marker handed out, with its length (see [`length_marker`]).
+    static LAST_MARKER: std::cell::RefCell<Option<(usize, Array)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// The cached length as the kernels read it: a `[len]` view of a zero-filled u8 array. The
 /// kernels take `len` from the view's shape (`len_marker_shape[0]`), which MLX passes by
 /// value with the launch, so a decode step uploads nothing from the host; the view starts
 /// at offset 0 and is row-contiguous, so MLX does not copy it. One backing array per thread,
-/// replaced by a larger one (power of two) when a longer cache appears.
+/// replaced by a larger one (power of two) when a longer cache appears. The last view is
+/// kept and handed out again for the same length: within a decode step every layer's two
+/// appends and attention call ask for the same length, so one view (one MLX op) serves them
+/// all instead of three slices per layer.
 fn length_marker(len: usize) -> Result<Array> {
+    if let Some(a) = LAST_MARKER.with(|m| {
+        m.borrow()
+            .as_ref()
+            .and_then(|(n, a)| (*n == len).then(|| a.clone()))
+    }) {
+        return Ok(a);
+    }
+    let view = marker_view(len)?;
+    LAST_MARKER.with(|m| *m.borrow_mut() = Some((len, view.clone())));
+    Ok(view)
+}
+
+fn marker_view(len: usize) -> Result<Array> {
     let current = DUMMIES.with(|d| d.borrow().get(&Placeholder::Marker).cloned());
     let full = match current {
         Some(a) if a.size() >= len => a,
@@ -398,4 +417,20 @@ pub fn fused_decode(
     let ml = parts.pop().expect("two outputs");
     let o_part = parts.pop().expect("two outputs");
     merge(q, &o_part, &ml, v, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::length_marker;
+
+    #[test]
+    fn length_markers_have_the_length_as_their_shape() {
+        for len in [1usize, 17, 4096, 4097, 5000, 17] {
+            let m = length_marker(len).unwrap();
+            assert_eq!(m.shape(), vec![len as i32]);
+            // Reused for the same length, still the right view.
+            assert_eq!(length_marker(len).unwrap().shape(), vec![len as i32]);
+            assert!(m.to_vec::<u8>().unwrap().iter().all(|&b| b == 0));
+        }
+    }
 }
