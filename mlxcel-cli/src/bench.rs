@@ -85,12 +85,12 @@ fn time_calls(iters: usize, f: &dyn Fn(usize) -> Result<Array>) -> Result<CallTi
         let built = t0.elapsed().as_secs_f64();
         eval_all(&outs.iter().collect::<Vec<_>>())?;
         device::synchronize()?;
-        let wall = t0.elapsed().as_secs_f64();
-        if wall < best.wall * iters as f64 {
-            best = CallTime {
-                wall: wall / iters as f64,
-                build: built / iters as f64,
-            };
+        let this = CallTime {
+            wall: t0.elapsed().as_secs_f64() / iters as f64,
+            build: built / iters as f64,
+        };
+        if this.wall < best.wall {
+            best = this;
         }
     }
     Ok(best)

@@ -58,14 +58,14 @@ pub const FUSED_ENCODE: Flag = Flag {
     doc: "fused CUDA turbo4 cache encoder (0 = the op-by-op MLX encoder)",
 };
 
-/// Decode-step appends of turbo4 sides on CUDA encode straight into the cache buffers (one
-/// launch per side, no `slice_update`s); the fused decode kernel is ordered after it through
-/// an explicit dependency input. When 0, appends encode into new arrays and `slice_update`
-/// them in (two more MLX ops per side, layer and step).
+/// Decode-step appends of turbo4 and int8 sides on CUDA encode straight into the cache
+/// buffers (one launch per side, no `slice_update`s); the fused decode kernel is ordered
+/// after them through explicit dependency inputs (`kv::pending`). When 0, appends encode
+/// into new arrays and `slice_update` them in (two more MLX ops per side, layer and step).
 pub const INPLACE_APPEND: Flag = Flag {
     name: "MLXCEL_INPLACE_APPEND",
     default: true,
-    doc: "turbo4 decode-step appends write the cache buffers in place on CUDA (0 = encode, then slice_update)",
+    doc: "turbo4/int8 decode-step appends write the cache buffers in place on CUDA (0 = encode, then slice_update)",
 };
 
 /// Pipelined greedy decoding: the next step's graph is built and queued (argmax on the

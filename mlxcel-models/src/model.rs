@@ -175,15 +175,14 @@ impl Model {
     }
 
     /// Logits of token ids that are still an array on the device (e.g. the argmax of the
-    /// previous step, not yet evaluated): `ids` of any integer dtype, any shape with `L`
-    /// elements, taken as a `[1, L]` batch.
+    /// previous step, not yet evaluated): `ids` of any integer dtype (the embedding gathers
+    /// with them as they are), any shape with `L` elements, taken as a `[1, L]` batch.
     pub fn forward_tokens(
         &self,
         ids: &Array,
         caches: &mut [Box<dyn KvCache>],
         last_only: bool,
     ) -> Result<Array> {
-        let x = ids.reshape(&[1, -1])?.astype(mlxcel_core::Dtype::I32)?;
-        self.net.forward(&x, caches, last_only)
+        self.net.forward(&ids.reshape(&[1, -1])?, caches, last_only)
     }
 }

@@ -244,18 +244,14 @@ fn aux_or_dummy(r: &RawSide<'_>) -> Result<Array> {
     }
 }
 
-/// The in-place append a side's buffers wait for, or a placeholder: the kernels take it as
-/// an input only so that MLX runs them after that append.
-fn dependency(r: &RawSide<'_>) -> Result<Array> {
-    match r.pending {
-        Some(p) => Ok(p.clone()),
-        None => no_dependency(),
+/// The dependency input for a write token (an in-place append the launch must run after),
+/// or a placeholder when there is nothing to wait for: kernels take it as an input only so
+/// that MLX orders them after that append.
+fn wait_for(token: Option<&Array>) -> Result<Array> {
+    match token {
+        Some(t) => Ok(t.clone()),
+        None => dummy(Placeholder::Dependency, || Array::zeros(&[4], Dtype::I32)),
     }
-}
-
-/// The placeholder of a dependency input when there is nothing to wait for.
-fn no_dependency() -> Result<Array> {
-    dummy(Placeholder::Dependency, || Array::zeros(&[4], Dtype::I32))
 }
 
 /// The two ordering inputs of an in-place write at `pos` (`turbo_encode`, `int8_encode`):
@@ -263,11 +259,7 @@ fn no_dependency() -> Result<Array> {
 /// (or a placeholder). The write's own token is a `[4]` int32 output: outputs of 8 bytes or
 /// less would come from MLX's managed-memory pool.
 pub(crate) fn in_place_inputs(pos: usize, after: Option<&Array>) -> Result<(Array, Array)> {
-    let after = match after {
-        Some(a) => a.clone(),
-        None => no_dependency()?,
-    };
-    Ok((length_marker(pos + 1)?, after))
+    Ok((length_marker(pos + 1)?, wait_for(after)?))
 }
 
 fn check_scale(scale: f32, d: usize) -> Result<()> {
@@ -362,7 +354,7 @@ pub fn fused_decode(
     let (group_k, group_v) = (group_of(k, d), group_of(v, d));
     let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
     let len_marker = length_marker(len)?;
-    let (k_dep, v_dep) = (dependency(k)?, dependency(v)?);
+    let (k_dep, v_dep) = (wait_for(k.pending)?, wait_for(v.pending)?);
     let (lut_k, lut_v, rot_k) = (lut(k)?, lut(v)?, signs(k, group_k)?);
     // The tensor-core kernel reads q as stored; the CUDA-core kernel reads f32 [B, Hq, D].
     let q_in = if tensor_cores {

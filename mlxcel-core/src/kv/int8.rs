@@ -58,27 +58,15 @@ impl KvSide for Int8Side {
         let s = x.shape();
         if s.len() == 4 && s[2] == 1 && crate::kernels::int8_encode::applies_in_place(s[3] as usize)
         {
-            if self.q.will_grow(1) || self.scale.will_grow(1) {
-                // Growth copies the buffers: the last in-place write must have landed.
-                self.pending.settle()?;
-            }
-            self.q.reserve([s[0], s[1], s[3]], 1)?;
-            self.scale.reserve([s[0], s[1], 1], 1)?;
-            let (qb, sb) = match (self.q.full(), self.scale.full()) {
-                (Some(q), Some(s)) => (q, s),
-                _ => return Err(Error::invalid("kv", "int8 buffers missing after reserve")),
-            };
-            let done = crate::kernels::int8_encode::encode_into(
-                x,
-                qb,
-                sb,
-                self.q.len(),
-                self.pending.token(),
-            )?;
-            self.q.advance(1)?;
-            self.scale.advance(1)?;
-            self.pending.record(done);
-            return Ok(());
+            return self.pending.append_one(
+                &mut self.q,
+                &mut self.scale,
+                [s[0], s[1]],
+                [s[3], 1],
+                |q, scale, pos, after| {
+                    crate::kernels::int8_encode::encode_into(x, q, scale, pos, after)
+                },
+            );
         }
         self.pending.settle()?;
         let (q, s) = Self::quantize(x)?;

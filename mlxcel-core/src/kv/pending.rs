@@ -15,8 +15,9 @@
 //!   kernel reads positions below the new one; rows past the length are masked out of the
 //!   softmax and every value ever stored there is finite).
 
+use crate::kv::buffer::GrowBuffer;
 use crate::mlx::Array;
-use crate::Result;
+use crate::{Error, Result};
 
 /// The token of the last in-place write to one side's buffers, if any.
 #[derive(Default)]
@@ -36,8 +37,33 @@ impl PendingWrite {
         self.0.as_ref()
     }
 
-    /// Records the token of a write that was just queued.
-    pub fn record(&mut self, token: Array) {
+    /// Appends one position to a side's buffer pair (`data` rows `[B, H, _, widths[0]]`,
+    /// `aux` rows `[B, H, _, widths[1]]`, `bh` = `[B, H]`) through `write`, an in-place
+    /// kernel called as `write(data, aux, pos, previous token)` that returns its token:
+    /// reserves the position (waiting for the last write first when that reallocates),
+    /// queues the write after the previous one, and counts the position.
+    pub fn append_one(
+        &mut self,
+        data: &mut GrowBuffer,
+        aux: &mut GrowBuffer,
+        bh: [i32; 2],
+        widths: [i32; 2],
+        write: impl FnOnce(&Array, &Array, usize, Option<&Array>) -> Result<Array>,
+    ) -> Result<()> {
+        if data.will_grow(1) || aux.will_grow(1) {
+            // Growth copies the buffers: the last in-place write must have landed.
+            self.settle()?;
+        }
+        data.reserve([bh[0], bh[1], widths[0]], 1)?;
+        aux.reserve([bh[0], bh[1], widths[1]], 1)?;
+        let (d, a) = match (data.full(), aux.full()) {
+            (Some(d), Some(a)) => (d, a),
+            _ => return Err(Error::invalid("kv", "cache buffers missing after reserve")),
+        };
+        let token = write(d, a, data.len(), self.token())?;
+        data.advance(1)?;
+        aux.advance(1)?;
         self.0 = Some(token);
+        Ok(())
     }
 }

@@ -35,38 +35,19 @@ impl TurboSide {
         })
     }
 
-    /// Waits for the last in-place append ([`PendingWrite::settle`]).
-    pub fn settle(&self) -> Result<()> {
-        self.pending.settle()
-    }
-
-    /// The in-place decode-step append: reserve, encode into the buffers, count.
+    /// The in-place decode-step append ([`PendingWrite::append_one`]).
     fn append_in_place(&mut self, x: &Array) -> Result<()> {
         let s = x.shape();
-        if self.packed.will_grow(1) || self.norms.will_grow(1) {
-            // Growth copies the buffers: the last in-place write must have landed.
-            self.settle()?;
-        }
-        self.packed
-            .reserve([s[0], s[1], (self.codec.head_dim / 2) as i32], 1)?;
-        self.norms.reserve([s[0], s[1], 1], 1)?;
-        let pos = self.packed.len();
-        let (packed, norms) = match (self.packed.full(), self.norms.full()) {
-            (Some(p), Some(n)) => (p, n),
-            _ => return Err(Error::invalid("kv", "turbo buffers missing after reserve")),
-        };
-        let done = crate::kernels::turbo_encode::fused_encode_into(
-            &self.codec,
-            x,
-            packed,
-            norms,
-            pos,
-            self.pending.token(),
-        )?;
-        self.packed.advance(1)?;
-        self.norms.advance(1)?;
-        self.pending.record(done);
-        Ok(())
+        let codec = &self.codec;
+        self.pending.append_one(
+            &mut self.packed,
+            &mut self.norms,
+            [s[0], s[1]],
+            [(codec.head_dim / 2) as i32, 1],
+            |packed, norms, pos, after| {
+                crate::kernels::turbo_encode::fused_encode_into(codec, x, packed, norms, pos, after)
+            },
+        )
     }
 
     pub fn codec(&self) -> &TurboCodec {
@@ -76,7 +57,7 @@ impl TurboSide {
     /// The stored packed indices and norms of all positions (after any in-place append
     /// has landed).
     pub fn encoded(&self) -> Result<Encoded> {
-        self.settle()?;
+        self.pending.settle()?;
         Ok(Encoded {
             packed: self
                 .packed
@@ -96,7 +77,7 @@ impl KvSide for TurboSide {
         if one_position && crate::kernels::turbo_encode::applies_in_place(&self.codec) {
             return self.append_in_place(x);
         }
-        self.settle()?;
+        self.pending.settle()?;
         let e = if crate::kernels::turbo_encode::applies(&self.codec) {
             crate::kernels::turbo_encode::fused_encode(&self.codec, x)?
         } else {
