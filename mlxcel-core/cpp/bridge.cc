@@ -121,6 +121,20 @@ rust::Vec<rust::String> device_info(bool gpu, int32_t index) {
 }
 
 void synchronize() { mx::synchronize(); }
+
+// cuProfilerStart/Stop from the CUDA driver, looked up only if the driver is already loaded
+// (it is on MLX's CUDA backend; never on the CPU wheel), so the CPU build needs no CUDA.
+bool cuda_profiler(bool start) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (h == nullptr) {
+    return false;
+  }
+  using Fn = int (*)();
+  auto f = reinterpret_cast<Fn>(dlsym(h, start ? "cuProfilerStart" : "cuProfilerStop"));
+  bool ok = f != nullptr && f() == 0;
+  dlclose(h);
+  return ok;
+}
 size_t active_memory() { return mx::get_active_memory(); }
 size_t peak_memory() { return mx::get_peak_memory(); }
 void reset_peak_memory() { mx::reset_peak_memory(); }

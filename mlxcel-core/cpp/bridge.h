@@ -62,6 +62,7 @@ bool default_device_is_gpu();
 void set_default_device(bool gpu, int32_t index);
 rust::Vec<rust::String> device_info(bool gpu, int32_t index);
 void synchronize();
+bool cuda_profiler(bool start);
 size_t active_memory();
 size_t peak_memory();
 void reset_peak_memory();

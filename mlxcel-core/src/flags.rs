@@ -102,6 +102,19 @@ pub fn turbo_seed_offset() -> u64 {
         .unwrap_or(0)
 }
 
+/// Decode steps to capture for `ncu --profile-from-start off` (`first,count`, e.g. `8,2`):
+/// the generation loop calls `cuProfilerStart` before building step `first` and
+/// `cuProfilerStop` after step `first + count - 1` is queued. Unset: no profiler calls.
+pub const CUDA_PROFILE_STEPS: &str = "MLXCEL_CUDA_PROFILE_STEPS";
+
+/// The `(first, count)` of `MLXCEL_CUDA_PROFILE_STEPS`, if set and valid.
+pub fn cuda_profile_steps() -> Option<(usize, usize)> {
+    let v = std::env::var(CUDA_PROFILE_STEPS).ok()?;
+    let (a, b) = v.trim().split_once(',')?;
+    let (first, count) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+    (count > 0).then_some((first, count))
+}
+
 /// All boolean flags, for `--help` texts and `mlxcel info`.
 pub const ALL: &[Flag] = &[
     ROTATED_SDPA,

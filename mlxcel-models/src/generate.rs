@@ -111,6 +111,26 @@ pub fn prefill(
     Ok(logits.astype(Dtype::F32)?.to_vec::<f32>()?)
 }
 
+/// Opens the CUDA profiler range before decode step `first` is built (`opening`, with
+/// `steps` = steps built so far) and closes it once `first + count` steps are built
+/// ([`flags::CUDA_PROFILE_STEPS`]). Profiling never changes results, so a failure is
+/// only logged.
+fn profile_boundary(profile: Option<(usize, usize)>, steps: usize, opening: bool) {
+    let Some((first, count)) = profile else {
+        return;
+    };
+    let at = if opening { first } else { first + count };
+    if steps == at {
+        match device::cuda_profiler(opening) {
+            Ok(true) => tracing::info!(
+                "CUDA profiler {} at decode step {steps}",
+                if opening { "started" } else { "stopped" }
+            ),
+            _ => tracing::warn!("CUDA profiler range requested, but no CUDA driver answered"),
+        }
+    }
+}
+
 fn mean_of_second_half(x: &[f64]) -> f64 {
     let tail = &x[x.len() / 2..];
     if tail.is_empty() {
@@ -162,14 +182,17 @@ pub fn generate(
     // The queued step of the pipelined loop: its token, still on the device.
     let mut queued: Option<Array> = None;
     let mut build_times: Vec<f64> = Vec::with_capacity(params.max_tokens);
+    let profile = flags::cuda_profile_steps();
     while out.len() < params.max_tokens {
         let tok = match queued.take() {
             Some(pending) => {
                 // Queue the following step before waiting for this one.
                 if out.len() + 1 < params.max_tokens {
+                    profile_boundary(profile, build_times.len(), true);
                     let tb = Instant::now();
                     queued = Some(queue_greedy_step(model, &pending, &mut caches)?);
                     build_times.push(tb.elapsed().as_secs_f64());
+                    profile_boundary(profile, build_times.len(), false);
                 }
                 pending.item::<u32>()?
             }
@@ -212,19 +235,24 @@ pub fn generate(
         if out.len() >= params.max_tokens {
             break;
         }
-        let tb = Instant::now();
         if pipelined {
             // Only the first decode step starts from a host token; later ones were queued
             // above from the device token.
             if queued.is_none() {
+                profile_boundary(profile, build_times.len(), true);
+                let tb = Instant::now();
                 let first = Array::from_slice(&[tok], &[1])?;
                 queued = Some(queue_greedy_step(model, &first, &mut caches)?);
                 build_times.push(tb.elapsed().as_secs_f64());
+                profile_boundary(profile, build_times.len(), false);
             }
         } else {
+            profile_boundary(profile, build_times.len(), true);
+            let tb = Instant::now();
             let next = model.forward(&[tok], &mut caches, true)?;
             build_times.push(tb.elapsed().as_secs_f64());
             logits = next.astype(Dtype::F32)?.to_vec::<f32>()?;
+            profile_boundary(profile, build_times.len(), false);
         }
     }
     device::synchronize()?;

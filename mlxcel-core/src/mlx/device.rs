@@ -98,6 +98,13 @@ pub fn device_info(kind: DeviceKind, index: i32) -> Result<Vec<(String, String)>
         .collect())
 }
 
+/// Starts (`true`) or stops the CUDA profiler's capture range (`cuProfilerStart/Stop`), for
+/// `ncu --profile-from-start off` around chosen decode steps. Returns false when no CUDA
+/// driver is loaded (CPU backend) or the call failed; it never changes results.
+pub fn cuda_profiler(start: bool) -> Result<bool> {
+    ffi::cuda_profiler(start).op("cuda_profiler")
+}
+
 /// Waits for all queued work on the default stream.
 pub fn synchronize() -> Result<()> {
     ffi::synchronize().op("synchronize")

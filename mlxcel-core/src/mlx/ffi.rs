@@ -29,6 +29,7 @@ pub(crate) mod bridge {
         fn set_default_device(gpu: bool, index: i32) -> Result<()>;
         fn device_info(gpu: bool, index: i32) -> Result<Vec<String>>;
         fn synchronize() -> Result<()>;
+        fn cuda_profiler(start: bool) -> Result<bool>;
         fn active_memory() -> Result<usize>;
         fn peak_memory() -> Result<usize>;
         fn reset_peak_memory() -> Result<()>;
