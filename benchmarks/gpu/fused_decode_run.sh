@@ -15,7 +15,7 @@ E2E="${1:-4096,32768}"
 TOKENS="${TOKENS:-256}"
 status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
-for t in ${TESTS:-gpu_fused_decode kv_modes}; do
+for t in ${TESTS:-gpu_fused_decode gpu_quantized_gemv}; do
   [ "$t" = none ] && continue
   echo "== $t"
   .devcarry/bin/tests/$t --test-threads=1 --nocapture > "$OUT/test-$t.txt" 2>&1 || status=1

@@ -30,7 +30,7 @@ h = r[0]; ki = h.index("Kernel Name"); ti = h.index("gpu__time_duration.sum")
 groups = collections.Counter(); counts = collections.Counter(); total = 0.0
 for row in r[2:]:
     name = re.sub(r"custom_kernel_(\w+?)_\d.*", r"custom_kernel_\1", row[ki])[:90]
-    t = float(row[ti]) / 1e3  # ns -> us
+    t = float(row[ti].replace(",", "")) / 1e3  # ns -> us
     groups[name] += t; counts[name] += 1; total += t
 n = sum(counts.values())
 print(f"{mode} {ctx}: {n / steps:.0f} kernels, {total / steps / 1e3:.3f} ms of kernel time per step")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stage everything a GPU run needs into .devcarry/ (ignored by git, carried by the device
 # tool): the MLX CUDA payload, the release `mlxcel` binary and the mlxcel-core test
-# binaries, all built here against the CPU libmlx of the same MLX version.
+# GPU test binaries (gpu_*), all built here against the CPU libmlx of the same MLX version.
 #   benchmarks/gpu/stage.sh
 set -euo pipefail
 root="$(git rev-parse --show-toplevel)"
@@ -15,8 +15,11 @@ cargo test --release --no-run -p mlxcel-core --message-format=json 2>/dev/null |
 import json, sys, shutil
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+    if (m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]
+            and m["target"]["name"].startswith("gpu_")):
         shutil.copy(m["executable"], ".devcarry/bin/tests/" + m["target"]["name"])
         print("staged test", m["target"]["name"])
 '
+# The device tool carries at most 64 MiB.
+strip .devcarry/bin/mlxcel .devcarry/bin/tests/* 2>/dev/null || true
 du -sh .devcarry

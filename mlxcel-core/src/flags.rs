@@ -78,6 +78,26 @@ pub const PIPELINED_DECODE: Flag = Flag {
     doc: "greedy decode queues step t+1 before reading token t (0 = one synchronous step at a time, host argmax)",
 };
 
+/// The one-token 4-bit GEMV kernels on CUDA (`kernels::quantized_gemv`): projections of a
+/// decode step, and the MLP's gate/up pair with its SiLU product in one launch. When 0,
+/// every projection goes through MLX's `quantized_matmul` (and the MLP through separate
+/// SiLU and multiply ops).
+pub const FUSED_QMV: Flag = Flag {
+    name: "MLXCEL_FUSED_QMV",
+    default: true,
+    doc:
+        "4-bit one-token GEMV kernels on CUDA, incl. fused gate/up+SiLU (0 = MLX quantized_matmul)",
+};
+
+/// CUDA kernel text handed to MLX as `#include`s of files written once per content
+/// (`mlx::kernel::include_stubs`) instead of inline: MLX rebuilds and hashes the text it is
+/// given on every launch. When 0, the full (compacted) text goes inline.
+pub const KERNEL_FILES: Flag = Flag {
+    name: "MLXCEL_KERNEL_FILES",
+    default: true,
+    doc: "CUDA kernels reach MLX as #include stubs of content-hashed files (0 = full text inline, costlier launches)",
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -123,4 +143,6 @@ pub const ALL: &[Flag] = &[
     FUSED_ENCODE,
     INPLACE_APPEND,
     PIPELINED_DECODE,
+    FUSED_QMV,
+    KERNEL_FILES,
 ];

@@ -1,8 +1,9 @@
 //! The building blocks shared by every family: linear layers (dense or quantized),
 //! embeddings, RMSNorm and the SwiGLU MLP.
 
+use mlxcel_core::kernels::quantized_gemv;
 use mlxcel_core::mlx::fast::rms_norm;
-use mlxcel_core::mlx::ops::Quantized;
+use mlxcel_core::mlx::ops::{concatenate, Quantized};
 use mlxcel_core::Array;
 
 use crate::error::Result;
@@ -30,9 +31,69 @@ impl Linear {
         Linear { weight, bias: None }
     }
 
+    /// One linear layer made of several stacked along the output axis (e.g. the q, k and v
+    /// projections): one matmul launch instead of several. Only for quantized weights with
+    /// one group size and bit width (what the GPU runs); `None` otherwise, and the caller
+    /// keeps the parts. Row `i` of the result is row `i` of the parts in order, so slicing
+    /// its output gives each part's output.
+    pub fn stack_rows(parts: &[&Linear]) -> Result<Option<Linear>> {
+        let mut qs = Vec::with_capacity(parts.len());
+        for p in parts {
+            match &p.weight {
+                Tensor::Quantized(q) => qs.push(q),
+                Tensor::Dense(_) => return Ok(None),
+            }
+        }
+        let first = match qs.first() {
+            Some(q) => *q,
+            None => return Ok(None),
+        };
+        let same = qs.iter().all(|q| {
+            q.bits == first.bits
+                && q.group_size == first.group_size
+                && q.w.dim(-1) == first.w.dim(-1)
+                && q.w.dtype() == first.w.dtype()
+                && q.scales.dtype() == first.scales.dtype()
+        });
+        let biased = parts.iter().filter(|p| p.bias.is_some()).count();
+        if !same || (biased != 0 && biased != parts.len()) {
+            return Ok(None);
+        }
+        let cat = |f: &dyn Fn(&Quantized) -> &Array| -> Result<Array> {
+            let arrays: Vec<&Array> = qs.iter().map(|q| f(q)).collect();
+            Ok(concatenate(&arrays, 0)?)
+        };
+        let weight = Quantized {
+            w: cat(&|q| &q.w)?,
+            scales: cat(&|q| &q.scales)?,
+            biases: cat(&|q| &q.biases)?,
+            group_size: first.group_size,
+            bits: first.bits,
+        };
+        let bias = if biased == 0 {
+            None
+        } else {
+            let b: Vec<&Array> = parts.iter().filter_map(|p| p.bias.as_ref()).collect();
+            Some(concatenate(&b, -1)?)
+        };
+        Ok(Some(Linear {
+            weight: Tensor::Quantized(weight),
+            bias,
+        }))
+    }
+
+    /// Output features.
+    pub fn out_features(&self) -> i32 {
+        match &self.weight {
+            Tensor::Dense(w) => w.dim(0),
+            Tensor::Quantized(q) => q.w.dim(0),
+        }
+    }
+
     pub fn forward(&self, x: &Array) -> Result<Array> {
         let y = match &self.weight {
             Tensor::Dense(w) => x.matmul(&w.t()?)?,
+            Tensor::Quantized(q) if quantized_gemv::applies(x, q) => quantized_gemv::gemv(x, q)?,
             Tensor::Quantized(q) => q.matmul(x, true)?,
         };
         Ok(match &self.bias {
@@ -117,6 +178,16 @@ impl Mlp {
     }
 
     pub fn forward(&self, x: &Array) -> Result<Array> {
+        if let (Tensor::Quantized(g), Tensor::Quantized(u), None, None) = (
+            &self.gate.weight,
+            &self.up.weight,
+            &self.gate.bias,
+            &self.up.bias,
+        ) {
+            if quantized_gemv::applies_silu(x, g, u) {
+                return self.down.forward(&quantized_gemv::gemv_silu_mul(x, g, u)?);
+            }
+        }
         let g = self.gate.forward(x)?.silu()?;
         self.down.forward(&g.multiply(&self.up.forward(x)?)?)
     }

@@ -108,11 +108,47 @@ impl Rope {
     }
 }
 
+/// The q, k and v projections: three layers, or (quantized weights) one stacked layer whose
+/// output is sliced, one matmul launch per step instead of three.
+enum QkvProjections {
+    Separate { q: Linear, k: Linear, v: Linear },
+    Stacked { qkv: Linear, q_out: i32, k_out: i32 },
+}
+
+impl QkvProjections {
+    fn new(q: Linear, k: Linear, v: Linear) -> Result<QkvProjections> {
+        Ok(match Linear::stack_rows(&[&q, &k, &v])? {
+            Some(qkv) => QkvProjections::Stacked {
+                qkv,
+                q_out: q.out_features(),
+                k_out: k.out_features(),
+            },
+            None => QkvProjections::Separate { q, k, v },
+        })
+    }
+
+    fn forward(&self, x: &Array) -> Result<(Array, Array, Array)> {
+        match self {
+            QkvProjections::Separate { q, k, v } => {
+                Ok((q.forward(x)?, k.forward(x)?, v.forward(x)?))
+            }
+            QkvProjections::Stacked { qkv, q_out, k_out } => {
+                let y = qkv.forward(x)?;
+                let n = y.dim(-1);
+                let axis = y.ndim() as i32 - 1;
+                Ok((
+                    y.slice_axis(axis, 0, *q_out)?,
+                    y.slice_axis(axis, *q_out, q_out + k_out)?,
+                    y.slice_axis(axis, q_out + k_out, n)?,
+                ))
+            }
+        }
+    }
+}
+
 /// Grouped-query self-attention.
 pub struct Attention {
-    q_proj: Linear,
-    k_proj: Linear,
-    v_proj: Linear,
+    qkv: QkvProjections,
     o_proj: Linear,
     q_norm: Option<RmsNorm>,
     k_norm: Option<RmsNorm>,
@@ -147,9 +183,11 @@ impl Attention {
             (None, None)
         };
         Ok(Attention {
-            q_proj: Linear::load(w, &format!("{prefix}.q_proj"), bias)?,
-            k_proj: Linear::load(w, &format!("{prefix}.k_proj"), bias)?,
-            v_proj: Linear::load(w, &format!("{prefix}.v_proj"), bias)?,
+            qkv: QkvProjections::new(
+                Linear::load(w, &format!("{prefix}.q_proj"), bias)?,
+                Linear::load(w, &format!("{prefix}.k_proj"), bias)?,
+                Linear::load(w, &format!("{prefix}.v_proj"), bias)?,
+            )?,
             o_proj: Linear::load(w, &format!("{prefix}.o_proj"), false)?,
             q_norm,
             k_norm,
@@ -171,9 +209,10 @@ impl Attention {
             };
             Ok(t.transpose(&[0, 2, 1, 3])?)
         };
-        let q = heads(self.q_proj.forward(x)?, self.n_heads, &self.q_norm)?;
-        let k = heads(self.k_proj.forward(x)?, self.n_kv_heads, &self.k_norm)?;
-        let v = heads(self.v_proj.forward(x)?, self.n_kv_heads, &None)?;
+        let (q, k, v) = self.qkv.forward(x)?;
+        let q = heads(q, self.n_heads, &self.q_norm)?;
+        let k = heads(k, self.n_kv_heads, &self.k_norm)?;
+        let v = heads(v, self.n_kv_heads, &None)?;
         let offset = cache.len();
         let q = rope.apply(&q, offset)?;
         let k = rope.apply(&k, offset)?;

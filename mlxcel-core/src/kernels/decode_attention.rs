@@ -279,6 +279,11 @@ pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize) -> usize {
     by_ctas.min(by_len).max(1)
 }
 
+/// Threads per output dimension in the merge kernel (`P` in `cuda/merge_splits.cu`).
+const MERGE_THREADS_PER_DIM: usize = 4;
+/// Most splits the merge kernel takes (`MAX_SPLITS` in `cuda/merge_splits.cu`).
+pub const MAX_SPLITS: usize = 2048;
+
 /// The split-merge launch shared by both kernels.
 fn merge(q: &Array, o_part: &Array, ml: &Array, v: &RawSide<'_>, d: usize) -> Result<Array> {
     let s = q.shape();
@@ -286,10 +291,11 @@ fn merge(q: &Array, o_part: &Array, ml: &Array, v: &RawSide<'_>, d: usize) -> Re
     let group_v = group_of(v, d);
     let rot_v = signs(v, group_v)?;
     let merge = cached_by_name(KernelBackend::Cuda, "merge_splits", 0, merge_source)?;
+    let threads = MERGE_THREADS_PER_DIM * d;
     let launch = Launch::new(
         &[o_part, ml, &rot_v],
-        [(b * hq * d) as i32, 1, 1],
-        [d as i32, 1, 1],
+        [(b * hq * threads) as i32, 1, 1],
+        [threads as i32, 1, 1],
     )
     .output(&[b as i32, hq as i32, 1, d as i32], q.dtype())
     .template("D", TemplateArg::Int(d as i32))
@@ -351,6 +357,12 @@ pub fn fused_decode(
             }
         })
         .max(1);
+    if splits > MAX_SPLITS {
+        return Err(Error::invalid(
+            "fused decode",
+            format!("{splits} splits, the merge kernel takes at most {MAX_SPLITS}"),
+        ));
+    }
     let (group_k, group_v) = (group_of(k, d), group_of(v, d));
     let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
     let len_marker = length_marker(len)?;

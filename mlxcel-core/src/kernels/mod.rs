@@ -3,5 +3,6 @@
 
 pub mod decode_attention;
 pub mod int8_encode;
+pub mod quantized_gemv;
 pub mod selftest;
 pub mod turbo_encode;

@@ -18,6 +18,7 @@ use std::cell::RefCell;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use cxx::UniquePtr;
@@ -177,11 +178,94 @@ pub fn compact_source(src: &str) -> String {
     out
 }
 
+/// The directory the CUDA kernel files go to: `MLXCEL_KERNEL_DIR`, else the system's
+/// temporary directory.
+fn kernel_file_root() -> PathBuf {
+    std::env::var_os("MLXCEL_KERNEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// Writes `text` to `path` unless it already holds exactly that (write to a temporary name,
+/// then rename, so concurrent processes never read a half-written file).
+fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
+    if std::fs::read_to_string(path).is_ok_and(|t| t == text) {
+        return Ok(());
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The short text handed to MLX in place of a CUDA kernel's (compacted) header and body:
+/// `#include`s of files holding them, in a directory named after a hash of their content
+/// (so a changed kernel never meets a stale compiled module in MLX's caches, which key on
+/// the text MLX sees). MLX rebuilds the kernel text and hashes it on every launch, a
+/// per-call CPU cost proportional to its length (5-8 us for the decode-attention kernel,
+/// `benchmarks/kernel-notes/NOTES.md`); the stubs are ~100 bytes. The body stub lists the
+/// `<input>_shape/_strides/_ndim` names the body uses, because MLX decides from the text it
+/// is given which of them to pass. NVRTC reads the files at the first launch.
+pub fn include_stubs(spec: &KernelSource, header: &str, body: &str) -> Result<(String, String)> {
+    let mut h = DefaultHasher::new();
+    (&spec.name, header, body).hash(&mut h);
+    let dir = kernel_file_root().join(format!("mlxcel-cuda-{:016x}", h.finish()));
+    let io = |what: &str, e: std::io::Error| {
+        Error::invalid(
+            "custom kernel",
+            format!("{what} {} for kernel '{}': {e}", dir.display(), spec.name),
+        )
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| io("cannot create", e))?;
+    let (hp, bp) = (dir.join("header.cuh"), dir.join("body.cu"));
+    write_if_changed(&hp, header).map_err(|e| io("cannot write to", e))?;
+    write_if_changed(&bp, body).map_err(|e| io("cannot write to", e))?;
+    let quoted = |p: &Path| -> Result<String> {
+        match p.to_str() {
+            Some(s) if !s.contains(['"', '\n', '\\']) => Ok(format!("#include \"{s}\"\n")),
+            _ => Err(Error::invalid(
+                "custom kernel",
+                format!("kernel file path {} cannot be #included", p.display()),
+            )),
+        }
+    };
+    let uses: Vec<String> = spec
+        .inputs
+        .iter()
+        .flat_map(|n| ["_shape", "_strides", "_ndim"].map(|suffix| format!("{n}{suffix}")))
+        .filter(|t| body.contains(t.as_str()))
+        .collect();
+    let header_stub = if header.is_empty() {
+        String::new()
+    } else {
+        quoted(&hp)?
+    };
+    let body_stub = format!("// uses: {}\n{}", uses.join(" "), quoted(&bp)?);
+    Ok((header_stub, body_stub))
+}
+
+/// The header and body MLX gets for a CUDA kernel: include stubs ([`include_stubs`]) when
+/// `MLXCEL_KERNEL_FILES` is on and the files can be written, else the compacted text.
+fn cuda_text(spec: &KernelSource) -> (String, String) {
+    let (header, body) = (compact_source(&spec.header), compact_source(&spec.source));
+    if !crate::flags::KERNEL_FILES.enabled() {
+        return (header, body);
+    }
+    match include_stubs(spec, &header, &body) {
+        Ok(stubs) => stubs,
+        Err(e) => {
+            tracing::warn!("{e}; passing the kernel text inline (slower launches)");
+            (header, body)
+        }
+    }
+}
+
 /// A built MLX custom kernel.
 pub struct CustomKernel {
     func: UniquePtr<ffi::KernelFn>,
     spec: KernelSource,
     backend: KernelBackend,
+    /// `T_<input>` for each input (the dtype template arguments), built once.
+    dtype_arg_names: Vec<String>,
 }
 
 impl CustomKernel {
@@ -189,15 +273,18 @@ impl CustomKernel {
     pub fn new(backend: KernelBackend, spec: KernelSource) -> Result<CustomKernel> {
         spec.validate()?;
         let func = match backend {
-            KernelBackend::Cuda => ffi::cuda_kernel_new(
-                &spec.name,
-                spec.inputs.clone(),
-                spec.outputs.clone(),
-                &compact_source(&spec.source),
-                &compact_source(&spec.header),
-                spec.ensure_row_contiguous,
-                spec.shared_memory,
-            ),
+            KernelBackend::Cuda => {
+                let (header, body) = cuda_text(&spec);
+                ffi::cuda_kernel_new(
+                    &spec.name,
+                    spec.inputs.clone(),
+                    spec.outputs.clone(),
+                    &body,
+                    &header,
+                    spec.ensure_row_contiguous,
+                    spec.shared_memory,
+                )
+            }
             KernelBackend::Metal => ffi::metal_kernel_new(
                 &spec.name,
                 spec.inputs.clone(),
@@ -209,10 +296,12 @@ impl CustomKernel {
             ),
         }
         .op("custom kernel")?;
+        let dtype_arg_names = spec.inputs.iter().map(|n| format!("T_{n}")).collect();
         Ok(CustomKernel {
             func,
             spec,
             backend,
+            dtype_arg_names,
         })
     }
 
@@ -228,10 +317,9 @@ impl CustomKernel {
     /// appended (unless the caller already set that name).
     pub fn template_args(&self, launch: &Launch<'_>) -> Vec<(String, TemplateArg)> {
         let mut args = launch.template.clone();
-        for (name, input) in self.spec.inputs.iter().zip(&launch.inputs) {
-            let key = format!("T_{name}");
-            if !args.iter().any(|(n, _)| *n == key) {
-                args.push((key, TemplateArg::Dtype(input.dtype())));
+        for (key, input) in self.dtype_arg_names.iter().zip(&launch.inputs) {
+            if !args.iter().any(|(n, _)| n == key) {
+                args.push((key.clone(), TemplateArg::Dtype(input.dtype())));
             }
         }
         args
@@ -368,7 +456,32 @@ pub fn cached_count() -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::compact_source;
+    use super::{compact_source, include_stubs, KernelSource};
+
+    #[test]
+    fn include_stubs_point_at_files_holding_the_text_and_name_the_shapes_used() {
+        let mut spec = KernelSource::new("stub_test", &["a", "b"], &["out"], "");
+        spec.header = "#define TWO 2\n".into();
+        let body = "out[0] = a[0] * TWO + a_shape[0] + b_ndim;\n";
+        let (h, b) = include_stubs(&spec, &spec.header, body).unwrap();
+        let path = |stub: &str| {
+            let line = stub.lines().find(|l| l.starts_with("#include")).unwrap();
+            line.trim_start_matches("#include \"")
+                .trim_end_matches('"')
+                .to_string()
+        };
+        assert_eq!(std::fs::read_to_string(path(&h)).unwrap(), spec.header);
+        assert_eq!(std::fs::read_to_string(path(&b)).unwrap(), body);
+        // MLX passes a_shape and b_ndim only if the text it sees mentions them.
+        assert!(b.contains("a_shape") && b.contains("b_ndim"));
+        assert!(!b.contains("a_strides") && !b.contains("b_shape"));
+        // Another text gets another directory; the same text the same files.
+        let (_, b2) = include_stubs(&spec, &spec.header, "out[0] = 1;\n").unwrap();
+        assert_ne!(path(&b), path(&b2));
+        assert_eq!(include_stubs(&spec, &spec.header, body).unwrap().1, b);
+        // No header, no header stub.
+        assert!(include_stubs(&spec, "", body).unwrap().0.is_empty());
+    }
 
     #[test]
     fn compaction_drops_comment_lines_and_indentation_only() {

@@ -1,0 +1,171 @@
+//! One-token 4-bit GEMV on CUDA (`cuda/qgemv4.cu`, `cuda/qgemv4_silu.cu`): `x W^T` for an
+//! MLX-affine 4-bit weight, and the SwiGLU half `silu(x Wg^T) * (x Wu^T)` in one launch.
+//!
+//! Why: in an end-to-end decode step of a Llama-3-8B 4-bit model on the H200, MLX's
+//! `quantized_matmul` (its qmv kernel) read the weights at ~0.86 TB/s and took 5.25 of the
+//! 7.5 ms of kernel time per token (ncu, `benchmarks/gpu/ncu_e2e.sh`), so the KV cache's
+//! share of a step, the part a compressed cache can shrink, was small. These kernels unpack
+//! on the CUDA cores and multiply on the tensor cores with fp32 accumulation.
+//!
+//! `MLXCEL_FUSED_QMV=0` sends every call to MLX's `quantized_matmul` (the reference; also
+//! the path for other backends, other bit widths, bf16, and more than one token).
+
+use crate::flags;
+use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
+use crate::mlx::ops::Quantized;
+use crate::mlx::{Array, Dtype};
+use crate::{Error, Result};
+
+const HEADER: &str = include_str!("cuda/qgemv4.cuh");
+const MMA_HEADER: &str = include_str!("cuda/decode_attention_mma.cuh");
+
+/// Warps per CTA (each takes every NW-th 128-value tile of K).
+const WARPS: i32 = 8;
+/// Tiles each warp loads before it computes (16 B per lane and row each).
+const TILES_IN_FLIGHT: i32 = 4;
+/// Largest K: x is staged in shared memory as fp16 (K * 2 bytes, within the 48 KiB a launch
+/// gets without opting in to more).
+const MAX_K: usize = 24 * 1024;
+
+fn plain_source(shared: usize) -> KernelSource {
+    let mut s = KernelSource::new(
+        "mlxcel_qgemv4",
+        &["x", "w", "scales", "biases"],
+        &["y"],
+        include_str!("cuda/qgemv4.cu"),
+    );
+    s.header = format!("{MMA_HEADER}\n{HEADER}");
+    s.shared_memory = shared as i32;
+    s
+}
+
+fn silu_source(shared: usize) -> KernelSource {
+    let mut s = KernelSource::new(
+        "mlxcel_qgemv4_silu",
+        &["x", "wg", "sg", "bg", "wu", "su", "bu"],
+        &["y"],
+        include_str!("cuda/qgemv4_silu.cu"),
+    );
+    s.header = format!("{MMA_HEADER}\n{HEADER}");
+    s.shared_memory = shared as i32;
+    s
+}
+
+/// (N, K) of `q` if the kernels take it: 4-bit, a group size of 32, 64 or 128, fp16 scales
+/// and biases, N a multiple of 16 and K of 128 (at most [`MAX_K`]).
+fn weight_shape(q: &Quantized) -> Option<(usize, usize)> {
+    let ws = q.w.shape();
+    if ws.len() != 2 || q.bits != 4 || !matches!(q.group_size, 32 | 64 | 128) {
+        return None;
+    }
+    let (n, k) = (ws[0] as usize, ws[1] as usize * 8);
+    let ok = q.w.dtype() == Dtype::U32
+        && q.scales.dtype() == Dtype::F16
+        && q.biases.dtype() == Dtype::F16
+        && q.scales.shape() == [n as i32, (k / q.group_size as usize) as i32]
+        && q.biases.shape() == q.scales.shape()
+        && n.is_multiple_of(16)
+        && k.is_multiple_of(128)
+        && k <= MAX_K;
+    ok.then_some((n, k))
+}
+
+/// Whether `x @ W^T` of this call goes to the kernel: CUDA backend, `MLXCEL_FUSED_QMV` on,
+/// one fp16 row of x (a decode step), and a weight [`weight_shape`] accepts.
+pub fn applies(x: &Array, q: &Quantized) -> bool {
+    flags::FUSED_QMV.enabled()
+        && x.dtype() == Dtype::F16
+        && x.size() > 0
+        && weight_shape(q).is_some_and(|(_, k)| x.size() == k)
+        && KernelBackend::current() == Some(KernelBackend::Cuda)
+}
+
+/// Whether [`gemv_silu_mul`] takes this gate/up pair.
+pub fn applies_silu(x: &Array, gate: &Quantized, up: &Quantized) -> bool {
+    applies(x, gate) && weight_shape(up) == weight_shape(gate) && up.group_size == gate.group_size
+}
+
+fn out_shape(x: &Array, n: usize) -> Vec<i32> {
+    let mut s = x.shape();
+    if let Some(last) = s.last_mut() {
+        *last = n as i32;
+    }
+    s
+}
+
+fn checked(x: &Array, q: &Quantized, what: &str) -> Result<(usize, usize)> {
+    match weight_shape(q) {
+        Some((n, k)) if x.dtype() == Dtype::F16 && x.size() == k => Ok((n, k)),
+        _ => Err(Error::invalid(
+            "quantized gemv",
+            format!(
+                "{what}: x {:?} {:?} with a {}-bit weight {:?} (group {}) is not supported",
+                x.shape(),
+                x.dtype(),
+                q.bits,
+                q.w.shape(),
+                q.group_size
+            ),
+        )),
+    }
+}
+
+/// `x @ W^T` for one row of x (`[..., K]` with one row in all) -> `[..., N]` fp16.
+pub fn gemv(x: &Array, q: &Quantized) -> Result<Array> {
+    let (n, k) = checked(x, q, "gemv")?;
+    let shared = 2 * k;
+    let launch = Launch::new(
+        &[x, &q.w, &q.scales, &q.biases],
+        [(n / 16) as i32 * WARPS * 32, 1, 1],
+        [WARPS * 32, 1, 1],
+    )
+    .output(&out_shape(x, n), Dtype::F16)
+    .template("G", TemplateArg::Int(q.group_size))
+    .template("NW", TemplateArg::Int(WARPS))
+    .template("U", TemplateArg::Int(TILES_IN_FLIGHT));
+    cached_by_name(KernelBackend::Cuda, "qgemv4", shared as u64, || {
+        plain_source(shared)
+    })?
+    .call(&launch)?
+    .pop()
+    .ok_or_else(|| Error::invalid("quantized gemv", "no output"))
+}
+
+/// `silu(x @ Wg^T) * (x @ Wu^T)` for one row of x -> `[..., N]` fp16, in one launch.
+pub fn gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Array> {
+    let (n, k) = checked(x, gate, "gate")?;
+    if checked(x, up, "up")? != (n, k) || up.group_size != gate.group_size {
+        return Err(Error::invalid(
+            "quantized gemv",
+            format!(
+                "gate {:?} and up {:?} projections differ",
+                gate.w.shape(),
+                up.w.shape()
+            ),
+        ));
+    }
+    let shared = 2 * k;
+    let launch = Launch::new(
+        &[
+            x,
+            &gate.w,
+            &gate.scales,
+            &gate.biases,
+            &up.w,
+            &up.scales,
+            &up.biases,
+        ],
+        [(n / 16) as i32 * WARPS * 32, 1, 1],
+        [WARPS * 32, 1, 1],
+    )
+    .output(&out_shape(x, n), Dtype::F16)
+    .template("G", TemplateArg::Int(gate.group_size))
+    .template("NW", TemplateArg::Int(WARPS))
+    .template("U", TemplateArg::Int(TILES_IN_FLIGHT));
+    cached_by_name(KernelBackend::Cuda, "qgemv4_silu", shared as u64, || {
+        silu_source(shared)
+    })?
+    .call(&launch)?
+    .pop()
+    .ok_or_else(|| Error::invalid("quantized gemv", "no output"))
+}
