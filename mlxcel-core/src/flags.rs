@@ -42,6 +42,16 @@ pub const FUSED_DECODE: Flag = Flag {
     doc: "fused CUDA decode attention over the packed cache (0 = split paths: rotated-sdpa / dequant-sdpa)",
 };
 
+/// fp16 K and V caches also take the fused decode kernel (the control kernel of the issue).
+/// Off by default: MLX's fp16 SDPA was faster on the H200 per layer (0.64x-0.87x for the
+/// fused fp16 kernel, 4K-128K) and end to end at 4K (135.8 vs 128.5 tok/s), so fp16 caches
+/// use SDPA; ADR 0002.
+pub const FUSED_FP16: Flag = Flag {
+    name: "MLXCEL_FUSED_FP16",
+    default: false,
+    doc: "fp16 caches also take the fused decode kernel (1 = the control kernel; default: MLX SDPA, measured faster)",
+};
+
 /// The tensor-core fused decode kernel (v4: fp16 / int8 / turbo4 sides, GQA <= 8). When 0,
 /// fused calls go to the CUDA-core kernel (v3), which covers every fused format.
 pub const FUSED_MMA: Flag = Flag {
@@ -139,6 +149,7 @@ pub fn cuda_profile_steps() -> Option<(usize, usize)> {
 pub const ALL: &[Flag] = &[
     ROTATED_SDPA,
     FUSED_DECODE,
+    FUSED_FP16,
     FUSED_MMA,
     FUSED_ENCODE,
     INPLACE_APPEND,

@@ -9,7 +9,9 @@
 mod common;
 
 use common::{randn, rng};
-use mlxcel_core::kernels::quantized_gemv::{applies, applies_silu, gemv, gemv_silu_mul};
+use mlxcel_core::kernels::quantized_gemv::{
+    applies, applies_add, applies_silu, gemv, gemv_add, gemv_silu_mul,
+};
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::ops::{quantize, Quantized};
 use mlxcel_core::{Array, Dtype};
@@ -67,7 +69,7 @@ fn gemv_matches_a_float64_reference_or_is_not_used() {
         (4096, 4096, 64),
         (4096, 14336, 64),
         (1024, 14336, 128),
-        (256, 24576, 64),
+        (256, 20480, 64),
         (8000, 4096, 32),
     ];
     let mut worst: f64 = 0.0;
@@ -89,6 +91,17 @@ fn gemv_matches_a_float64_reference_or_is_not_used() {
         );
         assert!(e < TOL, "n={n} k={k} g={g}: relative RMS {e} >= {TOL}");
         worst = worst.max(e);
+        // The residual epilogue: x W^T + r.
+        let (r_arr, rv) = input(&mut r, n);
+        assert!(applies_add(&x, &q, &r_arr));
+        let want_add: Vec<f64> = want.iter().zip(&rv).map(|(w, a)| w + *a as f64).collect();
+        let e_add = rel_rms(&gemv_add(&x, &q, &r_arr).unwrap(), &want_add);
+        eprintln!("qgemv4 + residual n={n} k={k} g={g}: relative RMS {e_add:.2e}");
+        assert!(
+            e_add < TOL,
+            "residual n={n} k={k}: relative RMS {e_add} >= {TOL}"
+        );
+        worst = worst.max(e_add);
     }
     if on_cuda {
         eprintln!(
@@ -136,6 +149,15 @@ fn gemv_rejects_what_it_cannot_run() {
     let w = Array::from_slice(&randn(&mut r, 32 * 256), &[32, 256]).unwrap();
     let q8 = quantize(&w.astype(Dtype::F16).unwrap(), 64, 8).unwrap();
     assert!(!applies(&x, &q8));
+    // K = 24576: x no longer fits the shared memory a launch gets (failed on the H200).
+    let (qk, _) = weight(&mut r, 16, 24576, 64);
+    let (xk, _) = input(&mut r, 24576);
+    assert!(!applies(&xk, &qk));
+    // A residual of the wrong length is an error, not a silent broadcast.
+    let (q3, _) = weight(&mut r, 32, 256, 64);
+    let (bad_r, _) = input(&mut r, 16);
+    assert!(!applies_add(&x, &q3, &bad_r));
+    assert!(gemv_add(&x, &q3, &bad_r).is_err());
     let (x2, _) = input(&mut r, 128);
     let (q2, _) = weight(&mut r, 32, 256, 64);
     assert!(gemv(&x2, &q2).is_err(), "K mismatch must be an error");

@@ -90,6 +90,17 @@ impl Linear {
         }
     }
 
+    /// `forward(x) + residual`, in one launch where the GEMV kernel takes it (a decode step's
+    /// o_proj and down_proj: one MLX op and one launch fewer per layer each).
+    pub fn forward_residual(&self, x: &Array, residual: &Array) -> Result<Array> {
+        if let (Tensor::Quantized(q), None) = (&self.weight, &self.bias) {
+            if quantized_gemv::applies_add(x, q, residual) {
+                return Ok(quantized_gemv::gemv_add(x, q, residual)?);
+            }
+        }
+        Ok(residual.add(&self.forward(x)?)?)
+    }
+
     pub fn forward(&self, x: &Array) -> Result<Array> {
         let y = match &self.weight {
             Tensor::Dense(w) => x.matmul(&w.t()?)?,
@@ -178,6 +189,16 @@ impl Mlp {
     }
 
     pub fn forward(&self, x: &Array) -> Result<Array> {
+        self.down.forward(&self.hidden(x)?)
+    }
+
+    /// `residual + forward(x)` (the residual add folded into down_proj where it can be).
+    pub fn forward_residual(&self, x: &Array, residual: &Array) -> Result<Array> {
+        self.down.forward_residual(&self.hidden(x)?, residual)
+    }
+
+    /// `silu(gate(x)) * up(x)`: one launch on CUDA for 4-bit weights, else three ops.
+    fn hidden(&self, x: &Array) -> Result<Array> {
         if let (Tensor::Quantized(g), Tensor::Quantized(u), None, None) = (
             &self.gate.weight,
             &self.up.weight,
@@ -185,10 +206,10 @@ impl Mlp {
             &self.up.bias,
         ) {
             if quantized_gemv::applies_silu(x, g, u) {
-                return self.down.forward(&quantized_gemv::gemv_silu_mul(x, g, u)?);
+                return Ok(quantized_gemv::gemv_silu_mul(x, g, u)?);
             }
         }
         let g = self.gate.forward(x)?.silu()?;
-        self.down.forward(&g.multiply(&self.up.forward(x)?)?)
+        Ok(g.multiply(&self.up.forward(x)?)?)
     }
 }

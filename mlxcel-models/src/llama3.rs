@@ -198,8 +198,15 @@ impl Attention {
         })
     }
 
-    /// `x [B, L, hidden]` -> `[B, L, hidden]`; appends this block's K/V to `cache`.
-    pub fn forward(&self, x: &Array, rope: &Rope, cache: &mut dyn KvCache) -> Result<Array> {
+    /// `residual + attention(x)` for `x [B, L, hidden]` (the residual add folded into
+    /// o_proj where the GEMV kernel takes it); appends this block's K/V to `cache`.
+    pub fn forward(
+        &self,
+        x: &Array,
+        rope: &Rope,
+        cache: &mut dyn KvCache,
+        residual: &Array,
+    ) -> Result<Array> {
         let (b, l) = (x.dim(0), x.dim(1));
         let heads = |t: Array, n: i32, norm: &Option<RmsNorm>| -> Result<Array> {
             let t = t.reshape(&[b, l, n, self.head_dim])?;
@@ -221,7 +228,7 @@ impl Attention {
         let o = o
             .transpose(&[0, 2, 1, 3])?
             .reshape(&[b, l, self.n_heads * self.head_dim])?;
-        self.o_proj.forward(&o)
+        self.o_proj.forward_residual(&o, residual)
     }
 }
 
@@ -254,12 +261,10 @@ impl DecoderLayer {
     }
 
     pub fn forward(&self, x: &Array, rope: &Rope, cache: &mut dyn KvCache) -> Result<Array> {
-        let h = x.add(
-            &self
-                .attn
-                .forward(&self.input_norm.forward(x)?, rope, cache)?,
-        )?;
-        Ok(h.add(&self.mlp.forward(&self.post_norm.forward(&h)?)?)?)
+        let h = self
+            .attn
+            .forward(&self.input_norm.forward(x)?, rope, cache, x)?;
+        self.mlp.forward_residual(&self.post_norm.forward(&h)?, &h)
     }
 }
 

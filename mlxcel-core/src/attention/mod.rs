@@ -6,11 +6,11 @@
 //! | `dense` | no quantized side, or int8 | SDPA over the (dequantized) cache |
 //! | `rotated-sdpa` | a turbo side, `MLXCEL_ROTATED_SDPA` on (default) | turbo K: rotate q once (`<Rq, Rk> = <q, k>`); turbo V: attend over rotated V and inverse-rotate the output once (`P (V R^T) = (P V) R^T`) |
 //! | `dequant-sdpa` | a turbo side, `MLXCEL_ROTATED_SDPA=0` | dequantize every cached vector to the original basis, then SDPA (the exact reference) |
-//! | `fused-decode` | CUDA backend, one query position, fp16/int8/turbo sides, `MLXCEL_FUSED_DECODE` on (default) | one kernel reads the packed cache ([`crate::kernels::decode_attention`]) |
+//! | `fused-decode` | CUDA backend, one query position, int8/turbo sides (fp16 ones too with `MLXCEL_FUSED_FP16=1`), `MLXCEL_FUSED_DECODE` on (default) | one kernel reads the packed cache ([`crate::kernels::decode_attention`]) |
 
 use crate::flags;
 use crate::kernels::decode_attention::{fused_decode, supported};
-use crate::kv::side::KvSide;
+use crate::kv::side::{KvSide, FORMAT_FP16};
 use crate::mlx::fast::{scaled_dot_product_attention, AttentionMask};
 use crate::mlx::kernel::KernelBackend;
 use crate::mlx::Array;
@@ -49,11 +49,18 @@ pub fn fused_applies(q: &Array, k: &dyn KvSide, v: &dyn KvSide) -> bool {
     }
 }
 
-/// The path [`attend`] takes for these sides now.
+/// Whether both sides store fp16 (no quantized side to read fewer bytes from).
+fn both_fp16(k: &dyn KvSide, v: &dyn KvSide) -> bool {
+    matches!((k.raw(), v.raw()), (Some(kr), Some(vr)) if kr.format == FORMAT_FP16 && vr.format == FORMAT_FP16)
+}
+
+/// The path [`attend`] takes for these sides now. fp16/fp16 caches stay on MLX's SDPA
+/// unless `MLXCEL_FUSED_FP16` asks for the fused control kernel.
 pub fn select_path(q: &Array, k: &dyn KvSide, v: &dyn KvSide) -> AttentionPath {
     if flags::FUSED_DECODE.enabled()
         && KernelBackend::current() == Some(KernelBackend::Cuda)
         && fused_applies(q, k, v)
+        && (flags::FUSED_FP16.enabled() || !both_fp16(k, v))
     {
         return AttentionPath::FusedDecode;
     }

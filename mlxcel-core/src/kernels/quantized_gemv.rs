@@ -23,14 +23,15 @@ const MMA_HEADER: &str = include_str!("cuda/decode_attention_mma.cuh");
 const WARPS: i32 = 8;
 /// Tiles each warp loads before it computes (16 B per lane and row each).
 const TILES_IN_FLIGHT: i32 = 4;
-/// Largest K: x is staged in shared memory as fp16 (K * 2 bytes, within the 48 KiB a launch
-/// gets without opting in to more).
-const MAX_K: usize = 24 * 1024;
+/// Largest K: x is staged in shared memory as fp16 (K * 2 bytes; with the kernels' static
+/// shared memory within the 48 KiB a launch gets without opting in to more; K = 24576 failed
+/// to launch on the H200).
+const MAX_K: usize = 20 * 1024;
 
 fn plain_source(shared: usize) -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_qgemv4",
-        &["x", "w", "scales", "biases"],
+        &["x", "w", "scales", "biases", "r"],
         &["y"],
         include_str!("cuda/qgemv4.cu"),
     );
@@ -112,17 +113,47 @@ fn checked(x: &Array, q: &Quantized, what: &str) -> Result<(usize, usize)> {
 
 /// `x @ W^T` for one row of x (`[..., K]` with one row in all) -> `[..., N]` fp16.
 pub fn gemv(x: &Array, q: &Quantized) -> Result<Array> {
+    gemv_impl(x, q, None)
+}
+
+/// `x @ W^T + r` (r fp16 with N elements, e.g. the residual stream) in one launch.
+pub fn gemv_add(x: &Array, q: &Quantized, r: &Array) -> Result<Array> {
+    gemv_impl(x, q, Some(r))
+}
+
+/// Whether [`gemv_add`] takes this call.
+pub fn applies_add(x: &Array, q: &Quantized, r: &Array) -> bool {
+    applies(x, q)
+        && r.dtype() == Dtype::F16
+        && weight_shape(q).is_some_and(|(n, _)| r.size() == n && r.shape() == out_shape(x, n))
+}
+
+fn gemv_impl(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Array> {
     let (n, k) = checked(x, q, "gemv")?;
+    if let Some(r) = r {
+        if r.dtype() != Dtype::F16 || r.shape() != out_shape(x, n) {
+            return Err(Error::invalid(
+                "quantized gemv",
+                format!(
+                    "residual {:?} {:?}, expected {:?} f16",
+                    r.shape(),
+                    r.dtype(),
+                    out_shape(x, n)
+                ),
+            ));
+        }
+    }
     let shared = 2 * k;
     let launch = Launch::new(
-        &[x, &q.w, &q.scales, &q.biases],
+        &[x, &q.w, &q.scales, &q.biases, r.unwrap_or(x)],
         [(n / 16) as i32 * WARPS * 32, 1, 1],
         [WARPS * 32, 1, 1],
     )
     .output(&out_shape(x, n), Dtype::F16)
     .template("G", TemplateArg::Int(q.group_size))
     .template("NW", TemplateArg::Int(WARPS))
-    .template("U", TemplateArg::Int(TILES_IN_FLIGHT));
+    .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
+    .template("RESID", TemplateArg::Bool(r.is_some()));
     cached_by_name(KernelBackend::Cuda, "qgemv4", shared as u64, || {
         plain_source(shared)
     })?

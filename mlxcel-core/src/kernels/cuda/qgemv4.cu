@@ -1,7 +1,9 @@
-// y [N] = x [K] W^T for 4-bit MLX-affine W (helpers and layout: qgemv4.cuh). One CTA of NW
+// y [N] = x [K] W^T (+ r [N] when RESID: the residual add of o_proj / down_proj folded into
+// the epilogue) for 4-bit MLX-affine W (helpers and layout: qgemv4.cuh). One CTA of NW
 // warps per 16 rows. Inputs: x (fp16, K values), w uint32 [N, K/8], scales, biases fp16
-// [N, K/G]. Output: y fp16 [N]. Template constants: G (group size), NW (warps), U (tiles
-// in flight per warp). Dynamic shared memory: K * 2 bytes (x in pair order).
+// [N, K/G], r fp16 [N] (read only when RESID). Output: y fp16 [N]. Template constants: G
+// (group size), NW (warps), U (tiles in flight per warp), RESID. Dynamic shared memory:
+// K * 2 bytes (x in pair order).
 constexpr int NT = NW * 32;
 extern __shared__ __align__(16) unsigned char smem[];
 __half2* xs = reinterpret_cast<__half2*>(smem);
@@ -14,4 +16,8 @@ __syncthreads();
 float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
 mlxcel_qmv::rows16<G, NW, U>(w, scales, biases, xs, K, row0, warp, lane, acc[0]);
 const float s = mlxcel_qmv::reduce_rows<NW, 1>(acc, red, warp, lane, tid);
-if (tid < 16) y[row0 + tid] = __float2half_rn(s);
+if (tid < 16) {
+  float v = s;
+  if constexpr (RESID) v += __half2float(r[row0 + tid]);
+  y[row0 + tid] = __float2half_rn(v);
+}
