@@ -34,7 +34,9 @@ fn main() -> Result<()> {
     let n = 20_000;
     time("add", n, || x.add(&x))?;
     time("reshape", n, || x.reshape(&[1, 1, 32, 128]))?;
-    time("transpose", n, || x.reshape(&[1, 1, 32, 128])?.transpose(&[0, 2, 1, 3]))?;
+    time("transpose", n, || {
+        x.reshape(&[1, 1, 32, 128])?.transpose(&[0, 2, 1, 3])
+    })?;
     time("slice_axis", n, || x.slice_axis(2, 0, 1024))?;
     time("rms_norm", n, || rms_norm(&x, Some(&w), 1e-5))?;
     time("shape() query x4", n, || {
