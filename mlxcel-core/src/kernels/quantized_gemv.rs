@@ -143,23 +143,40 @@ fn gemv_impl(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Array> {
             ));
         }
     }
-    let shared = 2 * k;
-    let launch = Launch::new(
+    let launch = launch(
         &[x, &q.w, &q.scales, &q.biases, r.unwrap_or(x)],
+        x,
+        n,
+        q.group_size,
+    )
+    .template("RESID", TemplateArg::Bool(r.is_some()));
+    run("qgemv4", 2 * k, plain_source, &launch)
+}
+
+/// The launch shared by both kernels: one CTA of [`WARPS`] warps per 16 output rows.
+fn launch<'a>(inputs: &[&'a Array], x: &Array, n: usize, group: i32) -> Launch<'a> {
+    Launch::new(
+        inputs,
         [(n / 16) as i32 * WARPS * 32, 1, 1],
         [WARPS * 32, 1, 1],
     )
     .output(&out_shape(x, n), Dtype::F16)
-    .template("G", TemplateArg::Int(q.group_size))
+    .template("G", TemplateArg::Int(group))
     .template("NW", TemplateArg::Int(WARPS))
     .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
-    .template("RESID", TemplateArg::Bool(r.is_some()));
-    cached_by_name(KernelBackend::Cuda, "qgemv4", shared as u64, || {
-        plain_source(shared)
-    })?
-    .call(&launch)?
-    .pop()
-    .ok_or_else(|| Error::invalid("quantized gemv", "no output"))
+}
+
+/// Calls the kernel `name` built for `shared` bytes of staged x (one build per size).
+fn run(
+    name: &'static str,
+    shared: usize,
+    source: fn(usize) -> KernelSource,
+    launch: &Launch<'_>,
+) -> Result<Array> {
+    cached_by_name(KernelBackend::Cuda, name, shared as u64, || source(shared))?
+        .call(launch)?
+        .pop()
+        .ok_or_else(|| Error::invalid("quantized gemv", "no output"))
 }
 
 /// `silu(x @ Wg^T) * (x @ Wu^T)` for one row of x -> `[..., N]` fp16, in one launch.
@@ -175,28 +192,19 @@ pub fn gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Arra
             ),
         ));
     }
-    let shared = 2 * k;
-    let launch = Launch::new(
-        &[
-            x,
-            &gate.w,
-            &gate.scales,
-            &gate.biases,
-            &up.w,
-            &up.scales,
-            &up.biases,
-        ],
-        [(n / 16) as i32 * WARPS * 32, 1, 1],
-        [WARPS * 32, 1, 1],
+    let inputs = [
+        x,
+        &gate.w,
+        &gate.scales,
+        &gate.biases,
+        &up.w,
+        &up.scales,
+        &up.biases,
+    ];
+    run(
+        "qgemv4_silu",
+        2 * k,
+        silu_source,
+        &launch(&inputs, x, n, gate.group_size),
     )
-    .output(&out_shape(x, n), Dtype::F16)
-    .template("G", TemplateArg::Int(gate.group_size))
-    .template("NW", TemplateArg::Int(WARPS))
-    .template("U", TemplateArg::Int(TILES_IN_FLIGHT));
-    cached_by_name(KernelBackend::Cuda, "qgemv4_silu", shared as u64, || {
-        silu_source(shared)
-    })?
-    .call(&launch)?
-    .pop()
-    .ok_or_else(|| Error::invalid("quantized gemv", "no output"))
 }
