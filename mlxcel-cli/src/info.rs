@@ -1,12 +1,14 @@
 //! `mlxcel info`: what MLX build is loaded, on which backend, with which devices.
 //! On the GPU host this is the first thing to run: it shows whether the CUDA `libmlx.so`
 //! was picked up (the `libmlx` path) and, with `--kernel-check`, that MLX's JIT compiles
-//! and runs a custom kernel through mlxcel's wrapper.
+//! and runs a custom kernel through mlxcel's wrapper. It also lists every `MLXCEL_*` switch
+//! with its value in this environment, so a benchmark's output says which paths ran.
 
 use std::collections::BTreeMap;
 
 use anyhow::Result;
 use clap::Args;
+use mlxcel_core::flags;
 use mlxcel_core::kernels::selftest;
 use mlxcel_core::mlx::device::{self, DeviceKind};
 use mlxcel_core::mlx::kernel::KernelBackend;
@@ -46,6 +48,15 @@ struct KernelDtypeResult {
 }
 
 #[derive(Serialize)]
+struct Switch {
+    name: String,
+    enabled: bool,
+    /// Whether the value comes from the environment (else the default).
+    from_env: bool,
+    doc: String,
+}
+
+#[derive(Serialize)]
 struct Info {
     mlxcel_version: String,
     mlx_version: String,
@@ -61,6 +72,19 @@ struct Info {
     active_memory_bytes: usize,
     peak_memory_bytes: usize,
     kernel_check: Option<KernelCheck>,
+    switches: Vec<Switch>,
+}
+
+fn switches() -> Vec<Switch> {
+    flags::ALL
+        .iter()
+        .map(|f| Switch {
+            name: f.name.to_string(),
+            enabled: f.enabled(),
+            from_env: std::env::var_os(f.name).is_some(),
+            doc: f.doc.to_string(),
+        })
+        .collect()
 }
 
 fn collect(kernel_check: bool) -> Result<Info> {
@@ -105,6 +129,7 @@ fn collect(kernel_check: bool) -> Result<Info> {
         active_memory_bytes: memory::active_memory()?,
         peak_memory_bytes: memory::peak_memory()?,
         kernel_check,
+        switches: switches(),
     })
 }
 
@@ -172,6 +197,16 @@ fn print_text(info: &Info) {
         "memory        active {} B, peak {} B",
         info.active_memory_bytes, info.peak_memory_bytes
     );
+    println!("switches      (0 turns a fast path off; see docs/usage.md)");
+    for s in &info.switches {
+        println!(
+            "  {:<26} {:<3} {:<9} {}",
+            s.name,
+            if s.enabled { "on" } else { "off" },
+            if s.from_env { "(env)" } else { "(default)" },
+            s.doc
+        );
+    }
     if let Some(kc) = &info.kernel_check {
         println!("kernel check  {}", kc.status);
         for r in &kc.results {

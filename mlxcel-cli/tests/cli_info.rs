@@ -33,6 +33,33 @@ fn info_json_describes_the_loaded_library() {
 }
 
 #[test]
+fn info_lists_every_switch_with_its_value_here() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mlxcel"))
+        .args(["info", "--json"])
+        .env("MLXCEL_FUSED_QMV", "0")
+        .env_remove("MLXCEL_FUSED_DECODE")
+        .output()
+        .expect("mlxcel runs");
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let switches = v["switches"].as_array().expect("a switches list");
+    let find = |name: &str| {
+        switches
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing from {switches:?}"))
+    };
+    assert_eq!(find("MLXCEL_FUSED_QMV")["enabled"], false);
+    assert_eq!(find("MLXCEL_FUSED_QMV")["from_env"], true);
+    assert_eq!(find("MLXCEL_FUSED_DECODE")["enabled"], true);
+    assert_eq!(find("MLXCEL_FUSED_DECODE")["from_env"], false);
+    assert_eq!(find("MLXCEL_FUSED_FP16")["enabled"], false);
+    assert!(switches
+        .iter()
+        .all(|s| !s["doc"].as_str().unwrap().is_empty()));
+}
+
+#[test]
 fn info_text_names_backend_and_library() {
     let out = mlxcel(&["info"]);
     assert!(out.status.success());
