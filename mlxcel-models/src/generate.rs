@@ -111,22 +111,53 @@ pub fn prefill(
     Ok(logits.astype(Dtype::F32)?.to_vec::<f32>()?)
 }
 
-/// Opens the CUDA profiler range before decode step `first` is built (`opening`, with
-/// `steps` = steps built so far) and closes it once `first + count` steps are built
-/// ([`flags::CUDA_PROFILE_STEPS`]). Profiling never changes results, so a failure is
-/// only logged.
-fn profile_boundary(profile: Option<(usize, usize)>, steps: usize, opening: bool) {
-    let Some((first, count)) = profile else {
-        return;
-    };
-    let at = if opening { first } else { first + count };
-    if steps == at {
-        match device::cuda_profiler(opening) {
-            Ok(true) => tracing::info!(
-                "CUDA profiler {} at decode step {steps}",
-                if opening { "started" } else { "stopped" }
-            ),
-            _ => tracing::warn!("CUDA profiler range requested, but no CUDA driver answered"),
+/// The host-side record of the decode steps: how long building each took, and the CUDA
+/// profiler range around chosen steps ([`flags::CUDA_PROFILE_STEPS`]).
+struct StepRecorder {
+    build_times: Vec<f64>,
+    profile: Option<(usize, usize)>,
+}
+
+impl StepRecorder {
+    fn new(capacity: usize) -> StepRecorder {
+        StepRecorder {
+            build_times: Vec::with_capacity(capacity),
+            profile: flags::cuda_profile_steps(),
+        }
+    }
+
+    /// Runs `build` as the next decode step, timing it, then `finish` on its result (the
+    /// synchronous loop's evaluation: inside the profiler range, outside the build time).
+    fn step<T, U>(
+        &mut self,
+        build: impl FnOnce() -> Result<T>,
+        finish: impl FnOnce(T) -> Result<U>,
+    ) -> Result<U> {
+        self.profile_boundary(true);
+        let t = Instant::now();
+        let built = build()?;
+        self.build_times.push(t.elapsed().as_secs_f64());
+        let out = finish(built)?;
+        self.profile_boundary(false);
+        Ok(out)
+    }
+
+    /// Opens the profiler range before step `first` is built (`opening`) and closes it once
+    /// `first + count` steps are built. Profiling never changes results, so a failure is
+    /// only logged.
+    fn profile_boundary(&self, opening: bool) {
+        let Some((first, count)) = self.profile else {
+            return;
+        };
+        let steps = self.build_times.len();
+        if steps == if opening { first } else { first + count } {
+            match device::cuda_profiler(opening) {
+                Ok(true) => tracing::info!(
+                    "CUDA profiler {} at decode step {steps}",
+                    if opening { "started" } else { "stopped" }
+                ),
+                _ => tracing::warn!("CUDA profiler range requested, but no CUDA driver answered"),
+            }
         }
     }
 }
@@ -181,18 +212,14 @@ pub fn generate(
         && sampler.params().is_greedy();
     // The queued step of the pipelined loop: its token, still on the device.
     let mut queued: Option<Array> = None;
-    let mut build_times: Vec<f64> = Vec::with_capacity(params.max_tokens);
-    let profile = flags::cuda_profile_steps();
+    let mut steps = StepRecorder::new(params.max_tokens);
     while out.len() < params.max_tokens {
         let tok = match queued.take() {
             Some(pending) => {
                 // Queue the following step before waiting for this one.
                 if out.len() + 1 < params.max_tokens {
-                    profile_boundary(profile, build_times.len(), true);
-                    let tb = Instant::now();
-                    queued = Some(queue_greedy_step(model, &pending, &mut caches)?);
-                    build_times.push(tb.elapsed().as_secs_f64());
-                    profile_boundary(profile, build_times.len(), false);
+                    queued =
+                        Some(steps.step(|| queue_greedy_step(model, &pending, &mut caches), Ok)?);
                 }
                 pending.item::<u32>()?
             }
@@ -239,20 +266,16 @@ pub fn generate(
             // Only the first decode step starts from a host token; later ones were queued
             // above from the device token.
             if queued.is_none() {
-                profile_boundary(profile, build_times.len(), true);
-                let tb = Instant::now();
-                let first = Array::from_slice(&[tok], &[1])?;
-                queued = Some(queue_greedy_step(model, &first, &mut caches)?);
-                build_times.push(tb.elapsed().as_secs_f64());
-                profile_boundary(profile, build_times.len(), false);
+                queued = Some(steps.step(
+                    || queue_greedy_step(model, &Array::from_slice(&[tok], &[1])?, &mut caches),
+                    Ok,
+                )?);
             }
         } else {
-            profile_boundary(profile, build_times.len(), true);
-            let tb = Instant::now();
-            let next = model.forward(&[tok], &mut caches, true)?;
-            build_times.push(tb.elapsed().as_secs_f64());
-            logits = next.astype(Dtype::F32)?.to_vec::<f32>()?;
-            profile_boundary(profile, build_times.len(), false);
+            logits = steps.step(
+                || model.forward(&[tok], &mut caches, true),
+                |next| Ok(next.astype(Dtype::F32)?.to_vec::<f32>()?),
+            )?;
         }
     }
     device::synchronize()?;
@@ -280,8 +303,8 @@ pub fn generate(
         // The configured mode (the first layers may be boundary layers kept in fp16).
         kv_cache_mode: params.kv.mode.name().to_string(),
         stop_reason,
-        decode_graph_build_seconds: build_times.iter().sum(),
-        decode_host_seconds_per_step_steady: mean_of_second_half(&build_times),
+        decode_graph_build_seconds: steps.build_times.iter().sum(),
+        decode_host_seconds_per_step_steady: mean_of_second_half(&steps.build_times),
         decode_pipelined: pipelined,
     };
     Ok(Generation {

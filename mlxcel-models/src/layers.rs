@@ -188,11 +188,7 @@ impl Mlp {
         })
     }
 
-    pub fn forward(&self, x: &Array) -> Result<Array> {
-        self.down.forward(&self.hidden(x)?)
-    }
-
-    /// `residual + forward(x)` (the residual add folded into down_proj where it can be).
+    /// `residual + down(silu(gate(x)) * up(x))` (the residual add folded into down_proj where it can be).
     pub fn forward_residual(&self, x: &Array, residual: &Array) -> Result<Array> {
         self.down.forward_residual(&self.hidden(x)?, residual)
     }

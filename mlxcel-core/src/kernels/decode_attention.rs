@@ -182,7 +182,7 @@ thread_local! {
 /// kept and handed out again for the same length: within a decode step every layer's two
 /// appends and attention call ask for the same length, so one view (one MLX op) serves them
 /// all instead of three slices per layer.
-fn length_marker(len: usize) -> Result<Array> {
+pub(crate) fn length_marker(len: usize) -> Result<Array> {
     if let Some(a) = LAST_MARKER.with(|m| {
         m.borrow()
             .as_ref()
@@ -247,19 +247,11 @@ fn aux_or_dummy(r: &RawSide<'_>) -> Result<Array> {
 /// The dependency input for a write token (an in-place append the launch must run after),
 /// or a placeholder when there is nothing to wait for: kernels take it as an input only so
 /// that MLX orders them after that append.
-fn wait_for(token: Option<&Array>) -> Result<Array> {
+pub(crate) fn wait_for(token: Option<&Array>) -> Result<Array> {
     match token {
         Some(t) => Ok(t.clone()),
         None => dummy(Placeholder::Dependency, || Array::zeros(&[4], Dtype::I32)),
     }
-}
-
-/// The two ordering inputs of an in-place write at `pos` (`turbo_encode`, `int8_encode`):
-/// the position marker (`pos_marker_shape[0] - 1` is `pos`) and the previous write's token
-/// (or a placeholder). The write's own token is a `[4]` int32 output: outputs of 8 bytes or
-/// less would come from MLX's managed-memory pool.
-pub(crate) fn in_place_inputs(pos: usize, after: Option<&Array>) -> Result<(Array, Array)> {
-    Ok((length_marker(pos + 1)?, wait_for(after)?))
 }
 
 fn check_scale(scale: f32, d: usize) -> Result<()> {
@@ -282,7 +274,7 @@ pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize) -> usize {
 /// Threads per output dimension in the merge kernel (`P` in `cuda/merge_splits.cu`).
 const MERGE_THREADS_PER_DIM: usize = 4;
 /// Most splits the merge kernel takes (`MAX_SPLITS` in `cuda/merge_splits.cu`).
-pub const MAX_SPLITS: usize = 2048;
+const MAX_SPLITS: usize = 2048;
 
 /// The split-merge launch shared by both kernels.
 fn merge(q: &Array, o_part: &Array, ml: &Array, v: &RawSide<'_>, d: usize) -> Result<Array> {

@@ -5,7 +5,8 @@
 //! backends, or `MLXCEL_INPLACE_APPEND=0`). Ordering rules: [`crate::kv::pending`].
 
 use crate::flags;
-use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
+use crate::kernels::in_place;
+use crate::mlx::kernel::{KernelBackend, KernelSource};
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
 
@@ -56,17 +57,13 @@ pub fn encode_into(
             format!("in place: x {xs:?} into q {qs:?} / scales {ss:?} at {pos}"),
         ));
     }
-    let rows = (xs[0] * xs[1] * xs[2]) as usize;
-    let (marker, after) = crate::kernels::decode_attention::in_place_inputs(pos, after)?;
-    let launch = Launch::new(
-        &[x, q_buf, scale_buf, &marker, &after],
-        [(rows * 32) as i32, 1, 1],
-        [128, 1, 1],
+    in_place::write(
+        "int8_encode_inplace",
+        source,
+        &[x, q_buf, scale_buf],
+        (xs[0] * xs[1] * xs[2]) as usize,
+        xs[3] as usize,
+        pos,
+        after,
     )
-    .output(&[4], Dtype::I32)
-    .template("D", TemplateArg::Int(xs[3]));
-    cached_by_name(KernelBackend::Cuda, "int8_encode_inplace", 0, source)?
-        .call(&launch)?
-        .pop()
-        .ok_or_else(|| Error::invalid("int8 encode", "no output"))
 }

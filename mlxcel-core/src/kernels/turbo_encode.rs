@@ -102,9 +102,9 @@ pub fn fused_encode_into(
             ),
         ));
     }
-    let rows = (xs[0] * xs[1] * xs[2]) as usize;
-    let (marker, after) = crate::kernels::decode_attention::in_place_inputs(pos, after)?;
-    let launch = Launch::new(
+    crate::kernels::in_place::write(
+        "turbo_encode_inplace",
+        source_in_place,
         &[
             x,
             codec.midpoints(),
@@ -112,24 +112,12 @@ pub fn fused_encode_into(
             codec.rotation.signs_array(),
             packed,
             norms,
-            &marker,
-            &after,
         ],
-        [(rows * 32) as i32, 1, 1],
-        [128, 1, 1],
+        (xs[0] * xs[1] * xs[2]) as usize,
+        d,
+        pos,
+        after,
     )
-    .output(&[4], Dtype::I32)
-    .template("D", TemplateArg::Int(d as i32));
-    let kernel = cached_by_name(
-        KernelBackend::Cuda,
-        "turbo_encode_inplace",
-        0,
-        source_in_place,
-    )?;
-    kernel
-        .call(&launch)?
-        .pop()
-        .ok_or_else(|| Error::invalid("fused turbo encode", "no output"))
 }
 
 /// Encodes `x [.., head_dim]` like [`TurboCodec::encode`] (same codes up to rounding at

@@ -1,0 +1,34 @@
+//! The launch shared by the in-place cache writers (`turbo_encode`, `int8_encode`): one warp
+//! per new head vector, the new positions written straight into the cache buffers, ordered
+//! by a position marker and the previous write's token ([`crate::kv::pending`] has the rules).
+
+use crate::kernels::decode_attention::{length_marker, wait_for};
+use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
+use crate::mlx::{Array, Dtype};
+use crate::{Error, Result};
+
+/// Queues kernel `name` (built by `source`) over `rows` head vectors of `head_dim`, writing
+/// at positions `pos..` after the write whose token is `after`. `inputs` are the kernel's
+/// inputs before its two ordering inputs, `pos_marker` (`pos_marker_shape[0] - 1` is `pos`)
+/// and `after` (the previous token, or a placeholder). Returns this write's token, a `[4]`
+/// int32 output: outputs of 8 bytes or less would come from MLX's managed-memory pool.
+pub(crate) fn write(
+    name: &'static str,
+    source: fn() -> KernelSource,
+    inputs: &[&Array],
+    rows: usize,
+    head_dim: usize,
+    pos: usize,
+    after: Option<&Array>,
+) -> Result<Array> {
+    let (marker, after) = (length_marker(pos + 1)?, wait_for(after)?);
+    let mut all = inputs.to_vec();
+    all.extend([&marker, &after]);
+    let launch = Launch::new(&all, [(rows * 32) as i32, 1, 1], [128, 1, 1])
+        .output(&[4], Dtype::I32)
+        .template("D", TemplateArg::Int(head_dim as i32));
+    cached_by_name(KernelBackend::Cuda, name, 0, source)?
+        .call(&launch)?
+        .pop()
+        .ok_or_else(|| Error::invalid(name, "no output"))
+}
