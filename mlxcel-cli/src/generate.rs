@@ -100,6 +100,13 @@ fn print_profile(s: &GenerationStats) {
         1e3 * s.decode_host_seconds_per_step_steady,
         1e3 / s.decode_steady_tokens_per_second.max(1e-9)
     );
+    if s.decode_pipelined {
+        eprintln!(
+            "  of which submit  {:.3} ms in MLX async_eval; then {:.3} ms waiting for the device",
+            1e3 * s.decode_submit_seconds_per_step_steady,
+            1e3 * s.decode_wait_seconds_per_step_steady
+        );
+    }
     eprintln!(
         "graph building     {:.3} s on the host ({})",
         s.decode_graph_build_seconds,

@@ -79,6 +79,14 @@ pub struct GenerationStats {
     /// (`async_eval` returns once the step is queued). When it is close to the step time
     /// (1 / steady tok/s) the decode is host-bound: the device waits for the host.
     pub decode_host_seconds_per_step_steady: f64,
+    /// The part of `decode_host_seconds_per_step_steady` spent in MLX's `async_eval` (encoding
+    /// and launching the step's kernels) in the pipelined loop; the rest is model code and
+    /// graph construction. 0 in the synchronous loop.
+    pub decode_submit_seconds_per_step_steady: f64,
+    /// Mean time per step (second half) the pipelined loop waits for the device's token after
+    /// queueing the next step. Near 0: host-bound (the device finished first); otherwise the
+    /// device's step time is about host + wait. 0 in the synchronous loop.
+    pub decode_wait_seconds_per_step_steady: f64,
     /// Whether the pipelined greedy loop ran (see `MLXCEL_PIPELINED_DECODE`).
     pub decode_pipelined: bool,
 }
@@ -115,6 +123,10 @@ pub fn prefill(
 /// profiler range around chosen steps ([`flags::CUDA_PROFILE_STEPS`]).
 struct StepRecorder {
     build_times: Vec<f64>,
+    /// Pipelined loop: time in `async_eval` per step (part of `build_times`).
+    submit_times: Vec<f64>,
+    /// Pipelined loop: time waiting for the device's token per step.
+    wait_times: Vec<f64>,
     profile: Option<(usize, usize)>,
 }
 
@@ -122,6 +134,8 @@ impl StepRecorder {
     fn new(capacity: usize) -> StepRecorder {
         StepRecorder {
             build_times: Vec::with_capacity(capacity),
+            submit_times: Vec::with_capacity(capacity),
+            wait_times: Vec::with_capacity(capacity),
             profile: flags::cuda_profile_steps(),
         }
     }
@@ -140,6 +154,14 @@ impl StepRecorder {
         let out = finish(built)?;
         self.profile_boundary(false);
         Ok(out)
+    }
+
+    /// [`StepRecorder::step`] for the pipelined loop: `build` returns the queued token and
+    /// the seconds it spent in `async_eval`.
+    fn queue(&mut self, build: impl FnOnce() -> Result<(Array, f64)>) -> Result<Array> {
+        let (next, submit) = self.step(build, Ok)?;
+        self.submit_times.push(submit);
+        Ok(next)
     }
 
     /// Opens the profiler range before step `first` is built (`opening`) and closes it once
@@ -177,11 +199,12 @@ fn queue_greedy_step(
     model: &Model,
     token: &Array,
     caches: &mut [Box<dyn KvCache>],
-) -> Result<Array> {
+) -> Result<(Array, f64)> {
     let logits = model.forward_tokens(token, caches, true)?;
     let next = logits.argmax(&[-1], false)?.reshape(&[1])?;
+    let t = Instant::now();
     async_eval_all(&[&next])?;
-    Ok(next)
+    Ok((next, t.elapsed().as_secs_f64()))
 }
 
 /// Generates from `prompt` token ids, calling `on_text` with each newly decoded piece.
@@ -218,10 +241,12 @@ pub fn generate(
             Some(pending) => {
                 // Queue the following step before waiting for this one.
                 if out.len() + 1 < params.max_tokens {
-                    queued =
-                        Some(steps.step(|| queue_greedy_step(model, &pending, &mut caches), Ok)?);
+                    queued = Some(steps.queue(|| queue_greedy_step(model, &pending, &mut caches))?);
                 }
-                pending.item::<u32>()?
+                let t = Instant::now();
+                let tok = pending.item::<u32>()?;
+                steps.wait_times.push(t.elapsed().as_secs_f64());
+                tok
             }
             None => sampler.sample(&mut logits, &history),
         };
@@ -266,10 +291,9 @@ pub fn generate(
             // Only the first decode step starts from a host token; later ones were queued
             // above from the device token.
             if queued.is_none() {
-                queued = Some(steps.step(
-                    || queue_greedy_step(model, &Array::from_slice(&[tok], &[1])?, &mut caches),
-                    Ok,
-                )?);
+                queued = Some(steps.queue(|| {
+                    queue_greedy_step(model, &Array::from_slice(&[tok], &[1])?, &mut caches)
+                })?);
             }
         } else {
             logits = steps.step(
@@ -305,6 +329,8 @@ pub fn generate(
         stop_reason,
         decode_graph_build_seconds: steps.build_times.iter().sum(),
         decode_host_seconds_per_step_steady: mean_of_second_half(&steps.build_times),
+        decode_submit_seconds_per_step_steady: mean_of_second_half(&steps.submit_times),
+        decode_wait_seconds_per_step_steady: mean_of_second_half(&steps.wait_times),
         decode_pipelined: pipelined,
     };
     Ok(Generation {
