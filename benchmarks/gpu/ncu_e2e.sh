@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # In-situ kernel times of end-to-end decode steps (H200), after benchmarks/gpu/stage.sh:
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/ncu_e2e.sh [modes] [contexts] [first,count]
+# (MLXCEL_BIN: another mlxcel binary, e.g. a second build staged for an A/B; NCU_OUT: dest.)
 # Runs `mlxcel generate` on the synthetic Llama-3-8B 4-bit model under
 # `ncu --profile-from-start off`; the generation loop opens the profiler range around the
 # chosen decode steps (MLXCEL_CUDA_PROFILE_STEPS), so only their kernels are timed, at the
@@ -11,13 +12,14 @@ set -uo pipefail
 MODES="${1:-fp16,turbo4}"
 CTXS="${2:-4096}"
 STEPS="${3:-8,1}"
+BIN="${MLXCEL_BIN:-.devcarry/bin/mlxcel}"
 DEST="${NCU_OUT:-/tmp/mlxcel-run}/ncu-e2e"; mkdir -p "$DEST"
 for mode in ${MODES//,/ }; do
   for ctx in ${CTXS//,/ }; do
     f="$DEST/ncu-e2e-$mode-$ctx.csv"
     MLXCEL_CUDA_PROFILE_STEPS="$STEPS" ncu --profile-from-start off --clock-control none \
       --metrics gpu__time_duration.sum --csv --page raw --print-units base \
-      .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" \
+      "$BIN" generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" \
       --max-tokens 16 --ignore-eos --prefill-chunk 4096 --kv "$mode" > "$f" 2> "$DEST/ncu-e2e-$mode-$ctx.err"
     python3 - "$f" "$mode" "$ctx" "${STEPS#*,}" <<'PY'
 import csv, sys, collections, re
