@@ -208,6 +208,8 @@ void array_eval(const Array& a) {
   x.eval();
 }
 
+bool array_is_available(const Array& a) { return a.inner.is_available(); }
+
 void array_copy_to(const Array& a, rust::Slice<uint8_t> dst) {
   mx::array c = mx::contiguous(a.inner);
   c.eval();

@@ -88,6 +88,18 @@ pub const PIPELINED_DECODE: Flag = Flag {
     doc: "greedy decode queues step t+1 before reading token t (0 = one synchronous step at a time, host argmax)",
 };
 
+/// How the pipelined loop waits for a step's token: by polling whether it is ready (yielding
+/// the thread between polls) before reading it, instead of blocking in MLX's wait. MLX's CUDA
+/// events are created with blocking sync, so a plain wait sleeps until the driver wakes the
+/// thread; where that wake-up is slow (seen on the H200 host: 1-2.4 ms of wait per step with
+/// ~3.5 ms of kernels and 5-7 ms of host work) the poll returns as soon as the step is done.
+/// When 0, the loop blocks in MLX's wait (the reference).
+pub const POLL_WAIT: Flag = Flag {
+    name: "MLXCEL_POLL_WAIT",
+    default: true,
+    doc: "the pipelined decode loop polls for the step's token instead of blocking in MLX's wait (0 = block)",
+};
+
 /// The one-token 4-bit GEMV kernels on CUDA (`kernels::quantized_gemv`): projections of a
 /// decode step, and the MLP's gate/up pair with its SiLU product in one launch. When 0,
 /// every projection goes through MLX's `quantized_matmul` (and the MLP through separate
@@ -154,6 +166,7 @@ pub const ALL: &[Flag] = &[
     FUSED_ENCODE,
     INPLACE_APPEND,
     PIPELINED_DECODE,
+    POLL_WAIT,
     FUSED_QMV,
     KERNEL_FILES,
 ];

@@ -233,6 +233,7 @@ pub fn generate(
         .pipelined
         .unwrap_or_else(|| flags::PIPELINED_DECODE.enabled())
         && sampler.params().is_greedy();
+    let poll_wait = flags::POLL_WAIT.enabled();
     // The queued step of the pipelined loop: its token, still on the device.
     let mut queued: Option<Array> = None;
     let mut steps = StepRecorder::new(params.max_tokens);
@@ -244,6 +245,11 @@ pub fn generate(
                     queued = Some(steps.queue(|| queue_greedy_step(model, &pending, &mut caches))?);
                 }
                 let t = Instant::now();
+                if poll_wait {
+                    while !pending.is_ready()? {
+                        std::thread::yield_now();
+                    }
+                }
                 let tok = pending.item::<u32>()?;
                 steps.wait_times.push(t.elapsed().as_secs_f64());
                 tok
