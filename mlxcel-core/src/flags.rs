@@ -93,11 +93,12 @@ pub const PIPELINED_DECODE: Flag = Flag {
 /// events are created with blocking sync, so a plain wait sleeps until the driver wakes the
 /// thread; where that wake-up is slow (seen on the H200 host: 1-2.4 ms of wait per step with
 /// ~3.5 ms of kernels and 5-7 ms of host work) the poll returns as soon as the step is done.
-/// When 0, the loop blocks in MLX's wait (the reference).
+/// Off by default until measured on the GPU (written after the last device call of session
+/// 5; `benchmarks/gpu/session5_call4.sh` is the A/B); 1 polls, 0 blocks in MLX's wait.
 pub const POLL_WAIT: Flag = Flag {
     name: "MLXCEL_POLL_WAIT",
-    default: true,
-    doc: "the pipelined decode loop polls for the step's token instead of blocking in MLX's wait (0 = block)",
+    default: false,
+    doc: "the pipelined decode loop polls for the step's token instead of blocking in MLX's wait (1 = poll; unmeasured on the GPU, off by default)",
 };
 
 /// The one-token 4-bit GEMV kernels on CUDA (`kernels::quantized_gemv`): projections of a

@@ -28,6 +28,9 @@ pub struct GenerateParams {
     /// Pipelined greedy decoding on or off; `None` follows `MLXCEL_PIPELINED_DECODE`
     /// (on by default). Only greedy sampling pipelines.
     pub pipelined: Option<bool>,
+    /// How the pipelined loop waits for a token: polling (`true`) or MLX's blocking wait;
+    /// `None` follows `MLXCEL_POLL_WAIT`.
+    pub poll_wait: Option<bool>,
 }
 
 impl Default for GenerateParams {
@@ -40,6 +43,7 @@ impl Default for GenerateParams {
             sampling: SamplingParams::default(),
             kv: KvConfig::default(),
             pipelined: None,
+            poll_wait: None,
         }
     }
 }
@@ -233,7 +237,9 @@ pub fn generate(
         .pipelined
         .unwrap_or_else(|| flags::PIPELINED_DECODE.enabled())
         && sampler.params().is_greedy();
-    let poll_wait = flags::POLL_WAIT.enabled();
+    let poll_wait = params
+        .poll_wait
+        .unwrap_or_else(|| flags::POLL_WAIT.enabled());
     // The queued step of the pipelined loop: its token, still on the device.
     let mut queued: Option<Array> = None;
     let mut steps = StepRecorder::new(params.max_tokens);
