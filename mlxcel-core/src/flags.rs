@@ -121,6 +121,16 @@ pub const KERNEL_FILES: Flag = Flag {
     doc: "CUDA kernels reach MLX as #include stubs of content-hashed files (0 = full text inline, costlier launches)",
 };
 
+/// RoPE inside the fused kernels of a decode step: the in-place int8/turbo4 encoders rotate
+/// the new key and the tensor-core attention kernel rotates the query, instead of MLX's
+/// rope op on each (two MLX ops per layer and step). When 0, MLX's rope runs first.
+pub const FUSED_ROPE: Flag = Flag {
+    name: "MLXCEL_FUSED_ROPE",
+    default: true,
+    doc:
+        "RoPE applied inside the fused encoder/attention kernels on CUDA (0 = MLX's rope op first)",
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -170,4 +180,5 @@ pub const ALL: &[Flag] = &[
     POLL_WAIT,
     FUSED_QMV,
     KERNEL_FILES,
+    FUSED_ROPE,
 ];

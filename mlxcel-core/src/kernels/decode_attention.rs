@@ -13,6 +13,7 @@ use crate::flags;
 use crate::kv::side::{RawSide, FORMAT_FP16, FORMAT_INT8};
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
 const HEADER: &str = include_str!("cuda/decode_attention.cuh");
@@ -74,6 +75,7 @@ const INPUTS: &[&str] = &[
     "len_marker",
     "k_dep",
     "v_dep",
+    "inv_freq",
 ];
 
 fn source() -> KernelSource {
@@ -312,6 +314,35 @@ pub fn fused_decode(
     scale: f32,
     split_override: Option<usize>,
 ) -> Result<Array> {
+    fused_decode_rope(q, k, v, len, scale, split_override, None)
+}
+
+/// Whether [`fused_decode_rope`] can apply `rope` to q inside the kernel for these sides:
+/// the tensor-core kernel serves them and every lane holds whole RoPE pairs.
+pub fn rope_fits(
+    k: &RawSide<'_>,
+    v: &RawSide<'_>,
+    head_dim: usize,
+    gqa: usize,
+    rope: &RopeSpec,
+) -> bool {
+    flags::FUSED_MMA.enabled()
+        && mma_supported(k, v, head_dim, gqa)
+        && rope.fits_warp_layout(head_dim)
+}
+
+/// [`fused_decode`] for a query before RoPE (`rope` given): the tensor-core kernel rotates
+/// q at position `len - 1` in its prologue, one MLX op fewer per layer and step. Fails
+/// where [`rope_fits`] does not hold.
+pub fn fused_decode_rope(
+    q: &Array,
+    k: &RawSide<'_>,
+    v: &RawSide<'_>,
+    len: usize,
+    scale: f32,
+    split_override: Option<usize>,
+    rope: Option<&RopeSpec>,
+) -> Result<Array> {
     let s = q.shape();
     if s.len() != 4 || s[2] != 1 {
         return Err(Error::invalid(
@@ -340,6 +371,21 @@ pub fn fused_decode(
     check_scale(scale, d)?;
     let gqa = hq / hkv;
     let tensor_cores = flags::FUSED_MMA.enabled() && mma_supported(k, v, d, gqa);
+    if let Some(r) = rope {
+        if !rope_fits(k, v, d, gqa, r) {
+            return Err(Error::invalid(
+                "fused decode",
+                format!(
+                    "RoPE ({} dims, traditional {}) cannot run inside the kernel for head_dim {d}",
+                    r.dims, r.traditional
+                ),
+            ));
+        }
+    }
+    let inv_freq = match rope {
+        Some(r) => r.inv_freq().clone(),
+        None => lut(k)?,
+    };
     let splits = split_override
         .unwrap_or_else(|| {
             if tensor_cores {
@@ -380,6 +426,7 @@ pub fn fused_decode(
             &len_marker,
             &k_dep,
             &v_dep,
+            &inv_freq,
         ],
         [splits as i32 * THREADS, hkv as i32, b as i32],
         [THREADS, 1, 1],
@@ -401,7 +448,15 @@ pub fn fused_decode(
             shared as u64,
             || mma_source(shared),
         )?;
-        main.call(&launch.template("STAGES", TemplateArg::Int(stages as i32)))?
+        main.call(
+            &launch
+                .template("STAGES", TemplateArg::Int(stages as i32))
+                .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
+                .template(
+                    "TRAD",
+                    TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
+                ),
+        )?
     } else {
         let main = cached_by_name(KernelBackend::Cuda, "decode_attention", 0, source)?;
         main.call(

@@ -8,6 +8,7 @@ use crate::flags;
 use crate::kv::turbo::codec::{Encoded, TurboCodec};
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
 const BODY: &str = include_str!("cuda/turbo_encode.cu");
@@ -47,6 +48,15 @@ fn source_in_place() -> KernelSource {
 }
 
 /// The codecs the kernel encodes: 4-bit, one rotation group per head of 64 or 128.
+/// The in-place encoder for keys before RoPE: it rotates them itself (`inv_freq` input).
+fn source_in_place_rope() -> KernelSource {
+    let mut spec = source_in_place();
+    spec.name = "mlxcel_turbo_encode_inplace_rope".into();
+    spec.inputs.push("inv_freq".into());
+    spec.header = format!("#define MLXCEL_ENCODE_ROPE\n{}", spec.header);
+    spec
+}
+
 fn codec_fits(codec: &TurboCodec) -> bool {
     codec.bits == 4 && codec.group() == codec.head_dim && matches!(codec.head_dim, 64 | 128)
 }
@@ -77,6 +87,7 @@ pub fn fused_encode_into(
     norms: &Array,
     pos: usize,
     after: Option<&Array>,
+    rope: Option<&RopeSpec>,
 ) -> Result<Array> {
     let (xs, ps, ns) = (x.shape(), packed.shape(), norms.shape());
     let d = codec.head_dim;
@@ -102,9 +113,19 @@ pub fn fused_encode_into(
             ),
         ));
     }
+    if rope.is_some_and(|r| !r.fits_warp_layout(d)) {
+        return Err(Error::invalid(
+            "fused turbo encode",
+            format!("RoPE cannot run inside the encoder for head_dim {d}"),
+        ));
+    }
+    let (name, src): (&'static str, fn() -> KernelSource) = match rope {
+        Some(_) => ("turbo_encode_inplace_rope", source_in_place_rope),
+        None => ("turbo_encode_inplace", source_in_place),
+    };
     crate::kernels::in_place::write(
-        "turbo_encode_inplace",
-        source_in_place,
+        name,
+        src,
         &[
             x,
             codec.midpoints(),
@@ -117,6 +138,7 @@ pub fn fused_encode_into(
         d,
         pos,
         after,
+        rope,
     )
 }
 

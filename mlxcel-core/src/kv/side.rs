@@ -4,6 +4,7 @@
 
 use crate::kv::turbo::rotation::Rotation;
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::Result;
 
 /// Storage format codes shared with the CUDA kernels (`decode_attention.cuh`).
@@ -30,6 +31,14 @@ pub struct RawSide<'a> {
 pub trait KvSide {
     /// Appends `[B, H, L, D]` vectors (keys after RoPE, or values).
     fn append(&mut self, x: &Array) -> Result<()>;
+
+    /// Appends keys given *before* RoPE, applying `rope` inside the side's own encoder
+    /// (one MLX op fewer per layer and step; `MLXCEL_FUSED_ROPE`). Returns `false`, having
+    /// appended nothing, where the side cannot: the caller then applies MLX's RoPE and
+    /// calls [`KvSide::append`].
+    fn append_before_rope(&mut self, _x: &Array, _rope: &RopeSpec) -> Result<bool> {
+        Ok(false)
+    }
 
     /// Number of stored positions.
     fn len(&self) -> usize;

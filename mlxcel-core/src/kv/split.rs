@@ -1,10 +1,11 @@
 //! [`SplitKvCache`]: a layer's cache made of a key side and a value side, each in its own
 //! storage format. Attention goes through [`crate::attention::attend`], which picks the path.
 
-use crate::attention::attend;
+use crate::attention::{attend, attend_before_rope};
 use crate::kv::side::KvSide;
 use crate::kv::KvCache;
 use crate::mlx::Array;
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
 pub struct SplitKvCache {
@@ -19,18 +20,40 @@ impl SplitKvCache {
     }
 }
 
+fn check_shapes(k: &Array, v: &Array) -> Result<()> {
+    if k.ndim() != 4 || v.ndim() != 4 || k.dim(2) != v.dim(2) {
+        return Err(Error::invalid(
+            "kv append",
+            format!(
+                "keys {:?} and values {:?} must be [B, Hkv, L, D] with the same L",
+                k.shape(),
+                v.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl KvCache for SplitKvCache {
-    fn append(&mut self, k: &Array, v: &Array) -> Result<()> {
-        if k.ndim() != 4 || v.ndim() != 4 || k.dim(2) != v.dim(2) {
-            return Err(Error::invalid(
-                "kv append",
-                format!(
-                    "keys {:?} and values {:?} must be [B, Hkv, L, D] with the same L",
-                    k.shape(),
-                    v.shape()
-                ),
-            ));
+    fn append_rope(&mut self, k: &Array, v: &Array, rope: &RopeSpec) -> Result<()> {
+        check_shapes(k, v)?;
+        if !self.k.append_before_rope(k, rope)? {
+            let k = rope.apply(k, self.k.len())?;
+            self.k.append(&k)?;
         }
+        self.v.append(v)
+    }
+
+    fn attend_rope(&self, q: &Array, scale: f32, rope: &RopeSpec) -> Result<Array> {
+        if let Some(o) = attend_before_rope(q, self.k.as_ref(), self.v.as_ref(), scale, rope)? {
+            return Ok(o);
+        }
+        let q = rope.apply(q, self.len().saturating_sub(q.dim(2).max(0) as usize))?;
+        self.attend(&q, scale)
+    }
+
+    fn append(&mut self, k: &Array, v: &Array) -> Result<()> {
+        check_shapes(k, v)?;
         self.k.append(k)?;
         self.v.append(v)
     }

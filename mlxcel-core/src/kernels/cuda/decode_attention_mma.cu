@@ -17,7 +17,8 @@
 // V's stored basis: merge_splits.cu combines the splits and applies the inverse rotation.
 //
 // Template constants: KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
-// D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, STAGES (ring depth; mlxcel sizes the
+// D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
+// is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
 // dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
 // the model's dtype; outputs o_part [B, Hq, S, D] (unnormalized), ml [B, Hq, S, 2] (max in
 // natural-log units, sum).
@@ -59,6 +60,10 @@ for (int g = warp; g < 8; g += NW) {
   for (int e = 0; e < QE; ++e) {
     const int d = lane * QE + e;
     x[e] = g < GQA ? static_cast<float>(q[(static_cast<long long>(b) * Hq + kvh * GQA + g) * D + d]) : 0.0f;
+  }
+  if constexpr (ROPE_Q) {
+    // q before RoPE: rotate it at the new token's position (len - 1), MLX's formula.
+    mlxcel_fd::rope_warp<QE, TRAD>(x, lane, static_cast<float>(len - 1), inv_freq);
   }
   if constexpr (ROT_Q) {
 #pragma unroll

@@ -10,7 +10,9 @@
 // norms_buf [B, H, cap, 1] at positions pos..pos+L-1 (pos = pos_marker_shape[0] - 1),
 // written through the const input pointers: this kernel is the only writer of those
 // positions, nothing reads them before the decode kernel, which takes `done` as an input so
-// that MLX orders it after this launch (mlxcel-core/src/kv/turbo/mod.rs explains the rules).
+// that MLX orders it after this launch (mlxcel-core/src/kv/pending.rs explains the rules).
+// With MLXCEL_ENCODE_ROPE also defined, x is the key before RoPE and the kernel applies it
+// (input inv_freq [D/2] f32, template TRAD), as mlxcel-core/src/rope.rs describes.
 constexpr int QE = D / 32;
 long long rows = 1;
 for (int i = 0; i + 1 < x_ndim; ++i) rows *= x_shape[i];
@@ -20,10 +22,13 @@ if (row >= rows) return;  // whole warps leave together
 float v[QE];
 float ss = 0.0f;
 #pragma unroll
-for (int e = 0; e < QE; ++e) {
-  v[e] = static_cast<float>(x[row * D + lane * QE + e]);
-  ss = fmaf(v[e], v[e], ss);
-}
+for (int e = 0; e < QE; ++e) v[e] = static_cast<float>(x[row * D + lane * QE + e]);
+#ifdef MLXCEL_ENCODE_ROPE
+// The key before RoPE: rotate it here at its position (pos + row % L), MLX's formula.
+mlxcel_fd::rope_warp<QE, TRAD>(v, lane, static_cast<float>(pos_marker_shape[0] - 1 + row % x_shape[x_ndim - 2]), inv_freq);
+#endif
+#pragma unroll
+for (int e = 0; e < QE; ++e) ss = fmaf(v[e], v[e], ss);
 #pragma unroll
 for (int m = 16; m > 0; m >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, m);
 const float nrm = sqrtf(ss);

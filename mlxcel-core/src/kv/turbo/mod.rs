@@ -7,10 +7,12 @@ pub mod codec;
 pub mod pack;
 pub mod rotation;
 
+use crate::flags;
 use crate::kv::buffer::GrowBuffer;
 use crate::kv::pending::PendingWrite;
 use crate::kv::side::{KvSide, RawSide};
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 use codec::{Encoded, TurboCodec};
 use rotation::Rotation;
@@ -35,8 +37,9 @@ impl TurboSide {
         })
     }
 
-    /// The in-place decode-step append ([`PendingWrite::append_one`]).
-    fn append_in_place(&mut self, x: &Array) -> Result<()> {
+    /// The in-place decode-step append ([`PendingWrite::append_one`]); with `rope`, x is
+    /// the key before RoPE and the encoder applies it.
+    fn append_in_place(&mut self, x: &Array, rope: Option<&RopeSpec>) -> Result<()> {
         let s = x.shape();
         let codec = &self.codec;
         self.pending.append_one(
@@ -45,7 +48,9 @@ impl TurboSide {
             [s[0], s[1]],
             [(codec.head_dim / 2) as i32, 1],
             |packed, norms, pos, after| {
-                crate::kernels::turbo_encode::fused_encode_into(codec, x, packed, norms, pos, after)
+                crate::kernels::turbo_encode::fused_encode_into(
+                    codec, x, packed, norms, pos, after, rope,
+                )
             },
         )
     }
@@ -72,10 +77,23 @@ impl TurboSide {
 }
 
 impl KvSide for TurboSide {
+    fn append_before_rope(&mut self, x: &Array, rope: &RopeSpec) -> Result<bool> {
+        let one_position = x.ndim() == 4 && x.dim(2) == 1;
+        if one_position
+            && flags::FUSED_ROPE.enabled()
+            && crate::kernels::turbo_encode::applies_in_place(&self.codec)
+            && rope.fits_warp_layout(self.codec.head_dim)
+        {
+            self.append_in_place(x, Some(rope))?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
     fn append(&mut self, x: &Array) -> Result<()> {
         let one_position = x.ndim() == 4 && x.dim(2) == 1;
         if one_position && crate::kernels::turbo_encode::applies_in_place(&self.codec) {
-            return self.append_in_place(x);
+            return self.append_in_place(x, None);
         }
         self.pending.settle()?;
         let e = if crate::kernels::turbo_encode::applies(&self.codec) {
