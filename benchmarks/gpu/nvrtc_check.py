@@ -81,23 +81,34 @@ def main():
                            + consts + mma_body + "\n}\n")
                     ok &= compile_one(name + (f" rope trad={trad}" if rope == "true" else ""), src)
     enc = read("turbo_encode.cu")
+    enc_header = header + "\n" + read("turbo_encode.cuh")
     for d in (64, 128):
         for xt in ("float", "__half", "__nv_bfloat16"):
-            src = (header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+            src = (enc_header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                    f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, uint8_t* packed, __half* norms) {{\n"
                    + f"constexpr int D = {d};\n" + enc + "\n}\n")
             ok &= compile_one(f"turbo_encode d{d} {xt}", src)
-            src = (header + "\n#define MLXCEL_ENCODE_INPLACE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+            src = (enc_header + "\n#define MLXCEL_ENCODE_INPLACE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                    f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, "
                    "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, int* done) {\n"
                    + f"constexpr int D = {d};\n" + enc + "\n}\n")
             ok &= compile_one(f"turbo_encode in place d{d} {xt}", src)
             for trad in ("false", "true"):
-                src = (header + "\n#define MLXCEL_ENCODE_INPLACE\n#define MLXCEL_ENCODE_ROPE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                src = (enc_header + "\n#define MLXCEL_ENCODE_INPLACE\n#define MLXCEL_ENCODE_ROPE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                        f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, "
                        "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, const float* inv_freq, int* done) {\n"
                        + f"constexpr int D = {d}; constexpr bool TRAD = {trad};\n" + enc + "\n}\n")
                 ok &= compile_one(f"turbo_encode in place rope trad={trad} d{d} {xt}", src)
+        kv = read("turbo_encode_kv.cu")
+    for d in (64, 128):
+        for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
+            src = (enc_header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                   "__global__ void e(const __half* xk, const Shape xk_shape, const int xk_ndim, const __half* xv, "
+                   "const float* k_mids, const float* k_lut, const float* k_signs, const float* v_mids, const float* v_lut, const float* v_signs, "
+                   "const uint8_t* k_packed, const Shape k_packed_shape, const __half* k_norms, const uint8_t* v_packed, const __half* v_norms, "
+                   "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
+                   + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + kv + "\n}\n")
+            ok &= compile_one(f"turbo_encode_kv d{d} rope={rope} trad={trad}", src)
     i8 = read("int8_encode.cu")
     for d in (64, 128):
         for xt in ("float", "__half", "__nv_bfloat16"):

@@ -131,6 +131,14 @@ pub const FUSED_ROPE: Flag = Flag {
         "RoPE applied inside the fused encoder/attention kernels on CUDA (0 = MLX's rope op first)",
 };
 
+/// A symmetric turbo4 cache's decode-step K and V appends in one launch on CUDA (one MLX
+/// node per layer and step instead of two). When 0, each side appends with its own launch.
+pub const FUSED_KV_APPEND: Flag = Flag {
+    name: "MLXCEL_FUSED_KV_APPEND",
+    default: true,
+    doc: "turbo4 K and V decode-step appends in one launch on CUDA (0 = one launch per side)",
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -181,4 +189,5 @@ pub const ALL: &[Flag] = &[
     FUSED_QMV,
     KERNEL_FILES,
     FUSED_ROPE,
+    FUSED_KV_APPEND,
 ];

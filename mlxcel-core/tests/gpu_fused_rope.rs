@@ -4,7 +4,9 @@
 //! `attend_rope`; a twin cache receives the same step with MLX's rope applied first
 //! (`append` / `attend_with(DequantSdpa)` in f32). Compared: the attention outputs
 //! (relative RMS < 1e-3) and the stored new key (dequantized, relative RMS < 1e-2: a code
-//! may flip where fp32 and fp16-rounded inputs straddle a decision boundary).
+//! may flip where fp32 and fp16-rounded inputs straddle a decision boundary). A third cache
+//! appends the MLX-rotated step through `KvCache::append` (turbo4: K and V encoded by one
+//! launch) and must store exactly what the one-side encoders store.
 //! On the CUDA host this runs the in-place encoders and the tensor-core kernel with RoPE
 //! inside; on the CPU (CI) both caches take MLX's rope, which checks the plumbing (the
 //! positions each call rotates at) and that nothing is fused there.
@@ -91,8 +93,11 @@ fn rope_inside_the_fused_kernels_matches_mlx_rope_first() {
                         .astype(q_dtype)
                         .unwrap();
                     let scale = 1.0 / (d as f32).sqrt();
-                    // Reference: MLX's rope at position `prefill`, then the split path in f32.
-                    a.append(&rope.apply(&k, prefill).unwrap(), &v).unwrap();
+                    // Reference: MLX's rope at position `prefill`, each side appending on its
+                    // own (the one-side encoders), then the split path in f32.
+                    let k_roped = rope.apply(&k, prefill).unwrap();
+                    a.k.append(&k_roped).unwrap();
+                    a.v.append(&v).unwrap();
                     let q_roped = rope.apply(&q, prefill).unwrap();
                     let want = attend_with(
                         AttentionPath::DequantSdpa,
@@ -114,6 +119,19 @@ fn rope_inside_the_fused_kernels_matches_mlx_rope_first() {
                             .unwrap()
                     };
                     let e_key = rel_rms(&last(&b), &last(&a));
+                    // The cache-level append of already-rotated keys (turbo4: K and V in one
+                    // launch without RoPE) stores what the one-side encoders store.
+                    let mut c = cache(mode, d);
+                    c.append(&pre_k, &pre_v).unwrap();
+                    c.append(&k_roped, &v).unwrap();
+                    let e_pair = rel_rms(&last(&c), &last(&a)).max(rel_rms(
+                        &c.v.dense(Dtype::F32).unwrap(),
+                        &a.v.dense(Dtype::F32).unwrap(),
+                    ));
+                    assert!(
+                        e_pair < 1e-6,
+                        "{mode} d={d}: cache-level append differs by {e_pair}"
+                    );
                     eprintln!("{mode} hq={hq} hkv={hkv} d={d} {rname} prefill={prefill}: output {e_out:.2e}, new key {e_key:.2e}");
                     assert!(
                         e_out < 1e-3,

@@ -3,6 +3,7 @@
 //! is one module (`fp16`, `int8`, `turbo`, `delegated`).
 
 use crate::kv::turbo::rotation::Rotation;
+use crate::kv::turbo::TurboSide;
 use crate::mlx::{Array, Dtype};
 use crate::rope::RopeSpec;
 use crate::Result;
@@ -65,6 +66,12 @@ pub trait KvSide {
     /// All stored positions in the stored basis (rotated for turbo; equal to
     /// [`KvSide::dense`] otherwise). Skips the inverse rotation.
     fn dense_rotated(&self, dtype: Dtype) -> Result<Array>;
+
+    /// This side as turbo storage, for launches that write a key and a value side
+    /// together ([`TurboSide::append_pair_in_place`]).
+    fn as_turbo_mut(&mut self) -> Option<&mut TurboSide> {
+        None
+    }
 
     /// The raw buffers, for formats a fused kernel can read (None otherwise).
     fn raw(&self) -> Option<RawSide<'_>> {

@@ -3,6 +3,7 @@
 
 use crate::attention::{attend, attend_before_rope};
 use crate::kv::side::KvSide;
+use crate::kv::turbo::TurboSide;
 use crate::kv::KvCache;
 use crate::mlx::Array;
 use crate::rope::RopeSpec;
@@ -17,6 +18,15 @@ pub struct SplitKvCache {
 impl SplitKvCache {
     pub fn new(k: Box<dyn KvSide>, v: Box<dyn KvSide>, name: String) -> SplitKvCache {
         SplitKvCache { k, v, name }
+    }
+
+    /// Both sides' decode-step append in one launch where both are turbo4 with in-place
+    /// appends (`MLXCEL_FUSED_KV_APPEND`); false when that does not apply.
+    fn append_pair(&mut self, k: &Array, v: &Array, rope: Option<&RopeSpec>) -> Result<bool> {
+        match (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
+            (Some(kt), Some(vt)) => TurboSide::append_pair_in_place(kt, vt, k, v, rope),
+            _ => Ok(false),
+        }
     }
 }
 
@@ -37,11 +47,16 @@ fn check_shapes(k: &Array, v: &Array) -> Result<()> {
 impl KvCache for SplitKvCache {
     fn append_rope(&mut self, k: &Array, v: &Array, rope: &RopeSpec) -> Result<()> {
         check_shapes(k, v)?;
-        if !self.k.append_before_rope(k, rope)? {
-            let k = rope.apply(k, self.k.len())?;
-            self.k.append(&k)?;
+        if crate::flags::FUSED_ROPE.enabled() {
+            if self.append_pair(k, v, Some(rope))? {
+                return Ok(());
+            }
+            if self.k.append_before_rope(k, rope)? {
+                return self.v.append(v);
+            }
         }
-        self.v.append(v)
+        let k = rope.apply(k, self.k.len())?;
+        self.append(&k, v)
     }
 
     fn attend_rope(&self, q: &Array, scale: f32, rope: &RopeSpec) -> Result<Array> {
@@ -54,6 +69,9 @@ impl KvCache for SplitKvCache {
 
     fn append(&mut self, k: &Array, v: &Array) -> Result<()> {
         check_shapes(k, v)?;
+        if self.append_pair(k, v, None)? {
+            return Ok(());
+        }
         self.k.append(k)?;
         self.v.append(v)
     }
