@@ -50,6 +50,7 @@ def main():
     ok = True
     sig = ("const float* q, const unsigned char* k_data, const Shape k_data_shape, const __half* k_aux, const Shape k_aux_shape, const unsigned char* v_data, "
            "const __half* v_aux, const Shape v_aux_shape, const float* lut_k, const float* lut_v, const float* rot_k, const unsigned char* len_marker, const Shape len_marker_shape, const int* k_dep, const int* v_dep, const float* inv_freq, "
+           "const float* rot_v, const unsigned int* tickets, const unsigned char* epoch_marker, const Shape epoch_marker_shape, "
            "float* o_part, float* ml")
     v3 = [(0, 0), (1, 1), (0, 4), (4, 4), (0, 3), (3, 3), (0, 2), (2, 2)] if len(sys.argv) == 1 else []
     for kf, vf in v3:
@@ -71,15 +72,16 @@ def main():
                     continue
                 stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
                 stages = min(6, max(3, -(-8192 // stage) + 1))
-                for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
+                for rope, trad, fold in (("false", "false", "false"), ("false", "false", "true"), ("true", "false", "true"), ("true", "true", "true")):
                     if rope == "true" and qt != "__half":
                         continue
                     consts = (f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                               f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'}; "
-                              f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad};\n")
-                    src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q") + ") {\n"
-                           + consts + mma_body + "\n}\n")
-                    ok &= compile_one(name + (f" rope trad={trad}" if rope == "true" else ""), src)
+                              f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
+                              f"constexpr bool FOLD = {fold}; using T_q = {qt};\n")
+                    src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
+                           + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
+                    ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold}", src)
     enc = read("turbo_encode.cu")
     enc_header = header + "\n" + read("turbo_encode.cuh")
     for d in (64, 128):

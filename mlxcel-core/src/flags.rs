@@ -139,6 +139,15 @@ pub const FUSED_KV_APPEND: Flag = Flag {
     doc: "turbo4 K and V decode-step appends in one launch on CUDA (0 = one launch per side)",
 };
 
+/// The tensor-core decode kernel merges its splits itself (the last CTA of each KV head)
+/// instead of a second launch (`merge_splits.cu`): one MLX node per layer and step fewer.
+/// When 0, the separate merge kernel runs.
+pub const FOLD_MERGE: Flag = Flag {
+    name: "MLXCEL_FOLD_MERGE",
+    default: true,
+    doc: "the tensor-core decode kernel merges its splits in the same launch (0 = separate merge kernel)",
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -190,4 +199,5 @@ pub const ALL: &[Flag] = &[
     KERNEL_FILES,
     FUSED_ROPE,
     FUSED_KV_APPEND,
+    FOLD_MERGE,
 ];

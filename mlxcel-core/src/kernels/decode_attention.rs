@@ -76,6 +76,9 @@ const INPUTS: &[&str] = &[
     "k_dep",
     "v_dep",
     "inv_freq",
+    "rot_v",
+    "tickets",
+    "epoch_marker",
 ];
 
 fn source() -> KernelSource {
@@ -99,7 +102,7 @@ fn mma_source(shared: usize) -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_decode_attention_mma",
         INPUTS,
-        &["o_part", "ml"],
+        &["o_part", "ml", "out"],
         MMA_BODY,
     );
     s.header = format!("{HEADER}\n{MMA_HEADER}");
@@ -163,6 +166,8 @@ enum Placeholder {
     Dependency,
     /// The backing array of the length markers (see [`length_marker`]).
     Marker,
+    /// The arrival counters of the folded split merge (see [`fold_inputs`]).
+    Tickets,
 }
 
 thread_local! {
@@ -254,6 +259,41 @@ pub(crate) fn wait_for(token: Option<&Array>) -> Result<Array> {
         Some(t) => Ok(t.clone()),
         None => dummy(Placeholder::Dependency, || Array::zeros(&[4], Dtype::I32)),
     }
+}
+
+/// Ticket slots the folded merge rotates over: calls that may run concurrently (independent
+/// calls queued into one CUDA graph, e.g. a benchmark's) must not share one, and MLX commits
+/// a graph every ~100 nodes, so more slots than fused calls per graph suffice.
+const FOLD_SLOTS: usize = 128;
+/// Most (batch x KV head) pairs per call the folded merge takes (the tickets buffer's size).
+const FOLD_MAX_BH: usize = 1024;
+
+thread_local! {
+    /// Fused calls made so far by this thread (picks each call's ticket slot).
+    static FOLD_CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The folded merge's inputs: the zero-initialised tickets (reset by each call's last CTA)
+/// and this call's slot as the shape of a marker view (`[slot + 1]`, nothing uploaded).
+fn fold_inputs() -> Result<(Array, Array)> {
+    let tickets = dummy(Placeholder::Tickets, || {
+        Array::zeros(&[(FOLD_SLOTS * FOLD_MAX_BH) as i32], Dtype::U32)
+    })?;
+    let slot = FOLD_CALLS.with(|c| {
+        let n = c.get();
+        c.set(n.wrapping_add(1));
+        n % FOLD_SLOTS
+    });
+    Ok((tickets, marker_view(slot + 1)?))
+}
+
+/// Whether the tensor-core kernel merges the splits itself for this call: the flag, the
+/// tickets buffer large enough, and room for the merge scratch in the kernel's dynamic
+/// shared memory (outputs, denominators and split weights of the GQA heads).
+fn fold_fits(b: usize, hkv: usize, gqa: usize, d: usize, splits: usize, shared: usize) -> bool {
+    flags::FOLD_MERGE.enabled()
+        && b * hkv <= FOLD_MAX_BH
+        && 4 * (gqa * d + 8 + gqa * splits) <= shared - 8 * d * 4
 }
 
 fn check_scale(scale: f32, d: usize) -> Result<()> {
@@ -386,6 +426,8 @@ pub fn fused_decode_rope(
         Some(r) => r.inv_freq().clone(),
         None => lut(k)?,
     };
+    let rot_v = signs(v, group_of(v, d))?;
+    let (tickets, epoch_marker) = fold_inputs()?;
     let splits = split_override
         .unwrap_or_else(|| {
             if tensor_cores {
@@ -427,6 +469,9 @@ pub fn fused_decode_rope(
             &k_dep,
             &v_dep,
             &inv_freq,
+            &rot_v,
+            &tickets,
+            &epoch_marker,
         ],
         [splits as i32 * THREADS, hkv as i32, b as i32],
         [THREADS, 1, 1],
@@ -448,15 +493,23 @@ pub fn fused_decode_rope(
             shared as u64,
             || mma_source(shared),
         )?;
-        main.call(
+        let fold = fold_fits(b, hkv, gqa, d, splits, shared);
+        let mut outs = main.call(
             &launch
+                .output(&[b as i32, hq as i32, 1, d as i32], q.dtype())
                 .template("STAGES", TemplateArg::Int(stages as i32))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",
                     TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
-                ),
-        )?
+                )
+                .template("FOLD", TemplateArg::Bool(fold)),
+        )?;
+        let out = outs.pop().expect("three outputs");
+        if fold {
+            return Ok(out);
+        }
+        outs
     } else {
         let main = cached_by_name(KernelBackend::Cuda, "decode_attention", 0, source)?;
         main.call(

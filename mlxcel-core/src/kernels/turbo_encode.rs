@@ -229,8 +229,12 @@ pub fn fused_encode_kv_into(
         ));
     }
     let rows = (xs[0] * xs[1] * xs[2]) as usize;
-    let (marker, k_after) = crate::kernels::decode_attention::in_place_inputs(pos, k.after)?;
-    let (_, v_after) = crate::kernels::decode_attention::in_place_inputs(pos, v.after)?;
+    use crate::kernels::decode_attention::{length_marker, wait_for};
+    let (marker, k_after, v_after) = (
+        length_marker(pos + 1)?,
+        wait_for(k.after)?,
+        wait_for(v.after)?,
+    );
     let inv_freq = rope.map_or_else(|| k.codec.midpoints().clone(), |r| r.inv_freq().clone());
     let launch = Launch::new(
         &[
