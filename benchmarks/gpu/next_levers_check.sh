@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # One device call for the levers of branch next/rope-fold (RoPE inside the kernels, K+V in
-# one encode launch, split merge folded into the attention launch, RMSNorm inside the GEMV
-# kernels), after
+# one encode launch, split merge folded into the attention launch), after
 # benchmarks/gpu/stage.sh on that branch:
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/next_levers_check.sh
 # 1. correctness: gpu_fused_rope, gpu_fused_decode (parity incl. the in-place and encoder
@@ -11,7 +10,7 @@ set -uo pipefail
 export TOKENS=128 SKIP_BENCH=1
 TESTS="gpu_fused_rope gpu_fused_decode gpu_quantized_gemv" MLXCEL_PARITY_MODES=fp16,int8,turbo4-asym,turbo4,turbo3 \
   MODES="fp16 turbo4 int8 turbo4-asym" RUN_TAG=on bash benchmarks/gpu/fused_decode_run.sh 4096
-for off in MLXCEL_FUSED_ROPE MLXCEL_FUSED_KV_APPEND MLXCEL_FOLD_MERGE MLXCEL_FUSED_NORM; do
+for off in MLXCEL_FUSED_ROPE MLXCEL_FUSED_KV_APPEND MLXCEL_FOLD_MERGE; do
   echo "== $off=0"
   env "$off=0" TESTS=none MODES="turbo4" RUN_TAG="no-$off" bash benchmarks/gpu/fused_decode_run.sh 4096
 done

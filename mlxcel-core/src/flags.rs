@@ -148,15 +148,6 @@ pub const FOLD_MERGE: Flag = Flag {
     doc: "the tensor-core decode kernel merges its splits in the same launch (0 = separate merge kernel)",
 };
 
-/// RMSNorm folded into the prologue of the one-token GEMV kernels (the layer's input norm
-/// into the stacked qkv projection, the post-attention norm into gate/up + SiLU): two MLX
-/// nodes per layer and step fewer. When 0, MLX's rms_norm op runs first.
-pub const FUSED_NORM: Flag = Flag {
-    name: "MLXCEL_FUSED_NORM",
-    default: true,
-    doc: "RMSNorm inside the one-token GEMV kernels on CUDA (0 = MLX's rms_norm op first)",
-};
-
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -209,5 +200,4 @@ pub const ALL: &[Flag] = &[
     FUSED_ROPE,
     FUSED_KV_APPEND,
     FOLD_MERGE,
-    FUSED_NORM,
 ];

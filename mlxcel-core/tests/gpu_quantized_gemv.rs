@@ -10,8 +10,7 @@ mod common;
 
 use common::{randn, rng};
 use mlxcel_core::kernels::quantized_gemv::{
-    applies, applies_add, applies_silu, gemv, gemv_add, gemv_norm, gemv_silu_mul,
-    gemv_silu_mul_norm, norm_applies, PreNorm,
+    applies, applies_add, applies_silu, gemv, gemv_add, gemv_silu_mul,
 };
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::ops::{quantize, Quantized};
@@ -167,61 +166,4 @@ fn gemv_rejects_what_it_cannot_run() {
     let (x2, _) = input(&mut r, 128);
     let (q2, _) = weight(&mut r, 32, 256, 64);
     assert!(gemv(&x2, &q2).is_err(), "K mismatch must be an error");
-}
-
-/// `x * rsqrt(mean(x^2) + eps) * w` in f64, rounded to fp16 as the kernels stage it.
-fn normed(x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {
-    let ms = x.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / x.len() as f64;
-    let inv = 1.0 / (ms + eps as f64).sqrt();
-    x.iter()
-        .zip(w)
-        .map(|(a, b)| half::f16::from_f64(*a as f64 * inv * *b as f64).to_f32())
-        .collect()
-}
-
-#[test]
-fn rms_norm_in_the_prologue_matches_a_float64_reference_or_is_not_used() {
-    let mut r = rng("rms_norm_in_the_prologue_matches_a_float64_reference_or_is_not_used");
-    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let shapes = [(64, 256, 64), (6144, 4096, 64), (14336, 4096, 64)];
-    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[..1] };
-    for &(n, k, g) in shapes {
-        let (x, xv) = input(&mut r, k);
-        let wv: Vec<f32> = randn(&mut r, k).iter().map(|v| 1.0 + 0.1 * v).collect();
-        let w = Array::from_slice(&wv, &[k as i32])
-            .unwrap()
-            .astype(Dtype::F16)
-            .unwrap();
-        let wv = w.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
-        let eps_v = 1e-5f32;
-        let eps = Array::from_slice(&[eps_v], &[1]).unwrap();
-        let norm = PreNorm {
-            weight: &w,
-            eps: &eps,
-        };
-        assert!(norm_applies(&x, &norm));
-        let xn = normed(&xv, &wv, eps_v);
-        let (q, dense) = weight(&mut r, n, k, g);
-        if !on_cuda {
-            assert!(gemv_norm(&x, &q, norm).and_then(|y| y.eval()).is_err());
-            continue;
-        }
-        let e = rel_rms(
-            &gemv_norm(&x, &q, norm).unwrap(),
-            &reference(&xn, &dense, n, k),
-        );
-        eprintln!("qgemv4 + norm n={n} k={k} g={g}: relative RMS {e:.2e}");
-        assert!(e < TOL, "norm n={n} k={k}: relative RMS {e} >= {TOL}");
-        let (qu, du) = weight(&mut r, n, k, g);
-        let (gr, ur) = (reference(&xn, &dense, n, k), reference(&xn, &du, n, k));
-        let want: Vec<f64> = gr
-            .iter()
-            .zip(&ur)
-            .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
-            .collect();
-        assert!(applies_silu(&x, &q, &qu));
-        let e = rel_rms(&gemv_silu_mul_norm(&x, &q, &qu, Some(norm)).unwrap(), &want);
-        eprintln!("qgemv4 silu + norm n={n} k={k} g={g}: relative RMS {e:.2e}");
-        assert!(e < TOL, "silu norm n={n} k={k}: relative RMS {e} >= {TOL}");
-    }
 }

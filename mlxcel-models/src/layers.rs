@@ -1,7 +1,7 @@
 //! The building blocks shared by every family: linear layers (dense or quantized),
 //! embeddings, RMSNorm and the SwiGLU MLP.
 
-use mlxcel_core::kernels::quantized_gemv::{self, PreNorm};
+use mlxcel_core::kernels::quantized_gemv;
 use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::ops::{concatenate, Quantized};
 use mlxcel_core::Array;
@@ -101,21 +101,6 @@ impl Linear {
         Ok(residual.add(&self.forward(x)?)?)
     }
 
-    /// `forward(norm(x))`, with the norm inside the GEMV kernel where it takes both (a
-    /// decode step's stacked qkv projection: one MLX node fewer per layer).
-    pub fn forward_normed(&self, x: &Array, norm: &RmsNorm) -> Result<Array> {
-        if let Tensor::Quantized(q) = &self.weight {
-            if let Some(p) = norm.pre_norm(x).filter(|_| quantized_gemv::applies(x, q)) {
-                let y = quantized_gemv::gemv_norm(x, q, p)?;
-                return Ok(match &self.bias {
-                    Some(b) => y.add(b)?,
-                    None => y,
-                });
-            }
-        }
-        self.forward(&norm.forward(x)?)
-    }
-
     pub fn forward(&self, x: &Array) -> Result<Array> {
         let y = match &self.weight {
             Tensor::Dense(w) => x.matmul(&w.t()?)?,
@@ -172,8 +157,6 @@ impl Embedding {
 pub struct RmsNorm {
     weight: Array,
     eps: f32,
-    /// eps as a one-element f32 array, for kernels that apply the norm themselves.
-    eps_array: Array,
 }
 
 impl RmsNorm {
@@ -181,21 +164,11 @@ impl RmsNorm {
         Ok(RmsNorm {
             weight: w.take_dense(name)?,
             eps,
-            eps_array: Array::from_slice(&[eps], &[1])?,
         })
     }
 
     pub fn forward(&self, x: &Array) -> Result<Array> {
         Ok(rms_norm(x, Some(&self.weight), self.eps)?)
-    }
-
-    /// This norm as a GEMV prologue, where the kernels can apply it to `x`.
-    fn pre_norm(&self, x: &Array) -> Option<PreNorm<'_>> {
-        let p = PreNorm {
-            weight: &self.weight,
-            eps: &self.eps_array,
-        };
-        quantized_gemv::norm_applies(x, &p).then_some(p)
     }
 }
 
@@ -218,31 +191,6 @@ impl Mlp {
     /// `residual + down(silu(gate(x)) * up(x))` (the residual add folded into down_proj where it can be).
     pub fn forward_residual(&self, x: &Array, residual: &Array) -> Result<Array> {
         self.down.forward_residual(&self.hidden(x)?, residual)
-    }
-
-    /// `residual + forward(norm(x))`: the norm folded into the gate/up kernel and the
-    /// residual add into down_proj where the GEMV kernels take them.
-    pub fn forward_residual_normed(
-        &self,
-        x: &Array,
-        norm: &RmsNorm,
-        residual: &Array,
-    ) -> Result<Array> {
-        if let (Tensor::Quantized(g), Tensor::Quantized(u), None, None) = (
-            &self.gate.weight,
-            &self.up.weight,
-            &self.gate.bias,
-            &self.up.bias,
-        ) {
-            if let Some(p) = norm
-                .pre_norm(x)
-                .filter(|_| quantized_gemv::applies_silu(x, g, u))
-            {
-                let hidden = quantized_gemv::gemv_silu_mul_norm(x, g, u, Some(p))?;
-                return self.down.forward_residual(&hidden, residual);
-            }
-        }
-        self.forward_residual(&norm.forward(x)?, residual)
     }
 
     /// `silu(gate(x)) * up(x)`: one launch on CUDA for 4-bit weights, else three ops.

@@ -112,15 +112,13 @@ impl QkvProjections {
         })
     }
 
-    /// q, k and v of `norm(x)` (the norm inside the stacked GEMV where it can be).
-    fn forward(&self, x: &Array, norm: &RmsNorm) -> Result<(Array, Array, Array)> {
+    fn forward(&self, x: &Array) -> Result<(Array, Array, Array)> {
         match self {
             QkvProjections::Separate { q, k, v } => {
-                let x = norm.forward(x)?;
-                Ok((q.forward(&x)?, k.forward(&x)?, v.forward(&x)?))
+                Ok((q.forward(x)?, k.forward(x)?, v.forward(x)?))
             }
             QkvProjections::Stacked { qkv, q_out, k_out } => {
-                let y = qkv.forward_normed(x, norm)?;
+                let y = qkv.forward(x)?;
                 let n = y.dim(-1);
                 let axis = y.ndim() as i32 - 1;
                 Ok((
@@ -185,17 +183,15 @@ impl Attention {
         })
     }
 
-    /// `x + attention(norm(x))` for `x [B, L, hidden]` (the norm folded into the qkv GEMV and
-    /// the residual add into o_proj where the kernels take them); appends this block's K/V
-    /// to `cache`.
+    /// `residual + attention(x)` for `x [B, L, hidden]` (the residual add folded into
+    /// o_proj where the GEMV kernel takes it); appends this block's K/V to `cache`.
     pub fn forward(
         &self,
         x: &Array,
-        norm: &RmsNorm,
         rope: &Rope,
         cache: &mut dyn KvCache,
+        residual: &Array,
     ) -> Result<Array> {
-        let residual = x;
         let (b, l) = (x.dim(0), x.dim(1));
         let heads = |t: Array, n: i32, norm: &Option<RmsNorm>| -> Result<Array> {
             let t = t.reshape(&[b, l, n, self.head_dim])?;
@@ -205,7 +201,7 @@ impl Attention {
             };
             Ok(t.transpose(&[0, 2, 1, 3])?)
         };
-        let (q, k, v) = self.qkv.forward(x, norm)?;
+        let (q, k, v) = self.qkv.forward(x)?;
         let q = heads(q, self.n_heads, &self.q_norm)?;
         let k = heads(k, self.n_kv_heads, &self.k_norm)?;
         let v = heads(v, self.n_kv_heads, &None)?;
@@ -249,8 +245,10 @@ impl DecoderLayer {
     }
 
     pub fn forward(&self, x: &Array, rope: &Rope, cache: &mut dyn KvCache) -> Result<Array> {
-        let h = self.attn.forward(x, &self.input_norm, rope, cache)?;
-        self.mlp.forward_residual_normed(&h, &self.post_norm, &h)
+        let h = self
+            .attn
+            .forward(&self.input_norm.forward(x)?, rope, cache, x)?;
+        self.mlp.forward_residual(&self.post_norm.forward(&h)?, &h)
     }
 }
 

@@ -31,7 +31,7 @@ const MAX_K: usize = 20 * 1024;
 fn plain_source(shared: usize) -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_qgemv4",
-        &["x", "w", "scales", "biases", "r", "nw", "eps"],
+        &["x", "w", "scales", "biases", "r"],
         &["y"],
         include_str!("cuda/qgemv4.cu"),
     );
@@ -43,7 +43,7 @@ fn plain_source(shared: usize) -> KernelSource {
 fn silu_source(shared: usize) -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_qgemv4_silu",
-        &["x", "wg", "sg", "bg", "wu", "su", "bu", "nw", "eps"],
+        &["x", "wg", "sg", "bg", "wu", "su", "bu"],
         &["y"],
         include_str!("cuda/qgemv4_silu.cu"),
     );
@@ -111,75 +111,14 @@ fn checked(x: &Array, q: &Quantized, what: &str) -> Result<(usize, usize)> {
     }
 }
 
-/// An RMSNorm the kernels apply to x in their prologue: `x * rsqrt(mean(x^2) + eps) * weight`.
-#[derive(Clone, Copy)]
-pub struct PreNorm<'a> {
-    /// fp16 `[K]`.
-    pub weight: &'a Array,
-    /// f32 `[1]` (an array, so that one compiled kernel serves every eps).
-    pub eps: &'a Array,
-}
-
-/// Whether `norm` fits x (fp16 weight of K elements, eps one f32) and `MLXCEL_FUSED_NORM`
-/// is on.
-pub fn norm_applies(x: &Array, norm: &PreNorm<'_>) -> bool {
-    flags::FUSED_NORM.enabled()
-        && norm.weight.dtype() == Dtype::F16
-        && norm.weight.shape() == [x.dim(-1)]
-        && norm.eps.dtype() == Dtype::F32
-        && norm.eps.size() == 1
-}
-
-fn norm_inputs<'a>(x: &'a Array, norm: Option<PreNorm<'a>>) -> Result<(&'a Array, Array)> {
-    Ok(match norm {
-        Some(nm) => {
-            if nm.weight.dtype() != Dtype::F16 || nm.weight.shape() != [x.dim(-1)] {
-                return Err(Error::invalid(
-                    "quantized gemv",
-                    format!(
-                        "norm weight {:?} {:?} for x {:?}",
-                        nm.weight.shape(),
-                        nm.weight.dtype(),
-                        x.shape()
-                    ),
-                ));
-            }
-            (nm.weight, nm.eps.clone())
-        }
-        None => (x, unused_eps()?),
-    })
-}
-
-thread_local! {
-    static UNUSED_EPS: std::cell::OnceCell<Array> = const { std::cell::OnceCell::new() };
-}
-
-/// The eps input of kernels without a norm (never read), built once.
-fn unused_eps() -> Result<Array> {
-    UNUSED_EPS.with(|c| {
-        if let Some(a) = c.get() {
-            return Ok(a.clone());
-        }
-        let a = Array::from_slice(&[0f32], &[1])?;
-        a.eval()?;
-        let _ = c.set(a.clone());
-        Ok(a)
-    })
-}
-
 /// `x @ W^T` for one row of x (`[..., K]` with one row in all) -> `[..., N]` fp16.
 pub fn gemv(x: &Array, q: &Quantized) -> Result<Array> {
-    gemv_impl(x, q, None, None)
+    gemv_impl(x, q, None)
 }
 
 /// `x @ W^T + r` (r fp16 with N elements, e.g. the residual stream) in one launch.
 pub fn gemv_add(x: &Array, q: &Quantized, r: &Array) -> Result<Array> {
-    gemv_impl(x, q, Some(r), None)
-}
-
-/// `rms_norm(x) @ W^T` in one launch (the norm in the kernel's prologue).
-pub fn gemv_norm(x: &Array, q: &Quantized, norm: PreNorm<'_>) -> Result<Array> {
-    gemv_impl(x, q, None, Some(norm))
+    gemv_impl(x, q, Some(r))
 }
 
 /// Whether [`gemv_add`] takes this call.
@@ -189,12 +128,7 @@ pub fn applies_add(x: &Array, q: &Quantized, r: &Array) -> bool {
         && weight_shape(q).is_some_and(|(n, _)| r.size() == n && r.shape() == out_shape(x, n))
 }
 
-fn gemv_impl(
-    x: &Array,
-    q: &Quantized,
-    r: Option<&Array>,
-    norm: Option<PreNorm<'_>>,
-) -> Result<Array> {
+fn gemv_impl(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Array> {
     let (n, k) = checked(x, q, "gemv")?;
     if let Some(r) = r {
         if r.dtype() != Dtype::F16 || r.shape() != out_shape(x, n) {
@@ -209,15 +143,13 @@ fn gemv_impl(
             ));
         }
     }
-    let (nw, eps) = norm_inputs(x, norm)?;
     let launch = launch(
-        &[x, &q.w, &q.scales, &q.biases, r.unwrap_or(x), nw, &eps],
+        &[x, &q.w, &q.scales, &q.biases, r.unwrap_or(x)],
         x,
         n,
         q.group_size,
     )
-    .template("RESID", TemplateArg::Bool(r.is_some()))
-    .template("NORM", TemplateArg::Bool(norm.is_some()));
+    .template("RESID", TemplateArg::Bool(r.is_some()));
     run("qgemv4", 2 * k, plain_source, &launch)
 }
 
@@ -249,16 +181,6 @@ fn run(
 
 /// `silu(x @ Wg^T) * (x @ Wu^T)` for one row of x -> `[..., N]` fp16, in one launch.
 pub fn gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Array> {
-    gemv_silu_mul_norm(x, gate, up, None)
-}
-
-/// [`gemv_silu_mul`] of `rms_norm(x)` when `norm` is given (the norm in the prologue).
-pub fn gemv_silu_mul_norm(
-    x: &Array,
-    gate: &Quantized,
-    up: &Quantized,
-    norm: Option<PreNorm<'_>>,
-) -> Result<Array> {
     let (n, k) = checked(x, gate, "gate")?;
     if checked(x, up, "up")? != (n, k) || up.group_size != gate.group_size {
         return Err(Error::invalid(
@@ -270,7 +192,6 @@ pub fn gemv_silu_mul_norm(
             ),
         ));
     }
-    let (nw, eps) = norm_inputs(x, norm)?;
     let inputs = [
         x,
         &gate.w,
@@ -279,13 +200,11 @@ pub fn gemv_silu_mul_norm(
         &up.w,
         &up.scales,
         &up.biases,
-        nw,
-        &eps,
     ];
     run(
         "qgemv4_silu",
         2 * k,
         silu_source,
-        &launch(&inputs, x, n, gate.group_size).template("NORM", TemplateArg::Bool(norm.is_some())),
+        &launch(&inputs, x, n, gate.group_size),
     )
 }

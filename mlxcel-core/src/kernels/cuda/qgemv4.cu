@@ -3,8 +3,7 @@
 // warps per 16 rows. Inputs: x (fp16, K values), w uint32 [N, K/8], scales, biases fp16
 // [N, K/G], r fp16 [N] (read only when RESID). Output: y fp16 [N]. Template constants: G
 // (group size), NW (warps), U (tiles in flight per warp), RESID. Dynamic shared memory:
-// K * 2 bytes (x in pair order). With NORM, x is the layer input before RMSNorm (weight nw
-// fp16 [K], eps f32 [1]) and the prologue normalizes it (qgemv4.cuh: stage_x_norm).
+// K * 2 bytes (x in pair order).
 constexpr int NT = NW * 32;
 extern __shared__ __align__(16) unsigned char smem[];
 __half2* xs = reinterpret_cast<__half2*>(smem);
@@ -12,12 +11,7 @@ __shared__ float red[NW * 16];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = w_shape[1] * 8;
 const long long row0 = static_cast<long long>(blockIdx.x) * 16;
-if constexpr (NORM) {
-  __shared__ float nred[NT / 32];
-  mlxcel_qmv::stage_x_norm<NT>(x, nw, eps[0], xs, K, tid, nred);
-} else {
-  mlxcel_qmv::stage_x(x, xs, K, tid, NT);
-}
+mlxcel_qmv::stage_x(x, xs, K, tid, NT);
 __syncthreads();
 float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
 mlxcel_qmv::rows16<G, NW, U>(w, scales, biases, xs, K, row0, warp, lane, acc[0]);

@@ -41,33 +41,6 @@ __device__ __forceinline__ void stage_x(const __half* x, __half2* xs, int K, int
   }
 }
 
-// stage_x for NORM kernels: x is the layer input before RMSNorm; stages
-// fp16(x * rsqrt(mean(x^2) + eps) * nw) (MLX's rms_norm, computed in f32, one rounding),
-// so the norm costs no separate launch. red: NT / 32 floats of shared scratch.
-template <int NT>
-__device__ __forceinline__ void stage_x_norm(const __half* x, const __half* nw, float eps, __half2* xs, int K,
-                                             int tid, float* red) {
-  float ss = 0.0f;
-  for (int i = tid; i < K; i += NT) {
-    const float v = __half2float(x[i]);
-    ss = fmaf(v, v, ss);
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if ((tid & 31) == 0) red[tid >> 5] = ss;
-  __syncthreads();
-  float total = 0.0f;
-#pragma unroll
-  for (int w = 0; w < NT / 32; ++w) total += red[w];
-  const float inv = rsqrtf(total / static_cast<float>(K) + eps);
-  for (int i = tid; i < K / 2; i += NT) {
-    const int b = i >> 2, j = i & 3;
-    const int k0 = 8 * b + j, k1 = k0 + 4;
-    xs[i] = __floats2half2_rn(__half2float(x[k0]) * inv * __half2float(nw[k0]),
-                              __half2float(x[k1]) * inv * __half2float(nw[k1]));
-  }
-}
-
 // Accumulates rows [row0, row0 + 16) of W over the tiles of this warp (tile t covers
 // k in [128 t, 128 t + 128)) into acc (C fragment: acc[0] row r, acc[2] row r + 8).
 template <int G, int NW, int U>
