@@ -6,7 +6,7 @@
 # 4-bit model, A and B interleaved, REPS times per KV mode and context (the spread between
 # runs of one build is up to ~15%); 3. ncu kernel time per decode step (NCU_MODES).
 # Env: TESTS, MODES, CTXS, REPS, TOKENS, NCU_MODES ("none" skips), EXTRA_B (env assignments
-# for extra B runs, e.g. "MLXCEL_FUSED_NORM=0"; each runs once per mode and context).
+# for extra B runs, e.g. "MLXCEL_FOLD_MERGE=0"; each runs once per mode and context).
 set -uo pipefail
 FINAL="${OUT:-/tmp/out}"; mkdir -p "$FINAL"
 R=/tmp/ab-run; rm -rf "$R"; mkdir -p "$R"

@@ -4,8 +4,8 @@
 //! `attend_rope`; a twin cache receives the same step with MLX's rope applied first
 //! (`append`). Compared: the attention output against `attend_with(DequantSdpa)` in f32
 //! over the first cache's contents with q rotated by MLX in f32 (relative RMS < 1e-3), and
-//! the stored new key against the twin's (dequantized, relative RMS < 1e-2: a code may
-//! flip where fp32 and fp16-rounded inputs straddle a decision boundary). A third cache
+//! the stored new key's error against the exact (f32) rotation, which may exceed the twin's
+//! (the reference encoder's) by at most 5% + 1e-3 relative RMS. A third cache
 //! appends the MLX-rotated step through `KvCache::append` (turbo4: K and V encoded by one
 //! launch) and must store exactly what the one-side encoders store.
 //! On the CUDA host this runs the in-place encoders and the tensor-core kernel with RoPE
@@ -124,7 +124,15 @@ fn rope_inside_the_fused_kernels_matches_mlx_rope_first() {
                             .slice_axis(2, prefill as i32, prefill as i32 + 1)
                             .unwrap()
                     };
-                    let e_key = rel_rms(&last(&b), &last(&a));
+                    // The stored new key against the exact rotation (MLX's rope in f32): the
+                    // fused encoder's quantization error must match the reference encoder's.
+                    // Where the f16-rounded and the f32 rotated key straddle a decision
+                    // boundary the two store neighbouring codes, so a direct comparison of
+                    // the two stores would count the reference's rounding against the kernel
+                    // (seen on the H200: 1.6e-2 for turbo4, a handful of flips in 1024).
+                    let k_true = rope.apply(&k.astype(Dtype::F32).unwrap(), prefill).unwrap();
+                    let (e_key, e_key_ref) =
+                        (rel_rms(&last(&b), &k_true), rel_rms(&last(&a), &k_true));
                     // The cache-level append of already-rotated keys (turbo4: K and V in one
                     // launch without RoPE) stores what the one-side encoders store.
                     let mut c = cache(mode, d);
@@ -138,22 +146,22 @@ fn rope_inside_the_fused_kernels_matches_mlx_rope_first() {
                         e_pair < 1e-6,
                         "{mode} d={d}: cache-level append differs by {e_pair}"
                     );
-                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} {rname} prefill={prefill}: output {e_out:.2e}, new key {e_key:.2e}");
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} {rname} prefill={prefill}: output {e_out:.2e}, new key error {e_key:.2e} (reference encoder {e_key_ref:.2e})");
                     assert!(
                         e_out < 1e-3,
                         "{mode} d={d} {rname}: output relative RMS {e_out}"
                     );
                     assert!(
-                        e_key < 1e-2,
-                        "{mode} d={d} {rname}: stored key relative RMS {e_key}"
+                        e_key <= 1.05 * e_key_ref + 1e-3,
+                        "{mode} d={d} {rname}: stored key error {e_key} vs the reference encoder's {e_key_ref}"
                     );
-                    worst = (worst.0.max(e_out), worst.1.max(e_key));
+                    worst = (worst.0.max(e_out), worst.1.max(e_key - e_key_ref));
                 }
             }
         }
     }
     eprintln!(
-        "fused rope: worst output {:.2e}, worst stored key {:.2e}",
+        "fused rope: worst output {:.2e}, worst stored-key excess error {:.2e}",
         worst.0, worst.1
     );
 }
