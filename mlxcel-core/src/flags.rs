@@ -141,11 +141,14 @@ pub const FUSED_KV_APPEND: Flag = Flag {
 
 /// The tensor-core decode kernel merges its splits itself (the last CTA of each KV head)
 /// instead of a second launch (`merge_splits.cu`): one MLX node per layer and step fewer.
-/// When 0, the separate merge kernel runs.
+/// Off by default: GPU-verified (parity, session 5), but the lone merging CTA costs more
+/// device time than the separate launch (ncu, turbo4 at 4K: 564 us of attention per step
+/// against 300 + 175 us for kernel + merge) and end to end the one node fewer did not show
+/// through the run-to-run spread (ADR 0005). 1 folds.
 pub const FOLD_MERGE: Flag = Flag {
     name: "MLXCEL_FOLD_MERGE",
-    default: true,
-    doc: "the tensor-core decode kernel merges its splits in the same launch (0 = separate merge kernel)",
+    default: false,
+    doc: "the tensor-core decode kernel merges its splits in the same launch (1 = fold; off by default: more device time than the separate merge kernel)",
 };
 
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran as session 5, device call 1 (results: benchmarks/results/2026-11-29-h200-session5.md).
 # One device call for the levers of branch next/rope-fold (RoPE inside the kernels, K+V in
 # one encode launch, split merge folded into the attention launch), after
 # benchmarks/gpu/stage.sh on that branch:
