@@ -4,7 +4,7 @@
 # 1. GPU parity suite of the fused decode kernel (and the KV-mode tests) on CUDA;
 # 2. `mlxcel bench attention` (all modes, 4K..128K, Llama-3-8B and head_dim-64 layer shapes);
 # 3. end-to-end decode of the synthetic Llama-3-8B 4-bit model per KV mode (--profile).
-# Env: TESTS (test binaries, "none" skips), SKIP_BENCH=1, BENCH_ARGS, TOKENS, MODES (KV
+# Env: TESTS (test binaries, "none" skips), FOLD_PARITY=0, SKIP_BENCH=1, BENCH_ARGS, TOKENS, MODES (KV
 # modes of the end-to-end runs), RUN_TAG (suffix of the archive, so that several runs of one
 # device call each keep their results).
 set -uo pipefail
@@ -21,6 +21,14 @@ for t in ${TESTS:-gpu_fused_decode gpu_quantized_gemv}; do
   .devcarry/bin/tests/$t --test-threads=1 --nocapture > "$OUT/test-$t.txt" 2>&1 || status=1
   grep -E "^test |test result|panicked|relative RMS|fused decode:" "$OUT/test-$t.txt" | tail -15
 done
+# The split merge folded into the attention launch is off by default (ADR 0005): its parity
+# runs here with the flag on, on the tensor-core modes (FOLD_PARITY=0 skips).
+if [ "${FOLD_PARITY:-1}" != 0 ] && [[ " ${TESTS:-gpu_fused_decode} " == *" gpu_fused_decode "* ]]; then
+  echo "== gpu_fused_decode, MLXCEL_FOLD_MERGE=1"
+  MLXCEL_FOLD_MERGE=1 MLXCEL_PARITY_MODES=turbo4,int8 .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture \
+    fused_decode_matches > "$OUT/test-fold.txt" 2>&1 || status=1
+  grep -E "test result|panicked|fused decode:" "$OUT/test-fold.txt" | tail -4
+fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   echo "== bench attention"
   .devcarry/bin/mlxcel bench attention --out "$OUT/bench" ${BENCH_ARGS:-} 2> "$OUT/bench.log" || status=1

@@ -49,7 +49,8 @@ def main():
     merge = read("merge_splits.cu")
     ok = True
     sig = ("const float* q, const unsigned char* k_data, const Shape k_data_shape, const __half* k_aux, const Shape k_aux_shape, const unsigned char* v_data, "
-           "const __half* v_aux, const Shape v_aux_shape, const float* lut_k, const float* lut_v, const float* rot_k, const unsigned char* len_marker, const Shape len_marker_shape, const int* k_dep, const int* v_dep, "
+           "const __half* v_aux, const Shape v_aux_shape, const float* lut_k, const float* lut_v, const float* rot_k, const unsigned char* len_marker, const Shape len_marker_shape, const int* k_dep, const int* v_dep, const float* inv_freq, "
+           "const float* rot_v, const unsigned int* tickets, const unsigned char* epoch_marker, const Shape epoch_marker_shape, "
            "float* o_part, float* ml")
     v3 = [(0, 0), (1, 1), (0, 4), (4, 4), (0, 3), (3, 3), (0, 2), (2, 2)] if len(sys.argv) == 1 else []
     for kf, vf in v3:
@@ -71,24 +72,45 @@ def main():
                     continue
                 stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
                 stages = min(6, max(3, -(-8192 // stage) + 1))
-                consts = (f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
-                          f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'}; "
-                          f"constexpr int STAGES = {stages};\n")
-                src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q") + ") {\n"
-                       + consts + mma_body + "\n}\n")
-                ok &= compile_one(name, src)
+                for rope, trad, fold in (("false", "false", "false"), ("false", "false", "true"), ("true", "false", "true"), ("true", "true", "true")):
+                    if rope == "true" and qt != "__half":
+                        continue
+                    consts = (f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                              f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'}; "
+                              f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
+                              f"constexpr bool FOLD = {fold}; using T_q = {qt};\n")
+                    src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
+                           + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
+                    ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold}", src)
     enc = read("turbo_encode.cu")
+    enc_header = header + "\n" + read("turbo_encode.cuh")
     for d in (64, 128):
         for xt in ("float", "__half", "__nv_bfloat16"):
-            src = (header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+            src = (enc_header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                    f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, uint8_t* packed, __half* norms) {{\n"
                    + f"constexpr int D = {d};\n" + enc + "\n}\n")
             ok &= compile_one(f"turbo_encode d{d} {xt}", src)
-            src = (header + "\n#define MLXCEL_ENCODE_INPLACE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+            src = (enc_header + "\n#define MLXCEL_ENCODE_INPLACE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                    f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, "
                    "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, int* done) {\n"
                    + f"constexpr int D = {d};\n" + enc + "\n}\n")
             ok &= compile_one(f"turbo_encode in place d{d} {xt}", src)
+            for trad in ("false", "true"):
+                src = (enc_header + "\n#define MLXCEL_ENCODE_INPLACE\n#define MLXCEL_ENCODE_ROPE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                       f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, "
+                       "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, const float* inv_freq, int* done) {\n"
+                       + f"constexpr int D = {d}; constexpr bool TRAD = {trad};\n" + enc + "\n}\n")
+                ok &= compile_one(f"turbo_encode in place rope trad={trad} d{d} {xt}", src)
+        kv = read("turbo_encode_kv.cu")
+    for d in (64, 128):
+        for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
+            src = (enc_header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                   "__global__ void e(const __half* xk, const Shape xk_shape, const int xk_ndim, const __half* xv, "
+                   "const float* k_mids, const float* k_lut, const float* k_signs, const float* v_mids, const float* v_lut, const float* v_signs, "
+                   "const uint8_t* k_packed, const Shape k_packed_shape, const __half* k_norms, const uint8_t* v_packed, const __half* v_norms, "
+                   "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
+                   + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + kv + "\n}\n")
+            ok &= compile_one(f"turbo_encode_kv d{d} rope={rope} trad={trad}", src)
     i8 = read("int8_encode.cu")
     for d in (64, 128):
         for xt in ("float", "__half", "__nv_bfloat16"):
@@ -97,6 +119,12 @@ def main():
                    "const __half* scale_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, int* done) {\n"
                    + f"constexpr int D = {d};\n" + i8 + "\n}\n")
             ok &= compile_one(f"int8_encode in place d{d} {xt}", src)
+            for trad in ("false", "true"):
+                src = (header + "\n#define MLXCEL_ENCODE_ROPE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\ntypedef signed char int8_t;\n" + SHAPE +
+                       f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const int8_t* q_buf, const Shape q_buf_shape, "
+                       "const __half* scale_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, const float* inv_freq, int* done) {\n"
+                       + f"constexpr int D = {d}; constexpr bool TRAD = {trad};\n" + i8 + "\n}\n")
+                ok &= compile_one(f"int8_encode in place rope trad={trad} d{d} {xt}", src)
     for d in (64, 128):
         consts = f"constexpr int D = {d}; constexpr int GROUP_V = {min(d, 128)}; constexpr bool ROT_V = true; using T_out = __half;\n"
         src = (header + SHAPE +

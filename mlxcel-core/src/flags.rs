@@ -121,6 +121,36 @@ pub const KERNEL_FILES: Flag = Flag {
     doc: "CUDA kernels reach MLX as #include stubs of content-hashed files (0 = full text inline, costlier launches)",
 };
 
+/// RoPE inside the fused kernels of a decode step: the in-place int8/turbo4 encoders rotate
+/// the new key and the tensor-core attention kernel rotates the query, instead of MLX's
+/// rope op on each (two MLX ops per layer and step). When 0, MLX's rope runs first.
+pub const FUSED_ROPE: Flag = Flag {
+    name: "MLXCEL_FUSED_ROPE",
+    default: true,
+    doc:
+        "RoPE applied inside the fused encoder/attention kernels on CUDA (0 = MLX's rope op first)",
+};
+
+/// A symmetric turbo4 cache's decode-step K and V appends in one launch on CUDA (one MLX
+/// node per layer and step instead of two). When 0, each side appends with its own launch.
+pub const FUSED_KV_APPEND: Flag = Flag {
+    name: "MLXCEL_FUSED_KV_APPEND",
+    default: true,
+    doc: "turbo4 K and V decode-step appends in one launch on CUDA (0 = one launch per side)",
+};
+
+/// The tensor-core decode kernel merges its splits itself (the last CTA of each KV head)
+/// instead of a second launch (`merge_splits.cu`): one MLX node per layer and step fewer.
+/// Off by default: GPU-verified (parity, session 5), but the lone merging CTA costs more
+/// device time than the separate launch (ncu, turbo4 at 4K: 564 us of attention per step
+/// against 300 + 175 us for kernel + merge) and end to end the one node fewer did not show
+/// through the run-to-run spread (ADR 0005). 1 folds.
+pub const FOLD_MERGE: Flag = Flag {
+    name: "MLXCEL_FOLD_MERGE",
+    default: false,
+    doc: "the tensor-core decode kernel merges its splits in the same launch (1 = fold; off by default: more device time than the separate merge kernel)",
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -170,4 +200,7 @@ pub const ALL: &[Flag] = &[
     POLL_WAIT,
     FUSED_QMV,
     KERNEL_FILES,
+    FUSED_ROPE,
+    FUSED_KV_APPEND,
+    FOLD_MERGE,
 ];

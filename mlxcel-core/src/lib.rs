@@ -5,6 +5,7 @@
 //! - [`kernels`]: custom GPU kernels (CUDA/Metal sources JIT-compiled by MLX).
 //! - [`kv`]: KV caches, one module per storage mode, behind one trait.
 //! - [`attention`]: the attention paths the caches call.
+//! - [`rope`]: a model's rotary embedding, shared by the models and the fused kernels.
 //! - [`flags`]: every `MLXCEL_*` switch.
 //! - [`error`]: the one error type of the crate.
 
@@ -14,6 +15,7 @@ pub mod flags;
 pub mod kernels;
 pub mod kv;
 pub mod mlx;
+pub mod rope;
 
 pub use error::{Error, Result};
 pub use mlx::{Array, Dtype};

@@ -348,7 +348,7 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
                 continue;
             }
             let (vr, x) = (v.raw().unwrap(), at(&vx, 0));
-            let err = fused_encode_into(&codec, &x, vr.data, vr.aux.unwrap(), prefill, None)
+            let err = fused_encode_into(&codec, &x, vr.data, vr.aux.unwrap(), prefill, None, None)
                 .and_then(|t| t.eval())
                 .unwrap_err()
                 .to_string();

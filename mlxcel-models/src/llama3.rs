@@ -5,7 +5,7 @@
 //! biases, per-head q/k RMSNorm); see `qwen2.rs` and `qwen3.rs`.
 
 use mlxcel_core::kv::KvCache;
-use mlxcel_core::mlx::fast::{rope, RopeFreqs, RopeOffset};
+use mlxcel_core::rope::RopeSpec;
 use mlxcel_core::Array;
 
 use crate::config::{Llama3RopeScaling, ModelConfig, RopeScaling};
@@ -50,13 +50,10 @@ pub fn llama3_periods(base: f32, dims: usize, s: &Llama3RopeScaling) -> Vec<f32>
         .collect()
 }
 
-/// Rotary embedding of one model.
+/// Rotary embedding of one model: the frequencies of its config as a [`RopeSpec`], which
+/// the KV caches hand to fused kernels that rotate q and k themselves.
 pub struct Rope {
-    dims: i32,
-    base: f32,
-    traditional: bool,
-    /// Explicit periods when the model scales its frequencies.
-    periods: Option<Array>,
+    spec: RopeSpec,
 }
 
 impl Rope {
@@ -82,29 +79,17 @@ impl Rope {
             }
         };
         Ok(Rope {
-            dims: dims as i32,
-            base: cfg.rope_theta,
-            traditional: cfg.rope_traditional,
-            periods: periods
-                .map(|p| Array::from_slice(&p, &[p.len() as i32]))
-                .transpose()?,
+            spec: RopeSpec::new(dims as i32, cfg.rope_traditional, cfg.rope_theta, periods)?,
         })
     }
 
     /// Rotates `x [B, H, L, D]` for positions `offset..offset+L`.
     pub fn apply(&self, x: &Array, offset: usize) -> Result<Array> {
-        let freqs = match &self.periods {
-            Some(p) => RopeFreqs::Custom(p),
-            None => RopeFreqs::Base(self.base),
-        };
-        Ok(rope(
-            x,
-            self.dims,
-            self.traditional,
-            freqs,
-            1.0,
-            RopeOffset::Int(offset as i32),
-        )?)
+        Ok(self.spec.apply(x, offset)?)
+    }
+
+    pub fn spec(&self) -> &RopeSpec {
+        &self.spec
     }
 }
 
@@ -220,11 +205,10 @@ impl Attention {
         let q = heads(q, self.n_heads, &self.q_norm)?;
         let k = heads(k, self.n_kv_heads, &self.k_norm)?;
         let v = heads(v, self.n_kv_heads, &None)?;
-        let offset = cache.len();
-        let q = rope.apply(&q, offset)?;
-        let k = rope.apply(&k, offset)?;
-        cache.append(&k, &v)?;
-        let o = cache.attend(&q, self.scale)?;
+        // RoPE goes with the cache calls: fused kernels apply it themselves, other paths
+        // run MLX's rope first (same positions: the new block starts at the cache length).
+        cache.append_rope(&k, &v, rope.spec())?;
+        let o = cache.attend_rope(&q, self.scale, rope.spec())?;
         let o = o
             .transpose(&[0, 2, 1, 3])?
             .reshape(&[b, l, self.n_heads * self.head_dim])?;

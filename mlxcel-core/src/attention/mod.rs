@@ -9,11 +9,12 @@
 //! | `fused-decode` | CUDA backend, one query position, int8/turbo sides (fp16 ones too with `MLXCEL_FUSED_FP16=1`), `MLXCEL_FUSED_DECODE` on (default) | one kernel reads the packed cache ([`crate::kernels::decode_attention`]) |
 
 use crate::flags;
-use crate::kernels::decode_attention::{fused_decode, supported};
+use crate::kernels::decode_attention::{fused_decode, fused_decode_rope, rope_fits, supported};
 use crate::kv::side::{KvSide, FORMAT_FP16};
 use crate::mlx::fast::{scaled_dot_product_attention, AttentionMask};
 use crate::mlx::kernel::KernelBackend;
 use crate::mlx::Array;
+use crate::rope::RopeSpec;
 use crate::Result;
 
 /// The attention paths.
@@ -85,6 +86,35 @@ pub fn attend(q: &Array, k: &dyn KvSide, v: &dyn KvSide, scale: f32) -> Result<A
         };
     }
     attend_with(path, q, k, v, scale)
+}
+
+/// Attention of `q` given *before* RoPE, with the rotation done inside the fused kernel,
+/// where [`attend`] would take the fused path and the kernel can rotate q
+/// ([`rope_fits`]); `None` otherwise (the caller applies MLX's RoPE and calls [`attend`]).
+pub fn attend_before_rope(
+    q: &Array,
+    k: &dyn KvSide,
+    v: &dyn KvSide,
+    scale: f32,
+    rope: &RopeSpec,
+) -> Result<Option<Array>> {
+    if !flags::FUSED_ROPE.enabled() || select_path(q, k, v) != AttentionPath::FusedDecode {
+        return Ok(None);
+    }
+    let d = q.dim(-1) as usize;
+    if (scale - 1.0 / (d as f32).sqrt()).abs() > 1e-6 * scale.abs() {
+        return Ok(None);
+    }
+    match (k.raw(), v.raw()) {
+        (Some(kr), Some(vr)) => {
+            let gqa = q.dim(1) as usize / kr.data.dim(1).max(1) as usize;
+            if !rope_fits(&kr, &vr, d, gqa, rope) {
+                return Ok(None);
+            }
+            fused_decode_rope(q, &kr, &vr, k.len(), scale, None, Some(rope)).map(Some)
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Attention through an explicit path.

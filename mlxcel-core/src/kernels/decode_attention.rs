@@ -13,6 +13,7 @@ use crate::flags;
 use crate::kv::side::{RawSide, FORMAT_FP16, FORMAT_INT8};
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
 const HEADER: &str = include_str!("cuda/decode_attention.cuh");
@@ -74,6 +75,10 @@ const INPUTS: &[&str] = &[
     "len_marker",
     "k_dep",
     "v_dep",
+    "inv_freq",
+    "rot_v",
+    "tickets",
+    "epoch_marker",
 ];
 
 fn source() -> KernelSource {
@@ -97,7 +102,7 @@ fn mma_source(shared: usize) -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_decode_attention_mma",
         INPUTS,
-        &["o_part", "ml"],
+        &["o_part", "ml", "out"],
         MMA_BODY,
     );
     s.header = format!("{HEADER}\n{MMA_HEADER}");
@@ -161,6 +166,8 @@ enum Placeholder {
     Dependency,
     /// The backing array of the length markers (see [`length_marker`]).
     Marker,
+    /// The arrival counters of the folded split merge (see [`fold_inputs`]).
+    Tickets,
 }
 
 thread_local! {
@@ -254,6 +261,41 @@ pub(crate) fn wait_for(token: Option<&Array>) -> Result<Array> {
     }
 }
 
+/// Ticket slots the folded merge rotates over: calls that may run concurrently (independent
+/// calls queued into one CUDA graph, e.g. a benchmark's) must not share one, and MLX commits
+/// a graph every ~100 nodes, so more slots than fused calls per graph suffice.
+const FOLD_SLOTS: usize = 128;
+/// Most (batch x KV head) pairs per call the folded merge takes (the tickets buffer's size).
+const FOLD_MAX_BH: usize = 1024;
+
+thread_local! {
+    /// Fused calls made so far by this thread (picks each call's ticket slot).
+    static FOLD_CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The folded merge's inputs: the zero-initialised tickets (reset by each call's last CTA)
+/// and this call's slot as the shape of a marker view (`[slot + 1]`, nothing uploaded).
+fn fold_inputs() -> Result<(Array, Array)> {
+    let tickets = dummy(Placeholder::Tickets, || {
+        Array::zeros(&[(FOLD_SLOTS * FOLD_MAX_BH) as i32], Dtype::U32)
+    })?;
+    let slot = FOLD_CALLS.with(|c| {
+        let n = c.get();
+        c.set(n.wrapping_add(1));
+        n % FOLD_SLOTS
+    });
+    Ok((tickets, marker_view(slot + 1)?))
+}
+
+/// Whether the tensor-core kernel merges the splits itself for this call: the flag, the
+/// tickets buffer large enough, and room for the merge scratch in the kernel's dynamic
+/// shared memory (outputs, denominators and split weights of the GQA heads).
+fn fold_fits(b: usize, hkv: usize, gqa: usize, d: usize, splits: usize, shared: usize) -> bool {
+    flags::FOLD_MERGE.enabled()
+        && b * hkv <= FOLD_MAX_BH
+        && 4 * (gqa * d + 8 + gqa * splits) <= shared - 8 * d * 4
+}
+
 fn check_scale(scale: f32, d: usize) -> Result<()> {
     if (scale - 1.0 / (d as f32).sqrt()).abs() > 1e-6 * scale.abs() {
         return Err(Error::invalid(
@@ -312,6 +354,35 @@ pub fn fused_decode(
     scale: f32,
     split_override: Option<usize>,
 ) -> Result<Array> {
+    fused_decode_rope(q, k, v, len, scale, split_override, None)
+}
+
+/// Whether [`fused_decode_rope`] can apply `rope` to q inside the kernel for these sides:
+/// the tensor-core kernel serves them and every lane holds whole RoPE pairs.
+pub fn rope_fits(
+    k: &RawSide<'_>,
+    v: &RawSide<'_>,
+    head_dim: usize,
+    gqa: usize,
+    rope: &RopeSpec,
+) -> bool {
+    flags::FUSED_MMA.enabled()
+        && mma_supported(k, v, head_dim, gqa)
+        && rope.fits_warp_layout(head_dim)
+}
+
+/// [`fused_decode`] for a query before RoPE (`rope` given): the tensor-core kernel rotates
+/// q at position `len - 1` in its prologue, one MLX op fewer per layer and step. Fails
+/// where [`rope_fits`] does not hold.
+pub fn fused_decode_rope(
+    q: &Array,
+    k: &RawSide<'_>,
+    v: &RawSide<'_>,
+    len: usize,
+    scale: f32,
+    split_override: Option<usize>,
+    rope: Option<&RopeSpec>,
+) -> Result<Array> {
     let s = q.shape();
     if s.len() != 4 || s[2] != 1 {
         return Err(Error::invalid(
@@ -340,6 +411,23 @@ pub fn fused_decode(
     check_scale(scale, d)?;
     let gqa = hq / hkv;
     let tensor_cores = flags::FUSED_MMA.enabled() && mma_supported(k, v, d, gqa);
+    if let Some(r) = rope {
+        if !rope_fits(k, v, d, gqa, r) {
+            return Err(Error::invalid(
+                "fused decode",
+                format!(
+                    "RoPE ({} dims, traditional {}) cannot run inside the kernel for head_dim {d}",
+                    r.dims, r.traditional
+                ),
+            ));
+        }
+    }
+    let inv_freq = match rope {
+        Some(r) => r.inv_freq().clone(),
+        None => lut(k)?,
+    };
+    let rot_v = signs(v, group_of(v, d))?;
+    let (tickets, epoch_marker) = fold_inputs()?;
     let splits = split_override
         .unwrap_or_else(|| {
             if tensor_cores {
@@ -380,6 +468,10 @@ pub fn fused_decode(
             &len_marker,
             &k_dep,
             &v_dep,
+            &inv_freq,
+            &rot_v,
+            &tickets,
+            &epoch_marker,
         ],
         [splits as i32 * THREADS, hkv as i32, b as i32],
         [THREADS, 1, 1],
@@ -401,7 +493,23 @@ pub fn fused_decode(
             shared as u64,
             || mma_source(shared),
         )?;
-        main.call(&launch.template("STAGES", TemplateArg::Int(stages as i32)))?
+        let fold = fold_fits(b, hkv, gqa, d, splits, shared);
+        let mut outs = main.call(
+            &launch
+                .output(&[b as i32, hq as i32, 1, d as i32], q.dtype())
+                .template("STAGES", TemplateArg::Int(stages as i32))
+                .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
+                .template(
+                    "TRAD",
+                    TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
+                )
+                .template("FOLD", TemplateArg::Bool(fold)),
+        )?;
+        let out = outs.pop().expect("three outputs");
+        if fold {
+            return Ok(out);
+        }
+        outs
     } else {
         let main = cached_by_name(KernelBackend::Cuda, "decode_attention", 0, source)?;
         main.call(

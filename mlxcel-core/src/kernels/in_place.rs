@@ -5,13 +5,17 @@
 use crate::kernels::decode_attention::{length_marker, wait_for};
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
 /// Queues kernel `name` (built by `source`) over `rows` head vectors of `head_dim`, writing
 /// at positions `pos..` after the write whose token is `after`. `inputs` are the kernel's
 /// inputs before its two ordering inputs, `pos_marker` (`pos_marker_shape[0] - 1` is `pos`)
 /// and `after` (the previous token, or a placeholder). Returns this write's token, a `[4]`
-/// int32 output: outputs of 8 bytes or less would come from MLX's managed-memory pool.
+/// int32 output: outputs of 8 bytes or less would come from MLX's managed-memory pool. With
+/// `rope`, the kernel (a `*_rope` variant) also takes `inv_freq` after the ordering inputs
+/// and the template `TRAD`, and rotates the keys itself.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write(
     name: &'static str,
     source: fn() -> KernelSource,
@@ -20,13 +24,20 @@ pub(crate) fn write(
     head_dim: usize,
     pos: usize,
     after: Option<&Array>,
+    rope: Option<&RopeSpec>,
 ) -> Result<Array> {
     let (marker, after) = (length_marker(pos + 1)?, wait_for(after)?);
     let mut all = inputs.to_vec();
     all.extend([&marker, &after]);
-    let launch = Launch::new(&all, [(rows * 32) as i32, 1, 1], [128, 1, 1])
+    if let Some(r) = rope {
+        all.push(r.inv_freq());
+    }
+    let mut launch = Launch::new(&all, [(rows * 32) as i32, 1, 1], [128, 1, 1])
         .output(&[4], Dtype::I32)
         .template("D", TemplateArg::Int(head_dim as i32));
+    if let Some(r) = rope {
+        launch = launch.template("TRAD", TemplateArg::Bool(r.traditional));
+    }
     cached_by_name(KernelBackend::Cuda, name, 0, source)?
         .call(&launch)?
         .pop()

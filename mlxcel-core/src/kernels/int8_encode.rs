@@ -8,6 +8,7 @@ use crate::flags;
 use crate::kernels::in_place;
 use crate::mlx::kernel::{KernelBackend, KernelSource};
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
 fn source() -> KernelSource {
@@ -17,6 +18,19 @@ fn source() -> KernelSource {
         &["done"],
         include_str!("cuda/int8_encode.cu"),
     )
+}
+
+/// The in-place encoder for keys before RoPE: it rotates them itself (`inv_freq` input).
+fn source_rope() -> KernelSource {
+    let mut spec = source();
+    spec.name = "mlxcel_int8_encode_inplace_rope".into();
+    spec.inputs.push("inv_freq".into());
+    // rope_warp lives with the decode-attention helpers.
+    spec.header = format!(
+        "#define MLXCEL_ENCODE_ROPE\n{}",
+        include_str!("cuda/decode_attention.cuh")
+    );
+    spec
 }
 
 /// Whether decode-step appends of `head_dim` vectors write in place on this backend.
@@ -36,6 +50,7 @@ pub fn encode_into(
     scale_buf: &Array,
     pos: usize,
     after: Option<&Array>,
+    rope: Option<&RopeSpec>,
 ) -> Result<Array> {
     let (xs, qs, ss) = (x.shape(), q_buf.shape(), scale_buf.shape());
     let fits = xs.len() == 4
@@ -57,13 +72,24 @@ pub fn encode_into(
             format!("in place: x {xs:?} into q {qs:?} / scales {ss:?} at {pos}"),
         ));
     }
+    if rope.is_some_and(|r| !r.fits_warp_layout(xs[3] as usize)) {
+        return Err(Error::invalid(
+            "int8 encode",
+            format!("RoPE cannot run inside the encoder for head_dim {}", xs[3]),
+        ));
+    }
+    let (name, src): (&'static str, fn() -> KernelSource) = match rope {
+        Some(_) => ("int8_encode_inplace_rope", source_rope),
+        None => ("int8_encode_inplace", source),
+    };
     in_place::write(
-        "int8_encode_inplace",
-        source,
+        name,
+        src,
         &[x, q_buf, scale_buf],
         (xs[0] * xs[1] * xs[2]) as usize,
         xs[3] as usize,
         pos,
         after,
+        rope,
     )
 }

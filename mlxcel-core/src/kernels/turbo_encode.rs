@@ -8,9 +8,19 @@ use crate::flags;
 use crate::kv::turbo::codec::{Encoded, TurboCodec};
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
 const BODY: &str = include_str!("cuda/turbo_encode.cu");
+
+/// The warp-level helpers (Walsh-Hadamard, RoPE) and the one-vector encoder.
+fn helpers() -> String {
+    format!(
+        "{}\n{}",
+        include_str!("cuda/decode_attention.cuh"),
+        include_str!("cuda/turbo_encode.cuh")
+    )
+}
 
 fn source() -> KernelSource {
     let mut spec = KernelSource::new(
@@ -19,7 +29,7 @@ fn source() -> KernelSource {
         &["packed", "norms"],
         BODY,
     );
-    spec.header = include_str!("cuda/decode_attention.cuh").to_string();
+    spec.header = helpers();
     spec
 }
 
@@ -39,10 +49,16 @@ fn source_in_place() -> KernelSource {
         &["done"],
         BODY,
     );
-    spec.header = format!(
-        "#define MLXCEL_ENCODE_INPLACE\n{}",
-        include_str!("cuda/decode_attention.cuh")
-    );
+    spec.header = format!("#define MLXCEL_ENCODE_INPLACE\n{}", helpers());
+    spec
+}
+
+/// The in-place encoder for keys before RoPE: it rotates them itself (`inv_freq` input).
+fn source_in_place_rope() -> KernelSource {
+    let mut spec = source_in_place();
+    spec.name = "mlxcel_turbo_encode_inplace_rope".into();
+    spec.inputs.push("inv_freq".into());
+    spec.header = format!("#define MLXCEL_ENCODE_ROPE\n{}", spec.header);
     spec
 }
 
@@ -77,6 +93,7 @@ pub fn fused_encode_into(
     norms: &Array,
     pos: usize,
     after: Option<&Array>,
+    rope: Option<&RopeSpec>,
 ) -> Result<Array> {
     let (xs, ps, ns) = (x.shape(), packed.shape(), norms.shape());
     let d = codec.head_dim;
@@ -102,9 +119,19 @@ pub fn fused_encode_into(
             ),
         ));
     }
+    if rope.is_some_and(|r| !r.fits_warp_layout(d)) {
+        return Err(Error::invalid(
+            "fused turbo encode",
+            format!("RoPE cannot run inside the encoder for head_dim {d}"),
+        ));
+    }
+    let (name, src): (&'static str, fn() -> KernelSource) = match rope {
+        Some(_) => ("turbo_encode_inplace_rope", source_in_place_rope),
+        None => ("turbo_encode_inplace", source_in_place),
+    };
     crate::kernels::in_place::write(
-        "turbo_encode_inplace",
-        source_in_place,
+        name,
+        src,
         &[
             x,
             codec.midpoints(),
@@ -117,7 +144,131 @@ pub fn fused_encode_into(
         d,
         pos,
         after,
+        rope,
     )
+}
+
+fn source_kv() -> KernelSource {
+    let mut spec = KernelSource::new(
+        "mlxcel_turbo_encode_kv",
+        &[
+            "xk",
+            "xv",
+            "k_mids",
+            "k_lut",
+            "k_signs",
+            "v_mids",
+            "v_lut",
+            "v_signs",
+            "k_packed",
+            "k_norms",
+            "v_packed",
+            "v_norms",
+            "pos_marker",
+            "k_after",
+            "v_after",
+            "inv_freq",
+        ],
+        &["done"],
+        include_str!("cuda/turbo_encode_kv.cu"),
+    );
+    spec.header = helpers();
+    spec
+}
+
+/// One side's cache buffers and codec for [`fused_encode_kv_into`].
+pub struct SideBuffers<'a> {
+    pub codec: &'a TurboCodec,
+    pub packed: &'a Array,
+    pub norms: &'a Array,
+    /// The side's previous write token.
+    pub after: Option<&'a Array>,
+}
+
+/// A decode step's keys `xk` and values `xv` (`[B, H, L, D]`, one shape) encoded by one
+/// launch into both sides' buffers at `pos..pos+L` (`cuda/turbo_encode_kv.cu`): one MLX
+/// node per layer and step instead of two. With `rope`, xk is the key before RoPE. Returns
+/// the token of both writes (each side records it as its last write).
+pub fn fused_encode_kv_into(
+    xk: &Array,
+    xv: &Array,
+    k: SideBuffers<'_>,
+    v: SideBuffers<'_>,
+    pos: usize,
+    rope: Option<&RopeSpec>,
+) -> Result<Array> {
+    let d = k.codec.head_dim;
+    let (xs, ps) = (xk.shape(), k.packed.shape());
+    let fits = codec_fits(k.codec)
+        && codec_fits(v.codec)
+        && v.codec.head_dim == d
+        && xv.shape() == xs
+        && xs.len() == 4
+        && xs[3] == d as i32
+        && ps.len() == 4
+        && ps[..2] == xs[..2]
+        && ps[3] == (d / 2) as i32
+        && v.packed.shape() == ps
+        && k.norms.shape() == v.norms.shape()
+        && k.norms.shape().get(2) == ps.get(2)
+        && k.packed.dtype() == Dtype::U8
+        && v.packed.dtype() == Dtype::U8
+        && k.norms.dtype() == Dtype::F16
+        && v.norms.dtype() == Dtype::F16
+        && xs[2] > 0
+        && pos + xs[2] as usize <= ps[2] as usize
+        && rope.is_none_or(|r| r.fits_warp_layout(d));
+    if !fits {
+        return Err(Error::invalid(
+            "fused turbo encode",
+            format!(
+                "K and V in place: x {xs:?} / {:?} into packed {ps:?} / {:?} at {pos}",
+                xv.shape(),
+                v.packed.shape()
+            ),
+        ));
+    }
+    let rows = (xs[0] * xs[1] * xs[2]) as usize;
+    use crate::kernels::decode_attention::{length_marker, wait_for};
+    let (marker, k_after, v_after) = (
+        length_marker(pos + 1)?,
+        wait_for(k.after)?,
+        wait_for(v.after)?,
+    );
+    let inv_freq = rope.map_or_else(|| k.codec.midpoints().clone(), |r| r.inv_freq().clone());
+    let launch = Launch::new(
+        &[
+            xk,
+            xv,
+            k.codec.midpoints(),
+            k.codec.lut16(),
+            k.codec.rotation.signs_array(),
+            v.codec.midpoints(),
+            v.codec.lut16(),
+            v.codec.rotation.signs_array(),
+            k.packed,
+            k.norms,
+            v.packed,
+            v.norms,
+            &marker,
+            &k_after,
+            &v_after,
+            &inv_freq,
+        ],
+        [(2 * rows * 32) as i32, 1, 1],
+        [128, 1, 1],
+    )
+    .output(&[4], Dtype::I32)
+    .template("D", TemplateArg::Int(d as i32))
+    .template("ROPE", TemplateArg::Bool(rope.is_some()))
+    .template(
+        "TRAD",
+        TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
+    );
+    cached_by_name(KernelBackend::Cuda, "turbo_encode_kv", 0, source_kv)?
+        .call(&launch)?
+        .pop()
+        .ok_or_else(|| Error::invalid("fused turbo encode", "no output"))
 }
 
 /// Encodes `x [.., head_dim]` like [`TurboCodec::encode`] (same codes up to rounding at

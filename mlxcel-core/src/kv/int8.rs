@@ -6,6 +6,7 @@ use crate::kv::side::{KvSide, RawSide, FORMAT_INT8};
 use crate::kv::turbo::rotation::Rotation;
 use crate::mlx::ops::where_;
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
 /// One int8 side. Decode-step appends on CUDA write the buffers in place
@@ -53,20 +54,42 @@ impl Int8Side {
     }
 }
 
-impl KvSide for Int8Side {
-    fn append(&mut self, x: &Array) -> Result<()> {
+impl Int8Side {
+    /// The in-place decode-step append; with `rope`, x is the key before RoPE.
+    fn append_in_place(&mut self, x: &Array, rope: Option<&RopeSpec>) -> Result<()> {
         let s = x.shape();
-        if s.len() == 4 && s[2] == 1 && crate::kernels::int8_encode::applies_in_place(s[3] as usize)
+        self.pending.append_one(
+            &mut self.q,
+            &mut self.scale,
+            [s[0], s[1]],
+            [s[3], 1],
+            |q, scale, pos, after| {
+                crate::kernels::int8_encode::encode_into(x, q, scale, pos, after, rope)
+            },
+        )
+    }
+
+    fn in_place_applies(x: &Array) -> bool {
+        let s = x.shape();
+        s.len() == 4 && s[2] == 1 && crate::kernels::int8_encode::applies_in_place(s[3] as usize)
+    }
+}
+
+impl KvSide for Int8Side {
+    fn append_before_rope(&mut self, x: &Array, rope: &RopeSpec) -> Result<bool> {
+        if Self::in_place_applies(x)
+            && crate::flags::FUSED_ROPE.enabled()
+            && rope.fits_warp_layout(x.dim(3) as usize)
         {
-            return self.pending.append_one(
-                &mut self.q,
-                &mut self.scale,
-                [s[0], s[1]],
-                [s[3], 1],
-                |q, scale, pos, after| {
-                    crate::kernels::int8_encode::encode_into(x, q, scale, pos, after)
-                },
-            );
+            self.append_in_place(x, Some(rope))?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn append(&mut self, x: &Array) -> Result<()> {
+        if Self::in_place_applies(x) {
+            return self.append_in_place(x, None);
         }
         self.pending.settle()?;
         let (q, s) = Self::quantize(x)?;

@@ -18,6 +18,7 @@ pub mod split;
 pub mod turbo;
 
 use crate::mlx::Array;
+use crate::rope::RopeSpec;
 use crate::Result;
 
 pub use mode::{make_caches, CacheSpec, KvMode, SideFormat};
@@ -30,6 +31,20 @@ pub trait KvCache {
     /// Attention of queries `[B, Hq, L, D]` (the last `L` positions, already appended)
     /// over the cache, causal within the new block. Returns `[B, Hq, L, D]`.
     fn attend(&self, q: &Array, scale: f32) -> Result<Array>;
+
+    /// [`KvCache::append`] with keys before RoPE (positions `len..len + L`). Caches whose
+    /// encoder can rotate the keys itself do so; the default applies MLX's RoPE first.
+    fn append_rope(&mut self, k: &Array, v: &Array, rope: &RopeSpec) -> Result<()> {
+        let k = rope.apply(k, self.len())?;
+        self.append(&k, v)
+    }
+
+    /// [`KvCache::attend`] with queries before RoPE (the last `L` positions). Paths whose
+    /// kernel can rotate q itself do so; the default applies MLX's RoPE first.
+    fn attend_rope(&self, q: &Array, scale: f32, rope: &RopeSpec) -> Result<Array> {
+        let q = rope.apply(q, self.len().saturating_sub(q.dim(2).max(0) as usize))?;
+        self.attend(&q, scale)
+    }
 
     /// Number of cached positions.
     fn len(&self) -> usize;

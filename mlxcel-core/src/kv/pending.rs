@@ -37,6 +37,12 @@ impl PendingWrite {
         self.0.as_ref()
     }
 
+    /// Records `token` as the last write (a launch that wrote this side's buffers together
+    /// with another side's, after taking both sides' previous tokens as inputs).
+    pub fn record(&mut self, token: Array) {
+        self.0 = Some(token);
+    }
+
     /// Appends one position to a side's buffer pair (`data` rows `[B, H, _, widths[0]]`,
     /// `aux` rows `[B, H, _, widths[1]]`, `bh` = `[B, H]`) through `write`, an in-place
     /// kernel called as `write(data, aux, pos, previous token)` that returns its token:

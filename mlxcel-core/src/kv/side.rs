@@ -3,7 +3,9 @@
 //! is one module (`fp16`, `int8`, `turbo`, `delegated`).
 
 use crate::kv::turbo::rotation::Rotation;
+use crate::kv::turbo::TurboSide;
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::Result;
 
 /// Storage format codes shared with the CUDA kernels (`decode_attention.cuh`).
@@ -31,6 +33,14 @@ pub trait KvSide {
     /// Appends `[B, H, L, D]` vectors (keys after RoPE, or values).
     fn append(&mut self, x: &Array) -> Result<()>;
 
+    /// Appends keys given *before* RoPE, applying `rope` inside the side's own encoder
+    /// (one MLX op fewer per layer and step; `MLXCEL_FUSED_ROPE`). Returns `false`, having
+    /// appended nothing, where the side cannot: the caller then applies MLX's RoPE and
+    /// calls [`KvSide::append`].
+    fn append_before_rope(&mut self, _x: &Array, _rope: &RopeSpec) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Number of stored positions.
     fn len(&self) -> usize;
 
@@ -56,6 +66,12 @@ pub trait KvSide {
     /// All stored positions in the stored basis (rotated for turbo; equal to
     /// [`KvSide::dense`] otherwise). Skips the inverse rotation.
     fn dense_rotated(&self, dtype: Dtype) -> Result<Array>;
+
+    /// This side as turbo storage, for launches that write a key and a value side
+    /// together ([`TurboSide::append_pair_in_place`]).
+    fn as_turbo_mut(&mut self) -> Option<&mut TurboSide> {
+        None
+    }
 
     /// The raw buffers, for formats a fused kernel can read (None otherwise).
     fn raw(&self) -> Option<RawSide<'_>> {

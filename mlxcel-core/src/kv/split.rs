@@ -1,10 +1,12 @@
 //! [`SplitKvCache`]: a layer's cache made of a key side and a value side, each in its own
 //! storage format. Attention goes through [`crate::attention::attend`], which picks the path.
 
-use crate::attention::attend;
+use crate::attention::{attend, attend_before_rope};
 use crate::kv::side::KvSide;
+use crate::kv::turbo::TurboSide;
 use crate::kv::KvCache;
 use crate::mlx::Array;
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
 pub struct SplitKvCache {
@@ -17,19 +19,58 @@ impl SplitKvCache {
     pub fn new(k: Box<dyn KvSide>, v: Box<dyn KvSide>, name: String) -> SplitKvCache {
         SplitKvCache { k, v, name }
     }
+
+    /// Both sides' decode-step append in one launch where both are turbo4 with in-place
+    /// appends (`MLXCEL_FUSED_KV_APPEND`); false when that does not apply.
+    fn append_pair(&mut self, k: &Array, v: &Array, rope: Option<&RopeSpec>) -> Result<bool> {
+        match (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
+            (Some(kt), Some(vt)) => TurboSide::append_pair_in_place(kt, vt, k, v, rope),
+            _ => Ok(false),
+        }
+    }
+}
+
+fn check_shapes(k: &Array, v: &Array) -> Result<()> {
+    if k.ndim() != 4 || v.ndim() != 4 || k.dim(2) != v.dim(2) {
+        return Err(Error::invalid(
+            "kv append",
+            format!(
+                "keys {:?} and values {:?} must be [B, Hkv, L, D] with the same L",
+                k.shape(),
+                v.shape()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl KvCache for SplitKvCache {
+    fn append_rope(&mut self, k: &Array, v: &Array, rope: &RopeSpec) -> Result<()> {
+        check_shapes(k, v)?;
+        if crate::flags::FUSED_ROPE.enabled() {
+            if self.append_pair(k, v, Some(rope))? {
+                return Ok(());
+            }
+            if self.k.append_before_rope(k, rope)? {
+                return self.v.append(v);
+            }
+        }
+        let k = rope.apply(k, self.k.len())?;
+        self.append(&k, v)
+    }
+
+    fn attend_rope(&self, q: &Array, scale: f32, rope: &RopeSpec) -> Result<Array> {
+        if let Some(o) = attend_before_rope(q, self.k.as_ref(), self.v.as_ref(), scale, rope)? {
+            return Ok(o);
+        }
+        let q = rope.apply(q, self.len().saturating_sub(q.dim(2).max(0) as usize))?;
+        self.attend(&q, scale)
+    }
+
     fn append(&mut self, k: &Array, v: &Array) -> Result<()> {
-        if k.ndim() != 4 || v.ndim() != 4 || k.dim(2) != v.dim(2) {
-            return Err(Error::invalid(
-                "kv append",
-                format!(
-                    "keys {:?} and values {:?} must be [B, Hkv, L, D] with the same L",
-                    k.shape(),
-                    v.shape()
-                ),
-            ));
+        check_shapes(k, v)?;
+        if self.append_pair(k, v, None)? {
+            return Ok(());
         }
         self.k.append(k)?;
         self.v.append(v)

@@ -182,6 +182,35 @@ __device__ __forceinline__ void wht_shared(float* x, int n, int tid, int nthread
   }
 }
 
+// RoPE of one head vector of D = 32 * QE values held by one warp (lane l owns elements
+// [l * QE, (l + 1) * QE)) at position pos, as MLX's rope computes it: theta = pos * inv_freq
+// in f32, cos/sin of it. Halves (i, i + D/2): element j < D/2 sits in lane l < 16 and its
+// partner in lane l ^ 16. Adjacent pairs (TRAD; QE even): both in one lane. Every lane of
+// the warp must call it (shuffles).
+template <int QE, bool TRAD>
+__device__ __forceinline__ void rope_warp(float (&x)[QE], int lane, float pos, const float* inv_freq) {
+  constexpr int HALF = 16 * QE;
+  if constexpr (TRAD) {
+    static_assert(QE % 2 == 0, "adjacent-pair RoPE needs an even count per lane");
+#pragma unroll
+    for (int e = 0; e < QE; e += 2) {
+      const float th = pos * inv_freq[(lane * QE + e) / 2];
+      const float c = cosf(th), s = sinf(th);
+      const float a = x[e], b = x[e + 1];
+      x[e] = a * c - b * s;
+      x[e + 1] = a * s + b * c;
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < QE; ++e) {
+      const float other = __shfl_xor_sync(0xffffffffu, x[e], 16);
+      const float th = pos * inv_freq[(lane * QE + e) % HALF];
+      const float c = cosf(th), s = sinf(th);
+      x[e] = lane < 16 ? x[e] * c - other * s : other * s + x[e] * c;
+    }
+  }
+}
+
 // Unnormalized Walsh-Hadamard transform of 32 * QE values held by one warp, lane l owning
 // elements [l * QE, (l + 1) * QE): butterflies inside the lane, then across lanes by shuffles
 // (no shared memory, no block barrier). Callers scale by 1/sqrt(32 * QE).

@@ -17,10 +17,12 @@
 // V's stored basis: merge_splits.cu combines the splits and applies the inverse rotation.
 //
 // Template constants: KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
-// D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, STAGES (ring depth; mlxcel sizes the
+// D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
+// is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
 // dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
 // the model's dtype; outputs o_part [B, Hq, S, D] (unnormalized), ml [B, Hq, S, 2] (max in
-// natural-log units, sum).
+// natural-log units, sum), and with FOLD the merged, inverse-rotated out [B, Hq, 1, D] (the
+// section at the end; inputs rot_v, tickets, epoch_marker).
 constexpr int NT = 128;
 constexpr int NW = NT / 32;
 constexpr int DK = D / 4;  // K dims per lane per token
@@ -59,6 +61,10 @@ for (int g = warp; g < 8; g += NW) {
   for (int e = 0; e < QE; ++e) {
     const int d = lane * QE + e;
     x[e] = g < GQA ? static_cast<float>(q[(static_cast<long long>(b) * Hq + kvh * GQA + g) * D + d]) : 0.0f;
+  }
+  if constexpr (ROPE_Q) {
+    // q before RoPE: rotate it at the new token's position (len - 1), MLX's formula.
+    mlxcel_fd::rope_warp<QE, TRAD>(x, lane, static_cast<float>(len - 1), inv_freq);
   }
   if constexpr (ROT_Q) {
 #pragma unroll
@@ -316,5 +322,87 @@ for (int idx = tid; idx < GQA * D; idx += NT) {
   if (d == 0) {
     ml[row * 2] = M == mlxcel_fd::neg_inf() ? M : M * 0.6931471805599453f;
     ml[row * 2 + 1] = L;
+  }
+}
+
+// ---- FOLD: the split merge in this launch. The last CTA of each (batch, KV head) to finish
+// combines every split of its GQA heads and applies the inverse V rotation, writing `out`
+// (no separate merge_splits launch). Arrival counters `tickets` are persistent and reset by
+// the last CTA; a call uses slot `epoch_marker_shape[0] - 1` (mlxcel rotates it over
+// FOLD_SLOTS calls, so calls that may run concurrently in one CUDA graph never share one).
+if constexpr (FOLD) {
+  __threadfence();  // this CTA's partials are visible device-wide before its ticket
+  __syncthreads();
+  __shared__ int last_cta;
+  if (tid == 0) {
+    const int slot = epoch_marker_shape[0] - 1;
+    unsigned int* t = const_cast<unsigned int*>(tickets) + (static_cast<long long>(slot) * gridDim.z + b) * Hkv + kvh;
+    const unsigned int prev = atomicAdd(t, 1u);
+    last_cta = prev + 1 == static_cast<unsigned int>(S);
+    if (last_cta) atomicExch(t, 0u);  // ready for the next call on this slot
+  }
+  __syncthreads();
+  if (!last_cta) return;
+  __threadfence();
+  float* yv = reinterpret_cast<float*>(ring);  // [GQA][D] merged outputs
+  float* den = yv + GQA * D;                   // [8]
+  float* wts = den + 8;                        // [GQA][S] split weights
+  const long long head0 = static_cast<long long>(b) * Hq + kvh * GQA;
+  for (int g = warp; g < GQA; g += NW) {
+    const long long base = (head0 + g) * S;
+    float M = mlxcel_fd::neg_inf();
+    for (int s = lane; s < S; s += 32) M = fmaxf(M, __ldcg(ml + (base + s) * 2));
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o2));
+    float l = 0.0f;
+    for (int s = lane; s < S; s += 32) {
+      const float m = __ldcg(ml + (base + s) * 2);
+      const float wt = m == mlxcel_fd::neg_inf() ? 0.0f : __expf(m - M);
+      wts[g * S + s] = wt;
+      l = fmaf(wt, __ldcg(ml + (base + s) * 2 + 1), l);
+    }
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o2);
+    if (lane == 0) den[g] = l;
+  }
+  __syncthreads();
+  // One float4 of a head's output per thread and 16 loads in flight: the lone merging CTA is
+  // latency-bound (v1 of this loop, one float per thread with 8 loads in flight, took ~20 us
+  // at 64 splits on the H200, longer than the merge_splits launch it replaces).
+  constexpr int C4 = D / 4;
+  for (int idx = tid; idx < GQA * C4; idx += NT) {
+    const int g = idx / C4, d4 = idx % C4;
+    const float4* ob = reinterpret_cast<const float4*>(o_part + (head0 + g) * S * D) + d4;
+    float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 16
+    for (int s = 0; s < S; ++s) {
+      const float wt = wts[g * S + s];
+      const float4 v = __ldcg(ob + static_cast<long long>(s) * C4);
+      // A split with every token masked carries weight 0 and may hold any value.
+      if (wt != 0.0f) {
+        num.x = fmaf(wt, v.x, num.x);
+        num.y = fmaf(wt, v.y, num.y);
+        num.z = fmaf(wt, v.z, num.z);
+        num.w = fmaf(wt, v.w, num.w);
+      }
+    }
+    const float inv = 1.0f / den[g];
+    float* y = yv + g * D + 4 * d4;
+    y[0] = num.x * inv;
+    y[1] = num.y * inv;
+    y[2] = num.z * inv;
+    y[3] = num.w * inv;
+  }
+  __syncthreads();
+  for (int g = 0; g < GQA; ++g) {
+    if constexpr (VFMT >= 2) {
+      // Back from V's stored basis: x = s1 * H (s2 * y) / sqrt(D) (one rotation group = D).
+      for (int d = tid; d < D; d += NT) yv[g * D + d] *= rot_v[D + d];
+      __syncthreads();
+      mlxcel_fd::wht_shared(yv + g * D, D, tid, NT);
+      for (int d = tid; d < D; d += NT) yv[g * D + d] *= rot_v[d] * rsqrtf(static_cast<float>(D));
+      __syncthreads();
+    }
+    for (int d = tid; d < D; d += NT) out[(head0 + g) * D + d] = static_cast<T_q>(yv[g * D + d]);
   }
 }

@@ -6,6 +6,8 @@
 // Template constants: D (head dim, a multiple of 32 up to 256). Inputs: x [B, H, L, D] any
 // float dtype; q_buf [B, H, cap, D] int8; scale_buf [B, H, cap, 1] fp16; pos_marker; after
 // (the previous write's token, unused). Output: done [4] int32 (this write's token).
+// With MLXCEL_ENCODE_ROPE defined, x is the key before RoPE and the kernel applies it (input
+// inv_freq [D/2] f32, template TRAD; mlxcel-core/src/rope.rs).
 constexpr int QE = D / 32;
 long long rows = 1;
 for (int i = 0; i + 1 < x_ndim; ++i) rows *= x_shape[i];
@@ -15,10 +17,13 @@ if (row >= rows) return;  // whole warps leave together
 float v[QE];
 float amax = 0.0f;
 #pragma unroll
-for (int e = 0; e < QE; ++e) {
-  v[e] = static_cast<float>(x[row * D + lane * QE + e]);
-  amax = fmaxf(amax, fabsf(v[e]));
-}
+for (int e = 0; e < QE; ++e) v[e] = static_cast<float>(x[row * D + lane * QE + e]);
+#ifdef MLXCEL_ENCODE_ROPE
+// The key before RoPE: rotate it here at its position (pos + row % L), MLX's formula.
+mlxcel_fd::rope_warp<QE, TRAD>(v, lane, static_cast<float>(pos_marker_shape[0] - 1 + row % x_shape[x_ndim - 2]), inv_freq);
+#endif
+#pragma unroll
+for (int e = 0; e < QE; ++e) amax = fmaxf(amax, fabsf(v[e]));
 #pragma unroll
 for (int m = 16; m > 0; m >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, m));
 // As the reference: the f32 product with 1/127, rounded to fp16; q against the stored scale.

@@ -7,10 +7,12 @@ pub mod codec;
 pub mod pack;
 pub mod rotation;
 
+use crate::flags;
 use crate::kv::buffer::GrowBuffer;
 use crate::kv::pending::PendingWrite;
 use crate::kv::side::{KvSide, RawSide};
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 use codec::{Encoded, TurboCodec};
 use rotation::Rotation;
@@ -35,8 +37,9 @@ impl TurboSide {
         })
     }
 
-    /// The in-place decode-step append ([`PendingWrite::append_one`]).
-    fn append_in_place(&mut self, x: &Array) -> Result<()> {
+    /// The in-place decode-step append ([`PendingWrite::append_one`]); with `rope`, x is
+    /// the key before RoPE and the encoder applies it.
+    fn append_in_place(&mut self, x: &Array, rope: Option<&RopeSpec>) -> Result<()> {
         let s = x.shape();
         let codec = &self.codec;
         self.pending.append_one(
@@ -45,9 +48,78 @@ impl TurboSide {
             [s[0], s[1]],
             [(codec.head_dim / 2) as i32, 1],
             |packed, norms, pos, after| {
-                crate::kernels::turbo_encode::fused_encode_into(codec, x, packed, norms, pos, after)
+                crate::kernels::turbo_encode::fused_encode_into(
+                    codec, x, packed, norms, pos, after, rope,
+                )
             },
         )
+    }
+
+    /// Appends one decode-step position to a symmetric turbo4 cache's key side `k` and value
+    /// side `v` with one launch (`kernels::turbo_encode::fused_encode_kv_into`); with `rope`,
+    /// `xk` is the key before RoPE. Returns false, having appended nothing, where that path
+    /// does not apply (then each side appends on its own).
+    pub fn append_pair_in_place(
+        k: &mut TurboSide,
+        v: &mut TurboSide,
+        xk: &Array,
+        xv: &Array,
+        rope: Option<&RopeSpec>,
+    ) -> Result<bool> {
+        use crate::kernels::turbo_encode::{applies_in_place, fused_encode_kv_into, SideBuffers};
+        let one_position = xk.ndim() == 4 && xk.dim(2) == 1 && xv.shape() == xk.shape();
+        if !(flags::FUSED_KV_APPEND.enabled()
+            && one_position
+            && applies_in_place(&k.codec)
+            && applies_in_place(&v.codec)
+            && k.codec.head_dim == v.codec.head_dim
+            && k.len() == v.len()
+            && rope.is_none_or(|r| r.fits_warp_layout(k.codec.head_dim)))
+        {
+            return Ok(false);
+        }
+        let s = xk.shape();
+        let bhw = |w: usize| [s[0], s[1], w as i32];
+        for side in [&mut *k, &mut *v] {
+            if side.packed.will_grow(1) || side.norms.will_grow(1) {
+                // Growth copies the buffers: the side's last in-place write must have landed.
+                side.pending.settle()?;
+            }
+            side.packed.reserve(bhw(side.codec.head_dim / 2), 1)?;
+            side.norms.reserve(bhw(1), 1)?;
+        }
+        let pos = k.packed.len();
+        let buffers = |side: &TurboSide| -> Result<(Array, Array)> {
+            match (side.packed.full(), side.norms.full()) {
+                (Some(p), Some(n)) => Ok((p.clone(), n.clone())),
+                _ => Err(Error::invalid("kv", "cache buffers missing after reserve")),
+            }
+        };
+        let ((kp, kn), (vp, vn)) = (buffers(k)?, buffers(v)?);
+        let token = fused_encode_kv_into(
+            xk,
+            xv,
+            SideBuffers {
+                codec: &k.codec,
+                packed: &kp,
+                norms: &kn,
+                after: k.pending.token(),
+            },
+            SideBuffers {
+                codec: &v.codec,
+                packed: &vp,
+                norms: &vn,
+                after: v.pending.token(),
+            },
+            pos,
+            rope,
+        )?;
+        for side in [&mut *k, &mut *v] {
+            side.packed.advance(1)?;
+            side.norms.advance(1)?;
+            side.pending.record(token.clone());
+        }
+        Ok(true)
     }
 
     pub fn codec(&self) -> &TurboCodec {
@@ -72,10 +144,27 @@ impl TurboSide {
 }
 
 impl KvSide for TurboSide {
+    fn as_turbo_mut(&mut self) -> Option<&mut TurboSide> {
+        Some(self)
+    }
+
+    fn append_before_rope(&mut self, x: &Array, rope: &RopeSpec) -> Result<bool> {
+        let one_position = x.ndim() == 4 && x.dim(2) == 1;
+        if one_position
+            && flags::FUSED_ROPE.enabled()
+            && crate::kernels::turbo_encode::applies_in_place(&self.codec)
+            && rope.fits_warp_layout(self.codec.head_dim)
+        {
+            self.append_in_place(x, Some(rope))?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
     fn append(&mut self, x: &Array) -> Result<()> {
         let one_position = x.ndim() == 4 && x.dim(2) == 1;
         if one_position && crate::kernels::turbo_encode::applies_in_place(&self.codec) {
-            return self.append_in_place(x);
+            return self.append_in_place(x, None);
         }
         self.pending.settle()?;
         let e = if crate::kernels::turbo_encode::applies(&self.codec) {
