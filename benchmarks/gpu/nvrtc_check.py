@@ -141,6 +141,10 @@ def main():
                "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, __half* y) {\n"
                + consts + read("qgemv4_silu.cu") + "\n}\n")
         ok &= compile_one(f"qgemv4 silu g{g}", src)
+    src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
+           "__global__ void c(const uint32_t* tok, uint32_t* tok_out, uint64_t* clock) {\n"
+           + read("device_clock.cu") + "\n}\n")
+    ok &= compile_one("device clock", src)
     sys.exit(0 if ok else 1)
 
 

@@ -107,6 +107,16 @@ fn print_profile(s: &GenerationStats) {
             1e3 * s.decode_wait_seconds_per_step_steady
         );
     }
+    if let (Some(inside), Some(between)) = (
+        s.decode_device_seconds_inside_step_steady,
+        s.decode_device_seconds_between_steps_steady,
+    ) {
+        eprintln!(
+            "device clock       {:.3} ms from a step's first node to its last, {:.3} ms idle between steps",
+            1e3 * inside,
+            1e3 * between
+        );
+    }
     eprintln!(
         "graph building     {:.3} s on the host ({})",
         s.decode_graph_build_seconds,

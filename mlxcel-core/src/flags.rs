@@ -94,11 +94,21 @@ pub const PIPELINED_DECODE: Flag = Flag {
 /// thread; where that wake-up is slow (seen on the H200 host: 1-2.4 ms of wait per step with
 /// ~3.5 ms of kernels and 5-7 ms of host work) the poll returns as soon as the step is done.
 /// Off by default until measured on the GPU (written after the last device call of session
-/// 5; `benchmarks/gpu/session5_call4.sh` is the A/B); 1 polls, 0 blocks in MLX's wait.
+/// 5; `benchmarks/gpu/step_gaps.sh` is the A/B); 1 polls, 0 blocks in MLX's wait.
 pub const POLL_WAIT: Flag = Flag {
     name: "MLXCEL_POLL_WAIT",
     default: false,
     doc: "the pipelined decode loop polls for the step's token instead of blocking in MLX's wait (1 = poll; unmeasured on the GPU, off by default)",
+};
+
+/// Device-side timestamps of every pipelined decode step (`kernels::device_clock`): a probe
+/// on the step's input token and one on its output token record the GPU's nanosecond timer,
+/// and `--profile` reports the device time inside a step and between steps. A diagnostic:
+/// off by default (it adds two one-thread nodes per step); CUDA only.
+pub const DEVICE_CLOCK: Flag = Flag {
+    name: "MLXCEL_DEVICE_CLOCK",
+    default: false,
+    doc: "record device timestamps at the start and end of each pipelined decode step (1 = on; CUDA only, for --profile)",
 };
 
 /// The one-token 4-bit GEMV kernels on CUDA (`kernels::quantized_gemv`): projections of a
@@ -198,6 +208,7 @@ pub const ALL: &[Flag] = &[
     INPLACE_APPEND,
     PIPELINED_DECODE,
     POLL_WAIT,
+    DEVICE_CLOCK,
     FUSED_QMV,
     KERNEL_FILES,
     FUSED_ROPE,

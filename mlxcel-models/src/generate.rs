@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use mlxcel_core::flags;
+use mlxcel_core::kernels::device_clock;
 use mlxcel_core::kv::KvCache;
 use mlxcel_core::mlx::array::async_eval_all;
 use mlxcel_core::mlx::{device, memory};
@@ -91,6 +92,12 @@ pub struct GenerationStats {
     /// queueing the next step. Near 0: host-bound (the device finished first); otherwise the
     /// device's step time is about host + wait. 0 in the synchronous loop.
     pub decode_wait_seconds_per_step_steady: f64,
+    /// With `MLXCEL_DEVICE_CLOCK` on CUDA (second half of the steps): device time from a
+    /// step's first node to its last (kernels plus every gap inside the step) ...
+    pub decode_device_seconds_inside_step_steady: Option<f64>,
+    /// ... and from a step's last node to the next step's first (the device idle, waiting
+    /// for the host to launch the next step). `None` when not measured.
+    pub decode_device_seconds_between_steps_steady: Option<f64>,
     /// Whether the pipelined greedy loop ran (see `MLXCEL_PIPELINED_DECODE`).
     pub decode_pipelined: bool,
 }
@@ -131,6 +138,9 @@ struct StepRecorder {
     submit_times: Vec<f64>,
     /// Pipelined loop: time waiting for the device's token per step.
     wait_times: Vec<f64>,
+    /// Pipelined loop with `MLXCEL_DEVICE_CLOCK`: each step's (first node, last node) device
+    /// timestamps, still on the device.
+    clocks: Vec<(Array, Array)>,
     profile: Option<(usize, usize)>,
 }
 
@@ -140,6 +150,7 @@ impl StepRecorder {
             build_times: Vec::with_capacity(capacity),
             submit_times: Vec::with_capacity(capacity),
             wait_times: Vec::with_capacity(capacity),
+            clocks: Vec::new(),
             profile: flags::cuda_profile_steps(),
         }
     }
@@ -160,12 +171,23 @@ impl StepRecorder {
         Ok(out)
     }
 
-    /// [`StepRecorder::step`] for the pipelined loop: `build` returns the queued token and
-    /// the seconds it spent in `async_eval`.
-    fn queue(&mut self, build: impl FnOnce() -> Result<(Array, f64)>) -> Result<Array> {
-        let (next, submit) = self.step(build, Ok)?;
-        self.submit_times.push(submit);
-        Ok(next)
+    /// [`StepRecorder::step`] for the pipelined loop: records the seconds `build` spent in
+    /// `async_eval` and keeps the step's device clocks, if any.
+    fn queue(&mut self, build: impl FnOnce() -> Result<QueuedStep>) -> Result<Array> {
+        let q = self.step(build, Ok)?;
+        self.submit_times.push(q.submit_seconds);
+        if let Some(c) = q.clocks {
+            self.clocks.push(c);
+        }
+        Ok(q.next)
+    }
+
+    /// The recorded device clocks as (start, end) nanoseconds; read once the steps are done.
+    fn device_clocks(&self) -> Result<Vec<(u64, u64)>> {
+        self.clocks
+            .iter()
+            .map(|(s, e)| Ok((s.item::<u64>()?, e.item::<u64>()?)))
+            .collect()
     }
 
     /// Opens the profiler range before step `first` is built (`opening`) and closes it once
@@ -197,18 +219,67 @@ fn mean_of_second_half(x: &[f64]) -> f64 {
     }
 }
 
+/// One queued greedy decode step.
+struct QueuedStep {
+    /// The next token, a `[1]` uint32 array in flight.
+    next: Array,
+    /// Seconds spent in `async_eval`.
+    submit_seconds: f64,
+    /// Device timestamps (ns) at the step's first and last node, with `MLXCEL_DEVICE_CLOCK`.
+    clocks: Option<(Array, Array)>,
+}
+
 /// Builds one greedy decode step on top of `token` (a device array, possibly not yet
-/// evaluated) and schedules it: returns the next token as a `[1]` uint32 array in flight.
+/// evaluated) and schedules it. With `clock`, the token passes through a device-clock probe
+/// on the way in and on the way out (CUDA only; elsewhere nothing is added).
 fn queue_greedy_step(
     model: &Model,
     token: &Array,
     caches: &mut [Box<dyn KvCache>],
-) -> Result<(Array, f64)> {
-    let logits = model.forward_tokens(token, caches, true)?;
-    let next = logits.argmax(&[-1], false)?.reshape(&[1])?;
+    clock: bool,
+) -> Result<QueuedStep> {
+    let probe = |t: &Array| -> Result<(Array, Option<Array>)> {
+        Ok(
+            match clock.then(|| device_clock::probe(t)).transpose()?.flatten() {
+                Some((t, c)) => (t, Some(c)),
+                None => (t.clone(), None),
+            },
+        )
+    };
+    let (token, start) = probe(token)?;
+    let logits = model.forward_tokens(&token, caches, true)?;
+    let (next, end) = probe(&logits.argmax(&[-1], false)?.reshape(&[1])?)?;
     let t = Instant::now();
-    async_eval_all(&[&next])?;
-    Ok((next, t.elapsed().as_secs_f64()))
+    match (&start, &end) {
+        (Some(s), Some(e)) => async_eval_all(&[&next, s, e])?,
+        _ => async_eval_all(&[&next])?,
+    }
+    Ok(QueuedStep {
+        next,
+        submit_seconds: t.elapsed().as_secs_f64(),
+        clocks: start.zip(end),
+    })
+}
+
+/// Device time per step from the probes' timestamps (ns), over the second half of the
+/// steps: (mean first-to-last-node time inside a step, mean time from a step's last node to
+/// the next step's first node).
+fn device_clock_stats(clocks: &[(u64, u64)]) -> Option<(f64, f64)> {
+    let tail = &clocks[clocks.len() / 2..];
+    if tail.len() < 2 {
+        return None;
+    }
+    let inside = tail
+        .iter()
+        .map(|(s, e)| e.saturating_sub(*s) as f64)
+        .sum::<f64>()
+        / tail.len() as f64;
+    let between = tail
+        .windows(2)
+        .map(|w| w[1].0.saturating_sub(w[0].1) as f64)
+        .sum::<f64>()
+        / (tail.len() - 1) as f64;
+    Some((inside * 1e-9, between * 1e-9))
 }
 
 /// Generates from `prompt` token ids, calling `on_text` with each newly decoded piece.
@@ -240,6 +311,7 @@ pub fn generate(
     let poll_wait = params
         .poll_wait
         .unwrap_or_else(|| flags::POLL_WAIT.enabled());
+    let clock = pipelined && flags::DEVICE_CLOCK.enabled();
     // The queued step of the pipelined loop: its token, still on the device.
     let mut queued: Option<Array> = None;
     let mut steps = StepRecorder::new(params.max_tokens);
@@ -248,7 +320,9 @@ pub fn generate(
             Some(pending) => {
                 // Queue the following step before waiting for this one.
                 if out.len() + 1 < params.max_tokens {
-                    queued = Some(steps.queue(|| queue_greedy_step(model, &pending, &mut caches))?);
+                    queued = Some(
+                        steps.queue(|| queue_greedy_step(model, &pending, &mut caches, clock))?,
+                    );
                 }
                 let t = Instant::now();
                 if poll_wait {
@@ -304,7 +378,7 @@ pub fn generate(
             // above from the device token.
             if queued.is_none() {
                 queued = Some(steps.queue(|| {
-                    queue_greedy_step(model, &Array::from_slice(&[tok], &[1])?, &mut caches)
+                    queue_greedy_step(model, &Array::from_slice(&[tok], &[1])?, &mut caches, clock)
                 })?);
             }
         } else {
@@ -324,6 +398,7 @@ pub fn generate(
     } else {
         0.0
     };
+    let device_clock = device_clock_stats(&steps.device_clocks()?);
     let stats = GenerationStats {
         decode_steady_tokens_per_second: steady,
         prompt_tokens: prompt.len(),
@@ -343,6 +418,8 @@ pub fn generate(
         decode_host_seconds_per_step_steady: mean_of_second_half(&steps.build_times),
         decode_submit_seconds_per_step_steady: mean_of_second_half(&steps.submit_times),
         decode_wait_seconds_per_step_steady: mean_of_second_half(&steps.wait_times),
+        decode_device_seconds_inside_step_steady: device_clock.map(|c| c.0),
+        decode_device_seconds_between_steps_steady: device_clock.map(|c| c.1),
         decode_pipelined: pipelined,
     };
     Ok(Generation {
@@ -350,4 +427,26 @@ pub fn generate(
         text,
         stats,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::device_clock_stats;
+
+    #[test]
+    fn device_clock_stats_split_inside_and_between_steps_over_the_second_half() {
+        // Steps of 3 ms on the device with 1 ms idle between them; the first half (a slow
+        // JIT step) is ignored.
+        let ms = 1_000_000u64;
+        let mut clocks = vec![(0, 500 * ms)];
+        let mut t = 600 * ms;
+        for _ in 0..7 {
+            clocks.push((t, t + 3 * ms));
+            t += 4 * ms;
+        }
+        let (inside, between) = device_clock_stats(&clocks).unwrap();
+        assert!((inside - 3e-3).abs() < 1e-9, "{inside}");
+        assert!((between - 1e-3).abs() < 1e-9, "{between}");
+        assert_eq!(device_clock_stats(&clocks[..2]), None);
+    }
 }

@@ -2,6 +2,7 @@
 //! `metal/*.metal`) and are JIT-compiled by MLX through [`crate::mlx::kernel`].
 
 pub mod decode_attention;
+pub mod device_clock;
 mod in_place;
 pub mod int8_encode;
 pub mod quantized_gemv;

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Where a decode step's non-kernel time goes (H200), after benchmarks/gpu/stage.sh:
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/step_gaps.sh   (~3 min)
+# 1. gpu_device_clock (the probe passes tokens through and orders its clocks on CUDA);
+# 2. end to end at 4K with MLXCEL_DEVICE_CLOCK=1: device time from each step's first node to
+#    its last, and idle between steps, next to the host's build/submit/wait split; compare
+#    with the kernel time per step from benchmarks/gpu/ncu_e2e.sh (turbo4 4K: 3.34 ms,
+#    session 5);
+# 3. MLXCEL_POLL_WAIT=1 against the blocking wait, alternating.
+# Written in session 5 after its last device call: not yet run.
+set -uo pipefail
+R=/tmp/step-gaps; rm -rf "$R"; mkdir -p "$R"
+.devcarry/bin/tests/gpu_device_clock --nocapture > "$R/test-clock.txt" 2>&1
+grep -E "device clock|test result|panicked" "$R/test-clock.txt"
+run() {  # tag kv [env...]
+  local tag=$1 kv=$2; shift 2
+  env "$@" .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "${CTX:-4096}" --max-tokens 128 \
+    --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json > "$R/$tag-$kv.json" 2> "$R/$tag-$kv.err"
+  echo "$kv $tag: $(grep -E 'decode \(2nd|host per|of which|device clock' "$R/$tag-$kv.err" | tr -s ' ' | tr '\n' ' ')"
+}
+for kv in turbo4 fp16; do
+  run clock "$kv" MLXCEL_DEVICE_CLOCK=1
+  run poll1 "$kv" MLXCEL_POLL_WAIT=1
+  run poll0 "$kv" MLXCEL_POLL_WAIT=0
+  run poll1b "$kv" MLXCEL_POLL_WAIT=1
+  run poll0b "$kv" MLXCEL_POLL_WAIT=0
+done
+tar czf "${OUT:-/tmp}/step_gaps.tgz" -C "$R" .
