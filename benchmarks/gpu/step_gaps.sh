@@ -6,7 +6,13 @@
 #    its last, and idle between steps, next to the host's build/submit/wait split; compare
 #    with the kernel time per step from benchmarks/gpu/ncu_e2e.sh (turbo4 4K: 3.34 ms,
 #    session 5);
-# 3. MLXCEL_POLL_WAIT=1 against the blocking wait, alternating.
+# 3. the same with the step's cuDNN SDPA removed (turbo4 without fp16 boundary layers; fp16
+#    on the fused fp16 kernel): MLX re-instantiates a CUDA graph that holds a child graph it
+#    cannot update (mlx/backend/cuda/device.cpp, subgraph_to_key), and cuDNN's SDPA comes
+#    as a child graph; the device clock shows whether that costs device time;
+# 4. MLXCEL_POLL_WAIT=1 against the blocking wait, alternating;
+# 5. the CUDA graphs MLX builds for a short generation (MLX_SAVE_CUDA_GRAPHS_DOT_FILE): how
+#    many per decode step, and their node types.
 # Written in session 5 after its last device call: not yet run.
 set -uo pipefail
 R=/tmp/step-gaps; rm -rf "$R"; mkdir -p "$R"
@@ -18,11 +24,20 @@ run() {  # tag kv [env...]
     --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json > "$R/$tag-$kv.json" 2> "$R/$tag-$kv.err"
   echo "$kv $tag: $(grep -E 'decode \(2nd|host per|of which|device clock' "$R/$tag-$kv.err" | tr -s ' ' | tr '\n' ' ')"
 }
+run clock-nobound turbo4 MLXCEL_DEVICE_CLOCK=1 MLXCEL_KV_BOUNDARY_LAYERS=0
+run clock-fusedfp16 fp16 MLXCEL_DEVICE_CLOCK=1 MLXCEL_FUSED_FP16=1
 for kv in turbo4 fp16; do
   run clock "$kv" MLXCEL_DEVICE_CLOCK=1
   run poll1 "$kv" MLXCEL_POLL_WAIT=1
   run poll0 "$kv" MLXCEL_POLL_WAIT=0
   run poll1b "$kv" MLXCEL_POLL_WAIT=1
   run poll0b "$kv" MLXCEL_POLL_WAIT=0
+done
+mkdir -p "$R/dots"
+MLX_SAVE_CUDA_GRAPHS_DOT_FILE="$R/dots/g" .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit \
+  --prompt-tokens 64 --max-tokens 4 --ignore-eos --kv turbo4 > /dev/null 2>&1
+echo "CUDA graphs for 64 prompt + 4 generated tokens (turbo4): $(ls "$R/dots" | wc -l)"
+for f in $(ls "$R/dots" | sort -t_ -k2 -n | tail -4); do
+  echo "  $f: $(grep -c 'label' "$R/dots/$f") labelled nodes, $(grep -ci 'kernel' "$R/dots/$f") kernel mentions, $(grep -ciE 'memset|memcpy|host|graph' "$R/dots/$f") other"
 done
 tar czf "${OUT:-/tmp}/step_gaps.tgz" -C "$R" .
