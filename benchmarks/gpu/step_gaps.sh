@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where a decode step's non-kernel time goes (H200), after benchmarks/gpu/stage.sh:
-#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/step_gaps.sh   (~3 min)
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/step_gaps.sh   (~6 min)
 # 1. gpu_device_clock (the probe passes tokens through and orders its clocks on CUDA);
 # 2. end to end at 4K with MLXCEL_DEVICE_CLOCK=1: device time from each step's first node to
 #    its last, and idle between steps, next to the host's build/submit/wait split; compare
@@ -12,7 +12,11 @@
 #    as a child graph; the device clock shows whether that costs device time;
 # 4. MLXCEL_POLL_WAIT=1 against the blocking wait, alternating;
 # 5. the CUDA graphs MLX builds for a short generation (MLX_SAVE_CUDA_GRAPHS_DOT_FILE): how
-#    many per decode step, and their node types.
+#    many per decode step, and their node types;
+# 6. the GEMV kernels: parity with MLXCEL_QMV_PREFETCH=1 (gpu_quantized_gemv), ncu kernel
+#    time per step with it off and on, and one ncu "full" section set on the qkv and
+#    gate/up kernels (memory throughput, stall reasons, occupancy) to see what holds them
+#    at 1.1-1.9 TB/s.
 # Written in session 5 after its last device call: not yet run.
 set -uo pipefail
 R=/tmp/step-gaps; rm -rf "$R"; mkdir -p "$R"
@@ -40,4 +44,15 @@ echo "CUDA graphs for 64 prompt + 4 generated tokens (turbo4): $(ls "$R/dots" | 
 for f in $(ls "$R/dots" | sort -t_ -k2 -n | tail -4); do
   echo "  $f: $(grep -c 'label' "$R/dots/$f") labelled nodes, $(grep -ci 'kernel' "$R/dots/$f") kernel mentions, $(grep -ciE 'memset|memcpy|host|graph' "$R/dots/$f") other"
 done
+echo "== GEMV"
+MLXCEL_QMV_PREFETCH=1 .devcarry/bin/tests/gpu_quantized_gemv --test-threads=1 --nocapture > "$R/test-qmv-prefetch.txt" 2>&1
+grep -E "worst|test result|panicked" "$R/test-qmv-prefetch.txt"
+for pf in 0 1; do
+  echo "-- MLXCEL_QMV_PREFETCH=$pf"
+  MLXCEL_QMV_PREFETCH=$pf NCU_OUT="$R/ncu-pf$pf" bash benchmarks/gpu/ncu_e2e.sh turbo4 4096 8,2 2>&1 | grep -E "kernels|qgemv"
+done
+MLXCEL_CUDA_PROFILE_STEPS=8,1 timeout 240 ncu --profile-from-start off --set full --kernel-name regex:qgemv4 --launch-count 3 \
+  .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens 4096 --max-tokens 12 --ignore-eos \
+  --prefill-chunk 4096 --kv turbo4 > "$R/ncu-qmv-full.txt" 2>&1
+grep -E "qgemv4|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Waves Per SM|Duration|Stall|Warp Cycles Per Issued" "$R/ncu-qmv-full.txt" | head -60
 tar czf "${OUT:-/tmp}/step_gaps.tgz" -C "$R" .

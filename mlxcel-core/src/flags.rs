@@ -101,6 +101,16 @@ pub const POLL_WAIT: Flag = Flag {
     doc: "the pipelined decode loop polls for the step's token instead of blocking in MLX's wait (1 = poll; unmeasured on the GPU, off by default)",
 };
 
+/// The one-token GEMV kernels ask L2 for their first weight tiles before staging x, and
+/// stage x with 16-byte loads (`prefetch_and_stage` in `kernels/cuda/qgemv4.cuh`), so that
+/// the weight latency overlaps the staging. Off by default: compiled (NVRTC) but not yet
+/// run on a GPU; `benchmarks/gpu/step_gaps.sh` has its parity test and A/B.
+pub const QMV_PREFETCH: Flag = Flag {
+    name: "MLXCEL_QMV_PREFETCH",
+    default: false,
+    doc: "GEMV kernels prefetch their first weight tiles to L2 before staging x (1 = on; not yet run on a GPU)",
+};
+
 /// Device-side timestamps of every pipelined decode step (`kernels::device_clock`): a probe
 /// on the step's input token and one on its output token record the GPU's nanosecond timer,
 /// and `--profile` reports the device time inside a step and between steps. A diagnostic:
@@ -209,6 +219,7 @@ pub const ALL: &[Flag] = &[
     PIPELINED_DECODE,
     POLL_WAIT,
     DEVICE_CLOCK,
+    QMV_PREFETCH,
     FUSED_QMV,
     KERNEL_FILES,
     FUSED_ROPE,
