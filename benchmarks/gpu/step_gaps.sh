@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where a decode step's non-kernel time goes (H200), after benchmarks/gpu/stage.sh:
-#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/step_gaps.sh   (~6 min)
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/step_gaps.sh   (~8 min; the sections run in order of importance)
 # 1. gpu_device_clock (the probe passes tokens through and orders its clocks on CUDA);
 # 2. end to end at 4K with MLXCEL_DEVICE_CLOCK=1: device time from each step's first node to
 #    its last, and idle between steps, next to the host's build/submit/wait split; compare
@@ -20,23 +20,24 @@
 # Written in session 5 after its last device call: not yet run.
 set -uo pipefail
 R=/tmp/step-gaps; rm -rf "$R"; mkdir -p "$R"
+# The archive is written however the script ends (also when the device call's limit stops it).
+trap 'tar czf "${OUT:-/tmp}/step_gaps.tgz" -C "$R" .' EXIT
 .devcarry/bin/tests/gpu_device_clock --nocapture > "$R/test-clock.txt" 2>&1
 grep -E "device clock|test result|panicked" "$R/test-clock.txt"
 run() {  # tag kv [env...]
   local tag=$1 kv=$2; shift 2
-  env "$@" .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "${CTX:-4096}" --max-tokens 128 \
+  ${WRAP:-} env "$@" .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "${CTX:-4096}" --max-tokens 128 \
     --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json > "$R/$tag-$kv.json" 2> "$R/$tag-$kv.err"
   echo "$kv $tag: $(grep -E 'decode \(2nd|host per|of which|device clock' "$R/$tag-$kv.err" | tr -s ' ' | tr '\n' ' ')"
 }
 run clock-nobound turbo4 MLXCEL_DEVICE_CLOCK=1 MLXCEL_KV_BOUNDARY_LAYERS=0
 run clock-fusedfp16 fp16 MLXCEL_DEVICE_CLOCK=1 MLXCEL_FUSED_FP16=1
-for kv in turbo4 fp16; do
-  run clock "$kv" MLXCEL_DEVICE_CLOCK=1
-  run poll1 "$kv" MLXCEL_POLL_WAIT=1
-  run poll0 "$kv" MLXCEL_POLL_WAIT=0
-  run poll1b "$kv" MLXCEL_POLL_WAIT=1
-  run poll0b "$kv" MLXCEL_POLL_WAIT=0
-done
+run clock fp16 MLXCEL_DEVICE_CLOCK=1
+run clock turbo4 MLXCEL_DEVICE_CLOCK=1
+run poll1 turbo4 MLXCEL_POLL_WAIT=1
+run poll0 turbo4 MLXCEL_POLL_WAIT=0
+run poll1b turbo4 MLXCEL_POLL_WAIT=1
+run poll0b turbo4 MLXCEL_POLL_WAIT=0
 mkdir -p "$R/dots"
 MLX_SAVE_CUDA_GRAPHS_DOT_FILE="$R/dots/g" .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit \
   --prompt-tokens 64 --max-tokens 4 --ignore-eos --kv turbo4 > /dev/null 2>&1
@@ -55,4 +56,9 @@ MLXCEL_CUDA_PROFILE_STEPS=8,1 timeout 240 ncu --profile-from-start off --set ful
   .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens 4096 --max-tokens 12 --ignore-eos \
   --prefill-chunk 4096 --kv turbo4 > "$R/ncu-qmv-full.txt" 2>&1
 grep -E "qgemv4|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Waves Per SM|Duration|Stall|Warp Cycles Per Issued" "$R/ncu-qmv-full.txt" | head -60
-tar czf "${OUT:-/tmp}/step_gaps.tgz" -C "$R" .
+echo "== run-to-run spread: 2 runs unpinned, 2 pinned to 4 cores (taskset), turbo4 4K"
+for i in 1 2; do run spread-$i turbo4; done
+if command -v taskset > /dev/null; then
+  for i in 1 2; do WRAP="taskset -c 4-7" run pinned-$i turbo4; done
+fi
+
