@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# A/B of two builds in one device call, after benchmarks/gpu/stage.sh (build B, with its GPU
-# tests, in .devcarry/bin) and a copy of build A's release binary in .devcarry/bin-main:
+# A/B of two commits in one device call, after benchmarks/gpu/stage.sh (build B = the checked
+# out code, with its GPU tests, in .devcarry/bin) and benchmarks/gpu/stage_ab.sh <revision>
+# (build A in .devcarry/ab; A_BIN names another binary):
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/ab_builds.sh
+# (ab_run.sh is the kernel-patch A/B: attention benchmark and parity of the patched build.)
 # 1. TESTS (GPU test binaries of build B); 2. end-to-end decode of the synthetic Llama-3-8B
 # 4-bit model, A and B interleaved, REPS times per KV mode and context (the spread between
 # runs of one build is up to ~15%); 3. ncu kernel time per decode step (NCU_MODES).
@@ -32,11 +34,12 @@ print(f"{sys.argv[4]:>6} {sys.argv[3]:<11} {sys.argv[2]:<22} {s['decode_steady_t
       f"  wait {ms('decode_wait_seconds_per_step_steady'):6.3f} ms")
 PY
 }
-echo "== end to end (A = .devcarry/bin-main, B = .devcarry/bin)"
+A_BIN="${A_BIN:-.devcarry/ab/mlxcel}"
+echo "== end to end (A = $A_BIN, B = .devcarry/bin/mlxcel)"
 for ctx in ${CTXS:-4096}; do
   for kv in ${MODES:-turbo4 fp16}; do
     for rep in $(seq "${REPS:-2}"); do
-      run "A$rep" .devcarry/bin-main/mlxcel "$kv" "$ctx"
+      run "A$rep" "$A_BIN" "$kv" "$ctx"
       run "B$rep" .devcarry/bin/mlxcel "$kv" "$ctx"
     done
     for e in ${EXTRA_B:-}; do run "B-$e" .devcarry/bin/mlxcel "$kv" "$ctx" "$e"; done
@@ -46,7 +49,7 @@ if [ "${NCU_MODES:-turbo4}" != none ]; then
   echo "== ncu: kernel time per decode step (8 steps from step 8)"
   for kv in ${NCU_MODES:-turbo4}; do
     for side in A B; do
-      bin=.devcarry/bin/mlxcel; [ $side = A ] && bin=.devcarry/bin-main/mlxcel
+      bin=.devcarry/bin/mlxcel; [ $side = A ] && bin="$A_BIN"
       echo "-- $side"
       MLXCEL_BIN=$bin NCU_OUT="$R/ncu-$side" bash benchmarks/gpu/ncu_e2e.sh "$kv" "${NCU_CTX:-4096}" 8,8 2>&1 | head -12
     done

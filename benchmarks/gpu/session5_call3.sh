@@ -4,6 +4,7 @@
 # against main (A, .devcarry/bin-main): parity, e2e turbo4 at 4K (2 reps) and 32K, with
 # MLXCEL_FOLD_MERGE=0 as the extra B run, then ncu kernel time per step at 4K.
 set -uo pipefail
+export A_BIN=.devcarry/bin-main  # as run: ab_builds.sh read build A from there then
 MLXCEL_PARITY_MODES=turbo4,int8,turbo4-asym TESTS="gpu_fused_rope gpu_fused_decode" MODES=turbo4 CTXS=4096 REPS=2 \
   EXTRA_B="MLXCEL_FOLD_MERGE=0" NCU_MODES=none bash benchmarks/gpu/ab_builds.sh
 mv "$OUT/ab_results.tgz" "$OUT/ab_4k.tgz"
