@@ -31,7 +31,8 @@ ms = lambda k: 1e3 * s.get(k, 0.0)
 print(f"{sys.argv[4]:>6} {sys.argv[3]:<11} {sys.argv[2]:<22} {s['decode_steady_tokens_per_second']:7.2f} tok/s"
       f"  step {1e3 / max(s['decode_steady_tokens_per_second'], 1e-9):6.3f} ms"
       f"  host {ms('decode_host_seconds_per_step_steady'):6.3f} (submit {ms('decode_submit_seconds_per_step_steady'):6.3f})"
-      f"  wait {ms('decode_wait_seconds_per_step_steady'):6.3f} ms")
+      f"  wait {ms('decode_wait_seconds_per_step_steady'):6.3f} ms"
+      f"  step p50 {ms('decode_step_seconds_p50_steady'):6.3f} p90 {ms('decode_step_seconds_p90_steady'):6.3f} ms")
 PY
 }
 A_BIN="${A_BIN:-.devcarry/ab/mlxcel}"

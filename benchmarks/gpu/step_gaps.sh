@@ -28,7 +28,7 @@ run() {  # tag kv [env...]
   local tag=$1 kv=$2; shift 2
   ${WRAP:-} env "$@" .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "${CTX:-4096}" --max-tokens 128 \
     --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json > "$R/$tag-$kv.json" 2> "$R/$tag-$kv.err"
-  echo "$kv $tag: $(grep -E 'decode \(2nd|host per|of which|device clock' "$R/$tag-$kv.err" | tr -s ' ' | tr '\n' ' ')"
+  echo "$kv $tag: $(grep -E 'decode \(2nd|host per|of which|step time|device clock' "$R/$tag-$kv.err" | tr -s ' ' | tr '\n' ' ')"
 }
 run clock-nobound turbo4 MLXCEL_DEVICE_CLOCK=1 MLXCEL_KV_BOUNDARY_LAYERS=0
 run clock-fusedfp16 fp16 MLXCEL_DEVICE_CLOCK=1 MLXCEL_FUSED_FP16=1

@@ -107,6 +107,11 @@ fn print_profile(s: &GenerationStats) {
             1e3 * s.decode_wait_seconds_per_step_steady
         );
     }
+    eprintln!(
+        "step time          p50 {:.3} ms, p90 {:.3} ms (2nd half)",
+        1e3 * s.decode_step_seconds_p50_steady,
+        1e3 * s.decode_step_seconds_p90_steady
+    );
     if let (Some(inside), Some(between)) = (
         s.decode_device_seconds_inside_step_steady,
         s.decode_device_seconds_between_steps_steady,

@@ -92,6 +92,11 @@ pub struct GenerationStats {
     /// queueing the next step. Near 0: host-bound (the device finished first); otherwise the
     /// device's step time is about host + wait. 0 in the synchronous loop.
     pub decode_wait_seconds_per_step_steady: f64,
+    /// Median and 90th percentile of the decode step times over the second half of the
+    /// steps: a run that is slow throughout has a slow median, one with occasional stalls
+    /// only a slow p90 (the mean, `decode_steady_tokens_per_second`, mixes both).
+    pub decode_step_seconds_p50_steady: f64,
+    pub decode_step_seconds_p90_steady: f64,
     /// With `MLXCEL_DEVICE_CLOCK` on CUDA (second half of the steps): device time from a
     /// step's first node to its last (kernels plus every gap inside the step) ...
     pub decode_device_seconds_inside_step_steady: Option<f64>,
@@ -261,6 +266,19 @@ fn queue_greedy_step(
     })
 }
 
+/// (p50, p90) of the step durations over the second half of `ends` (the loop's elapsed
+/// time at the end of each step); (0, 0) with fewer than 4 steps.
+fn step_percentiles(ends: &[f64]) -> (f64, f64) {
+    if ends.len() < 4 {
+        return (0.0, 0.0);
+    }
+    let half = ends.len() / 2;
+    let mut d: Vec<f64> = ends[half - 1..].windows(2).map(|w| w[1] - w[0]).collect();
+    d.sort_by(f64::total_cmp);
+    let at = |q: f64| d[((d.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.9))
+}
+
 /// Device time per step from the probes' timestamps (ns), over the second half of the
 /// steps: (mean first-to-last-node time inside a step, mean time from a step's last node to
 /// the next step's first node).
@@ -399,6 +417,7 @@ pub fn generate(
         0.0
     };
     let device_clock = device_clock_stats(&steps.device_clocks()?);
+    let (step_p50, step_p90) = step_percentiles(&step_times);
     let stats = GenerationStats {
         decode_steady_tokens_per_second: steady,
         prompt_tokens: prompt.len(),
@@ -418,6 +437,8 @@ pub fn generate(
         decode_host_seconds_per_step_steady: mean_of_second_half(&steps.build_times),
         decode_submit_seconds_per_step_steady: mean_of_second_half(&steps.submit_times),
         decode_wait_seconds_per_step_steady: mean_of_second_half(&steps.wait_times),
+        decode_step_seconds_p50_steady: step_p50,
+        decode_step_seconds_p90_steady: step_p90,
         decode_device_seconds_inside_step_steady: device_clock.map(|c| c.0),
         decode_device_seconds_between_steps_steady: device_clock.map(|c| c.1),
         decode_pipelined: pipelined,
@@ -431,7 +452,21 @@ pub fn generate(
 
 #[cfg(test)]
 mod tests {
-    use super::device_clock_stats;
+    use super::{device_clock_stats, step_percentiles};
+
+    #[test]
+    fn step_percentiles_cover_the_second_half() {
+        // Ends of 10 steps: a slow first half, then steps of 2 ms with one 10 ms stall.
+        let mut ends = vec![1.0, 2.0, 3.0, 4.0, 5.0];
+        for d in [0.002, 0.002, 0.010, 0.002, 0.002] {
+            let last = *ends.last().unwrap();
+            ends.push(last + d);
+        }
+        let (p50, p90) = step_percentiles(&ends);
+        assert!((p50 - 0.002).abs() < 1e-9, "{p50}");
+        assert!((p90 - 0.010).abs() < 1e-9, "{p90}");
+        assert_eq!(step_percentiles(&ends[..3]), (0.0, 0.0));
+    }
 
     #[test]
     fn device_clock_stats_split_inside_and_between_steps_over_the_second_half() {
