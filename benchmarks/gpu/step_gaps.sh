@@ -17,7 +17,9 @@
 #    time per step with it off and on, and one ncu "full" section set on the qkv and
 #    gate/up kernels (memory throughput, stall reasons, occupancy) to see what holds them
 #    at 1.1-1.9 TB/s.
-# Written in session 5 after its last device call: not yet run.
+# Written in session 5 after its last device call: not yet run on the GPU. MODEL and CTX
+# override the model and context (a dry run of the flow on the CPU machine:
+# MODEL=synthetic:<small config.json> CTX=64 OUT=/tmp/x bash benchmarks/gpu/step_gaps.sh).
 set -uo pipefail
 R=/tmp/step-gaps; rm -rf "$R"; mkdir -p "$R"
 # The archive is written however the script ends (also when the device call's limit stops it).
@@ -26,7 +28,7 @@ trap 'tar czf "${OUT:-/tmp}/step_gaps.tgz" -C "$R" .' EXIT
 grep -E "device clock|test result|panicked" "$R/test-clock.txt"
 run() {  # tag kv [env...]
   local tag=$1 kv=$2; shift 2
-  ${WRAP:-} env "$@" .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "${CTX:-4096}" --max-tokens 128 \
+  ${WRAP:-} env "$@" .devcarry/bin/mlxcel generate --model "${MODEL:-synthetic:llama3-8b-4bit}" --prompt-tokens "${CTX:-4096}" --max-tokens 128 \
     --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json > "$R/$tag-$kv.json" 2> "$R/$tag-$kv.err"
   echo "$kv $tag: $(grep -E 'decode \(2nd|host per|of which|step time|device clock' "$R/$tag-$kv.err" | tr -s ' ' | tr '\n' ' ')"
 }
@@ -39,7 +41,7 @@ run poll0 turbo4 MLXCEL_POLL_WAIT=0
 run poll1b turbo4 MLXCEL_POLL_WAIT=1
 run poll0b turbo4 MLXCEL_POLL_WAIT=0
 mkdir -p "$R/dots"
-MLX_SAVE_CUDA_GRAPHS_DOT_FILE="$R/dots/g" .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit \
+MLX_SAVE_CUDA_GRAPHS_DOT_FILE="$R/dots/g" .devcarry/bin/mlxcel generate --model "${MODEL:-synthetic:llama3-8b-4bit}" \
   --prompt-tokens 64 --max-tokens 4 --ignore-eos --kv turbo4 > /dev/null 2>&1
 echo "CUDA graphs for 64 prompt + 4 generated tokens (turbo4): $(ls "$R/dots" | wc -l)"
 for f in $(ls "$R/dots" | sort -t_ -k2 -n | tail -4); do
@@ -56,9 +58,10 @@ MLXCEL_CUDA_PROFILE_STEPS=8,1 timeout 240 ncu --profile-from-start off --set ful
   .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens 4096 --max-tokens 12 --ignore-eos \
   --prefill-chunk 4096 --kv turbo4 > "$R/ncu-qmv-full.txt" 2>&1
 grep -E "qgemv4|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Waves Per SM|Duration|Stall|Warp Cycles Per Issued" "$R/ncu-qmv-full.txt" | head -60
-echo "== run-to-run spread: 2 runs unpinned, 2 pinned to 4 cores (taskset), turbo4 4K"
+cores="0-$(( $(nproc) > 4 ? 3 : $(nproc) - 1 ))"
+echo "== run-to-run spread: 2 runs unpinned, 2 pinned to cores $cores (taskset), turbo4"
 for i in 1 2; do run spread-$i turbo4; done
 if command -v taskset > /dev/null; then
-  for i in 1 2; do WRAP="taskset -c 4-7" run pinned-$i turbo4; done
+  for i in 1 2; do WRAP="taskset -c $cores" run pinned-$i turbo4; done
 fi
 
