@@ -94,8 +94,8 @@ impl Linear {
     /// o_proj and down_proj: one MLX op and one launch fewer per layer each).
     pub fn forward_residual(&self, x: &Array, residual: &Array) -> Result<Array> {
         if let (Tensor::Quantized(q), None) = (&self.weight, &self.bias) {
-            if quantized_gemv::applies_add(x, q, residual) {
-                return Ok(quantized_gemv::gemv_add(x, q, residual)?);
+            if let Some(y) = quantized_gemv::try_gemv(x, q, Some(residual))? {
+                return Ok(y);
             }
         }
         Ok(residual.add(&self.forward(x)?)?)
@@ -104,8 +104,10 @@ impl Linear {
     pub fn forward(&self, x: &Array) -> Result<Array> {
         let y = match &self.weight {
             Tensor::Dense(w) => x.matmul(&w.t()?)?,
-            Tensor::Quantized(q) if quantized_gemv::applies(x, q) => quantized_gemv::gemv(x, q)?,
-            Tensor::Quantized(q) => q.matmul(x, true)?,
+            Tensor::Quantized(q) => match quantized_gemv::try_gemv(x, q, None)? {
+                Some(y) => y,
+                None => q.matmul(x, true)?,
+            },
         };
         Ok(match &self.bias {
             Some(b) => y.add(b)?,
@@ -201,8 +203,8 @@ impl Mlp {
             &self.gate.bias,
             &self.up.bias,
         ) {
-            if quantized_gemv::applies_silu(x, g, u) {
-                return Ok(quantized_gemv::gemv_silu_mul(x, g, u)?);
+            if let Some(y) = quantized_gemv::try_gemv_silu_mul(x, g, u)? {
+                return Ok(y);
             }
         }
         let g = self.gate.forward(x)?.silu()?;

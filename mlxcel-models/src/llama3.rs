@@ -50,47 +50,35 @@ pub fn llama3_periods(base: f32, dims: usize, s: &Llama3RopeScaling) -> Vec<f32>
         .collect()
 }
 
-/// Rotary embedding of one model: the frequencies of its config as a [`RopeSpec`], which
-/// the KV caches hand to fused kernels that rotate q and k themselves.
-pub struct Rope {
-    spec: RopeSpec,
-}
-
-impl Rope {
-    pub fn new(cfg: &ModelConfig) -> Result<Rope> {
-        let dims = cfg.head_dim;
-        let periods = match &cfg.rope_scaling {
-            RopeScaling::None => None,
-            RopeScaling::Llama3(s) => Some(llama3_periods(cfg.rope_theta, dims, s)),
-            RopeScaling::Factors(f) => {
-                if f.len() != dims / 2 {
-                    return Err(ModelError::Unsupported(format!(
-                        "rope_freqs has {} factors, expected head_dim/2 = {}",
-                        f.len(),
-                        dims / 2
-                    )));
-                }
-                Some(
-                    f.iter()
-                        .enumerate()
-                        .map(|(i, m)| cfg.rope_theta.powf(2.0 * i as f32 / dims as f32) * m)
-                        .collect(),
-                )
+/// The rotary embedding of a model's config, as the [`RopeSpec`] the KV caches hand to the
+/// fused kernels that rotate q and k themselves (MLX's rope otherwise).
+pub fn rope_spec(cfg: &ModelConfig) -> Result<RopeSpec> {
+    let dims = cfg.head_dim;
+    let periods = match &cfg.rope_scaling {
+        RopeScaling::None => None,
+        RopeScaling::Llama3(s) => Some(llama3_periods(cfg.rope_theta, dims, s)),
+        RopeScaling::Factors(f) => {
+            if f.len() != dims / 2 {
+                return Err(ModelError::Unsupported(format!(
+                    "rope_freqs has {} factors, expected head_dim/2 = {}",
+                    f.len(),
+                    dims / 2
+                )));
             }
-        };
-        Ok(Rope {
-            spec: RopeSpec::new(dims as i32, cfg.rope_traditional, cfg.rope_theta, periods)?,
-        })
-    }
-
-    /// Rotates `x [B, H, L, D]` for positions `offset..offset+L`.
-    pub fn apply(&self, x: &Array, offset: usize) -> Result<Array> {
-        Ok(self.spec.apply(x, offset)?)
-    }
-
-    pub fn spec(&self) -> &RopeSpec {
-        &self.spec
-    }
+            Some(
+                f.iter()
+                    .enumerate()
+                    .map(|(i, m)| cfg.rope_theta.powf(2.0 * i as f32 / dims as f32) * m)
+                    .collect(),
+            )
+        }
+    };
+    Ok(RopeSpec::new(
+        dims as i32,
+        cfg.rope_traditional,
+        cfg.rope_theta,
+        periods,
+    )?)
 }
 
 /// The q, k and v projections: three layers, or (quantized weights) one stacked layer whose
@@ -188,7 +176,7 @@ impl Attention {
     pub fn forward(
         &self,
         x: &Array,
-        rope: &Rope,
+        rope: &RopeSpec,
         cache: &mut dyn KvCache,
         residual: &Array,
     ) -> Result<Array> {
@@ -207,8 +195,8 @@ impl Attention {
         let v = heads(v, self.n_kv_heads, &None)?;
         // RoPE goes with the cache calls: fused kernels apply it themselves, other paths
         // run MLX's rope first (same positions: the new block starts at the cache length).
-        cache.append_rope(&k, &v, rope.spec())?;
-        let o = cache.attend_rope(&q, self.scale, rope.spec())?;
+        cache.append_rope(&k, &v, rope)?;
+        let o = cache.attend_rope(&q, self.scale, rope)?;
         let o = o
             .transpose(&[0, 2, 1, 3])?
             .reshape(&[b, l, self.n_heads * self.head_dim])?;
@@ -244,7 +232,7 @@ impl DecoderLayer {
         })
     }
 
-    pub fn forward(&self, x: &Array, rope: &Rope, cache: &mut dyn KvCache) -> Result<Array> {
+    pub fn forward(&self, x: &Array, rope: &RopeSpec, cache: &mut dyn KvCache) -> Result<Array> {
         let h = self
             .attn
             .forward(&self.input_norm.forward(x)?, rope, cache, x)?;
@@ -260,7 +248,7 @@ pub struct Transformer {
     norm: RmsNorm,
     /// None when the head is tied to the embedding.
     lm_head: Option<Linear>,
-    rope: Rope,
+    rope: RopeSpec,
 }
 
 impl Transformer {
@@ -286,7 +274,7 @@ impl Transformer {
             layers,
             norm,
             lm_head,
-            rope: Rope::new(cfg)?,
+            rope: rope_spec(cfg)?,
         })
     }
 

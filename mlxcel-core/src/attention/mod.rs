@@ -73,11 +73,16 @@ pub fn select_path(q: &Array, k: &dyn KvSide, v: &dyn KvSide) -> AttentionPath {
     }
 }
 
+/// Whether `scale` is the fused kernel's (it bakes in 1/sqrt(head_dim)).
+fn kernel_scale(scale: f32, head_dim: usize) -> bool {
+    let default_scale = 1.0 / (head_dim as f32).sqrt();
+    (scale - default_scale).abs() <= 1e-6 * default_scale
+}
+
 /// Attention of `q [B, Hq, L, D]` over the cache sides (causal for the last L keys).
 pub fn attend(q: &Array, k: &dyn KvSide, v: &dyn KvSide, scale: f32) -> Result<Array> {
     let mut path = select_path(q, k, v);
-    let default_scale = 1.0 / (q.dim(-1) as f32).sqrt();
-    if path == AttentionPath::FusedDecode && (scale - default_scale).abs() > 1e-6 * default_scale {
+    if path == AttentionPath::FusedDecode && !kernel_scale(scale, q.dim(-1) as usize) {
         // The kernel bakes in 1/sqrt(head_dim); other scales take the split path.
         path = if k.rotation().is_some() || v.rotation().is_some() {
             AttentionPath::RotatedSdpa
@@ -102,7 +107,7 @@ pub fn attend_before_rope(
         return Ok(None);
     }
     let d = q.dim(-1) as usize;
-    if (scale - 1.0 / (d as f32).sqrt()).abs() > 1e-6 * scale.abs() {
+    if !kernel_scale(scale, d) {
         return Ok(None);
     }
     match (k.raw(), v.raw()) {

@@ -318,16 +318,22 @@ const MERGE_THREADS_PER_DIM: usize = 4;
 /// Most splits the merge kernel takes (`MAX_SPLITS` in `cuda/merge_splits.cu`).
 const MAX_SPLITS: usize = 2048;
 
-/// The split-merge launch shared by both kernels.
-fn merge(q: &Array, o_part: &Array, ml: &Array, v: &RawSide<'_>, d: usize) -> Result<Array> {
+/// The split-merge launch shared by both kernels (`rot_v`: V's rotation signs).
+fn merge(
+    q: &Array,
+    o_part: &Array,
+    ml: &Array,
+    v: &RawSide<'_>,
+    rot_v: &Array,
+    d: usize,
+) -> Result<Array> {
     let s = q.shape();
     let (b, hq) = (s[0] as usize, s[1] as usize);
     let group_v = group_of(v, d);
-    let rot_v = signs(v, group_v)?;
     let merge = cached_by_name(KernelBackend::Cuda, "merge_splits", 0, merge_source)?;
     let threads = MERGE_THREADS_PER_DIM * d;
     let launch = Launch::new(
-        &[o_part, ml, &rot_v],
+        &[o_part, ml, rot_v],
         [(b * hq * threads) as i32, 1, 1],
         [threads as i32, 1, 1],
     )
@@ -426,8 +432,6 @@ pub fn fused_decode_rope(
         Some(r) => r.inv_freq().clone(),
         None => lut(k)?,
     };
-    let rot_v = signs(v, group_of(v, d))?;
-    let (tickets, epoch_marker) = fold_inputs()?;
     let splits = split_override
         .unwrap_or_else(|| {
             if tensor_cores {
@@ -446,6 +450,20 @@ pub fn fused_decode_rope(
     let (group_k, group_v) = (group_of(k, d), group_of(v, d));
     let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
     let len_marker = length_marker(len)?;
+    let rot_v = signs(v, group_v)?;
+    // The tensor-core kernel's dynamic shared memory, and whether it merges the splits itself.
+    let mma_shared = tensor_cores.then(|| {
+        let stage = mma_stage_bytes(k.format, v.format, d);
+        let stages = mma_stages(stage);
+        (stages, mma_shared_bytes(stage, stages, d, gqa))
+    });
+    let fold = mma_shared.is_some_and(|(_, shared)| fold_fits(b, hkv, gqa, d, splits, shared));
+    // Without the fold the kernel reads neither: cached placeholders, no per-call op.
+    let (tickets, epoch_marker) = if fold {
+        fold_inputs()?
+    } else {
+        (wait_for(None)?, len_marker.clone())
+    };
     let (k_dep, v_dep) = (wait_for(k.pending)?, wait_for(v.pending)?);
     let (lut_k, lut_v, rot_k) = (lut(k)?, lut(v)?, signs(k, group_k)?);
     // The tensor-core kernel reads q as stored; the CUDA-core kernel reads f32 [B, Hq, D].
@@ -483,20 +501,22 @@ pub fn fused_decode_rope(
     .template("D", TemplateArg::Int(d as i32))
     .template("GQA", TemplateArg::Int(gqa as i32))
     .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()));
-    let mut parts = if tensor_cores {
-        let stage = mma_stage_bytes(k.format, v.format, d);
-        let stages = mma_stages(stage);
-        let shared = mma_shared_bytes(stage, stages, d, gqa);
+    let mut parts = if let Some((stages, shared)) = mma_shared {
         let main = cached_by_name(
             KernelBackend::Cuda,
             "decode_attention_mma",
             shared as u64,
             || mma_source(shared),
         )?;
-        let fold = fold_fits(b, hkv, gqa, d, splits, shared);
+        // The merged output `out` is written only by the fold; otherwise a token-sized stub.
+        let out_shape = if fold {
+            vec![b as i32, hq as i32, 1, d as i32]
+        } else {
+            vec![8]
+        };
         let mut outs = main.call(
             &launch
-                .output(&[b as i32, hq as i32, 1, d as i32], q.dtype())
+                .output(&out_shape, q.dtype())
                 .template("STAGES", TemplateArg::Int(stages as i32))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
@@ -520,7 +540,7 @@ pub fn fused_decode_rope(
     };
     let ml = parts.pop().expect("two outputs");
     let o_part = parts.pop().expect("two outputs");
-    merge(q, &o_part, &ml, v, d)
+    merge(q, &o_part, &ml, v, &rot_v, d)
 }
 
 #[cfg(test)]

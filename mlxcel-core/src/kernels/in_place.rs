@@ -11,8 +11,7 @@ use crate::{Error, Result};
 /// Queues kernel `name` (built by `source`) over `rows` head vectors of `head_dim`, writing
 /// at positions `pos..` after the write whose token is `after`. `inputs` are the kernel's
 /// inputs before its two ordering inputs, `pos_marker` (`pos_marker_shape[0] - 1` is `pos`)
-/// and `after` (the previous token, or a placeholder). Returns this write's token, a `[4]`
-/// int32 output: outputs of 8 bytes or less would come from MLX's managed-memory pool. With
+/// and `after` (the previous token, or a placeholder). Returns this write's token. With
 /// `rope`, the kernel (a `*_rope` variant) also takes `inv_freq` after the ordering inputs
 /// and the template `TRAD`, and rotates the keys itself.
 #[allow(clippy::too_many_arguments)]
@@ -26,17 +25,63 @@ pub(crate) fn write(
     after: Option<&Array>,
     rope: Option<&RopeSpec>,
 ) -> Result<Array> {
-    let (marker, after) = (length_marker(pos + 1)?, wait_for(after)?);
-    let mut all = inputs.to_vec();
-    all.extend([&marker, &after]);
-    if let Some(r) = rope {
-        all.push(r.inv_freq());
+    match rope {
+        Some(r) => write_sides(
+            name,
+            source,
+            inputs,
+            rows,
+            head_dim,
+            pos,
+            &[after],
+            &[r.inv_freq()],
+            &[("TRAD", TemplateArg::Bool(r.traditional))],
+        ),
+        None => write_sides(
+            name,
+            source,
+            inputs,
+            rows,
+            head_dim,
+            pos,
+            &[after],
+            &[],
+            &[],
+        ),
     }
+}
+
+/// [`write`] for a launch that writes several sides' buffers (e.g. K and V together): one
+/// ordering input per side in `afters` (each side's previous token), then the `tail`
+/// inputs, and extra `templates`. Returns the token every written side records. The token
+/// is a `[4]` int32 output: outputs of 8 bytes or less would come from MLX's managed-memory
+/// pool.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_sides(
+    name: &'static str,
+    source: fn() -> KernelSource,
+    inputs: &[&Array],
+    rows: usize,
+    head_dim: usize,
+    pos: usize,
+    afters: &[Option<&Array>],
+    tail: &[&Array],
+    templates: &[(&str, TemplateArg)],
+) -> Result<Array> {
+    let marker = length_marker(pos + 1)?;
+    let afters = afters
+        .iter()
+        .map(|a| wait_for(*a))
+        .collect::<Result<Vec<Array>>>()?;
+    let mut all = inputs.to_vec();
+    all.push(&marker);
+    all.extend(afters.iter());
+    all.extend_from_slice(tail);
     let mut launch = Launch::new(&all, [(rows * 32) as i32, 1, 1], [128, 1, 1])
         .output(&[4], Dtype::I32)
         .template("D", TemplateArg::Int(head_dim as i32));
-    if let Some(r) = rope {
-        launch = launch.template("TRAD", TemplateArg::Bool(r.traditional));
+    for (n, arg) in templates {
+        launch = launch.template(n, *arg);
     }
     cached_by_name(KernelBackend::Cuda, name, 0, source)?
         .call(&launch)?

@@ -71,19 +71,56 @@ fn weight_shape(q: &Quantized) -> Option<(usize, usize)> {
     ok.then_some((n, k))
 }
 
-/// Whether `x @ W^T` of this call goes to the kernel: CUDA backend, `MLXCEL_FUSED_QMV` on,
-/// one fp16 row of x (a decode step), and a weight [`weight_shape`] accepts.
+/// (N, K) when `x @ W^T` of this call goes to the kernel: CUDA backend, `MLXCEL_FUSED_QMV`
+/// on, one fp16 row of x (a decode step), and a weight [`weight_shape`] accepts.
+fn plan(x: &Array, q: &Quantized) -> Option<(usize, usize)> {
+    if !flags::FUSED_QMV.enabled()
+        || x.dtype() != Dtype::F16
+        || KernelBackend::current() != Some(KernelBackend::Cuda)
+    {
+        return None;
+    }
+    weight_shape(q).filter(|&(_, k)| k > 0 && x.size() == k)
+}
+
+/// [`plan`] for a gate/up pair: both weights of one shape and group size.
+fn plan_silu(x: &Array, gate: &Quantized, up: &Quantized) -> Option<(usize, usize)> {
+    plan(x, gate).filter(|&nk| weight_shape(up) == Some(nk) && up.group_size == gate.group_size)
+}
+
+/// Whether a residual `r` fits the output of an (N-row) GEMV of `x`.
+fn residual_fits(x: &Array, n: usize, r: &Array) -> bool {
+    r.dtype() == Dtype::F16 && r.size() == n && r.shape() == out_shape(x, n)
+}
+
+/// Whether `x @ W^T` of this call goes to the kernel ([`plan`]).
 pub fn applies(x: &Array, q: &Quantized) -> bool {
-    flags::FUSED_QMV.enabled()
-        && x.dtype() == Dtype::F16
-        && x.size() > 0
-        && weight_shape(q).is_some_and(|(_, k)| x.size() == k)
-        && KernelBackend::current() == Some(KernelBackend::Cuda)
+    plan(x, q).is_some()
 }
 
 /// Whether [`gemv_silu_mul`] takes this gate/up pair.
 pub fn applies_silu(x: &Array, gate: &Quantized, up: &Quantized) -> bool {
-    applies(x, gate) && weight_shape(up) == weight_shape(gate) && up.group_size == gate.group_size
+    plan_silu(x, gate, up).is_some()
+}
+
+/// The model layers' entry: `x @ W^T` (`+ r`) through the kernel where it applies, checked
+/// once; `None` where it does not (the caller uses MLX).
+pub fn try_gemv(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Option<Array>> {
+    match plan(x, q) {
+        Some((n, k)) if r.is_none_or(|r| residual_fits(x, n, r)) => {
+            launch_plain(x, q, r, n, k).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The model layers' entry for the SwiGLU half ([`gemv_silu_mul`]), checked once; `None`
+/// where the kernel does not apply.
+pub fn try_gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Option<Array>> {
+    match plan_silu(x, gate, up) {
+        Some((n, k)) => launch_silu(x, gate, up, n, k).map(Some),
+        None => Ok(None),
+    }
 }
 
 fn out_shape(x: &Array, n: usize) -> Vec<i32> {
@@ -123,9 +160,7 @@ pub fn gemv_add(x: &Array, q: &Quantized, r: &Array) -> Result<Array> {
 
 /// Whether [`gemv_add`] takes this call.
 pub fn applies_add(x: &Array, q: &Quantized, r: &Array) -> bool {
-    applies(x, q)
-        && r.dtype() == Dtype::F16
-        && weight_shape(q).is_some_and(|(n, _)| r.size() == n && r.shape() == out_shape(x, n))
+    plan(x, q).is_some_and(|(n, _)| residual_fits(x, n, r))
 }
 
 fn gemv_impl(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Array> {
@@ -143,6 +178,11 @@ fn gemv_impl(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Array> {
             ));
         }
     }
+    launch_plain(x, q, r, n, k)
+}
+
+/// The plain kernel's launch for a checked call (N, K).
+fn launch_plain(x: &Array, q: &Quantized, r: Option<&Array>, n: usize, k: usize) -> Result<Array> {
     let launch = launch(
         &[x, &q.w, &q.scales, &q.biases, r.unwrap_or(x)],
         x,
@@ -193,6 +233,11 @@ pub fn gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Arra
             ),
         ));
     }
+    launch_silu(x, gate, up, n, k)
+}
+
+/// The gate/up kernel's launch for a checked call (N, K).
+fn launch_silu(x: &Array, gate: &Quantized, up: &Quantized, n: usize, k: usize) -> Result<Array> {
     let inputs = [
         x,
         &gate.w,

@@ -229,14 +229,11 @@ pub fn fused_encode_kv_into(
         ));
     }
     let rows = (xs[0] * xs[1] * xs[2]) as usize;
-    use crate::kernels::decode_attention::{length_marker, wait_for};
-    let (marker, k_after, v_after) = (
-        length_marker(pos + 1)?,
-        wait_for(k.after)?,
-        wait_for(v.after)?,
-    );
-    let inv_freq = rope.map_or_else(|| k.codec.midpoints().clone(), |r| r.inv_freq().clone());
-    let launch = Launch::new(
+    // Without RoPE the kernel does not read inv_freq: any small array stands in.
+    let inv_freq = rope.map_or_else(|| k.codec.midpoints(), |r| r.inv_freq());
+    crate::kernels::in_place::write_sides(
+        "turbo_encode_kv",
+        source_kv,
         &[
             xk,
             xv,
@@ -250,25 +247,20 @@ pub fn fused_encode_kv_into(
             k.norms,
             v.packed,
             v.norms,
-            &marker,
-            &k_after,
-            &v_after,
-            &inv_freq,
         ],
-        [(2 * rows * 32) as i32, 1, 1],
-        [128, 1, 1],
+        2 * rows,
+        d,
+        pos,
+        &[k.after, v.after],
+        &[inv_freq],
+        &[
+            ("ROPE", TemplateArg::Bool(rope.is_some())),
+            (
+                "TRAD",
+                TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
+            ),
+        ],
     )
-    .output(&[4], Dtype::I32)
-    .template("D", TemplateArg::Int(d as i32))
-    .template("ROPE", TemplateArg::Bool(rope.is_some()))
-    .template(
-        "TRAD",
-        TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
-    );
-    cached_by_name(KernelBackend::Cuda, "turbo_encode_kv", 0, source_kv)?
-        .call(&launch)?
-        .pop()
-        .ok_or_else(|| Error::invalid("fused turbo encode", "no output"))
 }
 
 /// Encodes `x [.., head_dim]` like [`TurboCodec::encode`] (same codes up to rounding at

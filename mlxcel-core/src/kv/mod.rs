@@ -23,6 +23,12 @@ use crate::Result;
 
 pub use mode::{make_caches, CacheSpec, KvMode, SideFormat};
 
+/// MLX's RoPE on queries `[B, H, L, D]` of the last `L` of `len` cached positions (the
+/// fallback of [`KvCache::attend_rope`]).
+pub(crate) fn rope_queries(q: &Array, rope: &RopeSpec, len: usize) -> Result<Array> {
+    rope.apply(q, len.saturating_sub(q.dim(2).max(0) as usize))
+}
+
 /// What a layer's attention needs from its cache.
 pub trait KvCache {
     /// Appends keys and values `[B, Hkv, L, D]` for the next `L` positions.
@@ -42,8 +48,7 @@ pub trait KvCache {
     /// [`KvCache::attend`] with queries before RoPE (the last `L` positions). Paths whose
     /// kernel can rotate q itself do so; the default applies MLX's RoPE first.
     fn attend_rope(&self, q: &Array, scale: f32, rope: &RopeSpec) -> Result<Array> {
-        let q = rope.apply(q, self.len().saturating_sub(q.dim(2).max(0) as usize))?;
-        self.attend(&q, scale)
+        self.attend(&rope_queries(q, rope, self.len())?, scale)
     }
 
     /// Number of cached positions.

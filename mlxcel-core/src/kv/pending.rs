@@ -37,17 +37,10 @@ impl PendingWrite {
         self.0.as_ref()
     }
 
-    /// Records `token` as the last write (a launch that wrote this side's buffers together
-    /// with another side's, after taking both sides' previous tokens as inputs).
-    pub fn record(&mut self, token: Array) {
-        self.0 = Some(token);
-    }
-
     /// Appends one position to a side's buffer pair (`data` rows `[B, H, _, widths[0]]`,
     /// `aux` rows `[B, H, _, widths[1]]`, `bh` = `[B, H]`) through `write`, an in-place
     /// kernel called as `write(data, aux, pos, previous token)` that returns its token:
-    /// reserves the position (waiting for the last write first when that reallocates),
-    /// queues the write after the previous one, and counts the position.
+    /// [`PendingWrite::reserve_one`], the write, then [`PendingWrite::commit_one`].
     pub fn append_one(
         &mut self,
         data: &mut GrowBuffer,
@@ -56,17 +49,42 @@ impl PendingWrite {
         widths: [i32; 2],
         write: impl FnOnce(&Array, &Array, usize, Option<&Array>) -> Result<Array>,
     ) -> Result<()> {
+        let (d, a, pos) = self.reserve_one(data, aux, bh, widths)?;
+        let token = write(&d, &a, pos, self.token())?;
+        self.commit_one(data, aux, token)
+    }
+
+    /// Reserves one more position in the buffer pair (waiting for the last write first when
+    /// that reallocates) and returns the full buffers and the position to write. A launch
+    /// may write several sides' reserved positions; each side then calls
+    /// [`PendingWrite::commit_one`] with that launch's token (which took every side's
+    /// previous token as an input).
+    pub fn reserve_one(
+        &self,
+        data: &mut GrowBuffer,
+        aux: &mut GrowBuffer,
+        bh: [i32; 2],
+        widths: [i32; 2],
+    ) -> Result<(Array, Array, usize)> {
         if data.will_grow(1) || aux.will_grow(1) {
             // Growth copies the buffers: the last in-place write must have landed.
             self.settle()?;
         }
         data.reserve([bh[0], bh[1], widths[0]], 1)?;
         aux.reserve([bh[0], bh[1], widths[1]], 1)?;
-        let (d, a) = match (data.full(), aux.full()) {
-            (Some(d), Some(a)) => (d, a),
-            _ => return Err(Error::invalid("kv", "cache buffers missing after reserve")),
-        };
-        let token = write(d, a, data.len(), self.token())?;
+        match (data.full(), aux.full()) {
+            (Some(d), Some(a)) => Ok((d.clone(), a.clone(), data.len())),
+            _ => Err(Error::invalid("kv", "cache buffers missing after reserve")),
+        }
+    }
+
+    /// Counts the reserved position and records `token` as the last write.
+    pub fn commit_one(
+        &mut self,
+        data: &mut GrowBuffer,
+        aux: &mut GrowBuffer,
+        token: Array,
+    ) -> Result<()> {
         data.advance(1)?;
         aux.advance(1)?;
         self.0 = Some(token);

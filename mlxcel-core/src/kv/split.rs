@@ -4,7 +4,7 @@
 use crate::attention::{attend, attend_before_rope};
 use crate::kv::side::KvSide;
 use crate::kv::turbo::TurboSide;
-use crate::kv::KvCache;
+use crate::kv::{rope_queries, KvCache};
 use crate::mlx::Array;
 use crate::rope::RopeSpec;
 use crate::{Error, Result};
@@ -63,8 +63,7 @@ impl KvCache for SplitKvCache {
         if let Some(o) = attend_before_rope(q, self.k.as_ref(), self.v.as_ref(), scale, rope)? {
             return Ok(o);
         }
-        let q = rope.apply(q, self.len().saturating_sub(q.dim(2).max(0) as usize))?;
-        self.attend(&q, scale)
+        self.attend(&rope_queries(q, rope, self.len())?, scale)
     }
 
     fn append(&mut self, k: &Array, v: &Array) -> Result<()> {

@@ -37,22 +37,29 @@ impl TurboSide {
         })
     }
 
-    /// The in-place decode-step append ([`PendingWrite::append_one`]); with `rope`, x is
-    /// the key before RoPE and the encoder applies it.
+    /// The in-place decode-step append; with `rope`, x is the key before RoPE and the
+    /// encoder applies it.
     fn append_in_place(&mut self, x: &Array, rope: Option<&RopeSpec>) -> Result<()> {
         let s = x.shape();
-        let codec = &self.codec;
-        self.pending.append_one(
-            &mut self.packed,
-            &mut self.norms,
-            [s[0], s[1]],
-            [(codec.head_dim / 2) as i32, 1],
-            |packed, norms, pos, after| {
-                crate::kernels::turbo_encode::fused_encode_into(
-                    codec, x, packed, norms, pos, after, rope,
-                )
-            },
-        )
+        let (packed, norms, pos) = self.reserve_one([s[0], s[1]])?;
+        let token = crate::kernels::turbo_encode::fused_encode_into(
+            &self.codec,
+            x,
+            &packed,
+            &norms,
+            pos,
+            self.pending.token(),
+            rope,
+        )?;
+        self.pending
+            .commit_one(&mut self.packed, &mut self.norms, token)
+    }
+
+    /// [`PendingWrite::reserve_one`] on this side's buffers (`bh` = `[B, H]`).
+    fn reserve_one(&mut self, bh: [i32; 2]) -> Result<(Array, Array, usize)> {
+        let widths = [(self.codec.head_dim / 2) as i32, 1];
+        self.pending
+            .reserve_one(&mut self.packed, &mut self.norms, bh, widths)
     }
 
     /// Appends one decode-step position to a symmetric turbo4 cache's key side `k` and value
@@ -79,23 +86,8 @@ impl TurboSide {
             return Ok(false);
         }
         let s = xk.shape();
-        let bhw = |w: usize| [s[0], s[1], w as i32];
-        for side in [&mut *k, &mut *v] {
-            if side.packed.will_grow(1) || side.norms.will_grow(1) {
-                // Growth copies the buffers: the side's last in-place write must have landed.
-                side.pending.settle()?;
-            }
-            side.packed.reserve(bhw(side.codec.head_dim / 2), 1)?;
-            side.norms.reserve(bhw(1), 1)?;
-        }
-        let pos = k.packed.len();
-        let buffers = |side: &TurboSide| -> Result<(Array, Array)> {
-            match (side.packed.full(), side.norms.full()) {
-                (Some(p), Some(n)) => Ok((p.clone(), n.clone())),
-                _ => Err(Error::invalid("kv", "cache buffers missing after reserve")),
-            }
-        };
-        let ((kp, kn), (vp, vn)) = (buffers(k)?, buffers(v)?);
+        let (kp, kn, pos) = k.reserve_one([s[0], s[1]])?;
+        let (vp, vn, _) = v.reserve_one([s[0], s[1]])?;
         let token = fused_encode_kv_into(
             xk,
             xv,
@@ -115,9 +107,8 @@ impl TurboSide {
             rope,
         )?;
         for side in [&mut *k, &mut *v] {
-            side.packed.advance(1)?;
-            side.norms.advance(1)?;
-            side.pending.record(token.clone());
+            side.pending
+                .commit_one(&mut side.packed, &mut side.norms, token.clone())?;
         }
         Ok(true)
     }
