@@ -25,30 +25,19 @@ pub(crate) fn write(
     after: Option<&Array>,
     rope: Option<&RopeSpec>,
 ) -> Result<Array> {
-    match rope {
-        Some(r) => write_sides(
-            name,
-            source,
-            inputs,
-            rows,
-            head_dim,
-            pos,
-            &[after],
-            &[r.inv_freq()],
-            &[("TRAD", TemplateArg::Bool(r.traditional))],
-        ),
-        None => write_sides(
-            name,
-            source,
-            inputs,
-            rows,
-            head_dim,
-            pos,
-            &[after],
-            &[],
-            &[],
-        ),
-    }
+    let inv_freq = rope.map(|r| r.inv_freq());
+    let trad = rope.map(|r| ("TRAD", TemplateArg::Bool(r.traditional)));
+    write_sides(
+        name,
+        source,
+        inputs,
+        rows,
+        head_dim,
+        pos,
+        &[after],
+        inv_freq.as_slice(),
+        trad.as_slice(),
+    )
 }
 
 /// [`write`] for a launch that writes several sides' buffers (e.g. K and V together): one
