@@ -144,7 +144,7 @@ def main():
                + consts + read("qgemv4_silu.cu") + "\n}\n")
         ok &= compile_one(f"qgemv4 silu g{g} vx={vx}", src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
-           "__global__ void c(const uint32_t* tok, uint32_t* tok_out, uint64_t* clock) {\n"
+           "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")
     ok &= compile_one("device clock", src)
     sys.exit(0 if ok else 1)

@@ -211,8 +211,16 @@ void array_eval(const Array& a) {
 bool array_is_available(const Array& a) { return a.inner.is_available(); }
 
 void array_copy_to(const Array& a, rust::Slice<uint8_t> dst) {
-  mx::array c = mx::contiguous(a.inner);
+  // Wait for the array itself first: an array queued by async_eval waits on its own event.
+  // Only a strided array gets a contiguous copy, and that copy is a new eval whose wait
+  // covers everything queued on the stream since (in the pipelined decode loop: the whole
+  // next step, which is what made the loop wait a full step for each token).
+  mx::array c = a.inner;
   c.eval();
+  if (!c.flags().row_contiguous) {
+    c = mx::contiguous(c);
+    c.eval();
+  }
   if (c.nbytes() != dst.size()) {
     throw std::invalid_argument("[mlxcel] copy_to: array has " + std::to_string(c.nbytes()) +
                                 " bytes, destination " + std::to_string(dst.size()));

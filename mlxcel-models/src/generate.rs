@@ -105,6 +105,41 @@ pub struct GenerationStats {
     pub decode_device_seconds_between_steps_steady: Option<f64>,
     /// Whether the pipelined greedy loop ran (see `MLXCEL_PIPELINED_DECODE`).
     pub decode_pipelined: bool,
+    /// With `MLXCEL_DEVICE_CLOCK` on CUDA: every pipelined step's host and device
+    /// timestamps, for `benchmarks/gpu/timeline.py` to put on one time axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_timeline: Option<Vec<StepTimeline>>,
+}
+
+/// One pipelined decode step's timestamps (ns). Host times are the Unix clock; device
+/// times the GPU's `%globaltimer` (Unix-based too on Linux drivers, but with an unknown
+/// offset that `benchmarks/gpu/timeline.py` estimates from the waits: a wait cannot end
+/// before the step's last node ran).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct StepTimeline {
+    /// Host: the step's graph building started (the previous step is on the device).
+    pub host_build_start: u64,
+    /// Host: MLX's `async_eval` of the step was entered ...
+    pub host_submit_start: u64,
+    /// ... and returned (every CUDA graph of the step launched).
+    pub host_submit_end: u64,
+    /// Host: the loop started waiting for this step's token (after queueing the next) ...
+    pub host_wait_start: u64,
+    /// ... and had it (0 for both when the step was never waited for).
+    pub host_wait_end: u64,
+    /// Device: the step's first CUDA graph started (a probe with no input from the step).
+    pub device_launch: u64,
+    /// Device: the step's first node ran (the probe on its input token) ...
+    pub device_first: u64,
+    /// ... and its last (the probe on its output token).
+    pub device_last: u64,
+}
+
+/// The host's Unix clock in nanoseconds (for [`StepTimeline`]).
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// What came out.
@@ -143,9 +178,13 @@ struct StepRecorder {
     submit_times: Vec<f64>,
     /// Pipelined loop: time waiting for the device's token per step.
     wait_times: Vec<f64>,
-    /// Pipelined loop with `MLXCEL_DEVICE_CLOCK`: each step's (first node, last node) device
-    /// timestamps, still on the device.
-    clocks: Vec<(Array, Array)>,
+    /// Pipelined loop with `MLXCEL_DEVICE_CLOCK`: each step's (launch, first node, last node)
+    /// device timestamps, still on the device ...
+    clocks: Vec<[Array; 3]>,
+    /// ... and its host timestamps: (build start, submit start, submit end) per queued step
+    /// and (start, end) per wait.
+    host_marks: Vec<[u64; 3]>,
+    wait_marks: Vec<[u64; 2]>,
     profile: Option<(usize, usize)>,
 }
 
@@ -156,6 +195,8 @@ impl StepRecorder {
             submit_times: Vec::with_capacity(capacity),
             wait_times: Vec::with_capacity(capacity),
             clocks: Vec::new(),
+            host_marks: Vec::new(),
+            wait_marks: Vec::new(),
             profile: flags::cuda_profile_steps(),
         }
     }
@@ -179,20 +220,67 @@ impl StepRecorder {
     /// [`StepRecorder::step`] for the pipelined loop: records the seconds `build` spent in
     /// `async_eval` and keeps the step's device clocks, if any.
     fn queue(&mut self, build: impl FnOnce() -> Result<QueuedStep>) -> Result<Array> {
+        let build_start = unix_ns();
         let q = self.step(build, Ok)?;
         self.submit_times.push(q.submit_seconds);
         if let Some(c) = q.clocks {
             self.clocks.push(c);
+            self.host_marks
+                .push([build_start, q.submit_marks[0], q.submit_marks[1]]);
         }
         Ok(q.next)
     }
 
-    /// The recorded device clocks as (start, end) nanoseconds; read once the steps are done.
-    fn device_clocks(&self) -> Result<Vec<(u64, u64)>> {
+    /// Records one wait for a queued step's token: `started` is its [`unix_ns`] start.
+    fn waited(&mut self, seconds: f64, started: u64) {
+        self.wait_times.push(seconds);
+        if !self.clocks.is_empty() {
+            self.wait_marks.push([started, unix_ns()]);
+        }
+    }
+
+    /// The recorded device clocks as (launch, first, last) nanoseconds; read once the steps
+    /// are done.
+    fn device_clocks(&self) -> Result<Vec<[u64; 3]>> {
         self.clocks
             .iter()
-            .map(|(s, e)| Ok((s.item::<u64>()?, e.item::<u64>()?)))
+            .map(|c| {
+                Ok([
+                    c[0].item::<u64>()?,
+                    c[1].item::<u64>()?,
+                    c[2].item::<u64>()?,
+                ])
+            })
             .collect()
+    }
+
+    /// Every clocked step's timestamps; `None` without device clocks. The loop waits for
+    /// step i's token right after queueing step i + 1, so the i-th wait is step i's.
+    fn timeline(&self) -> Result<Option<Vec<StepTimeline>>> {
+        if self.clocks.is_empty() {
+            return Ok(None);
+        }
+        let device = self.device_clocks()?;
+        Ok(Some(
+            device
+                .iter()
+                .zip(&self.host_marks)
+                .enumerate()
+                .map(|(i, (d, h))| {
+                    let w = self.wait_marks.get(i).copied().unwrap_or([0, 0]);
+                    StepTimeline {
+                        host_build_start: h[0],
+                        host_submit_start: h[1],
+                        host_submit_end: h[2],
+                        host_wait_start: w[0],
+                        host_wait_end: w[1],
+                        device_launch: d[0],
+                        device_first: d[1],
+                        device_last: d[2],
+                    }
+                })
+                .collect(),
+        ))
     }
 
     /// Opens the profiler range before step `first` is built (`opening`) and closes it once
@@ -228,10 +316,13 @@ fn mean_of_second_half(x: &[f64]) -> f64 {
 struct QueuedStep {
     /// The next token, a `[1]` uint32 array in flight.
     next: Array,
-    /// Seconds spent in `async_eval`.
+    /// Seconds spent in `async_eval` ...
     submit_seconds: f64,
-    /// Device timestamps (ns) at the step's first and last node, with `MLXCEL_DEVICE_CLOCK`.
-    clocks: Option<(Array, Array)>,
+    /// ... entered and left at these [`unix_ns`] times.
+    submit_marks: [u64; 2],
+    /// Device timestamps (ns) when the step's first graph started, at its first node and at
+    /// its last node, with `MLXCEL_DEVICE_CLOCK`.
+    clocks: Option<[Array; 3]>,
 }
 
 /// Builds one greedy decode step on top of `token` (a device array, possibly not yet
@@ -243,26 +334,41 @@ fn queue_greedy_step(
     caches: &mut [Box<dyn KvCache>],
     clock: bool,
 ) -> Result<QueuedStep> {
-    let probe = |t: &Array| -> Result<(Array, Option<Array>)> {
+    let probe = |t: &Array, after: Option<&Array>| -> Result<(Array, Option<Array>)> {
         Ok(
-            match clock.then(|| device_clock::probe(t)).transpose()?.flatten() {
+            match clock
+                .then(|| device_clock::probe_after(t, after.unwrap_or(t)))
+                .transpose()?
+                .flatten()
+            {
                 Some((t, c)) => (t, Some(c)),
                 None => (t.clone(), None),
             },
         )
     };
-    let (token, start) = probe(token)?;
+    let launch = clock
+        .then(device_clock::launch_probe)
+        .transpose()?
+        .flatten();
+    let (token, start) = probe(token, launch.as_ref().map(|l| &l.0))?;
     let logits = model.forward_tokens(&token, caches, true)?;
-    let (next, end) = probe(&logits.argmax(&[-1], false)?.reshape(&[1])?)?;
-    let t = Instant::now();
-    match (&start, &end) {
-        (Some(s), Some(e)) => async_eval_all(&[&next, s, e])?,
-        _ => async_eval_all(&[&next])?,
-    }
+    let (next, end) = probe(&logits.argmax(&[-1], false)?.reshape(&[1])?, None)?;
+    let (t, submit_start) = (Instant::now(), unix_ns());
+    let clocks = match (launch, start, end) {
+        (Some((_, l)), Some(s), Some(e)) => {
+            async_eval_all(&[&next, &l, &s, &e])?;
+            Some([l, s, e])
+        }
+        _ => {
+            async_eval_all(&[&next])?;
+            None
+        }
+    };
     Ok(QueuedStep {
         next,
         submit_seconds: t.elapsed().as_secs_f64(),
-        clocks: start.zip(end),
+        submit_marks: [submit_start, unix_ns()],
+        clocks,
     })
 }
 
@@ -282,19 +388,19 @@ fn step_percentiles(ends: &[f64]) -> (f64, f64) {
 /// Device time per step from the probes' timestamps (ns), over the second half of the
 /// steps: (mean first-to-last-node time inside a step, mean time from a step's last node to
 /// the next step's first node).
-fn device_clock_stats(clocks: &[(u64, u64)]) -> Option<(f64, f64)> {
-    let tail = &clocks[clocks.len() / 2..];
+fn device_clock_stats(steps: &[StepTimeline]) -> Option<(f64, f64)> {
+    let tail = &steps[steps.len() / 2..];
     if tail.len() < 2 {
         return None;
     }
     let inside = tail
         .iter()
-        .map(|(s, e)| e.saturating_sub(*s) as f64)
+        .map(|s| s.device_last.saturating_sub(s.device_first) as f64)
         .sum::<f64>()
         / tail.len() as f64;
     let between = tail
         .windows(2)
-        .map(|w| w[1].0.saturating_sub(w[0].1) as f64)
+        .map(|w| w[1].device_first.saturating_sub(w[0].device_last) as f64)
         .sum::<f64>()
         / (tail.len() - 1) as f64;
     Some((inside * 1e-9, between * 1e-9))
@@ -342,14 +448,14 @@ pub fn generate(
                         steps.queue(|| queue_greedy_step(model, &pending, &mut caches, clock))?,
                     );
                 }
-                let t = Instant::now();
+                let (t, wait_start) = (Instant::now(), unix_ns());
                 if poll_wait {
                     while !pending.is_ready()? {
                         std::thread::yield_now();
                     }
                 }
                 let tok = pending.item::<u32>()?;
-                steps.wait_times.push(t.elapsed().as_secs_f64());
+                steps.waited(t.elapsed().as_secs_f64(), wait_start);
                 tok
             }
             None => sampler.sample(&mut logits, &history),
@@ -416,7 +522,8 @@ pub fn generate(
     } else {
         0.0
     };
-    let device_clock = device_clock_stats(&steps.device_clocks()?);
+    let timeline = steps.timeline()?;
+    let device_clock = timeline.as_deref().and_then(device_clock_stats);
     let (step_p50, step_p90) = step_percentiles(&step_times);
     let stats = GenerationStats {
         decode_steady_tokens_per_second: steady,
@@ -442,6 +549,7 @@ pub fn generate(
         decode_device_seconds_inside_step_steady: device_clock.map(|c| c.0),
         decode_device_seconds_between_steps_steady: device_clock.map(|c| c.1),
         decode_pipelined: pipelined,
+        decode_timeline: timeline,
     };
     Ok(Generation {
         tokens: out,
@@ -452,7 +560,7 @@ pub fn generate(
 
 #[cfg(test)]
 mod tests {
-    use super::{device_clock_stats, step_percentiles};
+    use super::{device_clock_stats, step_percentiles, StepTimeline};
 
     #[test]
     fn step_percentiles_cover_the_second_half() {
@@ -473,10 +581,20 @@ mod tests {
         // Steps of 3 ms on the device with 1 ms idle between them; the first half (a slow
         // JIT step) is ignored.
         let ms = 1_000_000u64;
-        let mut clocks = vec![(0, 500 * ms)];
+        let step = |first: u64, last: u64| StepTimeline {
+            host_build_start: 0,
+            host_submit_start: 0,
+            host_submit_end: 0,
+            host_wait_start: 0,
+            host_wait_end: 0,
+            device_launch: first,
+            device_first: first,
+            device_last: last,
+        };
+        let mut clocks = vec![step(0, 500 * ms)];
         let mut t = 600 * ms;
         for _ in 0..7 {
-            clocks.push((t, t + 3 * ms));
+            clocks.push(step(t, t + 3 * ms));
             t += 4 * ms;
         }
         let (inside, between) = device_clock_stats(&clocks).unwrap();

@@ -168,6 +168,9 @@ enum Placeholder {
     Marker,
     /// The arrival counters of the folded split merge (see [`fold_inputs`]).
     Tickets,
+    /// The tickets input of a launch that does not fold: the kernel source still names the
+    /// buffer as `unsigned int*` outside the `FOLD` branch, so the stub keeps that type.
+    TicketsStub,
 }
 
 thread_local! {
@@ -462,7 +465,10 @@ pub fn fused_decode_rope(
     let (tickets, epoch_marker) = if fold {
         fold_inputs()?
     } else {
-        (wait_for(None)?, len_marker.clone())
+        (
+            dummy(Placeholder::TicketsStub, || Array::zeros(&[4], Dtype::U32))?,
+            len_marker.clone(),
+        )
     };
     let (k_dep, v_dep) = (wait_for(k.pending)?, wait_for(v.pending)?);
     let (lut_k, lut_v, rot_k) = (lut(k)?, lut(v)?, signs(k, group_k)?);
