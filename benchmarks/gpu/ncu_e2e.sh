@@ -35,6 +35,12 @@ for row in r[2:]:
     t = float(row[ti].replace(",", "")) / 1e3  # ns -> us
     groups[name] += t; counts[name] += 1; total += t
 n = sum(counts.values())
+# Each decode step ends with one argmax: count the steps the range really caught (session 5
+# asked for 8 and got 7, so its per-step numbers were 7/8 of the truth).
+caught = sum(c for k, c in counts.items() if "arg_reduce" in k)
+if caught and caught != steps:
+    print(f"{mode} {ctx}: asked for {steps} steps, the profiler range caught {caught}")
+    steps = caught
 print(f"{mode} {ctx}: {n / steps:.0f} kernels, {total / steps / 1e3:.3f} ms of kernel time per step")
 for name, t in groups.most_common(14):
     print(f"   {t / steps:9.1f} us  {counts[name] / steps:5.0f}x  {name}")

@@ -189,7 +189,6 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         },
         kv,
         pipelined: None,
-        poll_wait: None,
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout();

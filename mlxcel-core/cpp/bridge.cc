@@ -208,7 +208,6 @@ void array_eval(const Array& a) {
   x.eval();
 }
 
-bool array_is_available(const Array& a) { return a.inner.is_available(); }
 
 void array_copy_to(const Array& a, rust::Slice<uint8_t> dst) {
   // Wait for the array itself first: an array queued by async_eval waits on its own event.

@@ -88,37 +88,16 @@ pub const PIPELINED_DECODE: Flag = Flag {
     doc: "greedy decode queues step t+1 before reading token t (0 = one synchronous step at a time, host argmax)",
 };
 
-/// How the pipelined loop waits for a step's token: by polling whether it is ready (yielding
-/// the thread between polls) before reading it, instead of blocking in MLX's wait. MLX's CUDA
-/// events are created with blocking sync, so a plain wait sleeps until the driver wakes the
-/// thread; where that wake-up is slow (seen on the H200 host: 1-2.4 ms of wait per step with
-/// ~3.5 ms of kernels and 5-7 ms of host work) the poll returns as soon as the step is done.
-/// Off by default until measured on the GPU (written after the last device call of session
-/// 5; `benchmarks/gpu/step_gaps.sh` is the A/B); 1 polls, 0 blocks in MLX's wait.
-pub const POLL_WAIT: Flag = Flag {
-    name: "MLXCEL_POLL_WAIT",
-    default: false,
-    doc: "the pipelined decode loop polls for the step's token instead of blocking in MLX's wait (1 = poll; unmeasured on the GPU, off by default)",
-};
-
-/// The one-token GEMV kernels ask L2 for their first weight tiles before staging x, and
-/// stage x with 16-byte loads (`prefetch_and_stage` in `kernels/cuda/qgemv4.cuh`), so that
-/// the weight latency overlaps the staging. Off by default: compiled (NVRTC) but not yet
-/// run on a GPU; `benchmarks/gpu/step_gaps.sh` has its parity test and A/B.
-pub const QMV_PREFETCH: Flag = Flag {
-    name: "MLXCEL_QMV_PREFETCH",
-    default: false,
-    doc: "GEMV kernels prefetch their first weight tiles to L2 before staging x (1 = on; not yet run on a GPU)",
-};
-
-/// Device-side timestamps of every pipelined decode step (`kernels::device_clock`): a probe
-/// on the step's input token and one on its output token record the GPU's nanosecond timer,
-/// and `--profile` reports the device time inside a step and between steps. A diagnostic:
-/// off by default (it adds two one-thread nodes per step); CUDA only.
+/// Device-side timestamps of every pipelined decode step (`kernels::device_clock`): probes
+/// record the GPU's nanosecond timer when the step's first CUDA graph starts, at its input
+/// token and at its output token; `--profile` reports the device time inside a step and
+/// between steps, and the JSON stats carry every step's host and device timestamps. This
+/// is what found the pipelined loop waiting a whole extra step per token (session 6). A
+/// diagnostic: off by default (three one-thread nodes per step); CUDA only.
 pub const DEVICE_CLOCK: Flag = Flag {
     name: "MLXCEL_DEVICE_CLOCK",
     default: false,
-    doc: "record device timestamps at the start and end of each pipelined decode step (1 = on; CUDA only, for --profile)",
+    doc: "record device timestamps at the start and end of each pipelined decode step (1 = on; CUDA only, for --profile and its JSON timeline)",
 };
 
 /// The one-token 4-bit GEMV kernels on CUDA (`kernels::quantized_gemv`): projections of a
@@ -217,9 +196,7 @@ pub const ALL: &[Flag] = &[
     FUSED_ENCODE,
     INPLACE_APPEND,
     PIPELINED_DECODE,
-    POLL_WAIT,
     DEVICE_CLOCK,
-    QMV_PREFETCH,
     FUSED_QMV,
     KERNEL_FILES,
     FUSED_ROPE,

@@ -29,9 +29,6 @@ pub struct GenerateParams {
     /// Pipelined greedy decoding on or off; `None` follows `MLXCEL_PIPELINED_DECODE`
     /// (on by default). Only greedy sampling pipelines.
     pub pipelined: Option<bool>,
-    /// How the pipelined loop waits for a token: polling (`true`) or MLX's blocking wait;
-    /// `None` follows `MLXCEL_POLL_WAIT`.
-    pub poll_wait: Option<bool>,
 }
 
 impl Default for GenerateParams {
@@ -44,7 +41,6 @@ impl Default for GenerateParams {
             sampling: SamplingParams::default(),
             kv: KvConfig::default(),
             pipelined: None,
-            poll_wait: None,
         }
     }
 }
@@ -432,9 +428,6 @@ pub fn generate(
         .pipelined
         .unwrap_or_else(|| flags::PIPELINED_DECODE.enabled())
         && sampler.params().is_greedy();
-    let poll_wait = params
-        .poll_wait
-        .unwrap_or_else(|| flags::POLL_WAIT.enabled());
     let clock = pipelined && flags::DEVICE_CLOCK.enabled();
     // The queued step of the pipelined loop: its token, still on the device.
     let mut queued: Option<Array> = None;
@@ -449,11 +442,6 @@ pub fn generate(
                     );
                 }
                 let (t, wait_start) = (Instant::now(), unix_ns());
-                if poll_wait {
-                    while !pending.is_ready()? {
-                        std::thread::yield_now();
-                    }
-                }
                 let tok = pending.item::<u32>()?;
                 steps.waited(t.elapsed().as_secs_f64(), wait_start);
                 tok

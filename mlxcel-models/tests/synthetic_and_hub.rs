@@ -99,7 +99,7 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
     let model = Model::load(Some(&spec), &LoadOptions { format, seed: 5 }).unwrap();
     let prompt: Vec<u32> = (0..24).map(|i| (i * 11) % 256).collect();
     for kv in ["fp16", "int8", "turbo4", "turbo3-asym"] {
-        let run = |pipelined: bool, poll_wait: bool| {
+        let run = |pipelined: bool| {
             let params = GenerateParams {
                 max_tokens: 10,
                 prefill_chunk: 8,
@@ -108,16 +108,14 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
                     boundary_layers: 0,
                 },
                 pipelined: Some(pipelined),
-                poll_wait: Some(poll_wait),
                 ..Default::default()
             };
             generate(&model, &prompt, &params, |_| {}).unwrap()
         };
-        let (sync, piped, polled) = (run(false, false), run(true, false), run(true, true));
+        let (sync, piped) = (run(false), run(true));
         assert!(!sync.stats.decode_pipelined && piped.stats.decode_pipelined);
         assert_eq!(sync.tokens.len(), 10, "{kv}");
         assert_eq!(sync.tokens, piped.tokens, "{kv}");
-        assert_eq!(sync.tokens, polled.tokens, "{kv}: polling wait");
         assert_eq!(
             sync.stats.kv_cache_bytes, piped.stats.kv_cache_bytes,
             "{kv}"

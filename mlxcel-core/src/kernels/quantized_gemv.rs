@@ -204,7 +204,6 @@ fn launch<'a>(inputs: &[&'a Array], x: &Array, n: usize, group: i32) -> Launch<'
     .template("G", TemplateArg::Int(group))
     .template("NW", TemplateArg::Int(WARPS))
     .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
-    .template("VX", TemplateArg::Bool(flags::QMV_PREFETCH.enabled()))
 }
 
 /// Calls the kernel `name` built for `shared` bytes of staged x (one build per size).

@@ -150,12 +150,6 @@ impl Array {
         ffi::array_eval(self.raw()).op("eval")
     }
 
-    /// Whether the array's value can be read without waiting: evaluated, or scheduled by
-    /// `async_eval` and finished on its device. Never blocks and never schedules work.
-    pub fn is_ready(&self) -> Result<bool> {
-        ffi::array_is_available(self.raw()).op("is_ready")
-    }
-
     /// Evaluates and copies the elements out in row-major order. `T` must be the array's
     /// dtype (use [`Array::astype`] first to convert).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {

@@ -49,7 +49,6 @@ pub(crate) mod bridge {
         fn array_size(a: &Array) -> usize;
         fn array_nbytes(a: &Array) -> usize;
         fn array_eval(a: &Array) -> Result<()>;
-        fn array_is_available(a: &Array) -> Result<bool>;
         fn array_copy_to(a: &Array, dst: &mut [u8]) -> Result<()>;
         fn array_to_string(a: &Array) -> Result<String>;
 

@@ -2,8 +2,7 @@
 // the epilogue) for 4-bit MLX-affine W (helpers and layout: qgemv4.cuh). One CTA of NW
 // warps per 16 rows. Inputs: x (fp16, K values), w uint32 [N, K/8], scales, biases fp16
 // [N, K/G], r fp16 [N] (read only when RESID). Output: y fp16 [N]. Template constants: G
-// (group size), NW (warps), U (tiles in flight per warp), RESID, VX (16-byte x staging after
-// an L2 prefetch of the first weight tiles: prefetch_and_stage). Dynamic shared memory:
+// (group size), NW (warps), U (tiles in flight per warp), RESID. Dynamic shared memory:
 // K * 2 bytes (x in pair order).
 constexpr int NT = NW * 32;
 extern __shared__ __align__(16) unsigned char smem[];
@@ -12,12 +11,7 @@ __shared__ float red[NW * 16];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = w_shape[1] * 8;
 const long long row0 = static_cast<long long>(blockIdx.x) * 16;
-if constexpr (VX) {
-  const mlxcel_qmv::u32* const ws[1] = {w};
-  mlxcel_qmv::prefetch_and_stage<NW, U, NT, 1>(ws, x, xs, K, row0, warp, lane, tid);
-} else {
-  mlxcel_qmv::stage_x(x, xs, K, tid, NT);
-}
+mlxcel_qmv::stage_x(x, xs, K, tid, NT);
 __syncthreads();
 float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
 mlxcel_qmv::rows16<G, NW, U>(w, scales, biases, xs, K, row0, warp, lane, acc[0]);

@@ -41,65 +41,6 @@ __device__ __forceinline__ void stage_x(const __half* x, __half2* xs, int K, int
   }
 }
 
-// stage_x with 16-byte loads (VX kernels): 2 instead of 32 load instructions per thread for
-// K = 4096 (nvcc already unrolls stage_x's loop, so both take one L2 round trip). Block b of 8 values (words w0..w3 = (x0,x1),
-// (x2,x3), (x4,x5), (x6,x7)) becomes the pairs (x0,x4), (x1,x5), (x2,x6), (x3,x7) by byte
-// permutes. x must be 16-byte aligned (callers check) and K a multiple of 8.
-template <int NT>
-__device__ __forceinline__ void stage_x_vec(const __half* x, __half2* xs, int K, int tid) {
-  constexpr int B = 4;
-  const uint4* xv = reinterpret_cast<const uint4*>(x);
-  uint4* out = reinterpret_cast<uint4*>(xs);
-  const int blocks = K / 8;
-  for (int b0 = tid; b0 < blocks; b0 += NT * B) {
-    uint4 v[B];
-#pragma unroll
-    for (int u = 0; u < B; ++u) {
-      const int b = b0 + u * NT;
-      if (b < blocks) v[u] = __ldg(xv + b);
-    }
-#pragma unroll
-    for (int u = 0; u < B; ++u) {
-      const int b = b0 + u * NT;
-      if (b < blocks) {
-        uint4 o;
-        o.x = __byte_perm(v[u].x, v[u].z, 0x5410);
-        o.y = __byte_perm(v[u].x, v[u].z, 0x7632);
-        o.z = __byte_perm(v[u].y, v[u].w, 0x5410);
-        o.w = __byte_perm(v[u].y, v[u].w, 0x7632);
-        out[b] = o;
-      }
-    }
-  }
-}
-
-// Stages x (stage_x_vec when x is 16-byte aligned, else stage_x) after asking L2 for the
-// weight bytes of this warp's first U tiles of rows [row0, row0 + 16) of each of the NM
-// matrices in ws, so that the weight latency overlaps the staging (VX kernels).
-template <int NW, int U, int NT, int NM>
-__device__ __forceinline__ void prefetch_and_stage(const u32* const (&ws)[NM], const __half* x, __half2* xs,
-                                                   int K, long long row0, int warp, int lane, int tid) {
-  const int r = lane >> 2, c = lane & 3;
-  const int words = K / 8, tiles = K / 128;
-#pragma unroll
-  for (int m = 0; m < NM; ++m) {
-    const u32* w0 = ws[m] + (row0 + r) * words + c * 4;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int t = warp + u * NW;
-      if (t < tiles) {
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(w0 + t * 16));
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(w0 + 8LL * words + t * 16));
-      }
-    }
-  }
-  if ((reinterpret_cast<unsigned long long>(x) & 15ull) == 0ull) {
-    stage_x_vec<NT>(x, xs, K, tid);
-  } else {
-    stage_x(x, xs, K, tid, NT);
-  }
-}
-
 // Accumulates rows [row0, row0 + 16) of W over the tiles of this warp (tile t covers
 // k in [128 t, 128 t + 128)) into acc (C fragment: acc[0] row r, acc[2] row r + 8).
 template <int G, int NW, int U>

@@ -3,7 +3,7 @@
 // 16 outputs: it computes those 16 rows of both projections, so the activation never
 // leaves the CTA and stays fp32 until the one rounding of y. Inputs: x (fp16, K values),
 // wg/wu uint32 [N, K/8], sg/su, bg/bu fp16 [N, K/G]. Output: y fp16 [N]. Template
-// constants (G, NW, U, VX) and dynamic shared memory as qgemv4.cu.
+// constants and dynamic shared memory as qgemv4.cu.
 constexpr int NT = NW * 32;
 extern __shared__ __align__(16) unsigned char smem[];
 __half2* xs = reinterpret_cast<__half2*>(smem);
@@ -12,12 +12,7 @@ __shared__ float gu[32];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = wg_shape[1] * 8;
 const long long row0 = static_cast<long long>(blockIdx.x) * 16;
-if constexpr (VX) {
-  const mlxcel_qmv::u32* const ws[2] = {wg, wu};
-  mlxcel_qmv::prefetch_and_stage<NW, U, NT, 2>(ws, x, xs, K, row0, warp, lane, tid);
-} else {
-  mlxcel_qmv::stage_x(x, xs, K, tid, NT);
-}
+mlxcel_qmv::stage_x(x, xs, K, tid, NT);
 __syncthreads();
 float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 mlxcel_qmv::rows16<G, NW, U>(wg, sg, bg, xs, K, row0, warp, lane, acc[0]);
