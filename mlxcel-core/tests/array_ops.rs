@@ -442,3 +442,46 @@ fn sort_topk_argpartition() {
         assert!((cs[i] - acc).abs() < 1e-4);
     }
 }
+
+/// Reading an array queued by `async_eval` waits for that array only, not for work queued
+/// after it: the pipelined decode loop reads token t after queueing step t + 1, and a read
+/// that went through a new eval (a contiguous copy) waited for step t + 1 as well, a whole
+/// step per token (found on the H200 in session 6). The later work here is a chain of
+/// matmuls that takes far longer than reading a queued scalar should.
+#[test]
+fn reading_a_queued_array_does_not_wait_for_later_work() {
+    use mlxcel_core::mlx::array::async_eval_all;
+    use std::time::Instant;
+    let a = Array::from_slice(&[3.0f32], &[1])
+        .unwrap()
+        .multiply(&Array::from_slice(&[2.0f32], &[1]).unwrap())
+        .unwrap();
+    async_eval_all(&[&a]).unwrap();
+    let n = 1024;
+    let avg = Array::from_slice(&vec![1.0 / n as f32; n * n], &[n as i32, n as i32]).unwrap();
+    let mut later = Array::from_slice(&vec![1.0f32; n * n], &[n as i32, n as i32]).unwrap();
+    for _ in 0..8 {
+        later = later.matmul(&avg).unwrap();
+    }
+    let t = Instant::now();
+    async_eval_all(&[&later]).unwrap();
+    assert_eq!(a.item::<f32>().unwrap(), 6.0);
+    let read = t.elapsed().as_secs_f64();
+    later.eval().unwrap();
+    let all = t.elapsed().as_secs_f64();
+    assert!(
+        all > 0.05,
+        "the later work took {all:.3} s: too short to tell the waits apart"
+    );
+    assert!(
+        read < 0.5 * all,
+        "reading the queued scalar took {read:.3} s of the later work's {all:.3} s"
+    );
+    // Every entry stays 1 through the averaging matmuls.
+    let v = later
+        .slice(&[0, 0], &[1, 4])
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    assert!(v.iter().all(|x| (x - 1.0).abs() < 1e-4), "{v:?}");
+}
