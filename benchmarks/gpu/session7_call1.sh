@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Next session's first device call (H200), after benchmarks/gpu/stage.sh:
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session7_call1.sh   (~8 min)
+# Since the copy-out fix (ADR 0006) every mode is host-bound: step time = graph building +
+# MLX async_eval. This call measures three host-side levers at 128K and 32K, each next to
+# the default, with the device timeline on (MLXCEL_DEVICE_CLOCK=1; benchmarks/gpu/timeline.py):
+# - MLX_MAX_MB_PER_BUFFER=1000000: MLX (mlx/backend/cuda/device.cpp) commits its CUDA graph
+#   every 100 nodes or once the inputs it has seen pass max_mb_per_buffer (1000 on sm_90,
+#   counted in elements): an fp16 128K layer's K+V are 268 M elements, so about one extra
+#   commit every 4 fp16 layers (turbo4: every ~8);
+# - turbo4 without fp16 boundary layers (MLXCEL_KV_BOUNDARY_LAYERS=0): no cuDNN SDPA child
+#   graph in the step (MLX re-instantiates a graph it cannot update);
+# - turbo4 with its boundary layers on the fused fp16 kernel (MLXCEL_FUSED_FP16=1).
+# Then a second sample of the two defaults at 128K.
+set -uo pipefail
+R=/tmp/s7c1; rm -rf "$R"; mkdir -p "$R"
+trap 'tar czf "${OUT:-/tmp}/s7c1.tgz" -C "$R" .' EXIT
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$R/gpu.txt"
+run() {  # tag kv ctx [env...]
+  local tag=$1 kv=$2 ctx=$3; shift 3
+  env MLXCEL_DEVICE_CLOCK=1 "$@" .devcarry/bin/mlxcel generate --model "${MODEL:-synthetic:llama3-8b-4bit}" \
+    --prompt-tokens "$ctx" --max-tokens 128 --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json \
+    > "$R/$tag-$kv-$ctx.json" 2> "$R/$tag-$kv-$ctx.err"
+  echo "$kv $ctx $tag: $(grep -E 'decode \(2nd|host per|of which|device clock|^error' "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' ' ')"
+}
+for ctx in ${CTXS:-131072 32768}; do
+  run default fp16 "$ctx"
+  run default turbo4 "$ctx"
+  run mb fp16 "$ctx" MLX_MAX_MB_PER_BUFFER=1000000
+  run mb turbo4 "$ctx" MLX_MAX_MB_PER_BUFFER=1000000
+  run nobound turbo4 "$ctx" MLXCEL_KV_BOUNDARY_LAYERS=0
+  run fusedbound turbo4 "$ctx" MLXCEL_FUSED_FP16=1
+done
+run default2 fp16 131072
+run default2 turbo4 131072
+python3 benchmarks/gpu/timeline.py "$R"/*.json > "$R/timeline.txt" 2>&1
+grep -E "^/tmp|host submit|host build|first to last|idle before" "$R/timeline.txt"
