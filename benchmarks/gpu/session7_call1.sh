@@ -11,17 +11,18 @@
 # - turbo4 without fp16 boundary layers (MLXCEL_KV_BOUNDARY_LAYERS=0): no cuDNN SDPA child
 #   graph in the step (MLX re-instantiates a graph it cannot update);
 # - turbo4 with its boundary layers on the fused fp16 kernel (MLXCEL_FUSED_FP16=1).
-# Then a second sample of the two defaults at 128K.
+# Then a second sample of the two defaults at 128K. Every run also times the host's graph
+# building per model part (MLXCEL_BUILD_PROFILE=1: where turbo4's extra 0.7 ms goes).
 set -uo pipefail
 R=/tmp/s7c1; rm -rf "$R"; mkdir -p "$R"
 trap 'tar czf "${OUT:-/tmp}/s7c1.tgz" -C "$R" .' EXIT
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$R/gpu.txt"
 run() {  # tag kv ctx [env...]
   local tag=$1 kv=$2 ctx=$3; shift 3
-  env MLXCEL_DEVICE_CLOCK=1 "$@" .devcarry/bin/mlxcel generate --model "${MODEL:-synthetic:llama3-8b-4bit}" \
+  env MLXCEL_DEVICE_CLOCK=1 MLXCEL_BUILD_PROFILE=1 "$@" .devcarry/bin/mlxcel generate --model "${MODEL:-synthetic:llama3-8b-4bit}" \
     --prompt-tokens "$ctx" --max-tokens 128 --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json \
     > "$R/$tag-$kv-$ctx.json" 2> "$R/$tag-$kv-$ctx.err"
-  echo "$kv $ctx $tag: $(grep -E 'decode \(2nd|host per|of which|device clock|^error' "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' ' ')"
+  echo "$kv $ctx $tag: $(grep -E 'decode \(2nd|host per|of which|device clock|build parts|^error' "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' ' ')"
 }
 for ctx in ${CTXS:-131072 32768}; do
   run default fp16 "$ctx"

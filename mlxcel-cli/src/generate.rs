@@ -122,6 +122,17 @@ fn print_profile(s: &GenerationStats) {
             1e3 * between
         );
     }
+    if let Some(parts) = &s.decode_build_parts_seconds_steady {
+        let list: Vec<String> = parts
+            .iter()
+            .map(|(p, t)| format!("{p} {:.3}", 1e3 * t))
+            .collect();
+        eprintln!(
+            "build parts (ms)   {} (sum {:.3}; per step, 2nd half)",
+            list.join(", "),
+            1e3 * parts.iter().map(|(_, t)| t).sum::<f64>()
+        );
+    }
     eprintln!(
         "graph building     {:.3} s on the host ({})",
         s.decode_graph_build_seconds,
@@ -189,6 +200,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         },
         kv,
         pipelined: None,
+        build_profile: None,
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout();

@@ -100,6 +100,16 @@ pub const DEVICE_CLOCK: Flag = Flag {
     doc: "record device timestamps at the start and end of each pipelined decode step (1 = on; CUDA only, for --profile and its JSON timeline)",
 };
 
+/// Host time of building each decode step's graph, split by part of the model
+/// (`build_profile`); `--profile` prints the steady per-step means. A diagnostic, off by
+/// default (two clock reads per part and layer).
+pub const BUILD_PROFILE: Flag = Flag {
+    name: "MLXCEL_BUILD_PROFILE",
+    default: false,
+    doc:
+        "time the host's graph building of each decode step per model part (1 = on; for --profile)",
+};
+
 /// The one-token 4-bit GEMV kernels on CUDA (`kernels::quantized_gemv`): projections of a
 /// decode step, and the MLP's gate/up pair with its SiLU product in one launch. When 0,
 /// every projection goes through MLX's `quantized_matmul` (and the MLP through separate
@@ -197,6 +207,7 @@ pub const ALL: &[Flag] = &[
     INPLACE_APPEND,
     PIPELINED_DECODE,
     DEVICE_CLOCK,
+    BUILD_PROFILE,
     FUSED_QMV,
     KERNEL_FILES,
     FUSED_ROPE,

@@ -7,9 +7,11 @@
 //! - [`attention`]: the attention paths the caches call.
 //! - [`rope`]: a model's rotary embedding, shared by the models and the fused kernels.
 //! - [`flags`]: every `MLXCEL_*` switch.
+//! - [`build_profile`]: host time of building a decode step, per part of the model.
 //! - [`error`]: the one error type of the crate.
 
 pub mod attention;
+pub mod build_profile;
 pub mod error;
 pub mod flags;
 pub mod kernels;

@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use mlxcel_core::build_profile;
 use mlxcel_core::flags;
 use mlxcel_core::kernels::device_clock;
 use mlxcel_core::kv::KvCache;
@@ -29,6 +30,9 @@ pub struct GenerateParams {
     /// Pipelined greedy decoding on or off; `None` follows `MLXCEL_PIPELINED_DECODE`
     /// (on by default). Only greedy sampling pipelines.
     pub pipelined: Option<bool>,
+    /// Time the host's graph building of each decode step per model part
+    /// ([`mlxcel_core::build_profile`]); `None` follows `MLXCEL_BUILD_PROFILE` (off).
+    pub build_profile: Option<bool>,
 }
 
 impl Default for GenerateParams {
@@ -41,6 +45,7 @@ impl Default for GenerateParams {
             sampling: SamplingParams::default(),
             kv: KvConfig::default(),
             pipelined: None,
+            build_profile: None,
         }
     }
 }
@@ -105,6 +110,12 @@ pub struct GenerationStats {
     /// timestamps, for `benchmarks/gpu/timeline.py` to put on one time axis.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_timeline: Option<Vec<StepTimeline>>,
+    /// With `MLXCEL_BUILD_PROFILE`: mean host seconds per decode step (second half) spent
+    /// building each part of the model's graph, in the order the parts run. Their sum is
+    /// part of `decode_host_seconds_per_step_steady` minus the submit time (the rest is the
+    /// loop's own work and code outside the marked parts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_build_parts_seconds_steady: Option<Vec<(String, f64)>>,
 }
 
 /// One pipelined decode step's timestamps (ns). Host times are the Unix clock; device
@@ -181,6 +192,8 @@ struct StepRecorder {
     /// and (start, end) per wait.
     host_marks: Vec<[u64; 3]>,
     wait_marks: Vec<[u64; 2]>,
+    /// With the build profile on: each step's build time per model part.
+    parts: Vec<Vec<(&'static str, f64)>>,
     profile: Option<(usize, usize)>,
 }
 
@@ -193,6 +206,7 @@ impl StepRecorder {
             clocks: Vec::new(),
             host_marks: Vec::new(),
             wait_marks: Vec::new(),
+            parts: Vec::new(),
             profile: flags::cuda_profile_steps(),
         }
     }
@@ -208,6 +222,10 @@ impl StepRecorder {
         let t = Instant::now();
         let built = build()?;
         self.build_times.push(t.elapsed().as_secs_f64());
+        let parts = build_profile::take();
+        if !parts.is_empty() {
+            self.parts.push(parts);
+        }
         let out = finish(built)?;
         self.profile_boundary(false);
         Ok(out)
@@ -248,6 +266,26 @@ impl StepRecorder {
                 ])
             })
             .collect()
+    }
+
+    /// Mean seconds per part over the second half of the profiled steps; `None` without.
+    fn build_parts(&self) -> Option<Vec<(String, f64)>> {
+        let tail = &self.parts[self.parts.len() / 2..];
+        if tail.is_empty() {
+            return None;
+        }
+        let mut sums: Vec<(String, f64)> = Vec::new();
+        for (part, s) in tail.iter().flatten() {
+            match sums.iter_mut().find(|(p, _)| p == part) {
+                Some((_, total)) => *total += s,
+                None => sums.push((part.to_string(), *s)),
+            }
+        }
+        Some(
+            sums.into_iter()
+                .map(|(p, s)| (p, s / tail.len() as f64))
+                .collect(),
+        )
     }
 
     /// Every clocked step's timestamps; `None` without device clocks. The loop waits for
@@ -429,6 +467,12 @@ pub fn generate(
         .unwrap_or_else(|| flags::PIPELINED_DECODE.enabled())
         && sampler.params().is_greedy();
     let clock = pipelined && flags::DEVICE_CLOCK.enabled();
+    // Only the decode steps are profiled: what the prefill built is dropped here.
+    build_profile::set_enabled(
+        params
+            .build_profile
+            .unwrap_or_else(|| flags::BUILD_PROFILE.enabled()),
+    );
     // The queued step of the pipelined loop: its token, still on the device.
     let mut queued: Option<Array> = None;
     let mut steps = StepRecorder::new(params.max_tokens);
@@ -510,6 +554,7 @@ pub fn generate(
     } else {
         0.0
     };
+    build_profile::set_enabled(false);
     let timeline = steps.timeline()?;
     let device_clock = timeline.as_deref().and_then(device_clock_stats);
     let (step_p50, step_p90) = step_percentiles(&step_times);
@@ -538,6 +583,7 @@ pub fn generate(
         decode_device_seconds_between_steps_steady: device_clock.map(|c| c.1),
         decode_pipelined: pipelined,
         decode_timeline: timeline,
+        decode_build_parts_seconds_steady: steps.build_parts(),
     };
     Ok(Generation {
         tokens: out,

@@ -4,6 +4,7 @@
 //! Qwen2 and Qwen3 are this same decoder with [`AttentionOptions`] switched on (q/k/v
 //! biases, per-head q/k RMSNorm); see `qwen2.rs` and `qwen3.rs`.
 
+use mlxcel_core::build_profile;
 use mlxcel_core::kv::KvCache;
 use mlxcel_core::rope::RopeSpec;
 use mlxcel_core::Array;
@@ -189,14 +190,24 @@ impl Attention {
             };
             Ok(t.transpose(&[0, 2, 1, 3])?)
         };
-        let (q, k, v) = self.qkv.forward(x)?;
-        let q = heads(q, self.n_heads, &self.q_norm)?;
-        let k = heads(k, self.n_kv_heads, &self.k_norm)?;
-        let v = heads(v, self.n_kv_heads, &None)?;
+        let (q, k, v) = {
+            let _s = build_profile::span("qkv");
+            let (q, k, v) = self.qkv.forward(x)?;
+            let q = heads(q, self.n_heads, &self.q_norm)?;
+            let k = heads(k, self.n_kv_heads, &self.k_norm)?;
+            (q, k, heads(v, self.n_kv_heads, &None)?)
+        };
         // RoPE goes with the cache calls: fused kernels apply it themselves, other paths
         // run MLX's rope first (same positions: the new block starts at the cache length).
-        cache.append_rope(&k, &v, rope)?;
-        let o = cache.attend_rope(&q, self.scale, rope)?;
+        {
+            let _s = build_profile::span("kv append");
+            cache.append_rope(&k, &v, rope)?;
+        }
+        let o = {
+            let _s = build_profile::span("attention");
+            cache.attend_rope(&q, self.scale, rope)?
+        };
+        let _s = build_profile::span("o_proj");
         let o = o
             .transpose(&[0, 2, 1, 3])?
             .reshape(&[b, l, self.n_heads * self.head_dim])?;
@@ -233,10 +244,17 @@ impl DecoderLayer {
     }
 
     pub fn forward(&self, x: &Array, rope: &RopeSpec, cache: &mut dyn KvCache) -> Result<Array> {
-        let h = self
-            .attn
-            .forward(&self.input_norm.forward(x)?, rope, cache, x)?;
-        self.mlp.forward_residual(&self.post_norm.forward(&h)?, &h)
+        let normed = {
+            let _s = build_profile::span("norms");
+            self.input_norm.forward(x)?
+        };
+        let h = self.attn.forward(&normed, rope, cache, x)?;
+        let normed = {
+            let _s = build_profile::span("norms");
+            self.post_norm.forward(&h)?
+        };
+        let _s = build_profile::span("mlp");
+        self.mlp.forward_residual(&normed, &h)
     }
 }
 
@@ -293,7 +311,10 @@ impl Transformer {
                 self.layers.len()
             )));
         }
-        let mut h = self.embed.forward(tokens)?;
+        let mut h = {
+            let _s = build_profile::span("embed + head");
+            self.embed.forward(tokens)?
+        };
         for (layer, cache) in self.layers.iter().zip(caches.iter_mut()) {
             h = layer.forward(&h, &self.rope, cache.as_mut())?;
         }
@@ -301,6 +322,7 @@ impl Transformer {
             let l = h.dim(1);
             h = h.slice_axis(1, l - 1, l)?;
         }
+        let _s = build_profile::span("embed + head");
         let h = self.norm.forward(&h)?;
         match &self.lm_head {
             Some(head) => head.forward(&h),

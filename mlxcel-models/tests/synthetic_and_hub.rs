@@ -99,7 +99,7 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
     let model = Model::load(Some(&spec), &LoadOptions { format, seed: 5 }).unwrap();
     let prompt: Vec<u32> = (0..24).map(|i| (i * 11) % 256).collect();
     for kv in ["fp16", "int8", "turbo4", "turbo3-asym"] {
-        let run = |pipelined: bool| {
+        let run = |pipelined: bool, build_profile: bool| {
             let params = GenerateParams {
                 max_tokens: 10,
                 prefill_chunk: 8,
@@ -108,14 +108,41 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
                     boundary_layers: 0,
                 },
                 pipelined: Some(pipelined),
+                build_profile: Some(build_profile),
                 ..Default::default()
             };
             generate(&model, &prompt, &params, |_| {}).unwrap()
         };
-        let (sync, piped) = (run(false), run(true));
+        let (sync, piped) = (run(false, false), run(true, false));
         assert!(!sync.stats.decode_pipelined && piped.stats.decode_pipelined);
         assert_eq!(sync.tokens.len(), 10, "{kv}");
         assert_eq!(sync.tokens, piped.tokens, "{kv}");
+        // The host build profile changes nothing but adds the per-part times, which fit
+        // inside the host time of a step.
+        assert!(piped.stats.decode_build_parts_seconds_steady.is_none());
+        let profiled = run(true, true);
+        assert_eq!(profiled.tokens, piped.tokens, "{kv}: build profile on");
+        let parts = profiled.stats.decode_build_parts_seconds_steady.unwrap();
+        let names: Vec<&str> = parts.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "embed + head",
+                "norms",
+                "qkv",
+                "kv append",
+                "attention",
+                "o_proj",
+                "mlp"
+            ],
+            "{kv}"
+        );
+        assert!(parts.iter().all(|(_, t)| *t > 0.0), "{kv}: {parts:?}");
+        let sum: f64 = parts.iter().map(|(_, t)| t).sum();
+        assert!(
+            sum <= profiled.stats.decode_host_seconds_per_step_steady,
+            "{kv}: parts {sum} s > host per step"
+        );
         assert_eq!(
             sync.stats.kv_cache_bytes, piped.stats.kv_cache_bytes,
             "{kv}"

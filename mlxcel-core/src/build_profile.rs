@@ -1,0 +1,81 @@
+//! Host time spent building a decode step's graph, split by part of the model
+//! (`MLXCEL_BUILD_PROFILE=1`; `mlxcel generate --profile` prints it).
+//!
+//! Why: since the pipelined loop overlaps host and device (ADR 0006), a decode step takes as
+//! long as the host needs to build and submit it, and turbo4's graph building measured 0.7 ms
+//! per step more than fp16's on the H200 (2.04 vs 1.30 ms at 4K). Which part of a layer
+//! (projections, cache append, attention, MLP) holds that time can only be measured on the
+//! host that builds the CUDA graph, so the model code marks its parts with [`span`] and the
+//! generation loop collects the totals once per step ([`take`]). Off, a span costs one
+//! thread-local read.
+
+use std::cell::{Cell, RefCell};
+use std::time::Instant;
+
+thread_local! {
+    static ON: Cell<bool> = const { Cell::new(false) };
+    static TOTALS: RefCell<Vec<(&'static str, f64)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Turns collection on or off for this thread (the generation loop does, from its
+/// parameters or `MLXCEL_BUILD_PROFILE`); turning it off drops what was collected.
+pub fn set_enabled(on: bool) {
+    ON.with(|c| c.set(on));
+    if !on {
+        TOTALS.with(|t| t.borrow_mut().clear());
+    }
+}
+
+/// Times the enclosing scope as `part` (spans of one part add up; do not nest spans, or
+/// the time counts twice).
+#[must_use = "the span measures until it is dropped"]
+pub fn span(part: &'static str) -> Span {
+    Span(ON.with(Cell::get).then(|| (part, Instant::now())))
+}
+
+/// See [`span`].
+pub struct Span(Option<(&'static str, Instant)>);
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        if let Some((part, start)) = self.0.take() {
+            let s = start.elapsed().as_secs_f64();
+            TOTALS.with(|t| {
+                let mut t = t.borrow_mut();
+                match t.iter_mut().find(|(p, _)| *p == part) {
+                    Some((_, total)) => *total += s,
+                    None => t.push((part, s)),
+                }
+            });
+        }
+    }
+}
+
+/// The seconds per part since the last call, in the order the parts first ran; resets.
+pub fn take() -> Vec<(&'static str, f64)> {
+    TOTALS.with(|t| std::mem::take(&mut *t.borrow_mut()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{set_enabled, span, take};
+
+    #[test]
+    fn spans_add_up_per_part_only_when_enabled() {
+        set_enabled(false);
+        drop(span("a"));
+        assert!(take().is_empty());
+        set_enabled(true);
+        for _ in 0..3 {
+            let _s = span("a");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        drop(span("b"));
+        let t = take();
+        assert_eq!(t.iter().map(|(p, _)| *p).collect::<Vec<_>>(), ["a", "b"]);
+        assert!(t[0].1 >= 0.006, "{t:?}");
+        assert!(t[1].1 < t[0].1, "{t:?}");
+        assert!(take().is_empty(), "take resets");
+        set_enabled(false);
+    }
+}
