@@ -21,13 +21,9 @@ set -uo pipefail
 R=/tmp/s7c1; rm -rf "$R"; mkdir -p "$R"
 trap 'tar czf "${OUT:-/tmp}/s7c1.tgz" -C "$R" .' EXIT
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$R/gpu.txt"
-run() {  # tag kv ctx [env...]
-  local tag=$1 kv=$2 ctx=$3; shift 3
-  env MLXCEL_DEVICE_CLOCK=1 MLXCEL_BUILD_PROFILE=1 "$@" .devcarry/bin/mlxcel generate --model "${MODEL:-synthetic:llama3-8b-4bit}" \
-    --prompt-tokens "$ctx" --max-tokens 128 --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json \
-    > "$R/$tag-$kv-$ctx.json" 2> "$R/$tag-$kv-$ctx.err"
-  echo "$kv $ctx $tag: $(grep -E 'decode \(2nd|host per|of which|device clock|build parts|^error' "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' ' ')"
-}
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+RUN_ENV="MLXCEL_DEVICE_CLOCK=1 MLXCEL_BUILD_PROFILE=1"
 for ctx in ${CTXS:-131072 32768}; do
   run default fp16 "$ctx"
   run default turbo4 "$ctx"
