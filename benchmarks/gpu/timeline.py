@@ -27,6 +27,9 @@ def analyse(path):
         print(f"{path}: no decode_timeline (run with MLXCEL_DEVICE_CLOCK=1 on CUDA)")
         return
     tail = [s for s in steps[len(steps) // 2:] if s["host_wait_end"]]
+    if not tail:
+        print(f"{path}: no waited steps in the second half (too few steps?)")
+        return
     lo = max(s["host_submit_start"] - s["device_launch"] for s in tail)
     hi = min(s["host_wait_end"] - s["device_last"] for s in tail)
     print(f"{path}: {stats['kv_cache_mode']}, {stats['decode_steady_tokens_per_second']:.1f} tok/s, "
