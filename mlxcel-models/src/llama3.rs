@@ -182,13 +182,24 @@ impl Attention {
         residual: &Array,
     ) -> Result<Array> {
         let (b, l) = (x.dim(0), x.dim(1));
+        // [B, L, n * hd] -> [B, n, L, hd]. For one position (decode) that is one reshape:
+        // the memory order is the same, and a decode step is host-bound (ADR 0006), so the
+        // transpose node it saves per tensor counts.
         let heads = |t: Array, n: i32, norm: &Option<RmsNorm>| -> Result<Array> {
-            let t = t.reshape(&[b, l, n, self.head_dim])?;
+            let t = if l == 1 {
+                t.reshape(&[b, n, 1, self.head_dim])?
+            } else {
+                t.reshape(&[b, l, n, self.head_dim])?
+            };
             let t = match norm {
                 Some(nm) => nm.forward(&t)?,
                 None => t,
             };
-            Ok(t.transpose(&[0, 2, 1, 3])?)
+            Ok(if l == 1 {
+                t
+            } else {
+                t.transpose(&[0, 2, 1, 3])?
+            })
         };
         let (q, k, v) = {
             let _s = build_profile::span("qkv");
@@ -208,9 +219,12 @@ impl Attention {
             cache.attend_rope(&q, self.scale, rope)?
         };
         let _s = build_profile::span("o_proj");
-        let o = o
-            .transpose(&[0, 2, 1, 3])?
-            .reshape(&[b, l, self.n_heads * self.head_dim])?;
+        let o = if l == 1 {
+            o.reshape(&[b, 1, self.n_heads * self.head_dim])?
+        } else {
+            o.transpose(&[0, 2, 1, 3])?
+                .reshape(&[b, l, self.n_heads * self.head_dim])?
+        };
         self.o_proj.forward_residual(&o, residual)
     }
 }
