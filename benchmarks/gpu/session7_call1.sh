@@ -9,7 +9,7 @@
 #   counted in elements): an fp16 128K layer's K+V are 268 M elements, so about one extra
 #   commit every 4 fp16 layers (turbo4: every ~8);
 # - turbo4 without fp16 boundary layers (MLXCEL_KV_BOUNDARY_LAYERS=0): no cuDNN SDPA child
-#   graph in the step (MLX re-instantiates a graph it cannot update);
+#   graph, rope or copy nodes of the four fp16 layers in the step;
 # - turbo4 with its boundary layers on the fused fp16 kernel (MLXCEL_FUSED_FP16=1);
 # - turbo4 with the split merge folded into the attention launch (MLXCEL_FOLD_MERGE=1):
 #   session 5 measured it +90 us of device time per 4K step for one kernel node less per
