@@ -90,18 +90,16 @@ def main():
                    f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, uint8_t* packed, __half* norms) {{\n"
                    + f"constexpr int D = {d};\n" + enc + "\n}\n")
             ok &= compile_one(f"turbo_encode d{d} {xt}", src)
-            src = (enc_header + "\n#define MLXCEL_ENCODE_INPLACE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
-                   f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, "
-                   "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, int* done) {\n"
-                   + f"constexpr int D = {d};\n" + enc + "\n}\n")
-            ok &= compile_one(f"turbo_encode in place d{d} {xt}", src)
-            for trad in ("false", "true"):
-                src = (enc_header + "\n#define MLXCEL_ENCODE_INPLACE\n#define MLXCEL_ENCODE_ROPE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+            # In place, without and with RoPE inside (the _rope variant adds inv_freq and TRAD).
+            for rope, trad in ((False, "false"), (True, "false"), (True, "true")):
+                src = (enc_header + "\n#define MLXCEL_ENCODE_INPLACE\n" + ("#define MLXCEL_ENCODE_ROPE\n" if rope else "")
+                       + "#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                        f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, "
-                       "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, const float* inv_freq, int* done) {\n"
+                       "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, "
+                       + ("const float* inv_freq, " if rope else "") + "int* done) {\n"
                        + f"constexpr int D = {d}; constexpr bool TRAD = {trad};\n" + enc + "\n}\n")
-                ok &= compile_one(f"turbo_encode in place rope trad={trad} d{d} {xt}", src)
-        kv = read("turbo_encode_kv.cu")
+                ok &= compile_one(f"turbo_encode in place rope={rope} trad={trad} d{d} {xt}", src)
+    kv = read("turbo_encode_kv.cu")
     for d in (64, 128):
         for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
             src = (enc_header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
@@ -114,17 +112,14 @@ def main():
     i8 = read("int8_encode.cu")
     for d in (64, 128):
         for xt in ("float", "__half", "__nv_bfloat16"):
-            src = (header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\ntypedef signed char int8_t;\n" + SHAPE +
-                   f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const int8_t* q_buf, const Shape q_buf_shape, "
-                   "const __half* scale_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, int* done) {\n"
-                   + f"constexpr int D = {d};\n" + i8 + "\n}\n")
-            ok &= compile_one(f"int8_encode in place d{d} {xt}", src)
-            for trad in ("false", "true"):
-                src = (header + "\n#define MLXCEL_ENCODE_ROPE\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\ntypedef signed char int8_t;\n" + SHAPE +
+            for rope, trad in ((False, "false"), (True, "false"), (True, "true")):
+                src = (header + "\n" + ("#define MLXCEL_ENCODE_ROPE\n" if rope else "")
+                       + "#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\ntypedef signed char int8_t;\n" + SHAPE +
                        f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const int8_t* q_buf, const Shape q_buf_shape, "
-                       "const __half* scale_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, const float* inv_freq, int* done) {\n"
+                       "const __half* scale_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, "
+                       + ("const float* inv_freq, " if rope else "") + "int* done) {\n"
                        + f"constexpr int D = {d}; constexpr bool TRAD = {trad};\n" + i8 + "\n}\n")
-                ok &= compile_one(f"int8_encode in place rope trad={trad} d{d} {xt}", src)
+                ok &= compile_one(f"int8_encode in place rope={rope} trad={trad} d{d} {xt}", src)
     for d in (64, 128):
         consts = f"constexpr int D = {d}; constexpr int GROUP_V = {min(d, 128)}; constexpr bool ROT_V = true; using T_out = __half;\n"
         src = (header + SHAPE +

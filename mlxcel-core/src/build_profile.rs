@@ -18,12 +18,11 @@ thread_local! {
 }
 
 /// Turns collection on or off for this thread (the generation loop does, from its
-/// parameters or `MLXCEL_BUILD_PROFILE`); turning it off drops what was collected.
+/// parameters or `MLXCEL_BUILD_PROFILE`) and drops what was collected so far (e.g. by a
+/// generation that stopped on an error with collection on).
 pub fn set_enabled(on: bool) {
     ON.with(|c| c.set(on));
-    if !on {
-        TOTALS.with(|t| t.borrow_mut().clear());
-    }
+    TOTALS.with(|t| t.borrow_mut().clear());
 }
 
 /// Times the enclosing scope as `part` (spans of one part add up; do not nest spans, or

@@ -421,7 +421,8 @@ pub fn fused_decode_rope(
     let gqa = hq / hkv;
     let tensor_cores = flags::FUSED_MMA.enabled() && mma_supported(k, v, d, gqa);
     if let Some(r) = rope {
-        if !rope_fits(k, v, d, gqa, r) {
+        // rope_fits, with the tensor-core check already made.
+        if !(tensor_cores && r.fits_warp_layout(d)) {
             return Err(Error::invalid(
                 "fused decode",
                 format!(

@@ -79,6 +79,26 @@ pub fn applies_in_place(codec: &TurboCodec) -> bool {
     flags::INPLACE_APPEND.enabled() && applies(codec)
 }
 
+/// Whether the in-place encoders can write `x [B, H, L, head_dim]` (shape `xs`) with this
+/// codec into one side's buffers `packed [B, H, cap, head_dim/2]` (u8) and
+/// `norms [B, H, cap, 1]` (f16) at positions `pos..pos+L`.
+fn side_fits(codec: &TurboCodec, xs: &[i32], packed: &Array, norms: &Array, pos: usize) -> bool {
+    let (ps, ns, d) = (packed.shape(), norms.shape(), codec.head_dim);
+    codec_fits(codec)
+        && xs.len() == 4
+        && xs[3] == d as i32
+        && ps.len() == 4
+        && ns.len() == 4
+        && ps[..2] == xs[..2]
+        && ns[..3] == ps[..3]
+        && ps[3] == (d / 2) as i32
+        && ns[3] == 1
+        && packed.dtype() == Dtype::U8
+        && norms.dtype() == Dtype::F16
+        && xs[2] > 0
+        && pos + xs[2] as usize <= ps[2] as usize
+}
+
 /// Encodes `x [B, H, L, head_dim]` like [`fused_encode`], writing the codes and norms into
 /// the cache buffers `packed [B, H, cap, head_dim/2]` (u8) and `norms [B, H, cap, 1]` (f16)
 /// at positions `pos..pos+L`, in place (see [`crate::kv::pending`] for the rules
@@ -97,20 +117,7 @@ pub fn fused_encode_into(
 ) -> Result<Array> {
     let (xs, ps, ns) = (x.shape(), packed.shape(), norms.shape());
     let d = codec.head_dim;
-    let fits = codec_fits(codec)
-        && xs.len() == 4
-        && xs[3] == d as i32
-        && ps.len() == 4
-        && ns.len() == 4
-        && ps[..2] == xs[..2]
-        && ns[..3] == ps[..3]
-        && ps[3] == (d / 2) as i32
-        && ns[3] == 1
-        && packed.dtype() == Dtype::U8
-        && norms.dtype() == Dtype::F16
-        && pos + xs[2] as usize <= ps[2] as usize
-        && xs[2] > 0;
-    if !fits {
+    if !side_fits(codec, &xs, packed, norms, pos) {
         return Err(Error::invalid(
             "fused turbo encode",
             format!(
@@ -199,24 +206,11 @@ pub fn fused_encode_kv_into(
 ) -> Result<Array> {
     let d = k.codec.head_dim;
     let (xs, ps) = (xk.shape(), k.packed.shape());
-    let fits = codec_fits(k.codec)
-        && codec_fits(v.codec)
+    let fits = side_fits(k.codec, &xs, k.packed, k.norms, pos)
+        && side_fits(v.codec, &xs, v.packed, v.norms, pos)
         && v.codec.head_dim == d
         && xv.shape() == xs
-        && xs.len() == 4
-        && xs[3] == d as i32
-        && ps.len() == 4
-        && ps[..2] == xs[..2]
-        && ps[3] == (d / 2) as i32
         && v.packed.shape() == ps
-        && k.norms.shape() == v.norms.shape()
-        && k.norms.shape().get(2) == ps.get(2)
-        && k.packed.dtype() == Dtype::U8
-        && v.packed.dtype() == Dtype::U8
-        && k.norms.dtype() == Dtype::F16
-        && v.norms.dtype() == Dtype::F16
-        && xs[2] > 0
-        && pos + xs[2] as usize <= ps[2] as usize
         && rope.is_none_or(|r| r.fits_warp_layout(d));
     if !fits {
         return Err(Error::invalid(

@@ -18,7 +18,7 @@ use crate::tokenizer::StreamDecoder;
 
 mod steps;
 pub use steps::StepTimeline;
-use steps::{device_clock_stats, mean_of_second_half, step_percentiles, unix_ns, StepRecorder};
+use steps::{device_clock_stats, mean_of_second_half, step_percentiles, StepRecorder};
 
 /// Generation settings.
 #[derive(Debug, Clone)]
@@ -154,10 +154,8 @@ pub fn prefill(
 struct QueuedStep {
     /// The next token, a `[1]` uint32 array in flight.
     next: Array,
-    /// Seconds spent in `async_eval` ...
+    /// Seconds spent in `async_eval`.
     submit_seconds: f64,
-    /// ... entered and left at these [`unix_ns`] times.
-    submit_marks: [u64; 2],
     /// Device timestamps (ns) when the step's first graph started, at its first node and at
     /// its last node, with `MLXCEL_DEVICE_CLOCK`.
     clocks: Option<[Array; 3]>,
@@ -191,7 +189,7 @@ fn queue_greedy_step(
     let (token, start) = probe(token, launch.as_ref().map(|l| &l.0))?;
     let logits = model.forward_tokens(&token, caches, true)?;
     let (next, end) = probe(&logits.argmax(&[-1], false)?.reshape(&[1])?, None)?;
-    let (t, submit_start) = (Instant::now(), unix_ns());
+    let t = Instant::now();
     let clocks = match (launch, start, end) {
         (Some((_, l)), Some(s), Some(e)) => {
             async_eval_all(&[&next, &l, &s, &e])?;
@@ -205,7 +203,6 @@ fn queue_greedy_step(
     Ok(QueuedStep {
         next,
         submit_seconds: t.elapsed().as_secs_f64(),
-        submit_marks: [submit_start, unix_ns()],
         clocks,
     })
 }
@@ -255,9 +252,9 @@ pub fn generate(
                         steps.queue(|| queue_greedy_step(model, &pending, &mut caches, clock))?,
                     );
                 }
-                let (t, wait_start) = (Instant::now(), unix_ns());
+                let t = Instant::now();
                 let tok = pending.item::<u32>()?;
-                steps.waited(t.elapsed().as_secs_f64(), wait_start);
+                steps.waited(t.elapsed().as_secs_f64());
                 tok
             }
             None => sampler.sample(&mut logits, &history),

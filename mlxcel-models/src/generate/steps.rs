@@ -36,8 +36,13 @@ pub struct StepTimeline {
     pub device_last: u64,
 }
 
+/// `seconds` before the Unix time `end_ns`.
+fn before(end_ns: u64, seconds: f64) -> u64 {
+    end_ns.saturating_sub((seconds * 1e9) as u64)
+}
+
 /// The host's Unix clock in nanoseconds (for [`StepTimeline`]).
-pub(super) fn unix_ns() -> u64 {
+fn unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
@@ -98,24 +103,29 @@ impl StepRecorder {
     }
 
     /// [`StepRecorder::step`] for the pipelined loop: records the seconds `build` spent in
-    /// `async_eval` and keeps the step's device clocks, if any.
+    /// `async_eval` and keeps the step's device clocks, if any, with its host marks (read
+    /// off the Unix clock once, at the end, and placed by the measured durations; steps
+    /// without clocks read no wall clock).
     pub(super) fn queue(&mut self, build: impl FnOnce() -> Result<QueuedStep>) -> Result<Array> {
-        let build_start = unix_ns();
         let q = self.step(build, Ok)?;
         self.submit_times.push(q.submit_seconds);
         if let Some(c) = q.clocks {
+            let end = unix_ns();
+            let built = self.build_times.last().copied().unwrap_or(0.0);
             self.clocks.push(c);
             self.host_marks
-                .push([build_start, q.submit_marks[0], q.submit_marks[1]]);
+                .push([before(end, built), before(end, q.submit_seconds), end]);
         }
         Ok(q.next)
     }
 
-    /// Records one wait for a queued step's token: `started` is its [`unix_ns`] start.
-    pub(super) fn waited(&mut self, seconds: f64, started: u64) {
+    /// Records one wait of `seconds` for a queued step's token (and its host marks when the
+    /// steps carry device clocks).
+    pub(super) fn waited(&mut self, seconds: f64) {
         self.wait_times.push(seconds);
         if !self.clocks.is_empty() {
-            self.wait_marks.push([started, unix_ns()]);
+            let end = unix_ns();
+            self.wait_marks.push([before(end, seconds), end]);
         }
     }
 

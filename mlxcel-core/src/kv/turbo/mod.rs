@@ -41,18 +41,25 @@ impl TurboSide {
     /// encoder applies it.
     fn append_in_place(&mut self, x: &Array, rope: Option<&RopeSpec>) -> Result<()> {
         let s = x.shape();
-        let (packed, norms, pos) = self.reserve_one([s[0], s[1]])?;
-        let token = crate::kernels::turbo_encode::fused_encode_into(
-            &self.codec,
-            x,
-            &packed,
-            &norms,
-            pos,
-            self.pending.token(),
-            rope,
-        )?;
-        self.pending
-            .commit_one(&mut self.packed, &mut self.norms, token)
+        let codec = &self.codec;
+        self.pending.append_one(
+            &mut self.packed,
+            &mut self.norms,
+            [s[0], s[1]],
+            [(codec.head_dim / 2) as i32, 1],
+            |packed, norms, pos, after| {
+                crate::kernels::turbo_encode::fused_encode_into(
+                    codec, x, packed, norms, pos, after, rope,
+                )
+            },
+        )
+    }
+
+    /// Whether a decode-step append of `x` writes the buffers in place.
+    fn in_place_applies(&self, x: &Array) -> bool {
+        x.ndim() == 4
+            && x.dim(2) == 1
+            && crate::kernels::turbo_encode::applies_in_place(&self.codec)
     }
 
     /// [`PendingWrite::reserve_one`] on this side's buffers (`bh` = `[B, H]`).
@@ -140,10 +147,8 @@ impl KvSide for TurboSide {
     }
 
     fn append_before_rope(&mut self, x: &Array, rope: &RopeSpec) -> Result<bool> {
-        let one_position = x.ndim() == 4 && x.dim(2) == 1;
-        if one_position
+        if self.in_place_applies(x)
             && flags::FUSED_ROPE.enabled()
-            && crate::kernels::turbo_encode::applies_in_place(&self.codec)
             && rope.fits_warp_layout(self.codec.head_dim)
         {
             self.append_in_place(x, Some(rope))?;
@@ -153,8 +158,7 @@ impl KvSide for TurboSide {
     }
 
     fn append(&mut self, x: &Array) -> Result<()> {
-        let one_position = x.ndim() == 4 && x.dim(2) == 1;
-        if one_position && crate::kernels::turbo_encode::applies_in_place(&self.codec) {
+        if self.in_place_applies(x) {
             return self.append_in_place(x, None);
         }
         self.pending.settle()?;
