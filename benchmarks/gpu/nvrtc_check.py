@@ -127,20 +127,15 @@ def main():
                + consts + merge + "\n}\n")
         ok &= compile_one(f"merge d{d}", src)
     qmv_header = read("decode_attention_mma.cuh") + "\ntypedef unsigned int uint32_t;\n" + read("qgemv4.cuh")
-    # (PIPE, U of the plain kernel, U of the gate/up kernel): quantized_gemv.rs's schedules.
-    for pipe, up, us in ((False, 4, 4), (True, 2, 1)):
-        for g in (32, 64, 128):
-            tag = f"g{g} pipe={int(pipe)}"
-            consts = (f"constexpr int G = {g}; constexpr int NW = 8; constexpr bool PIPE = {'true' if pipe else 'false'}; "
-                      f"constexpr bool RESID = {'true' if g == 64 else 'false'};\n")
-            src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
-                   "const __half* scales, const __half* biases, const __half* r, __half* y) {\n" + consts
-                   + f"constexpr int U = {up};\n" + read("qgemv4.cu") + "\n}\n")
-            ok &= compile_one(f"qgemv4 {tag} U={up}", src)
-            src = (qmv_header + SHAPE + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
-                   "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, __half* y) {\n"
-                   + consts + f"constexpr int U = {us};\n" + read("qgemv4_silu.cu") + "\n}\n")
-            ok &= compile_one(f"qgemv4 silu {tag} U={us}", src)
+    for g in (32, 64, 128):
+        consts = f"constexpr int G = {g}; constexpr int NW = 8; constexpr int U = 4; constexpr bool RESID = {'true' if g == 64 else 'false'};\n"
+        src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
+               "const __half* scales, const __half* biases, const __half* r, __half* y) {\n" + consts + read("qgemv4.cu") + "\n}\n")
+        ok &= compile_one(f"qgemv4 g{g}", src)
+        src = (qmv_header + SHAPE + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
+               "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, __half* y) {\n"
+               + consts + read("qgemv4_silu.cu") + "\n}\n")
+        ok &= compile_one(f"qgemv4 silu g{g}", src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")

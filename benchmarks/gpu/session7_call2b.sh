@@ -3,6 +3,8 @@
 # only one more): the pipelined GEMV schedule's correctness and A/B, and the end-to-end
 # table with it on.
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session7_call2b.sh
+# Kept as run. MLXCEL_QMV_PIPELINE (default on in the binary that ran) measured slower and was
+# removed afterwards; to rerun this call, `git apply benchmarks/kernel-notes/qgemv4_pipelined.patch`.
 # 1. gpu_quantized_gemv (both schedules against a float64 reference, and bit for bit
 #    against each other) and gpu_fused_rope (the in-place encoders after a839590's tidy).
 # 2. 32K: fp16 and turbo4 with MLXCEL_QMV_PIPELINE=0 next to the default (on); their greedy

@@ -121,16 +121,6 @@ pub const FUSED_QMV: Flag = Flag {
         "4-bit one-token GEMV kernels on CUDA, incl. fused gate/up+SiLU (0 = MLX quantized_matmul)",
 };
 
-/// The GEMV kernels' pipelined schedule: a warp issues its first weight loads before x is
-/// staged in shared memory and the next batch's loads before it computes the current one
-/// (gate and up together in the SwiGLU kernel), instead of load, wait, compute per batch
-/// (and gate fully before up). Same arithmetic, same order of accumulation per lane.
-pub const QMV_PIPELINE: Flag = Flag {
-    name: "MLXCEL_QMV_PIPELINE",
-    default: true,
-    doc: "GEMV kernels keep their next weight loads in flight while computing (0 = load, wait, compute per batch)",
-};
-
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content
 /// (`mlx::kernel::include_stubs`) instead of inline: MLX rebuilds and hashes the text it is
 /// given on every launch. When 0, the full (compacted) text goes inline.
@@ -219,7 +209,6 @@ pub const ALL: &[Flag] = &[
     DEVICE_CLOCK,
     BUILD_PROFILE,
     FUSED_QMV,
-    QMV_PIPELINE,
     KERNEL_FILES,
     FUSED_ROPE,
     FUSED_KV_APPEND,

@@ -5,10 +5,6 @@
 //! MLX's own `quantized_matmul` is measured against the same reference and printed for
 //! context. On the CPU (CI) it checks the dispatch: the kernels never apply, and calling
 //! them returns MLX's error instead of aborting.
-//!
-//! The kernels have two schedules (`MLXCEL_QMV_PIPELINE`): both must match the reference,
-//! and since they accumulate in the same order per lane, they must agree bit for bit. The
-//! tests here switch that flag through the environment, so each holds [`FLAG_LOCK`].
 
 mod common;
 
@@ -21,33 +17,6 @@ use mlxcel_core::mlx::ops::{quantize, Quantized};
 use mlxcel_core::{Array, Dtype};
 
 const TOL: f64 = 2e-3;
-
-/// Serializes the tests of this binary: one of them sets `MLXCEL_QMV_PIPELINE`.
-static FLAG_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    FLAG_LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Runs `f` with `MLXCEL_QMV_PIPELINE` set to `on` (the caller holds [`lock`]); restores
-/// the default (unset) afterwards.
-fn with_pipeline<T>(on: bool, f: impl FnOnce() -> T) -> T {
-    std::env::set_var("MLXCEL_QMV_PIPELINE", if on { "1" } else { "0" });
-    let out = f();
-    std::env::remove_var("MLXCEL_QMV_PIPELINE");
-    out
-}
-
-fn bits(a: &Array) -> Vec<u16> {
-    a.eval().unwrap();
-    a.astype(Dtype::F32)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap()
-        .iter()
-        .map(|v| half::f16::from_f32(*v).to_bits())
-        .collect()
-}
 
 fn weight(r: &mut rand::rngs::StdRng, n: usize, k: usize, group: i32) -> (Quantized, Vec<f32>) {
     let w: Vec<f32> = randn(r, n * k).iter().map(|v| v * 0.02).collect();
@@ -89,7 +58,6 @@ fn input(r: &mut rand::rngs::StdRng, k: usize) -> (Array, Vec<f32>) {
 
 #[test]
 fn gemv_matches_a_float64_reference_or_is_not_used() {
-    let _guard = lock();
     let mut r = rng("gemv_matches_a_float64_reference_or_is_not_used");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     // (N, K, group): Llama-3-8B's stacked qkv, o, down (K = 14336) and a head-like shape,
@@ -148,7 +116,6 @@ fn gemv_matches_a_float64_reference_or_is_not_used() {
 
 #[test]
 fn fused_gate_up_silu_matches_a_float64_reference_or_is_not_used() {
-    let _guard = lock();
     let mut r = rng("fused_gate_up_silu_matches_a_float64_reference_or_is_not_used");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let shapes = [(32, 256, 64), (14336, 4096, 64), (512, 2048, 128)];
@@ -174,64 +141,8 @@ fn fused_gate_up_silu_matches_a_float64_reference_or_is_not_used() {
     }
 }
 
-/// Both schedules, same inputs: identical fp16 outputs (plain, residual and gate/up), over
-/// tile counts below, at and above one batch per warp (K = 384, 4096, 14336). The default
-/// schedule is also checked against the reference above; this catches a batch the
-/// pipelined loop drops or double-counts. On the CPU: neither schedule applies, and both
-/// calls are errors.
-#[test]
-fn pipelined_and_batched_schedules_agree_bit_for_bit() {
-    let _guard = lock();
-    let mut r = rng("pipelined_and_batched_schedules_agree_bit_for_bit");
-    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let shapes = [
-        (48, 384, 32),
-        (6144, 4096, 64),
-        (4096, 14336, 64),
-        (256, 20480, 128),
-    ];
-    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[..1] };
-    for &(n, k, g) in shapes {
-        let (q, _) = weight(&mut r, n, k, g);
-        let (qu, _) = weight(&mut r, n, k, g);
-        let (x, _) = input(&mut r, k);
-        let (res, _) = input(&mut r, n);
-        for on in [false, true] {
-            with_pipeline(on, || assert_eq!(applies(&x, &q), on_cuda));
-        }
-        if !on_cuda {
-            for on in [false, true] {
-                with_pipeline(on, || {
-                    assert!(gemv(&x, &q).and_then(|y| y.eval()).is_err());
-                    assert!(gemv_silu_mul(&x, &q, &qu).and_then(|y| y.eval()).is_err());
-                });
-            }
-            continue;
-        }
-        let run = |on: bool| {
-            with_pipeline(on, || {
-                (
-                    bits(&gemv(&x, &q).unwrap()),
-                    bits(&gemv_add(&x, &q, &res).unwrap()),
-                    bits(&gemv_silu_mul(&x, &q, &qu).unwrap()),
-                )
-            })
-        };
-        let (old, new) = (run(false), run(true));
-        assert!(
-            old.0.iter().any(|&b| b != 0),
-            "n={n} k={k}: all-zero output"
-        );
-        assert_eq!(old.0, new.0, "plain n={n} k={k} g={g}");
-        assert_eq!(old.1, new.1, "residual n={n} k={k} g={g}");
-        assert_eq!(old.2, new.2, "gate/up n={n} k={k} g={g}");
-        eprintln!("qgemv4 schedules n={n} k={k} g={g}: identical");
-    }
-}
-
 #[test]
 fn gemv_rejects_what_it_cannot_run() {
-    let _guard = lock();
     let mut r = rng("gemv_rejects_what_it_cannot_run");
     // N not a multiple of 16, 8-bit weights, K past the shared-memory limit: never applies,
     // and a direct call is a clear error.

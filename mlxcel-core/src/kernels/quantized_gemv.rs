@@ -21,15 +21,8 @@ const MMA_HEADER: &str = include_str!("cuda/decode_attention_mma.cuh");
 
 /// Warps per CTA (each takes every NW-th 128-value tile of K).
 const WARPS: i32 = 8;
-/// Tiles per batch and warp (16 B per lane and row each) of the load-then-compute schedule
-/// (`MLXCEL_QMV_PIPELINE=0`): one batch in registers at a time.
+/// Tiles each warp loads before it computes (16 B per lane and row each).
 const TILES_IN_FLIGHT: i32 = 4;
-/// Tiles per batch and matrix of the pipelined schedule: two batches live in registers
-/// (the one computed, the next one loading), so the plain kernel takes 2 and the gate/up
-/// kernel 1 per matrix, keeping both near the old kernels' register count (NVRTC for
-/// sm_90: 95 registers each, 2 CTAs per SM as before; gate/up with 2 would take 153).
-const PIPELINED_TILES: i32 = 2;
-const PIPELINED_TILES_SILU: i32 = 1;
 /// Largest K: x is staged in shared memory as fp16 (K * 2 bytes; with the kernels' static
 /// shared memory within the 48 KiB a launch gets without opting in to more; K = 24576 failed
 /// to launch on the H200).
@@ -195,22 +188,13 @@ fn launch_plain(x: &Array, q: &Quantized, r: Option<&Array>, n: usize, k: usize)
         x,
         n,
         q.group_size,
-        PIPELINED_TILES,
     )
     .template("RESID", TemplateArg::Bool(r.is_some()));
     run("qgemv4", 2 * k, plain_source, &launch)
 }
 
-/// The launch shared by both kernels: one CTA of [`WARPS`] warps per 16 output rows, with
-/// the schedule `MLXCEL_QMV_PIPELINE` picks (`pipelined_tiles`: the batch size when on).
-fn launch<'a>(
-    inputs: &[&'a Array],
-    x: &Array,
-    n: usize,
-    group: i32,
-    pipelined_tiles: i32,
-) -> Launch<'a> {
-    let pipe = flags::QMV_PIPELINE.enabled();
+/// The launch shared by both kernels: one CTA of [`WARPS`] warps per 16 output rows.
+fn launch<'a>(inputs: &[&'a Array], x: &Array, n: usize, group: i32) -> Launch<'a> {
     Launch::new(
         inputs,
         [(n / 16) as i32 * WARPS * 32, 1, 1],
@@ -219,15 +203,7 @@ fn launch<'a>(
     .output(&out_shape(x, n), Dtype::F16)
     .template("G", TemplateArg::Int(group))
     .template("NW", TemplateArg::Int(WARPS))
-    .template(
-        "U",
-        TemplateArg::Int(if pipe {
-            pipelined_tiles
-        } else {
-            TILES_IN_FLIGHT
-        }),
-    )
-    .template("PIPE", TemplateArg::Bool(pipe))
+    .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
 }
 
 /// Calls the kernel `name` built for `shared` bytes of staged x (one build per size).
@@ -274,6 +250,6 @@ fn launch_silu(x: &Array, gate: &Quantized, up: &Quantized, n: usize, k: usize) 
         "qgemv4_silu",
         2 * k,
         silu_source,
-        &launch(&inputs, x, n, gate.group_size, PIPELINED_TILES_SILU),
+        &launch(&inputs, x, n, gate.group_size),
     )
 }

@@ -11,17 +11,10 @@ __shared__ float red[NW * 16];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = w_shape[1] * 8;
 const long long row0 = static_cast<long long>(blockIdx.x) * 16;
-const mlxcel_qmv::RowTile p[1] = {mlxcel_qmv::row_tile(w, scales, biases, K, G, row0, lane)};
-mlxcel_qmv::TileRegs<U> cur[1];
-if constexpr (PIPE) mlxcel_qmv::load_tiles<G, NW, U>(p[0], warp, K / 128, lane & 3, cur[0]);
 mlxcel_qmv::stage_x(x, xs, K, tid, NT);
 __syncthreads();
 float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
-if constexpr (PIPE) {
-  mlxcel_qmv::rows16_pipelined<G, NW, U, 1>(p, cur, xs, K, warp, lane, acc);
-} else {
-  mlxcel_qmv::rows16<G, NW, U>(p[0], xs, K, warp, lane, acc[0]);
-}
+mlxcel_qmv::rows16<G, NW, U>(w, scales, biases, xs, K, row0, warp, lane, acc[0]);
 const float s = mlxcel_qmv::reduce_rows<NW, 1>(acc, red, warp, lane, tid);
 if (tid < 16) {
   float v = s;

@@ -41,115 +41,59 @@ __device__ __forceinline__ void stage_x(const __half* x, __half2* xs, int K, int
   }
 }
 
-// Lane (r = lane / 4, c = lane % 4)'s pointers into rows row0 + r and row0 + r + 8 of W
-// (its 16 B of a tile start at word c * 4) and into those rows' scales and biases.
-struct RowTile {
-  const u32* w0;
-  const u32* w1;
-  const __half* s0;
-  const __half* b0;
-  const __half* s1;
-  const __half* b1;
-};
-
-__device__ __forceinline__ RowTile row_tile(const u32* w, const __half* scales, const __half* biases,
-                                            int K, int G, long long row0, int lane) {
+// Accumulates rows [row0, row0 + 16) of W over the tiles of this warp (tile t covers
+// k in [128 t, 128 t + 128)) into acc (C fragment: acc[0] row r, acc[2] row r + 8).
+template <int G, int NW, int U>
+__device__ __forceinline__ void rows16(const u32* w, const __half* scales, const __half* biases,
+                                       const __half2* xs, int K, long long row0, int warp, int lane,
+                                       float (&acc)[4]) {
   const int r = lane >> 2, c = lane & 3;
   const int words = K / 8, groups = K / G;
-  RowTile p;
-  p.w0 = w + (row0 + r) * words + c * 4;
-  p.w1 = p.w0 + 8LL * words;
-  p.s0 = scales + (row0 + r) * groups;
-  p.b0 = biases + (row0 + r) * groups;
-  p.s1 = p.s0 + 8LL * groups;
-  p.b1 = p.b0 + 8LL * groups;
-  return p;
-}
-
-// One batch of U tiles of a lane's two rows in registers: codes, scale and bias per tile.
-template <int U>
-struct TileRegs {
-  uint4 q0[U], q1[U];
-  __half2 sc0[U], bi0[U], sc1[U], bi1[U];
-};
-
-// Issues the loads of tiles t0, t0 + NW, ..., t0 + (U - 1) NW (those below `tiles`).
-template <int G, int NW, int U>
-__device__ __forceinline__ void load_tiles(const RowTile& p, int t0, int tiles, int c, TileRegs<U>& R) {
+  const u32* w0 = w + (row0 + r) * words + c * 4;
+  const u32* w1 = w0 + 8LL * words;
+  const __half* s0 = scales + (row0 + r) * groups;
+  const __half* b0 = biases + (row0 + r) * groups;
+  const __half* s1 = s0 + 8LL * groups;
+  const __half* b1 = b0 + 8LL * groups;
+  const int tiles = K / 128;
+  for (int t0 = warp; t0 < tiles; t0 += NW * U) {
+    uint4 q0[U], q1[U];
+    __half2 sc0[U], bi0[U], sc1[U], bi1[U];
 #pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int t = t0 + u * NW;
-    if (t < tiles) {
-      R.q0[u] = *reinterpret_cast<const uint4*>(p.w0 + t * 16);
-      R.q1[u] = *reinterpret_cast<const uint4*>(p.w1 + t * 16);
-      const int g = (t * 128 + c * 32) / G;
-      R.sc0[u] = __half2half2(p.s0[g]);
-      R.bi0[u] = __half2half2(p.b0[g]);
-      R.sc1[u] = __half2half2(p.s1[g]);
-      R.bi1[u] = __half2half2(p.b1[g]);
-    }
-  }
-}
-
-// Unpacks the batch loaded for t0 and accumulates it against x (C fragment: acc[0] row r,
-// acc[2] row r + 8).
-template <int NW, int U>
-__device__ __forceinline__ void mma_tiles(const TileRegs<U>& R, const __half2* xs, int t0, int tiles, int c,
-                                          float (&acc)[4]) {
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int t = t0 + u * NW;
-    if (t >= tiles) break;
-    const u32 a[4] = {R.q0[u].x, R.q0[u].y, R.q0[u].z, R.q0[u].w};
-    const u32 b[4] = {R.q1[u].x, R.q1[u].y, R.q1[u].z, R.q1[u].w};
-    const uint4* xv = reinterpret_cast<const uint4*>(xs + (t * 128 + c * 32) / 2);
-#pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      const uint4 xx = xv[m];  // pairs 0..3 of this lane's word m
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const u32 a0 = as_u32(__hfma2(nibble_pair(a[m], 8 * h), R.sc0[u], R.bi0[u]));
-        const u32 a2 = as_u32(__hfma2(nibble_pair(a[m], 8 * h + 4), R.sc0[u], R.bi0[u]));
-        const u32 a1 = as_u32(__hfma2(nibble_pair(b[m], 8 * h), R.sc1[u], R.bi1[u]));
-        const u32 a3 = as_u32(__hfma2(nibble_pair(b[m], 8 * h + 4), R.sc1[u], R.bi1[u]));
-        const u32 bx0 = h == 0 ? xx.x : xx.z;
-        const u32 bx1 = h == 0 ? xx.y : xx.w;
-        mlxcel_mma::mma(acc, a0, a1, a2, a3, bx0, bx1);
+    for (int u = 0; u < U; ++u) {
+      const int t = t0 + u * NW;
+      if (t < tiles) {
+        q0[u] = *reinterpret_cast<const uint4*>(w0 + t * 16);
+        q1[u] = *reinterpret_cast<const uint4*>(w1 + t * 16);
+        const int g = (t * 128 + c * 32) / G;
+        sc0[u] = __half2half2(s0[g]);
+        bi0[u] = __half2half2(b0[g]);
+        sc1[u] = __half2half2(s1[g]);
+        bi1[u] = __half2half2(b1[g]);
       }
     }
-  }
-}
-
-// Accumulates rows [row0, row0 + 16) of W over the tiles of this warp (tile t covers
-// k in [128 t, 128 t + 128)) into acc: load U tiles, wait, compute, repeat (the schedule
-// before the pipelined one below; MLXCEL_QMV_PIPELINE=0).
-template <int G, int NW, int U>
-__device__ __forceinline__ void rows16(const RowTile& p, const __half2* xs, int K, int warp, int lane,
-                                       float (&acc)[4]) {
-  const int c = lane & 3, tiles = K / 128;
-  for (int t0 = warp; t0 < tiles; t0 += NW * U) {
-    TileRegs<U> R;
-    load_tiles<G, NW, U>(p, t0, tiles, c, R);
-    mma_tiles<NW, U>(R, xs, t0, tiles, c, acc);
-  }
-}
-
-// The pipelined schedule for M matrices of the same shape (1: a projection; 2: gate and
-// up): the caller has issued each matrix's first batch into cur (before staging x, so the
-// weight loads overlap x's); every iteration issues the next batch of all M matrices
-// before it computes the current one, so a warp always has loads in flight.
-template <int G, int NW, int U, int M>
-__device__ __forceinline__ void rows16_pipelined(const RowTile (&p)[M], TileRegs<U> (&cur)[M], const __half2* xs,
-                                                 int K, int warp, int lane, float (&acc)[M][4]) {
-  const int c = lane & 3, tiles = K / 128;
-  for (int t0 = warp; t0 < tiles; t0 += NW * U) {
-    TileRegs<U> nxt[M];
 #pragma unroll
-    for (int m = 0; m < M; ++m) load_tiles<G, NW, U>(p[m], t0 + NW * U, tiles, c, nxt[m]);
+    for (int u = 0; u < U; ++u) {
+      const int t = t0 + u * NW;
+      if (t >= tiles) break;
+      const u32 a[4] = {q0[u].x, q0[u].y, q0[u].z, q0[u].w};
+      const u32 b[4] = {q1[u].x, q1[u].y, q1[u].z, q1[u].w};
+      const uint4* xv = reinterpret_cast<const uint4*>(xs + (t * 128 + c * 32) / 2);
 #pragma unroll
-    for (int m = 0; m < M; ++m) mma_tiles<NW, U>(cur[m], xs, t0, tiles, c, acc[m]);
+      for (int m = 0; m < 4; ++m) {
+        const uint4 xx = xv[m];  // pairs 0..3 of this lane's word m
 #pragma unroll
-    for (int m = 0; m < M; ++m) cur[m] = nxt[m];
+        for (int h = 0; h < 2; ++h) {
+          const u32 a0 = as_u32(__hfma2(nibble_pair(a[m], 8 * h), sc0[u], bi0[u]));
+          const u32 a2 = as_u32(__hfma2(nibble_pair(a[m], 8 * h + 4), sc0[u], bi0[u]));
+          const u32 a1 = as_u32(__hfma2(nibble_pair(b[m], 8 * h), sc1[u], bi1[u]));
+          const u32 a3 = as_u32(__hfma2(nibble_pair(b[m], 8 * h + 4), sc1[u], bi1[u]));
+          const u32 bx0 = h == 0 ? xx.x : xx.z;
+          const u32 bx1 = h == 0 ? xx.y : xx.w;
+          mlxcel_mma::mma(acc, a0, a1, a2, a3, bx0, bx1);
+        }
+      }
+    }
   }
 }
 

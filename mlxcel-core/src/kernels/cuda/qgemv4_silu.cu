@@ -3,8 +3,7 @@
 // 16 outputs: it computes those 16 rows of both projections, so the activation never
 // leaves the CTA and stays fp32 until the one rounding of y. Inputs: x (fp16, K values),
 // wg/wu uint32 [N, K/8], sg/su, bg/bu fp16 [N, K/G]. Output: y fp16 [N]. Template
-// constants and dynamic shared memory as qgemv4.cu; with PIPE, the gate and up batches
-// are in flight together.
+// constants and dynamic shared memory as qgemv4.cu.
 constexpr int NT = NW * 32;
 extern __shared__ __align__(16) unsigned char smem[];
 __half2* xs = reinterpret_cast<__half2*>(smem);
@@ -13,22 +12,11 @@ __shared__ float gu[32];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = wg_shape[1] * 8;
 const long long row0 = static_cast<long long>(blockIdx.x) * 16;
-const mlxcel_qmv::RowTile p[2] = {mlxcel_qmv::row_tile(wg, sg, bg, K, G, row0, lane),
-                                   mlxcel_qmv::row_tile(wu, su, bu, K, G, row0, lane)};
-mlxcel_qmv::TileRegs<U> cur[2];
-if constexpr (PIPE) {
-  mlxcel_qmv::load_tiles<G, NW, U>(p[0], warp, K / 128, lane & 3, cur[0]);
-  mlxcel_qmv::load_tiles<G, NW, U>(p[1], warp, K / 128, lane & 3, cur[1]);
-}
 mlxcel_qmv::stage_x(x, xs, K, tid, NT);
 __syncthreads();
 float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-if constexpr (PIPE) {
-  mlxcel_qmv::rows16_pipelined<G, NW, U, 2>(p, cur, xs, K, warp, lane, acc);
-} else {
-  mlxcel_qmv::rows16<G, NW, U>(p[0], xs, K, warp, lane, acc[0]);
-  mlxcel_qmv::rows16<G, NW, U>(p[1], xs, K, warp, lane, acc[1]);
-}
+mlxcel_qmv::rows16<G, NW, U>(wg, sg, bg, xs, K, row0, warp, lane, acc[0]);
+mlxcel_qmv::rows16<G, NW, U>(wu, su, bu, xs, K, row0, warp, lane, acc[1]);
 const float s = mlxcel_qmv::reduce_rows<NW, 2>(acc, red, warp, lane, tid);
 if (tid < 32) gu[tid] = s;
 __syncthreads();
