@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Next session's first device call (H200), after benchmarks/gpu/stage.sh:
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session7_call1.sh   (~9 min)
+# Session 7 ran this once: the device machine stopped answering mid-call and nothing came
+# back (907 device-seconds lost); session7_call1b.sh is the trimmed re-run that worked.
 # Since the copy-out fix (ADR 0006) every mode is host-bound: step time = graph building +
 # MLX async_eval. This call measures four host-side levers at 128K and 32K, each next to
 # the default, with the device timeline on (MLXCEL_DEVICE_CLOCK=1; benchmarks/gpu/timeline.py):
