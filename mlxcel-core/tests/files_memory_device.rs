@@ -9,8 +9,8 @@ use mlxcel_core::kernels::selftest;
 use mlxcel_core::mlx::device::{self, DeviceKind, GpuBackend};
 use mlxcel_core::mlx::io::{save_gguf, save_safetensors, MetaValue, TensorFile};
 use mlxcel_core::mlx::kernel::{
-    cached, cached_by_name, cached_count, CustomKernel, KernelBackend, KernelSource, Launch,
-    TemplateArg,
+    cached, cached_by_name, cached_count, dtype_arg_names, CustomKernel, KernelBackend,
+    KernelSource, Launch, TemplateArg,
 };
 use mlxcel_core::mlx::random;
 use mlxcel_core::{Array, Dtype, Error};
@@ -186,6 +186,21 @@ fn named_kernel_lookup_builds_the_source_once_per_variant() {
 }
 
 #[test]
+fn dtype_template_args_are_the_ones_the_text_uses_on_cuda() {
+    let mut spec = KernelSource::new("k", &["q", "k", "qk"], &["out"], "T_q x; T_qk2 y;");
+    spec.header = "using E = T_k;".to_string();
+    assert_eq!(dtype_arg_names(KernelBackend::Cuda, &spec), ["T_q", "T_k"]);
+    assert_eq!(
+        dtype_arg_names(KernelBackend::Metal, &spec),
+        ["T_q", "T_k", "T_qk"]
+    );
+    // Only whole identifiers count: T_qk2 and xT_q are not T_qk or T_q.
+    spec.source = "T_qk2 a; xT_q b;".to_string();
+    spec.header.clear();
+    assert!(dtype_arg_names(KernelBackend::Cuda, &spec).is_empty());
+}
+
+#[test]
 fn kernel_wrapper_caches_and_adds_dtype_template_args() {
     // The CPU wheel refuses to build CUDA kernel objects but builds Metal ones lazily
     // (they fail only when launched), so Metal exercises the backend-independent cache
@@ -209,8 +224,18 @@ fn kernel_wrapper_caches_and_adds_dtype_template_args() {
     let args = k1.template_args(&launch);
     assert_eq!(args[0], ("N".to_string(), TemplateArg::Int(4)));
     assert!(args.contains(&("T_a".to_string(), TemplateArg::Dtype(Dtype::F16))));
-    assert!(args.contains(&("T_b".to_string(), TemplateArg::Dtype(Dtype::BF16))));
-    assert!(args.contains(&("T_alpha".to_string(), TemplateArg::Dtype(Dtype::F32))));
+    // The self-test's text uses T_a only: CUDA gets just that one, Metal one per input.
+    let all = backend == KernelBackend::Metal;
+    let t_b = ("T_b".to_string(), TemplateArg::Dtype(Dtype::BF16));
+    let t_alpha = ("T_alpha".to_string(), TemplateArg::Dtype(Dtype::F32));
+    assert_eq!(args.contains(&t_b), all, "{args:?}");
+    assert_eq!(args.contains(&t_alpha), all, "{args:?}");
+    // A dtype argument the caller sets is not added twice.
+    let set = launch
+        .clone()
+        .template("T_a", TemplateArg::Dtype(Dtype::F32));
+    let args = k1.template_args(&set);
+    assert_eq!(args.iter().filter(|(n, _)| n == "T_a").count(), 1);
     // Wrong number of inputs and bad names are caught before MLX.
     assert!(k1
         .call(&Launch::new(&[&a], [4, 1, 1], [4, 1, 1]).output(&[4], Dtype::F16))

@@ -5,10 +5,14 @@
 //! keeps the MLX kernel object keyed by backend, name and a hash of the source, so the
 //! decode loop never rebuilds it. MLX itself caches the compiled module by name + source.
 //!
-//! MLX names the compiled kernel after `name` and the template arguments only, not the
-//! input dtypes. So that one kernel called with f16 and with bf16 inputs can never share
-//! a compiled instance, [`CustomKernel::call`] appends one dtype template argument per
-//! input, `T_<input name>`, which the source may also use as that input's element type.
+//! [`CustomKernel::call`] appends a dtype template argument `T_<input name>` (the input's
+//! element type) for inputs whose name the kernel text uses that way. On Metal it appends
+//! one for every input, as it always has: MLX names the compiled function after `name` and
+//! the template arguments only, and that path cannot be tested here. On CUDA, MLX (0.32.x,
+//! `backend/cuda/custom_kernel.cpp`) keys the compiled module by a hash of the whole
+//! generated source, whose signature spells every input's type, so unused dtype arguments
+//! only cost host time: MLX formats each template argument twice per launch, and a decode
+//! step makes ~7 custom-kernel calls per layer with 3-15 inputs each.
 //!
 //! On a build without the matching GPU backend (e.g. the CPU wheel), building works but
 //! calling returns an error from MLX ("Only supports the GPU"); it never aborts.
@@ -259,13 +263,35 @@ fn cuda_text(spec: &KernelSource) -> (String, String) {
     }
 }
 
+/// The `T_<input>` dtype template arguments a kernel gets (module docs): on CUDA only those
+/// the header or body mentions, on Metal one per input.
+pub fn dtype_arg_names(backend: KernelBackend, spec: &KernelSource) -> Vec<String> {
+    spec.inputs
+        .iter()
+        .map(|n| format!("T_{n}"))
+        .filter(|t| {
+            backend == KernelBackend::Metal
+                || mentions(&spec.source, t)
+                || mentions(&spec.header, t)
+        })
+        .collect()
+}
+
+/// Whether `text` contains `ident` as a whole identifier (not as part of a longer one).
+fn mentions(text: &str, ident: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(ident)
+        .any(|(i, _)| !text[..i].ends_with(word) && !text[i + ident.len()..].starts_with(word))
+}
+
 /// A built MLX custom kernel.
 pub struct CustomKernel {
     func: UniquePtr<ffi::KernelFn>,
     spec: KernelSource,
     backend: KernelBackend,
-    /// `T_<input>` for each input (the dtype template arguments), built once.
-    dtype_arg_names: Vec<String>,
+    /// `T_<input>` dtype template arguments, with the input each belongs to (built once;
+    /// [`dtype_arg_names`]).
+    dtype_args: Vec<(String, usize)>,
 }
 
 impl CustomKernel {
@@ -296,12 +322,18 @@ impl CustomKernel {
             ),
         }
         .op("custom kernel")?;
-        let dtype_arg_names = spec.inputs.iter().map(|n| format!("T_{n}")).collect();
+        let dtype_args = dtype_arg_names(backend, &spec)
+            .into_iter()
+            .map(|t| {
+                let i = spec.inputs.iter().position(|n| t[2..] == **n);
+                (t, i.expect("named after an input"))
+            })
+            .collect();
         Ok(CustomKernel {
             func,
             spec,
             backend,
-            dtype_arg_names,
+            dtype_args,
         })
     }
 
@@ -313,13 +345,16 @@ impl CustomKernel {
         &self.spec.name
     }
 
-    /// The template arguments of a launch with one `T_<input>` dtype argument per input
+    /// The template arguments of a launch with the kernel's `T_<input>` dtype arguments
     /// appended (unless the caller already set that name).
     pub fn template_args(&self, launch: &Launch<'_>) -> Vec<(String, TemplateArg)> {
         let mut args = launch.template.clone();
-        for (key, input) in self.dtype_arg_names.iter().zip(&launch.inputs) {
-            if !args.iter().any(|(n, _)| n == key) {
-                args.push((key.clone(), TemplateArg::Dtype(input.dtype())));
+        for (key, i) in &self.dtype_args {
+            match launch.inputs.get(*i) {
+                Some(input) if !launch.template.iter().any(|(n, _)| n == key) => {
+                    args.push((key.clone(), TemplateArg::Dtype(input.dtype())));
+                }
+                _ => {}
             }
         }
         args
