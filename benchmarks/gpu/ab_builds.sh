@@ -7,13 +7,13 @@
 # 1. TESTS (GPU test binaries of build B); 2. end-to-end decode of the synthetic Llama-3-8B
 # 4-bit model, A and B interleaved, REPS times per KV mode and context (the spread between
 # runs of one build is up to ~15%); 3. ncu kernel time per decode step (NCU_MODES).
-# Env: TESTS, MODES, CTXS, REPS, TOKENS, NCU_MODES ("none" skips), EXTRA_B (env assignments
+# Env: MODEL (default synthetic:llama3-8b-4bit), TESTS, MODES, CTXS, REPS, TOKENS, NCU_MODES ("none" skips), EXTRA_B (env assignments
 # for extra B runs, e.g. "MLXCEL_FOLD_MERGE=0"; each runs once per mode and context).
 set -uo pipefail
 FINAL="${OUT:-/tmp/out}"; mkdir -p "$FINAL"
 R=/tmp/ab-run; rm -rf "$R"; mkdir -p "$R"
 TOKENS="${TOKENS:-128}"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$R/gpu.txt"
+command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$R/gpu.txt"
 for t in ${TESTS:-none}; do
   [ "$t" = none ] && continue
   echo "== $t"
@@ -22,7 +22,7 @@ for t in ${TESTS:-none}; do
 done
 run() {  # tag binary kv ctx [env...]
   local tag=$1 bin=$2 kv=$3 ctx=$4; shift 4
-  env "$@" "$bin" generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" --max-tokens "$TOKENS" \
+  env "$@" "$bin" generate --model "${MODEL:-synthetic:llama3-8b-4bit}" --prompt-tokens "$ctx" --max-tokens "$TOKENS" \
     --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json > "$R/$tag-$kv-$ctx.json" 2> "$R/$tag-$kv-$ctx.err"
   python3 - "$R/$tag-$kv-$ctx.json" "$tag" "$kv" "$ctx" <<'PY'
 import json, sys

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stage everything a GPU run needs into .devcarry/ (ignored by git, carried by the device
-# tool): the MLX CUDA payload, the release `mlxcel` binary and the mlxcel-core test
-# GPU test binaries (gpu_*), all built here against the CPU libmlx of the same MLX version.
+# tool): the MLX CUDA payload, the release `mlxcel` binary and the mlxcel-core GPU test
+# binaries (gpu_*, and files_memory_device for its custom-kernel self-test), all built
+# here against the CPU libmlx of the same MLX version.
 #   benchmarks/gpu/stage.sh
 set -euo pipefail
 root="$(git rev-parse --show-toplevel)"
@@ -16,7 +17,7 @@ import json, sys, shutil
 for line in sys.stdin:
     m = json.loads(line)
     if (m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]
-            and m["target"]["name"].startswith("gpu_")):
+            and (m["target"]["name"].startswith("gpu_") or m["target"]["name"] == "files_memory_device")):
         shutil.copy(m["executable"], ".devcarry/bin/tests/" + m["target"]["name"])
         print("staged test", m["target"]["name"])
 '
