@@ -110,16 +110,26 @@ def main():
                    + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + kv + "\n}\n")
             ok &= compile_one(f"turbo_encode_kv d{d} rope={rope} trad={trad}", src)
     i8 = read("int8_encode.cu")
+    i8_header = header + "\n" + read("int8_encode.cuh")
     for d in (64, 128):
         for xt in ("float", "__half", "__nv_bfloat16"):
             for rope, trad in ((False, "false"), (True, "false"), (True, "true")):
-                src = (header + "\n" + ("#define MLXCEL_ENCODE_ROPE\n" if rope else "")
+                src = (("#define MLXCEL_ENCODE_ROPE\n" if rope else "") + "typedef signed char int8_t;\n" + i8_header + "\n"
                        + "#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\ntypedef signed char int8_t;\n" + SHAPE +
                        f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const int8_t* q_buf, const Shape q_buf_shape, "
                        "const __half* scale_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, "
                        + ("const float* inv_freq, " if rope else "") + "int* done) {\n"
                        + f"constexpr int D = {d}; constexpr bool TRAD = {trad};\n" + i8 + "\n}\n")
                 ok &= compile_one(f"int8_encode in place rope={rope} trad={trad} d{d} {xt}", src)
+    i8kv = read("int8_encode_kv.cu")
+    for d in (64, 128):
+        for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
+            src = ("typedef signed char int8_t;\n" + i8_header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                   "__global__ void e(const __half* xk, const Shape xk_shape, const int xk_ndim, const __half* xv, "
+                   "const int8_t* k_q, const Shape k_q_shape, const __half* k_scale, const int8_t* v_q, const __half* v_scale, "
+                   "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
+                   + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + i8kv + "\n}\n")
+            ok &= compile_one(f"int8_encode_kv d{d} rope={rope} trad={trad}", src)
     for d in (64, 128):
         consts = f"constexpr int D = {d}; constexpr int GROUP_V = {min(d, 128)}; constexpr bool ROT_V = true; using T_out = __half;\n"
         src = (header + SHAPE +

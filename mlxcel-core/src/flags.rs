@@ -140,12 +140,14 @@ pub const FUSED_ROPE: Flag = Flag {
         "RoPE applied inside the fused encoder/attention kernels on CUDA (0 = MLX's rope op first)",
 };
 
-/// A symmetric turbo4 cache's decode-step K and V appends in one launch on CUDA (one MLX
-/// node per layer and step instead of two). When 0, each side appends with its own launch.
+/// The decode-step K and V appends of a symmetric turbo4 or int8 cache in one launch on
+/// CUDA (one MLX node per layer and step instead of two). When 0, each side appends with its
+/// own launch.
 pub const FUSED_KV_APPEND: Flag = Flag {
     name: "MLXCEL_FUSED_KV_APPEND",
     default: true,
-    doc: "turbo4 K and V decode-step appends in one launch on CUDA (0 = one launch per side)",
+    doc:
+        "turbo4 / int8 K and V decode-step appends in one launch on CUDA (0 = one launch per side)",
 };
 
 /// The tensor-core decode kernel merges its splits itself (the last CTA of each KV head)

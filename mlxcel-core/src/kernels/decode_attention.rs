@@ -241,8 +241,14 @@ fn signs(r: &RawSide<'_>, group: usize) -> Result<Array> {
 fn lut(r: &RawSide<'_>) -> Result<Array> {
     match r.lut_array {
         Some(a) => Ok(a.clone()),
-        None => dummy(Placeholder::Lut, || Array::from_slice(&[0f32; 16], &[16])),
+        None => unused_f32(),
     }
+}
+
+/// A small cached all-zero f32 array: the codebook of a side without one, and the stand-in
+/// for any f32 input a launch does not read (e.g. `inv_freq` without RoPE).
+pub(crate) fn unused_f32() -> Result<Array> {
+    dummy(Placeholder::Lut, || Array::from_slice(&[0f32; 16], &[16]))
 }
 
 fn aux_or_dummy(r: &RawSide<'_>) -> Result<Array> {

@@ -6,18 +6,30 @@
 
 use crate::flags;
 use crate::kernels::in_place;
-use crate::mlx::kernel::{KernelBackend, KernelSource};
+use crate::mlx::kernel::{KernelBackend, KernelSource, TemplateArg};
 use crate::mlx::{Array, Dtype};
 use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
+/// The encoders' helpers: one warp's int8 encoding (`cuda/int8_encode.cuh`) after the
+/// decode-attention helpers it uses (`rope_warp`).
+fn helpers() -> String {
+    format!(
+        "{}\n{}",
+        include_str!("cuda/decode_attention.cuh"),
+        include_str!("cuda/int8_encode.cuh")
+    )
+}
+
 fn source() -> KernelSource {
-    KernelSource::new(
+    let mut spec = KernelSource::new(
         "mlxcel_int8_encode_inplace",
         &["x", "q_buf", "scale_buf", "pos_marker", "after"],
         &["done"],
         include_str!("cuda/int8_encode.cu"),
-    )
+    );
+    spec.header = helpers();
+    spec
 }
 
 /// The in-place encoder for keys before RoPE: it rotates them itself (`inv_freq` input).
@@ -25,11 +37,29 @@ fn source_rope() -> KernelSource {
     let mut spec = source();
     spec.name = "mlxcel_int8_encode_inplace_rope".into();
     spec.inputs.push("inv_freq".into());
-    // rope_warp lives with the decode-attention helpers.
-    spec.header = format!(
-        "#define MLXCEL_ENCODE_ROPE\n{}",
-        include_str!("cuda/decode_attention.cuh")
+    spec.header = format!("#define MLXCEL_ENCODE_ROPE\n{}", helpers());
+    spec
+}
+
+fn source_kv() -> KernelSource {
+    let mut spec = KernelSource::new(
+        "mlxcel_int8_encode_kv",
+        &[
+            "xk",
+            "xv",
+            "k_q",
+            "k_scale",
+            "v_q",
+            "v_scale",
+            "pos_marker",
+            "k_after",
+            "v_after",
+            "inv_freq",
+        ],
+        &["done"],
+        include_str!("cuda/int8_encode_kv.cu"),
     );
+    spec.header = helpers();
     spec
 }
 
@@ -52,24 +82,16 @@ pub fn encode_into(
     after: Option<&Array>,
     rope: Option<&RopeSpec>,
 ) -> Result<Array> {
-    let (xs, qs, ss) = (x.shape(), q_buf.shape(), scale_buf.shape());
-    let fits = xs.len() == 4
-        && qs.len() == 4
-        && ss.len() == 4
-        && qs[..2] == xs[..2]
-        && qs[3] == xs[3]
-        && ss[..3] == qs[..3]
-        && ss[3] == 1
-        && xs[3] % 32 == 0
-        && (32..=256).contains(&xs[3])
-        && q_buf.dtype() == Dtype::I8
-        && scale_buf.dtype() == Dtype::F16
-        && xs[2] > 0
-        && pos + xs[2] as usize <= qs[2] as usize;
+    let xs = x.shape();
+    let fits = side_fits(&xs, q_buf, scale_buf, pos);
     if !fits {
         return Err(Error::invalid(
             "int8 encode",
-            format!("in place: x {xs:?} into q {qs:?} / scales {ss:?} at {pos}"),
+            format!(
+                "in place: x {xs:?} into q {:?} / scales {:?} at {pos}",
+                q_buf.shape(),
+                scale_buf.shape()
+            ),
         ));
     }
     if rope.is_some_and(|r| !r.fits_warp_layout(xs[3] as usize)) {
@@ -91,5 +113,90 @@ pub fn encode_into(
         pos,
         after,
         rope,
+    )
+}
+
+/// Whether `x [B, H, L, D]` can be written in place into one side's buffers `q_buf
+/// [B, H, cap, D]` (int8) and `scale_buf [B, H, cap, 1]` (fp16) at `pos..pos+L`.
+fn side_fits(xs: &[i32], q_buf: &Array, scale_buf: &Array, pos: usize) -> bool {
+    let (qs, ss) = (q_buf.shape(), scale_buf.shape());
+    xs.len() == 4
+        && qs.len() == 4
+        && ss.len() == 4
+        && qs[..2] == xs[..2]
+        && qs[3] == xs[3]
+        && ss[..3] == qs[..3]
+        && ss[3] == 1
+        && xs[3] % 32 == 0
+        && (32..=256).contains(&xs[3])
+        && q_buf.dtype() == Dtype::I8
+        && scale_buf.dtype() == Dtype::F16
+        && xs[2] > 0
+        && pos + xs[2] as usize <= qs[2] as usize
+}
+
+/// One int8 side's cache buffers for [`fused_encode_kv_into`].
+pub struct SideBuffers<'a> {
+    pub q: &'a Array,
+    pub scale: &'a Array,
+    /// The side's previous write token.
+    pub after: Option<&'a Array>,
+}
+
+/// A decode step's keys `xk` and values `xv` (`[B, H, L, D]`, one shape) quantized by one
+/// launch into both int8 sides' buffers at `pos..pos+L` (`cuda/int8_encode_kv.cu`): one MLX
+/// node per layer and step instead of two. With `rope`, xk is the key before RoPE. Returns
+/// the token of both writes (each side records it as its last write).
+pub fn fused_encode_kv_into(
+    xk: &Array,
+    xv: &Array,
+    k: SideBuffers<'_>,
+    v: SideBuffers<'_>,
+    pos: usize,
+    rope: Option<&RopeSpec>,
+) -> Result<Array> {
+    let xs = xk.shape();
+    let fits = side_fits(&xs, k.q, k.scale, pos)
+        && side_fits(&xs, v.q, v.scale, pos)
+        && xv.shape() == xs
+        && v.q.shape() == k.q.shape()
+        && rope.is_none_or(|r| r.fits_warp_layout(xs[3] as usize));
+    if !fits {
+        return Err(Error::invalid(
+            "int8 encode",
+            format!(
+                "K and V in place: x {xs:?} / {:?} into q {:?} / {:?} at {pos}",
+                xv.shape(),
+                k.q.shape(),
+                v.q.shape()
+            ),
+        ));
+    }
+    let rows = (xs[0] * xs[1] * xs[2]) as usize;
+    // Without RoPE the kernel does not read inv_freq: any small array stands in.
+    let unused;
+    let inv_freq = match rope {
+        Some(r) => r.inv_freq(),
+        None => {
+            unused = crate::kernels::decode_attention::unused_f32()?;
+            &unused
+        }
+    };
+    in_place::write_sides(
+        "int8_encode_kv",
+        source_kv,
+        &[xk, xv, k.q, k.scale, v.q, v.scale],
+        2 * rows,
+        xs[3] as usize,
+        pos,
+        &[k.after, v.after],
+        &[inv_freq],
+        &[
+            ("ROPE", TemplateArg::Bool(rope.is_some())),
+            (
+                "TRAD",
+                TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
+            ),
+        ],
     )
 }

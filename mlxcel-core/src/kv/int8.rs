@@ -1,7 +1,7 @@
 //! int8 storage with one fp16 scale per vector (`absmax / 127`, symmetric).
 
 use crate::kv::buffer::GrowBuffer;
-use crate::kv::pending::PendingWrite;
+use crate::kv::pending::{PairSide, PendingWrite};
 use crate::kv::side::{KvSide, RawSide, FORMAT_INT8};
 use crate::kv::turbo::rotation::Rotation;
 use crate::mlx::ops::where_;
@@ -69,13 +69,71 @@ impl Int8Side {
         )
     }
 
+    /// This side's state for [`append_pair_one`] (vectors of `d` values).
+    fn pair_side(&mut self, d: i32) -> PairSide<'_> {
+        PairSide {
+            pending: &mut self.pending,
+            data: &mut self.q,
+            aux: &mut self.scale,
+            widths: [d, 1],
+        }
+    }
+
     fn in_place_applies(x: &Array) -> bool {
         let s = x.shape();
         s.len() == 4 && s[2] == 1 && crate::kernels::int8_encode::applies_in_place(s[3] as usize)
     }
+
+    /// Appends one decode-step position to an int8 cache's key side `k` and value side `v`
+    /// with one launch (`kernels::int8_encode::fused_encode_kv_into`); with `rope`, `xk` is
+    /// the key before RoPE. Returns false, having appended nothing, where that path does not
+    /// apply (then each side appends on its own).
+    pub fn append_pair_in_place(
+        k: &mut Int8Side,
+        v: &mut Int8Side,
+        xk: &Array,
+        xv: &Array,
+        rope: Option<&RopeSpec>,
+    ) -> Result<bool> {
+        use crate::kernels::int8_encode::{fused_encode_kv_into, SideBuffers};
+        use crate::kv::pending::append_pair_one;
+        let applies = crate::flags::FUSED_KV_APPEND.enabled()
+            && Self::in_place_applies(xk)
+            && xv.shape() == xk.shape()
+            && k.len() == v.len()
+            && rope.is_none_or(|r| r.fits_warp_layout(xk.dim(3) as usize));
+        if !applies {
+            return Ok(false);
+        }
+        let s = xk.shape();
+        let (kp, vp) = (k.pair_side(s[3]), v.pair_side(s[3]));
+        append_pair_one(kp, vp, [s[0], s[1]], |[kq, ks], [vq, vs], pos, [ka, va]| {
+            fused_encode_kv_into(
+                xk,
+                xv,
+                SideBuffers {
+                    q: kq,
+                    scale: ks,
+                    after: ka,
+                },
+                SideBuffers {
+                    q: vq,
+                    scale: vs,
+                    after: va,
+                },
+                pos,
+                rope,
+            )
+        })?;
+        Ok(true)
+    }
 }
 
 impl KvSide for Int8Side {
+    fn as_int8_mut(&mut self) -> Option<&mut Int8Side> {
+        Some(self)
+    }
+
     fn append_before_rope(&mut self, x: &Array, rope: &RopeSpec) -> Result<bool> {
         if Self::in_place_applies(x)
             && crate::flags::FUSED_ROPE.enabled()

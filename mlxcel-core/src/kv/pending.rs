@@ -91,3 +91,40 @@ impl PendingWrite {
         Ok(())
     }
 }
+
+/// One side of [`append_pair_one`]: its last-write token and its buffer pair, with the
+/// buffers' row widths.
+pub struct PairSide<'a> {
+    pub pending: &'a mut PendingWrite,
+    pub data: &'a mut GrowBuffer,
+    pub aux: &'a mut GrowBuffer,
+    pub widths: [i32; 2],
+}
+
+/// A key side and a value side each get one position from one launch: both reserve it,
+/// `write([k_data, k_aux], [v_data, v_aux], pos, [k_token, v_token])` queues the launch and
+/// returns its token, and both sides commit that token (it took both previous tokens as
+/// inputs). `bh` = `[B, H]` of both sides.
+pub fn append_pair_one(
+    k: PairSide<'_>,
+    v: PairSide<'_>,
+    bh: [i32; 2],
+    write: impl FnOnce([&Array; 2], [&Array; 2], usize, [Option<&Array>; 2]) -> Result<Array>,
+) -> Result<()> {
+    let (kd, ka, pos) = k.pending.reserve_one(k.data, k.aux, bh, k.widths)?;
+    let (vd, va, v_pos) = v.pending.reserve_one(v.data, v.aux, bh, v.widths)?;
+    if v_pos != pos {
+        return Err(Error::invalid(
+            "kv",
+            format!("key and value sides at different lengths ({pos} and {v_pos})"),
+        ));
+    }
+    let token = write(
+        [&kd, &ka],
+        [&vd, &va],
+        pos,
+        [k.pending.token(), v.pending.token()],
+    )?;
+    k.pending.commit_one(k.data, k.aux, token.clone())?;
+    v.pending.commit_one(v.data, v.aux, token)
+}

@@ -2,6 +2,7 @@
 //! is a pair of sides ([`SplitKvCache`](super::split::SplitKvCache)); each storage format
 //! is one module (`fp16`, `int8`, `turbo`, `delegated`).
 
+use crate::kv::int8::Int8Side;
 use crate::kv::turbo::rotation::Rotation;
 use crate::kv::turbo::TurboSide;
 use crate::mlx::{Array, Dtype};
@@ -70,6 +71,11 @@ pub trait KvSide {
     /// This side as turbo storage, for launches that write a key and a value side
     /// together ([`TurboSide::append_pair_in_place`]).
     fn as_turbo_mut(&mut self) -> Option<&mut TurboSide> {
+        None
+    }
+
+    /// This side as int8 storage, for the same reason ([`Int8Side::append_pair_in_place`]).
+    fn as_int8_mut(&mut self) -> Option<&mut Int8Side> {
         None
     }
 

@@ -2,6 +2,7 @@
 //! storage format. Attention goes through [`crate::attention::attend`], which picks the path.
 
 use crate::attention::{attend, attend_before_rope};
+use crate::kv::int8::Int8Side;
 use crate::kv::side::KvSide;
 use crate::kv::turbo::TurboSide;
 use crate::kv::{rope_queries, KvCache};
@@ -20,11 +21,14 @@ impl SplitKvCache {
         SplitKvCache { k, v, name }
     }
 
-    /// Both sides' decode-step append in one launch where both are turbo4 with in-place
-    /// appends (`MLXCEL_FUSED_KV_APPEND`); false when that does not apply.
+    /// Both sides' decode-step append in one launch where both are turbo4, or both int8,
+    /// with in-place appends (`MLXCEL_FUSED_KV_APPEND`); false when that does not apply.
     fn append_pair(&mut self, k: &Array, v: &Array, rope: Option<&RopeSpec>) -> Result<bool> {
-        match (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
-            (Some(kt), Some(vt)) => TurboSide::append_pair_in_place(kt, vt, k, v, rope),
+        if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
+            return TurboSide::append_pair_in_place(kt, vt, k, v, rope);
+        }
+        match (self.k.as_int8_mut(), self.v.as_int8_mut()) {
+            (Some(ki), Some(vi)) => Int8Side::append_pair_in_place(ki, vi, k, v, rope),
             _ => Ok(false),
         }
     }

@@ -62,11 +62,19 @@ impl TurboSide {
             && crate::kernels::turbo_encode::applies_in_place(&self.codec)
     }
 
-    /// [`PendingWrite::reserve_one`] on this side's buffers (`bh` = `[B, H]`).
-    fn reserve_one(&mut self, bh: [i32; 2]) -> Result<(Array, Array, usize)> {
+    /// This side's codec and its state for
+    /// [`append_pair_one`](crate::kv::pending::append_pair_one), borrowed together.
+    fn pair_side(&mut self) -> (&TurboCodec, crate::kv::pending::PairSide<'_>) {
         let widths = [(self.codec.head_dim / 2) as i32, 1];
-        self.pending
-            .reserve_one(&mut self.packed, &mut self.norms, bh, widths)
+        (
+            &self.codec,
+            crate::kv::pending::PairSide {
+                pending: &mut self.pending,
+                data: &mut self.packed,
+                aux: &mut self.norms,
+                widths,
+            },
+        )
     }
 
     /// Appends one decode-step position to a symmetric turbo4 cache's key side `k` and value
@@ -81,6 +89,7 @@ impl TurboSide {
         rope: Option<&RopeSpec>,
     ) -> Result<bool> {
         use crate::kernels::turbo_encode::{applies_in_place, fused_encode_kv_into, SideBuffers};
+        use crate::kv::pending::append_pair_one;
         let one_position = xk.ndim() == 4 && xk.dim(2) == 1 && xv.shape() == xk.shape();
         if !(flags::FUSED_KV_APPEND.enabled()
             && one_position
@@ -93,30 +102,27 @@ impl TurboSide {
             return Ok(false);
         }
         let s = xk.shape();
-        let (kp, kn, pos) = k.reserve_one([s[0], s[1]])?;
-        let (vp, vn, _) = v.reserve_one([s[0], s[1]])?;
-        let token = fused_encode_kv_into(
-            xk,
-            xv,
-            SideBuffers {
-                codec: &k.codec,
-                packed: &kp,
-                norms: &kn,
-                after: k.pending.token(),
-            },
-            SideBuffers {
-                codec: &v.codec,
-                packed: &vp,
-                norms: &vn,
-                after: v.pending.token(),
-            },
-            pos,
-            rope,
-        )?;
-        for side in [&mut *k, &mut *v] {
-            side.pending
-                .commit_one(&mut side.packed, &mut side.norms, token.clone())?;
-        }
+        let ((kc, kp), (vc, vp)) = (k.pair_side(), v.pair_side());
+        append_pair_one(kp, vp, [s[0], s[1]], |[kd, kn], [vd, vn], pos, [ka, va]| {
+            fused_encode_kv_into(
+                xk,
+                xv,
+                SideBuffers {
+                    codec: kc,
+                    packed: kd,
+                    norms: kn,
+                    after: ka,
+                },
+                SideBuffers {
+                    codec: vc,
+                    packed: vd,
+                    norms: vn,
+                    after: va,
+                },
+                pos,
+                rope,
+            )
+        })?;
         Ok(true)
     }
 
