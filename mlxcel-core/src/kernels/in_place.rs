@@ -77,3 +77,46 @@ pub(crate) fn write_sides(
         .pop()
         .ok_or_else(|| Error::invalid(name, "no output"))
 }
+
+/// [`write_sides`] for a launch that writes a key side and a value side at once (kernels
+/// `*_kv`: `rows` vectors per side, warps `[0, rows)` keys, `[rows, 2 rows)` values), with
+/// the inputs `inputs`, the two sides' previous tokens, then `inv_freq`, and the templates
+/// `ROPE` and `TRAD`. Without `rope` the kernel does not read `inv_freq`: a cached f32
+/// placeholder stands in.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_pair(
+    name: &'static str,
+    source: fn() -> KernelSource,
+    inputs: &[&Array],
+    rows: usize,
+    head_dim: usize,
+    pos: usize,
+    afters: [Option<&Array>; 2],
+    rope: Option<&RopeSpec>,
+) -> Result<Array> {
+    let unused;
+    let inv_freq = match rope {
+        Some(r) => r.inv_freq(),
+        None => {
+            unused = crate::kernels::decode_attention::unused_f32()?;
+            &unused
+        }
+    };
+    write_sides(
+        name,
+        source,
+        inputs,
+        2 * rows,
+        head_dim,
+        pos,
+        &afters,
+        &[inv_freq],
+        &[
+            ("ROPE", TemplateArg::Bool(rope.is_some())),
+            (
+                "TRAD",
+                TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
+            ),
+        ],
+    )
+}

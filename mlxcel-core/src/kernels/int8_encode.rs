@@ -6,7 +6,7 @@
 
 use crate::flags;
 use crate::kernels::in_place;
-use crate::mlx::kernel::{KernelBackend, KernelSource, TemplateArg};
+use crate::mlx::kernel::{KernelBackend, KernelSource};
 use crate::mlx::{Array, Dtype};
 use crate::rope::RopeSpec;
 use crate::{Error, Result};
@@ -172,31 +172,14 @@ pub fn fused_encode_kv_into(
             ),
         ));
     }
-    let rows = (xs[0] * xs[1] * xs[2]) as usize;
-    // Without RoPE the kernel does not read inv_freq: any small array stands in.
-    let unused;
-    let inv_freq = match rope {
-        Some(r) => r.inv_freq(),
-        None => {
-            unused = crate::kernels::decode_attention::unused_f32()?;
-            &unused
-        }
-    };
-    in_place::write_sides(
+    in_place::write_pair(
         "int8_encode_kv",
         source_kv,
         &[xk, xv, k.q, k.scale, v.q, v.scale],
-        2 * rows,
+        (xs[0] * xs[1] * xs[2]) as usize,
         xs[3] as usize,
         pos,
-        &[k.after, v.after],
-        &[inv_freq],
-        &[
-            ("ROPE", TemplateArg::Bool(rope.is_some())),
-            (
-                "TRAD",
-                TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
-            ),
-        ],
+        [k.after, v.after],
+        rope,
     )
 }

@@ -222,10 +222,7 @@ pub fn fused_encode_kv_into(
             ),
         ));
     }
-    let rows = (xs[0] * xs[1] * xs[2]) as usize;
-    // Without RoPE the kernel does not read inv_freq: any small array stands in.
-    let inv_freq = rope.map_or_else(|| k.codec.midpoints(), |r| r.inv_freq());
-    crate::kernels::in_place::write_sides(
+    crate::kernels::in_place::write_pair(
         "turbo_encode_kv",
         source_kv,
         &[
@@ -242,18 +239,11 @@ pub fn fused_encode_kv_into(
             v.packed,
             v.norms,
         ],
-        2 * rows,
+        (xs[0] * xs[1] * xs[2]) as usize,
         d,
         pos,
-        &[k.after, v.after],
-        &[inv_freq],
-        &[
-            ("ROPE", TemplateArg::Bool(rope.is_some())),
-            (
-                "TRAD",
-                TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
-            ),
-        ],
+        [k.after, v.after],
+        rope,
     )
 }
 
