@@ -109,6 +109,17 @@ def main():
                    "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
                    + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + kv + "\n}\n")
             ok &= compile_one(f"turbo_encode_kv d{d} rope={rope} trad={trad}", src)
+    asym = read("turbo_encode_kv_asym.cu")
+    for d in (64, 128):
+        for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
+            for xt in ("__half", "__nv_bfloat16"):
+                src = (enc_header + "\n" + read("fp16_store.cuh") + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                       f"__global__ void e(const {xt}* xk, const Shape xk_shape, const int xk_ndim, const {xt}* xv, "
+                       "const float* v_mids, const float* v_lut, const float* v_signs, "
+                       "const __half* k_buf, const Shape k_buf_shape, const uint8_t* v_packed, const Shape v_packed_shape, const __half* v_norms, "
+                       "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
+                       + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + asym + "\n}\n")
+                ok &= compile_one(f"turbo_encode_kv_asym d{d} rope={rope} trad={trad} {xt}", src)
     i8 = read("int8_encode.cu")
     i8_header = header + "\n" + read("int8_encode.cuh")
     for d in (64, 128):

@@ -140,9 +140,10 @@ pub const FUSED_ROPE: Flag = Flag {
         "RoPE applied inside the fused encoder/attention kernels on CUDA (0 = MLX's rope op first)",
 };
 
-/// The decode-step K and V appends of a symmetric turbo4 or int8 cache in one launch on
-/// CUDA (one MLX node per layer and step instead of two). When 0, each side appends with its
-/// own launch.
+/// The decode-step K and V appends of a turbo4 or int8 cache in one launch on CUDA (one MLX
+/// node per layer and step instead of two), and of a turbo4-asym cache (fp16 keys rotated
+/// and stored by the same launch: one node instead of rope, `slice_update` and the value
+/// encoder). When 0, each side appends on its own.
 pub const FUSED_KV_APPEND: Flag = Flag {
     name: "MLXCEL_FUSED_KV_APPEND",
     default: true,

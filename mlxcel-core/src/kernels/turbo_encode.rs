@@ -247,6 +247,87 @@ pub fn fused_encode_kv_into(
     )
 }
 
+fn source_kv_asym() -> KernelSource {
+    let mut spec = KernelSource::new(
+        "mlxcel_turbo_encode_kv_asym",
+        &[
+            "xk",
+            "xv",
+            "v_mids",
+            "v_lut",
+            "v_signs",
+            "k_buf",
+            "v_packed",
+            "v_norms",
+            "pos_marker",
+            "k_after",
+            "v_after",
+            "inv_freq",
+        ],
+        &["done"],
+        include_str!("cuda/turbo_encode_kv_asym.cu"),
+    );
+    spec.header = format!("{}\n{}", helpers(), include_str!("cuda/fp16_store.cuh"));
+    spec
+}
+
+/// A turbo4-asym decode step in one launch (`cuda/turbo_encode_kv_asym.cu`): the keys `xk`
+/// (`[B, H, L, D]`) stored as fp16 into `k_buf [B, H, cap, D]` (rotated by `rope` first
+/// when given) and the values `xv` encoded into the turbo4 side `v`, both at `pos..pos+L`,
+/// in place. One MLX node per layer and step instead of three (rope, `slice_update`, value
+/// encoder). `k_after` is the key side's previous write token. Returns the token of both
+/// writes.
+pub fn fused_append_asym_into(
+    xk: &Array,
+    xv: &Array,
+    k_buf: &Array,
+    k_after: Option<&Array>,
+    v: SideBuffers<'_>,
+    pos: usize,
+    rope: Option<&RopeSpec>,
+) -> Result<Array> {
+    let d = v.codec.head_dim;
+    let (xs, ks) = (xk.shape(), k_buf.shape());
+    let fits = side_fits(v.codec, &xs, v.packed, v.norms, pos)
+        && xv.shape() == xs
+        && ks.len() == 4
+        && ks[..2] == xs[..2]
+        && ks[3] == d as i32
+        && pos + xs[2] as usize <= ks[2] as usize
+        && k_buf.dtype() == Dtype::F16
+        && rope.is_none_or(|r| r.fits_warp_layout(d));
+    if !fits {
+        return Err(Error::invalid(
+            "fused turbo encode",
+            format!(
+                "asym K and V in place: x {xs:?} / {:?} into k {ks:?} {:?} / packed {:?} at {pos}",
+                xv.shape(),
+                k_buf.dtype(),
+                v.packed.shape()
+            ),
+        ));
+    }
+    crate::kernels::in_place::write_pair(
+        "turbo_encode_kv_asym",
+        source_kv_asym,
+        &[
+            xk,
+            xv,
+            v.codec.midpoints(),
+            v.codec.lut16(),
+            v.codec.rotation.signs_array(),
+            k_buf,
+            v.packed,
+            v.norms,
+        ],
+        (xs[0] * xs[1] * xs[2]) as usize,
+        d,
+        pos,
+        [k_after, v.after],
+        rope,
+    )
+}
+
 /// Encodes `x [.., head_dim]` like [`TurboCodec::encode`] (same codes up to rounding at
 /// exact midpoints, norms within fp16 rounding), in one launch. Errors (not a fallback)
 /// when the kernel does not apply: callers check [`applies`].

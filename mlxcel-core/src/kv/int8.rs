@@ -74,7 +74,7 @@ impl Int8Side {
         PairSide {
             pending: &mut self.pending,
             data: &mut self.q,
-            aux: &mut self.scale,
+            aux: Some(&mut self.scale),
             widths: [d, 1],
         }
     }

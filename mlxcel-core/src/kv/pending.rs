@@ -66,16 +66,36 @@ impl PendingWrite {
         bh: [i32; 2],
         widths: [i32; 2],
     ) -> Result<(Array, Array, usize)> {
-        if data.will_grow(1) || aux.will_grow(1) {
+        match self.reserve(data, Some(aux), bh, widths)? {
+            (d, Some(a), pos) => Ok((d, a, pos)),
+            _ => Err(Error::invalid("kv", "cache buffers missing after reserve")),
+        }
+    }
+
+    /// [`PendingWrite::reserve_one`] for a side with or without an aux buffer (an fp16
+    /// side has none; `widths[1]` is then unused).
+    fn reserve(
+        &self,
+        data: &mut GrowBuffer,
+        mut aux: Option<&mut GrowBuffer>,
+        bh: [i32; 2],
+        widths: [i32; 2],
+    ) -> Result<(Array, Option<Array>, usize)> {
+        if data.will_grow(1) || aux.as_ref().is_some_and(|a| a.will_grow(1)) {
             // Growth copies the buffers: the last in-place write must have landed.
             self.settle()?;
         }
         data.reserve([bh[0], bh[1], widths[0]], 1)?;
-        aux.reserve([bh[0], bh[1], widths[1]], 1)?;
-        match (data.full(), aux.full()) {
-            (Some(d), Some(a)) => Ok((d.clone(), a.clone(), data.len())),
-            _ => Err(Error::invalid("kv", "cache buffers missing after reserve")),
+        if let Some(a) = aux.as_mut() {
+            a.reserve([bh[0], bh[1], widths[1]], 1)?;
         }
+        let missing = || Error::invalid("kv", "cache buffers missing after reserve");
+        let d = data.full().ok_or_else(missing)?.clone();
+        let a = match aux {
+            Some(a) => Some(a.full().ok_or_else(missing)?.clone()),
+            None => None,
+        };
+        Ok((d, a, data.len()))
     }
 
     /// Counts the reserved position and records `token` as the last write.
@@ -85,34 +105,53 @@ impl PendingWrite {
         aux: &mut GrowBuffer,
         token: Array,
     ) -> Result<()> {
+        self.commit(data, Some(aux), token)
+    }
+
+    fn commit(
+        &mut self,
+        data: &mut GrowBuffer,
+        aux: Option<&mut GrowBuffer>,
+        token: Array,
+    ) -> Result<()> {
         data.advance(1)?;
-        aux.advance(1)?;
+        if let Some(a) = aux {
+            a.advance(1)?;
+        }
         self.0 = Some(token);
         Ok(())
     }
 }
 
-/// One side of [`append_pair_one`]: its last-write token and its buffer pair, with the
-/// buffers' row widths.
+/// One side of [`append_pair_one`]: its last-write token and its buffers (`aux`: none for
+/// an fp16 side), with the buffers' row widths.
 pub struct PairSide<'a> {
     pub pending: &'a mut PendingWrite,
     pub data: &'a mut GrowBuffer,
-    pub aux: &'a mut GrowBuffer,
+    pub aux: Option<&'a mut GrowBuffer>,
     pub widths: [i32; 2],
 }
 
+/// A side's reserved buffers as [`append_pair_one`] hands them to the launch: `[data, aux]`,
+/// with `data` again in place of a missing aux.
+type Reserved<'a> = [&'a Array; 2];
+
 /// A key side and a value side each get one position from one launch: both reserve it,
-/// `write([k_data, k_aux], [v_data, v_aux], pos, [k_token, v_token])` queues the launch and
-/// returns its token, and both sides commit that token (it took both previous tokens as
-/// inputs). `bh` = `[B, H]` of both sides.
+/// `write(k_buffers, v_buffers, pos, [k_token, v_token])` queues the launch and returns its
+/// token, and both sides commit that token (it took both previous tokens as inputs).
+/// `bh` = `[B, H]` of both sides.
 pub fn append_pair_one(
-    k: PairSide<'_>,
-    v: PairSide<'_>,
+    mut k: PairSide<'_>,
+    mut v: PairSide<'_>,
     bh: [i32; 2],
-    write: impl FnOnce([&Array; 2], [&Array; 2], usize, [Option<&Array>; 2]) -> Result<Array>,
+    write: impl FnOnce(Reserved<'_>, Reserved<'_>, usize, [Option<&Array>; 2]) -> Result<Array>,
 ) -> Result<()> {
-    let (kd, ka, pos) = k.pending.reserve_one(k.data, k.aux, bh, k.widths)?;
-    let (vd, va, v_pos) = v.pending.reserve_one(v.data, v.aux, bh, v.widths)?;
+    let (kd, ka, pos) = k
+        .pending
+        .reserve(k.data, k.aux.as_deref_mut(), bh, k.widths)?;
+    let (vd, va, v_pos) = v
+        .pending
+        .reserve(v.data, v.aux.as_deref_mut(), bh, v.widths)?;
     if v_pos != pos {
         return Err(Error::invalid(
             "kv",
@@ -120,11 +159,87 @@ pub fn append_pair_one(
         ));
     }
     let token = write(
-        [&kd, &ka],
-        [&vd, &va],
+        [&kd, ka.as_ref().unwrap_or(&kd)],
+        [&vd, va.as_ref().unwrap_or(&vd)],
         pos,
         [k.pending.token(), v.pending.token()],
     )?;
-    k.pending.commit_one(k.data, k.aux, token.clone())?;
-    v.pending.commit_one(v.data, v.aux, token)
+    k.pending.commit(k.data, k.aux, token.clone())?;
+    v.pending.commit(v.data, v.aux, token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mlx::Dtype;
+
+    fn filled(dtype: Dtype, shape: &[i32]) -> GrowBuffer {
+        let mut b = GrowBuffer::new(dtype);
+        b.append(&Array::zeros(shape, dtype).unwrap()).unwrap();
+        b
+    }
+
+    fn side<'a>(
+        pending: &'a mut PendingWrite,
+        data: &'a mut GrowBuffer,
+        aux: Option<&'a mut GrowBuffer>,
+        widths: [i32; 2],
+    ) -> PairSide<'a> {
+        PairSide {
+            pending,
+            data,
+            aux,
+            widths,
+        }
+    }
+
+    #[test]
+    fn a_pair_append_reserves_both_sides_and_records_one_token() {
+        // An fp16 key side (no aux) and a turbo-like value side (data + aux), 3 positions.
+        let (mut kp, mut vp) = (PendingWrite::default(), PendingWrite::default());
+        let mut kd = filled(Dtype::F16, &[1, 2, 3, 8]);
+        let mut vd = filled(Dtype::U8, &[1, 2, 3, 4]);
+        let mut va = filled(Dtype::F16, &[1, 2, 3, 1]);
+        let mut seen = None;
+        append_pair_one(
+            side(&mut kp, &mut kd, None, [8, 0]),
+            side(&mut vp, &mut vd, Some(&mut va), [4, 1]),
+            [1, 2],
+            |[k0, k1], [v0, v1], pos, [ka, vb]| {
+                // A side without aux gets its data twice; no earlier write, no token.
+                seen = Some((k0.shape(), k1.shape(), v0.shape(), v1.shape(), pos));
+                assert!(ka.is_none() && vb.is_none());
+                Array::zeros(&[4], Dtype::I32)
+            },
+        )
+        .unwrap();
+        let (k0, k1, v0, v1, pos) = seen.expect("the write ran");
+        assert_eq!(pos, 3);
+        assert_eq!((&k0[..2], k0[3], &k1), (&[1, 2][..], 8, &k0));
+        assert_eq!((v0[3], v1[3]), (4, 1));
+        assert_eq!((kd.len(), vd.len(), va.len()), (4, 4, 4));
+        assert!(kp.token().is_some() && vp.token().is_some());
+        // The next pair write takes both tokens.
+        append_pair_one(
+            side(&mut kp, &mut kd, None, [8, 0]),
+            side(&mut vp, &mut vd, Some(&mut va), [4, 1]),
+            [1, 2],
+            |_, _, pos, [ka, vb]| {
+                assert_eq!(pos, 4);
+                assert!(ka.is_some() && vb.is_some());
+                Array::zeros(&[4], Dtype::I32)
+            },
+        )
+        .unwrap();
+        // Sides of different lengths are an error, and the write does not run.
+        let mut short = filled(Dtype::F16, &[1, 2, 2, 8]);
+        let mut p = PendingWrite::default();
+        let r = append_pair_one(
+            side(&mut p, &mut short, None, [8, 0]),
+            side(&mut vp, &mut vd, Some(&mut va), [4, 1]),
+            [1, 2],
+            |_, _, _, _| panic!("must not write"),
+        );
+        assert!(r.is_err());
+    }
 }

@@ -2,6 +2,7 @@
 //! is a pair of sides ([`SplitKvCache`](super::split::SplitKvCache)); each storage format
 //! is one module (`fp16`, `int8`, `turbo`, `delegated`).
 
+use crate::kv::fp16::Fp16Side;
 use crate::kv::int8::Int8Side;
 use crate::kv::turbo::rotation::Rotation;
 use crate::kv::turbo::TurboSide;
@@ -76,6 +77,12 @@ pub trait KvSide {
 
     /// This side as int8 storage, for the same reason ([`Int8Side::append_pair_in_place`]).
     fn as_int8_mut(&mut self) -> Option<&mut Int8Side> {
+        None
+    }
+
+    /// This side as unquantized storage: the key side of turbo4-asym
+    /// ([`TurboSide::append_asym_pair_in_place`]).
+    fn as_fp16_mut(&mut self) -> Option<&mut Fp16Side> {
         None
     }
 

@@ -9,6 +9,7 @@ pub mod rotation;
 
 use crate::flags;
 use crate::kv::buffer::GrowBuffer;
+use crate::kv::fp16::Fp16Side;
 use crate::kv::pending::PendingWrite;
 use crate::kv::side::{KvSide, RawSide};
 use crate::mlx::{Array, Dtype};
@@ -71,7 +72,7 @@ impl TurboSide {
             crate::kv::pending::PairSide {
                 pending: &mut self.pending,
                 data: &mut self.packed,
-                aux: &mut self.norms,
+                aux: Some(&mut self.norms),
                 widths,
             },
         )
@@ -113,6 +114,53 @@ impl TurboSide {
                     norms: kn,
                     after: ka,
                 },
+                SideBuffers {
+                    codec: vc,
+                    packed: vd,
+                    norms: vn,
+                    after: va,
+                },
+                pos,
+                rope,
+            )
+        })?;
+        Ok(true)
+    }
+
+    /// Appends one decode-step position to a turbo4-asym cache, fp16 key side `k` and turbo4
+    /// value side `v`, with one launch (`kernels::turbo_encode::fused_append_asym_into`);
+    /// with `rope`, `xk` is the key before RoPE. Returns false, having appended nothing,
+    /// where that path does not apply (then each side appends on its own).
+    pub fn append_asym_pair_in_place(
+        k: &mut Fp16Side,
+        v: &mut TurboSide,
+        xk: &Array,
+        xv: &Array,
+        rope: Option<&RopeSpec>,
+    ) -> Result<bool> {
+        use crate::kernels::turbo_encode::{applies_in_place, fused_append_asym_into, SideBuffers};
+        use crate::kv::pending::append_pair_one;
+        let d = v.codec.head_dim;
+        let one_position = xk.ndim() == 4 && xk.dim(2) == 1 && xv.shape() == xk.shape();
+        if !(flags::FUSED_KV_APPEND.enabled()
+            && one_position
+            && xk.dim(3) as usize == d
+            && k.dtype() == Dtype::F16
+            && applies_in_place(&v.codec)
+            && k.len() == v.len()
+            && rope.is_none_or(|r| r.fits_warp_layout(d)))
+        {
+            return Ok(false);
+        }
+        let s = xk.shape();
+        let kp = k.pair_side(d as i32);
+        let (vc, vp) = v.pair_side();
+        append_pair_one(kp, vp, [s[0], s[1]], |[kd, _], [vd, vn], pos, [ka, va]| {
+            fused_append_asym_into(
+                xk,
+                xv,
+                kd,
+                ka,
                 SideBuffers {
                     codec: vc,
                     packed: vd,

@@ -1,0 +1,23 @@
+// The fp16 key side of a turbo4-asym cache, written by one warp per head vector (what MLX's
+// rope op followed by a slice_update into the cache buffer does). Used by
+// turbo_encode_kv_asym.cu. Appended to decode_attention.cuh (rope_warp).
+#pragma once
+
+namespace mlxcel_enc {
+
+// Stores x_row[0..D) (lane l owning [l * D/32, (l + 1) * D/32)) into buf[dst * D ..] as
+// fp16; with ROPE, x_row is a key before RoPE and is rotated at position pos first
+// (inv_freq: D/2 f32, computed in f32 and rounded once). Every lane of the warp must call it.
+template <int D, bool ROPE, bool TRAD, typename T>
+__device__ __forceinline__ void fp16_row(const T* x_row, int lane, float pos, const float* inv_freq, __half* buf,
+                                         long long dst) {
+  constexpr int QE = D / 32;
+  float v[QE];
+#pragma unroll
+  for (int e = 0; e < QE; ++e) v[e] = static_cast<float>(x_row[lane * QE + e]);
+  if constexpr (ROPE) mlxcel_fd::rope_warp<QE, TRAD>(v, lane, pos, inv_freq);
+#pragma unroll
+  for (int e = 0; e < QE; ++e) buf[dst * D + lane * QE + e] = __float2half_rn(v[e]);
+}
+
+}  // namespace mlxcel_enc
