@@ -83,7 +83,7 @@ def main():
                            + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
                     ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold}", src)
     enc = read("turbo_encode.cu")
-    enc_header = header + "\n" + read("turbo_encode.cuh")
+    enc_header = header + "\n" + read("kv_pair.cuh") + "\n" + read("turbo_encode.cuh")
     for d in (64, 128):
         for xt in ("float", "__half", "__nv_bfloat16"):
             src = (enc_header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
@@ -121,7 +121,7 @@ def main():
                        + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + asym + "\n}\n")
                 ok &= compile_one(f"turbo_encode_kv_asym d{d} rope={rope} trad={trad} {xt}", src)
     i8 = read("int8_encode.cu")
-    i8_header = header + "\n" + read("int8_encode.cuh")
+    i8_header = header + "\n" + read("kv_pair.cuh") + "\n" + read("int8_encode.cuh")
     for d in (64, 128):
         for xt in ("float", "__half", "__nv_bfloat16"):
             for rope, trad in ((False, "false"), (True, "false"), (True, "true")):

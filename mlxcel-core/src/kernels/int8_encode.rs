@@ -12,11 +12,12 @@ use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
 /// The encoders' helpers: one warp's int8 encoding (`cuda/int8_encode.cuh`) after the
-/// decode-attention helpers it uses (`rope_warp`).
+/// decode-attention helpers it uses (`rope_warp`) and the K+V launches' warp layout.
 fn helpers() -> String {
     format!(
-        "{}\n{}",
+        "{}\n{}\n{}",
         include_str!("cuda/decode_attention.cuh"),
+        include_str!("cuda/kv_pair.cuh"),
         include_str!("cuda/int8_encode.cuh")
     )
 }

@@ -16,8 +16,9 @@ const BODY: &str = include_str!("cuda/turbo_encode.cu");
 /// The warp-level helpers (Walsh-Hadamard, RoPE) and the one-vector encoder.
 fn helpers() -> String {
     format!(
-        "{}\n{}",
+        "{}\n{}\n{}",
         include_str!("cuda/decode_attention.cuh"),
+        include_str!("cuda/kv_pair.cuh"),
         include_str!("cuda/turbo_encode.cuh")
     )
 }

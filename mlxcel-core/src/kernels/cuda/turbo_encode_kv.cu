@@ -1,6 +1,6 @@
 // A decode step's K and V appends of a symmetric turbo4 cache in one launch, written in
 // place like turbo_encode.cu's in-place variant: warps [0, rows) encode keys, warps
-// [rows, 2 rows) values (mlxcel_enc::turbo4_row). One MLX custom-kernel node per layer and
+// [rows, 2 rows) values (mlxcel_enc::pair_row, mlxcel_enc::turbo4_row). One MLX custom-kernel node per layer and
 // step instead of two. With ROPE, xk is the key before RoPE (rotated here, inv_freq input).
 // Inputs: xk, xv [B, H, L, D]; k_mids, k_lut, k_signs and v_*: each side's codec;
 // k_packed, v_packed [B, H, cap, D/2] uint8 and k_norms, v_norms [B, H, cap, 1] fp16 (the
@@ -8,18 +8,14 @@
 // pos_marker_shape[0] - 1); k_after, v_after (the sides' previous write tokens, unused);
 // inv_freq. Output: done [4] int32, the token of both sides' write (kv/pending.rs).
 // Template constants: D (64 or 128), ROPE, TRAD.
-long long rows = 1;
-for (int i = 0; i + 1 < xk_ndim; ++i) rows *= xk_shape[i];
-const long long warp_id = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+const mlxcel_enc::PairRow p = mlxcel_enc::pair_row(xk_shape, xk_ndim, pos_marker_shape[0] - 1);
 const int lane = threadIdx.x & 31;
-if (warp_id >= 2 * rows) return;  // whole warps leave together
-const bool is_v = warp_id >= rows;  // warp-uniform
-const long long row = is_v ? warp_id - rows : warp_id;
+if (!p.active) return;
 const long long L = xk_shape[xk_ndim - 2];
-const long long pos = (pos_marker_shape[0] - 1) + row % L;
+const long long row = p.row, pos = p.pos;
 const long long dst = (row / L) * k_packed_shape[2] + pos;
-if (warp_id == 0 && lane == 0) done[0] = 1;
-if (!is_v) {
+if (row == 0 && !p.is_v && lane == 0) done[0] = 1;
+if (!p.is_v) {
   mlxcel_enc::turbo4_row<D, ROPE, TRAD>(xk + row * D, lane, k_mids, k_lut, k_signs, static_cast<float>(pos), inv_freq,
                                         const_cast<unsigned char*>(k_packed), const_cast<__half*>(k_norms), dst);
 } else {

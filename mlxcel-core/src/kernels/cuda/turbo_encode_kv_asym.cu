@@ -9,17 +9,13 @@
 // k_after, v_after (the sides' previous write tokens, unused); inv_freq. Output: done [4]
 // int32, the token of both sides' write (kv/pending.rs). Template constants: D (64 or 128),
 // ROPE, TRAD.
-long long rows = 1;
-for (int i = 0; i + 1 < xk_ndim; ++i) rows *= xk_shape[i];
-const long long warp_id = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+const mlxcel_enc::PairRow p = mlxcel_enc::pair_row(xk_shape, xk_ndim, pos_marker_shape[0] - 1);
 const int lane = threadIdx.x & 31;
-if (warp_id >= 2 * rows) return;  // whole warps leave together
-const bool is_v = warp_id >= rows;  // warp-uniform
-const long long row = is_v ? warp_id - rows : warp_id;
+if (!p.active) return;
 const long long L = xk_shape[xk_ndim - 2];
-const long long pos = (pos_marker_shape[0] - 1) + row % L;
-if (warp_id == 0 && lane == 0) done[0] = 1;
-if (!is_v) {
+const long long row = p.row, pos = p.pos;
+if (row == 0 && !p.is_v && lane == 0) done[0] = 1;
+if (!p.is_v) {
   const long long dst = (row / L) * k_buf_shape[2] + pos;
   mlxcel_enc::fp16_row<D, ROPE, TRAD>(xk + row * D, lane, static_cast<float>(pos), inv_freq, const_cast<__half*>(k_buf),
                                       dst);

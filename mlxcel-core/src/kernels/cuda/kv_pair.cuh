@@ -1,0 +1,30 @@
+// The warp layout shared by the K+V append launches (turbo_encode_kv.cu, int8_encode_kv.cu,
+// turbo_encode_kv_asym.cu): warps [0, rows) write keys, warps [rows, 2 rows) values, rows =
+// B * H * L of x [B, H, L, D].
+#pragma once
+
+namespace mlxcel_enc {
+
+struct PairRow {
+  long long row;  // the vector of x this warp writes: [0, rows)
+  long long pos;  // its cache position: first_pos + row % L
+  bool is_v;      // a value warp (warp-uniform)
+  bool active;    // false for the warps past 2 rows (they return, whole warps together)
+};
+
+// This warp's row, for x of shape x_shape (x_ndim dims, L = x_shape[x_ndim - 2]) written
+// from cache position first_pos on.
+template <typename S>
+__device__ __forceinline__ PairRow pair_row(const S& x_shape, int x_ndim, long long first_pos) {
+  long long rows = 1;
+  for (int i = 0; i + 1 < x_ndim; ++i) rows *= x_shape[i];
+  const long long warp_id = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  PairRow p;
+  p.active = warp_id < 2 * rows;
+  p.is_v = warp_id >= rows;
+  p.row = p.is_v ? warp_id - rows : warp_id;
+  p.pos = first_pos + p.row % x_shape[x_ndim - 2];
+  return p;
+}
+
+}  // namespace mlxcel_enc
