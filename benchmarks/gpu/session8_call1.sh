@@ -14,7 +14,8 @@
 #    gpu_fused_rope (int8 and turbo4-asym: the K+V launch with and without RoPE against
 #    the one-side paths, bit for bit, and the stored key against the exact rotation).
 # 2. fp16, turbo4, turbo4-asym and int8 at 4K (host-bound there), A and B interleaved, twice each, with
-#    the build profile and device timeline on: did the host's build time per step fall.
+#    the build profile and device timeline on: did the host's build time per step fall, and
+#    how many MLX ops each step queues (build B only: `ops per step`, decode_ops_per_step_steady).
 set -uo pipefail
 export MLXCEL_BUILD_PROFILE=1 MLXCEL_DEVICE_CLOCK=1
 mkdir -p "${OUT:-/tmp/out}"
@@ -30,5 +31,7 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
     s = json.load(open(f))["stats"]
     parts = dict(s.get("decode_build_parts_seconds_steady") or [])
     tot = sum(parts.values()) * 1e3
-    print(f"{os.path.basename(f):<28} build {tot:6.3f} ms  " + ", ".join(f"{k} {1e3 * v:.3f}" for k, v in parts.items()))
+    ops = s.get("decode_ops_per_step_steady")
+    print(f"{os.path.basename(f):<28} build {tot:6.3f} ms  " + ", ".join(f"{k} {1e3 * v:.3f}" for k, v in parts.items())
+          + (f"  ops/step {ops:.1f}" if ops else ""))
 PY

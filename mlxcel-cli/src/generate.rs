@@ -133,6 +133,9 @@ fn print_profile(s: &GenerationStats) {
             1e3 * parts.iter().map(|(_, t)| t).sum::<f64>()
         );
     }
+    if let Some(ops) = s.decode_ops_per_step_steady {
+        eprintln!("ops per step       {ops:.1} MLX operations queued (2nd half)");
+    }
     eprintln!(
         "graph building     {:.3} s on the host ({})",
         s.decode_graph_build_seconds,

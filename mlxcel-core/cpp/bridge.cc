@@ -1,5 +1,6 @@
 // Implementation of the cxx bridge glue. Each function converts the bridge's plain
-// types (slices, u8 codes) to MLX types and calls one MLX function; no logic lives here.
+// types (slices, u8 codes) to MLX types and calls one MLX function; no logic lives here
+// except the graph walk of array_graph_nodes, which needs MLX's per-array internals.
 #include "mlxcel-core/cpp/bridge.h"
 
 #include <dlfcn.h>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "mlx/backend/cuda/cuda.h"
 #include "mlx/backend/metal/metal.h"
@@ -203,6 +205,23 @@ rust::Vec<int32_t> array_shape(const Array& a) {
 uint8_t array_dtype(const Array& a) { return from_dtype(a.inner.dtype()); }
 size_t array_size(const Array& a) { return a.inner.size(); }
 size_t array_nbytes(const Array& a) { return a.inner.nbytes(); }
+size_t array_graph_nodes(const Array& a) {
+  // Depth-first over the inputs, stopping at arrays already scheduled (evaluated or
+  // available) or without a primitive; an op with several outputs counts once.
+  std::unordered_set<std::uintptr_t> seen;
+  std::vector<mx::array> stack{a.inner};
+  size_t nodes = 0;
+  while (!stack.empty()) {
+    mx::array x = std::move(stack.back());
+    stack.pop_back();
+    if (x.status() != mx::array::Status::unscheduled || !x.has_primitive()) continue;
+    if (!seen.insert(x.id()).second) continue;
+    ++nodes;
+    for (const auto& s : x.siblings()) seen.insert(s.id());
+    for (const auto& in : x.inputs()) stack.push_back(in);
+  }
+  return nodes;
+}
 void array_eval(const Array& a) {
   mx::array x = a.inner;
   x.eval();

@@ -81,6 +81,7 @@ rust::Vec<int32_t> array_shape(const Array& a);
 uint8_t array_dtype(const Array& a);
 size_t array_size(const Array& a);
 size_t array_nbytes(const Array& a);
+size_t array_graph_nodes(const Array& a);
 void array_eval(const Array& a);
 void array_copy_to(const Array& a, rust::Slice<uint8_t> dst);
 rust::String array_to_string(const Array& a);

@@ -25,6 +25,11 @@ pub fn set_enabled(on: bool) {
     TOTALS.with(|t| t.borrow_mut().clear());
 }
 
+/// Whether collection is on for this thread.
+pub fn enabled() -> bool {
+    ON.with(Cell::get)
+}
+
 /// Times the enclosing scope as `part` (spans of one part add up; do not nest spans, or
 /// the time counts twice).
 #[must_use = "the span measures until it is dropped"]

@@ -485,3 +485,26 @@ fn reading_a_queued_array_does_not_wait_for_later_work() {
         .unwrap();
     assert!(v.iter().all(|x| (x - 1.0).abs() < 1e-4), "{v:?}");
 }
+
+#[test]
+fn pending_ops_counts_what_evaluation_would_schedule() {
+    let x = Array::from_slice(&[1f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+    // Data from the host is available: nothing to schedule.
+    assert_eq!(x.pending_ops().unwrap(), 0);
+    let b = x.add(&x).unwrap();
+    let c = b.multiply(&b).unwrap();
+    assert_eq!(b.pending_ops().unwrap(), 1);
+    // b is shared by both operands of c: counted once.
+    assert_eq!(c.pending_ops().unwrap(), 2);
+    // A split is one op with two outputs: counted once, plus the add of its halves.
+    let halves = c.split_at(&[2], 0).unwrap();
+    let d = halves[0].add(&halves[1]).unwrap();
+    assert_eq!(d.pending_ops().unwrap(), 4);
+    // Evaluated ops are no longer pending.
+    b.eval().unwrap();
+    assert_eq!(c.pending_ops().unwrap(), 1);
+    assert_eq!(d.pending_ops().unwrap(), 3);
+    d.eval().unwrap();
+    assert_eq!(d.pending_ops().unwrap(), 0);
+    assert_eq!(d.to_vec::<f32>().unwrap(), [4.0 + 36.0, 16.0 + 64.0]);
+}

@@ -120,6 +120,7 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
         // The host build profile changes nothing but adds the per-part times, which fit
         // inside the host time of a step.
         assert!(piped.stats.decode_build_parts_seconds_steady.is_none());
+        assert!(piped.stats.decode_ops_per_step_steady.is_none());
         let profiled = run(true, true);
         assert_eq!(profiled.tokens, piped.tokens, "{kv}: build profile on");
         let parts = profiled.stats.decode_build_parts_seconds_steady.unwrap();
@@ -133,10 +134,14 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
                 "kv append",
                 "attention",
                 "o_proj",
-                "mlp"
+                "mlp",
+                "op count"
             ],
             "{kv}"
         );
+        // Two layers, each with several MLX ops: the count is well above the layer count.
+        let ops = profiled.stats.decode_ops_per_step_steady.unwrap();
+        assert!(ops >= 20.0, "{kv}: {ops} ops per step");
         assert!(parts.iter().all(|(_, t)| *t > 0.0), "{kv}: {parts:?}");
         let sum: f64 = parts.iter().map(|(_, t)| t).sum();
         assert!(

@@ -145,6 +145,14 @@ impl Array {
         ffi::array_nbytes(self.raw())
     }
 
+    /// The number of operations evaluating this array would schedule: the not yet
+    /// scheduled ops it depends on, itself included (an op with several outputs once). A
+    /// diagnostic of graph size (each op is host work when MLX encodes a step); it walks the
+    /// graph, so it costs time proportional to that count.
+    pub fn pending_ops(&self) -> Result<usize> {
+        ffi::array_graph_nodes(self.raw()).op("graph nodes")
+    }
+
     /// Runs the graph that produces this array.
     pub fn eval(&self) -> Result<()> {
         ffi::array_eval(self.raw()).op("eval")

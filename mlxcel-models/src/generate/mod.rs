@@ -120,6 +120,11 @@ pub struct GenerationStats {
     /// loop's own work and code outside the marked parts).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_build_parts_seconds_steady: Option<Vec<(String, f64)>>,
+    /// With `MLXCEL_BUILD_PROFILE` in the pipelined loop: MLX operations per decode step
+    /// (mean, second half), counted on the step's graph before it is queued
+    /// (`Array::pending_ops`; the count's own time is the build part "op count").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_ops_per_step_steady: Option<f64>,
 }
 
 /// What came out.
@@ -159,6 +164,8 @@ struct QueuedStep {
     /// Device timestamps (ns) when the step's first graph started, at its first node and at
     /// its last node, with `MLXCEL_DEVICE_CLOCK`.
     clocks: Option<[Array; 3]>,
+    /// With the build profile on: the MLX operations the step queued.
+    ops: Option<usize>,
 }
 
 /// Builds one greedy decode step on top of `token` (a device array, possibly not yet
@@ -189,6 +196,12 @@ fn queue_greedy_step(
     let (token, start) = probe(token, launch.as_ref().map(|l| &l.0))?;
     let logits = model.forward_tokens(&token, caches, true)?;
     let (next, end) = probe(&logits.argmax(&[-1], false)?.reshape(&[1])?, None)?;
+    let ops = if build_profile::enabled() {
+        let _span = build_profile::span("op count");
+        Some(next.pending_ops()?)
+    } else {
+        None
+    };
     let t = Instant::now();
     let clocks = match (launch, start, end) {
         (Some((_, l)), Some(s), Some(e)) => {
@@ -204,6 +217,7 @@ fn queue_greedy_step(
         next,
         submit_seconds: t.elapsed().as_secs_f64(),
         clocks,
+        ops,
     })
 }
 
@@ -351,6 +365,7 @@ pub fn generate(
         decode_pipelined: pipelined,
         decode_timeline: timeline,
         decode_build_parts_seconds_steady: steps.build_parts(),
+        decode_ops_per_step_steady: steps.ops_per_step(),
     };
     Ok(Generation {
         tokens: out,

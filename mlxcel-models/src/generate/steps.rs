@@ -63,8 +63,10 @@ pub(super) struct StepRecorder {
     /// and (start, end) per wait.
     host_marks: Vec<[u64; 3]>,
     wait_marks: Vec<[u64; 2]>,
-    /// With the build profile on: each step's build time per model part.
+    /// With the build profile on: each step's build time per model part ...
     parts: Vec<Vec<(&'static str, f64)>>,
+    /// ... and the MLX operations each pipelined step queued.
+    ops: Vec<usize>,
     profile: Option<(usize, usize)>,
 }
 
@@ -78,6 +80,7 @@ impl StepRecorder {
             host_marks: Vec::new(),
             wait_marks: Vec::new(),
             parts: Vec::new(),
+            ops: Vec::new(),
             profile: flags::cuda_profile_steps(),
         }
     }
@@ -109,6 +112,7 @@ impl StepRecorder {
     pub(super) fn queue(&mut self, build: impl FnOnce() -> Result<QueuedStep>) -> Result<Array> {
         let q = self.step(build, Ok)?;
         self.submit_times.push(q.submit_seconds);
+        self.ops.extend(q.ops);
         if let Some(c) = q.clocks {
             let end = unix_ns();
             let built = self.build_times.last().copied().unwrap_or(0.0);
@@ -145,6 +149,12 @@ impl StepRecorder {
     }
 
     /// Mean seconds per part over the second half of the profiled steps; `None` without.
+    /// Mean MLX operations per step over the second half of the counted steps.
+    pub(super) fn ops_per_step(&self) -> Option<f64> {
+        let tail = &self.ops[self.ops.len() / 2..];
+        (!tail.is_empty()).then(|| tail.iter().sum::<usize>() as f64 / tail.len() as f64)
+    }
+
     pub(super) fn build_parts(&self) -> Option<Vec<(String, f64)>> {
         let tail = &self.parts[self.parts.len() / 2..];
         if tail.is_empty() {
