@@ -227,7 +227,6 @@ void array_eval(const Array& a) {
   x.eval();
 }
 
-
 void array_copy_to(const Array& a, rust::Slice<uint8_t> dst) {
   // Wait for the array itself first: an array queued by async_eval waits on its own event.
   // Only a strided array gets a contiguous copy, and that copy is a new eval whose wait

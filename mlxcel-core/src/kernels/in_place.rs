@@ -8,6 +8,20 @@ use crate::mlx::{Array, Dtype};
 use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
+/// Whether `x [B, H, L, _]` (shape `xs`, L > 0) can be written in place at `pos..pos+L`
+/// into a cache buffer `buf [B, H, cap, width]` of `dtype`: the shape check every in-place
+/// writer makes for each buffer it writes.
+pub(crate) fn buffer_fits(xs: &[i32], buf: &Array, width: i32, dtype: Dtype, pos: usize) -> bool {
+    let bs = buf.shape();
+    xs.len() == 4
+        && bs.len() == 4
+        && bs[..2] == xs[..2]
+        && bs[3] == width
+        && buf.dtype() == dtype
+        && xs[2] > 0
+        && pos + xs[2] as usize <= bs[2] as usize
+}
+
 /// Queues kernel `name` (built by `source`) over `rows` head vectors of `head_dim`, writing
 /// at positions `pos..` after the write whose token is `after`. `inputs` are the kernel's
 /// inputs before its two ordering inputs, `pos_marker` (`pos_marker_shape[0] - 1` is `pos`)

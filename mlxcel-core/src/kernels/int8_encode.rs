@@ -5,7 +5,7 @@
 //! backends, or `MLXCEL_INPLACE_APPEND=0`). Ordering rules: [`crate::kv::pending`].
 
 use crate::flags;
-use crate::kernels::in_place;
+use crate::kernels::in_place::{self, buffer_fits};
 use crate::mlx::kernel::{KernelBackend, KernelSource};
 use crate::mlx::{Array, Dtype};
 use crate::rope::RopeSpec;
@@ -120,20 +120,11 @@ pub fn encode_into(
 /// Whether `x [B, H, L, D]` can be written in place into one side's buffers `q_buf
 /// [B, H, cap, D]` (int8) and `scale_buf [B, H, cap, 1]` (fp16) at `pos..pos+L`.
 fn side_fits(xs: &[i32], q_buf: &Array, scale_buf: &Array, pos: usize) -> bool {
-    let (qs, ss) = (q_buf.shape(), scale_buf.shape());
-    xs.len() == 4
-        && qs.len() == 4
-        && ss.len() == 4
-        && qs[..2] == xs[..2]
-        && qs[3] == xs[3]
-        && ss[..3] == qs[..3]
-        && ss[3] == 1
-        && xs[3] % 32 == 0
-        && (32..=256).contains(&xs[3])
-        && q_buf.dtype() == Dtype::I8
-        && scale_buf.dtype() == Dtype::F16
-        && xs[2] > 0
-        && pos + xs[2] as usize <= qs[2] as usize
+    let d = xs.get(3).copied().unwrap_or(0);
+    d % 32 == 0
+        && (32..=256).contains(&d)
+        && buffer_fits(xs, q_buf, d, Dtype::I8, pos)
+        && buffer_fits(xs, scale_buf, 1, Dtype::F16, pos)
 }
 
 /// One int8 side's cache buffers for [`fused_encode_kv_into`].

@@ -5,6 +5,7 @@
 //! layer and decode step) outweighed what the fused attention kernel saves at 4K-32K.
 
 use crate::flags;
+use crate::kernels::in_place::buffer_fits;
 use crate::kv::turbo::codec::{Encoded, TurboCodec};
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
@@ -84,20 +85,11 @@ pub fn applies_in_place(codec: &TurboCodec) -> bool {
 /// codec into one side's buffers `packed [B, H, cap, head_dim/2]` (u8) and
 /// `norms [B, H, cap, 1]` (f16) at positions `pos..pos+L`.
 fn side_fits(codec: &TurboCodec, xs: &[i32], packed: &Array, norms: &Array, pos: usize) -> bool {
-    let (ps, ns, d) = (packed.shape(), norms.shape(), codec.head_dim);
+    let d = codec.head_dim as i32;
     codec_fits(codec)
-        && xs.len() == 4
-        && xs[3] == d as i32
-        && ps.len() == 4
-        && ns.len() == 4
-        && ps[..2] == xs[..2]
-        && ns[..3] == ps[..3]
-        && ps[3] == (d / 2) as i32
-        && ns[3] == 1
-        && packed.dtype() == Dtype::U8
-        && norms.dtype() == Dtype::F16
-        && xs[2] > 0
-        && pos + xs[2] as usize <= ps[2] as usize
+        && xs.get(3) == Some(&d)
+        && buffer_fits(xs, packed, d / 2, Dtype::U8, pos)
+        && buffer_fits(xs, norms, 1, Dtype::F16, pos)
 }
 
 /// Encodes `x [B, H, L, head_dim]` like [`fused_encode`], writing the codes and norms into
@@ -288,21 +280,18 @@ pub fn fused_append_asym_into(
     rope: Option<&RopeSpec>,
 ) -> Result<Array> {
     let d = v.codec.head_dim;
-    let (xs, ks) = (xk.shape(), k_buf.shape());
+    let xs = xk.shape();
     let fits = side_fits(v.codec, &xs, v.packed, v.norms, pos)
         && xv.shape() == xs
-        && ks.len() == 4
-        && ks[..2] == xs[..2]
-        && ks[3] == d as i32
-        && pos + xs[2] as usize <= ks[2] as usize
-        && k_buf.dtype() == Dtype::F16
+        && buffer_fits(&xs, k_buf, d as i32, Dtype::F16, pos)
         && rope.is_none_or(|r| r.fits_warp_layout(d));
     if !fits {
         return Err(Error::invalid(
             "fused turbo encode",
             format!(
-                "asym K and V in place: x {xs:?} / {:?} into k {ks:?} {:?} / packed {:?} at {pos}",
+                "asym K and V in place: x {xs:?} / {:?} into k {:?} {:?} / packed {:?} at {pos}",
                 xv.shape(),
+                k_buf.shape(),
                 k_buf.dtype(),
                 v.packed.shape()
             ),

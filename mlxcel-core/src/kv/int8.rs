@@ -96,13 +96,8 @@ impl Int8Side {
         rope: Option<&RopeSpec>,
     ) -> Result<bool> {
         use crate::kernels::int8_encode::{fused_encode_kv_into, SideBuffers};
-        use crate::kv::pending::append_pair_one;
-        let applies = crate::flags::FUSED_KV_APPEND.enabled()
-            && Self::in_place_applies(xk)
-            && xv.shape() == xk.shape()
-            && k.len() == v.len()
-            && rope.is_none_or(|r| r.fits_warp_layout(xk.dim(3) as usize));
-        if !applies {
+        use crate::kv::pending::{append_pair_one, pair_step_applies};
+        if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope) && Self::in_place_applies(xk)) {
             return Ok(false);
         }
         let s = xk.shape();

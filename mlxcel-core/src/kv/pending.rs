@@ -123,6 +123,24 @@ impl PendingWrite {
     }
 }
 
+/// Whether a decode step's keys `xk` and values `xv` can take [`append_pair_one`] (which
+/// reserves exactly one position): `MLXCEL_FUSED_KV_APPEND` on, `[B, H, 1, D]` of one shape,
+/// sides of one length, and `rope`, if any, fitting the kernels' warp layout for D. The
+/// format-specific conditions are each pair's own.
+pub fn pair_step_applies(
+    xk: &Array,
+    xv: &Array,
+    lens: [usize; 2],
+    rope: Option<&crate::rope::RopeSpec>,
+) -> bool {
+    crate::flags::FUSED_KV_APPEND.enabled()
+        && xk.ndim() == 4
+        && xk.dim(2) == 1
+        && xv.shape() == xk.shape()
+        && lens[0] == lens[1]
+        && rope.is_none_or(|r| r.fits_warp_layout(xk.dim(3) as usize))
+}
+
 /// One side of [`append_pair_one`]: its last-write token and its buffers (`aux`: none for
 /// an fp16 side), with the buffers' row widths.
 pub struct PairSide<'a> {

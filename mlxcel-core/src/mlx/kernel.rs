@@ -398,15 +398,16 @@ impl CustomKernel {
                 ),
             ));
         }
+        // Owned once: the names move into the FFI call.
         let targs = self.template_args(launch);
         let mut names = Vec::with_capacity(targs.len());
         let mut kinds = Vec::with_capacity(targs.len());
         let mut values = Vec::with_capacity(targs.len());
-        for (n, a) in &targs {
-            names.push(n.clone());
+        for (n, a) in targs {
+            names.push(n);
             let (k, v) = match a {
-                TemplateArg::Int(i) => (0u8, *i),
-                TemplateArg::Bool(b) => (1u8, *b as i32),
+                TemplateArg::Int(i) => (0u8, i),
+                TemplateArg::Bool(b) => (1u8, b as i32),
                 TemplateArg::Dtype(d) => (2u8, d.code() as i32),
             };
             kinds.push(k);

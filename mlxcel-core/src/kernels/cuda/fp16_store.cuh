@@ -1,6 +1,6 @@
 // The fp16 key side of a turbo4-asym cache, written by one warp per head vector (what MLX's
 // rope op followed by a slice_update into the cache buffer does). Used by
-// turbo_encode_kv_asym.cu. Appended to decode_attention.cuh (rope_warp).
+// turbo_encode_kv_asym.cu. Appended to kv_pair.cuh (load_row).
 #pragma once
 
 namespace mlxcel_enc {
@@ -13,9 +13,7 @@ __device__ __forceinline__ void fp16_row(const T* x_row, int lane, float pos, co
                                          long long dst) {
   constexpr int QE = D / 32;
   float v[QE];
-#pragma unroll
-  for (int e = 0; e < QE; ++e) v[e] = static_cast<float>(x_row[lane * QE + e]);
-  if constexpr (ROPE) mlxcel_fd::rope_warp<QE, TRAD>(v, lane, pos, inv_freq);
+  load_row<QE, ROPE, TRAD>(x_row, lane, pos, inv_freq, v);
 #pragma unroll
   for (int e = 0; e < QE; ++e) buf[dst * D + lane * QE + e] = __float2half_rn(v[e]);
 }

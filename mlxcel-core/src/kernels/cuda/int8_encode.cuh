@@ -1,8 +1,8 @@
 // The int8 encoding of one head vector by one warp (what Int8Side::quantize does with ~10
 // MLX ops): absmax, scale = absmax / 127 rounded to fp16, q = clip(rint(x / scale), -127,
 // 127) against that stored scale. Shared by int8_encode.cu (one side per launch) and
-// int8_encode_kv.cu (a decode step's K and V in one launch). Appended to
-// decode_attention.cuh (rope_warp).
+// int8_encode_kv.cu (a decode step's K and V in one launch). Appended to kv_pair.cuh
+// (load_row).
 #pragma once
 
 namespace mlxcel_enc {
@@ -15,9 +15,7 @@ __device__ __forceinline__ void int8_row(const T* x_row, int lane, float pos, co
                                          __half* scale, long long dst) {
   constexpr int QE = D / 32;
   float v[QE];
-#pragma unroll
-  for (int e = 0; e < QE; ++e) v[e] = static_cast<float>(x_row[lane * QE + e]);
-  if constexpr (ROPE) mlxcel_fd::rope_warp<QE, TRAD>(v, lane, pos, inv_freq);
+  load_row<QE, ROPE, TRAD>(x_row, lane, pos, inv_freq, v);
   float amax = 0.0f;
 #pragma unroll
   for (int e = 0; e < QE; ++e) amax = fmaxf(amax, fabsf(v[e]));

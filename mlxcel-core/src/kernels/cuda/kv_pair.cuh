@@ -1,9 +1,19 @@
-// The warp layout shared by the K+V append launches (turbo_encode_kv.cu, int8_encode_kv.cu,
+// Shared by the cache writers: loading one head vector into a warp (all of them), and the
+// warp layout of the K+V append launches (turbo_encode_kv.cu, int8_encode_kv.cu,
 // turbo_encode_kv_asym.cu): warps [0, rows) write keys, warps [rows, 2 rows) values, rows =
-// B * H * L of x [B, H, L, D].
+// B * H * L of x [B, H, L, D]. Appended to decode_attention.cuh (rope_warp).
 #pragma once
 
 namespace mlxcel_enc {
+
+// Loads x_row[0..D) into the warp as f32, lane l holding [l * QE, (l + 1) * QE) (QE = D/32);
+// with ROPE, x_row is a key before RoPE and is rotated at position pos (inv_freq: D/2 f32).
+template <int QE, bool ROPE, bool TRAD, typename T>
+__device__ __forceinline__ void load_row(const T* x_row, int lane, float pos, const float* inv_freq, float (&v)[QE]) {
+#pragma unroll
+  for (int e = 0; e < QE; ++e) v[e] = static_cast<float>(x_row[lane * QE + e]);
+  if constexpr (ROPE) mlxcel_fd::rope_warp<QE, TRAD>(v, lane, pos, inv_freq);
+}
 
 struct PairRow {
   long long row;  // the vector of x this warp writes: [0, rows)

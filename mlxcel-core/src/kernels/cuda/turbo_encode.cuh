@@ -2,7 +2,7 @@
 // MLX ops): norm, normalize, randomized Walsh-Hadamard rotation, nearest Lloyd-Max centroid,
 // sign-magnitude relabel, corrected norm, 4-bit packing. Shared by turbo_encode.cu (one
 // side per launch) and turbo_encode_kv.cu (a decode step's K and V in one launch).
-// Appended to decode_attention.cuh (wht_warp, rope_warp).
+// Appended to decode_attention.cuh (wht_warp) and kv_pair.cuh (load_row).
 #pragma once
 
 namespace mlxcel_enc {
@@ -16,9 +16,7 @@ __device__ __forceinline__ void turbo4_row(const T* x_row, int lane, const float
                                            unsigned char* packed, __half* norms, long long dst) {
   constexpr int QE = D / 32;
   float v[QE];
-#pragma unroll
-  for (int e = 0; e < QE; ++e) v[e] = static_cast<float>(x_row[lane * QE + e]);
-  if constexpr (ROPE) mlxcel_fd::rope_warp<QE, TRAD>(v, lane, pos, inv_freq);
+  load_row<QE, ROPE, TRAD>(x_row, lane, pos, inv_freq, v);
   float ss = 0.0f;
 #pragma unroll
   for (int e = 0; e < QE; ++e) ss = fmaf(v[e], v[e], ss);

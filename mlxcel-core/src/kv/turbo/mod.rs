@@ -90,15 +90,11 @@ impl TurboSide {
         rope: Option<&RopeSpec>,
     ) -> Result<bool> {
         use crate::kernels::turbo_encode::{applies_in_place, fused_encode_kv_into, SideBuffers};
-        use crate::kv::pending::append_pair_one;
-        let one_position = xk.ndim() == 4 && xk.dim(2) == 1 && xv.shape() == xk.shape();
-        if !(flags::FUSED_KV_APPEND.enabled()
-            && one_position
+        use crate::kv::pending::{append_pair_one, pair_step_applies};
+        if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope)
             && applies_in_place(&k.codec)
             && applies_in_place(&v.codec)
-            && k.codec.head_dim == v.codec.head_dim
-            && k.len() == v.len()
-            && rope.is_none_or(|r| r.fits_warp_layout(k.codec.head_dim)))
+            && k.codec.head_dim == v.codec.head_dim)
         {
             return Ok(false);
         }
@@ -139,16 +135,12 @@ impl TurboSide {
         rope: Option<&RopeSpec>,
     ) -> Result<bool> {
         use crate::kernels::turbo_encode::{applies_in_place, fused_append_asym_into, SideBuffers};
-        use crate::kv::pending::append_pair_one;
+        use crate::kv::pending::{append_pair_one, pair_step_applies};
         let d = v.codec.head_dim;
-        let one_position = xk.ndim() == 4 && xk.dim(2) == 1 && xv.shape() == xk.shape();
-        if !(flags::FUSED_KV_APPEND.enabled()
-            && one_position
+        if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope)
             && xk.dim(3) as usize == d
             && k.dtype() == Dtype::F16
-            && applies_in_place(&v.codec)
-            && k.len() == v.len()
-            && rope.is_none_or(|r| r.fits_warp_layout(d)))
+            && applies_in_place(&v.codec))
         {
             return Ok(false);
         }
