@@ -4,6 +4,8 @@ use std::io::Write;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use mlxcel_core::kv::KvMode;
+use mlxcel_core::mlx::graph_limits;
 use mlxcel_models::generate::{generate, GenerateParams, GenerationStats};
 use mlxcel_models::sampler::SamplingParams;
 use mlxcel_models::tokenizer::chat::{apply_chat_template, Message};
@@ -154,7 +156,8 @@ fn print_profile(s: &GenerationStats) {
 }
 
 pub fn run(args: &GenerateArgs) -> Result<()> {
-    args.kv.config()?;
+    // Before the model loads: MLX reads its graph limits when the GPU is first used.
+    let graph_limit = graph_limits::lift_for_compressed_kv(args.kv.config()?.mode != KvMode::FP16);
     let model = Model::load(args.model.model.as_deref(), &args.model.load_options())?;
     let kv = args.kv.config_for(model.config().head_dim)?;
     let prompt_ids: Vec<u32> = match (&args.prompt, args.prompt_tokens) {
@@ -220,6 +223,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             "text": out.text,
             "tokens": out.tokens,
             "stats": out.stats,
+            "mlx_graph_limit": graph_limit.describe(),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -227,6 +231,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     }
     if args.profile {
         print_profile(&out.stats);
+        eprintln!("MLX graph limit    {}", graph_limit.describe());
     }
     Ok(())
 }

@@ -163,6 +163,16 @@ pub const FOLD_MERGE: Flag = Flag {
     doc: "the tensor-core decode kernel merges its splits in the same launch (1 = fold; off by default: more device time than the separate merge kernel)",
 };
 
+/// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
+/// is compressed: at long context the cache buffers trigger a graph commit every few layers
+/// and the commits made turbo4 host-bound at 128K (127.7 -> 162.5 tok/s lifted, H200;
+/// `mlx::graph_limits`, ADR 0006). fp16 caches keep MLX's limit. 0 = MLX's limit always.
+pub const LIFT_GRAPH_BYTES: Flag = Flag {
+    name: "MLXCEL_LIFT_GRAPH_BYTES",
+    default: true,
+    doc: "compressed KV caches on CUDA: lift MLX's per-graph byte limit (MLX_MAX_MB_PER_BUFFER) so long caches do not force a graph commit every few layers (0 = MLX's limit)",
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -216,4 +226,5 @@ pub const ALL: &[Flag] = &[
     FUSED_ROPE,
     FUSED_KV_APPEND,
     FOLD_MERGE,
+    LIFT_GRAPH_BYTES,
 ];

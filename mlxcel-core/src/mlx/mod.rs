@@ -1,7 +1,8 @@
 //! The safe MLX API. One module per concern:
 //! [`array`] (the handle, construction, read-back), [`dtype`], [`ops`] (math, shapes,
 //! quantization), [`fast`] (fused MLX kernels: RMSNorm, RoPE, SDPA), [`kernel`] (custom
-//! CUDA/Metal kernels), [`io`] (safetensors, GGUF), [`device`], [`memory`], [`random`].
+//! CUDA/Metal kernels), [`io`] (safetensors, GGUF), [`device`], [`graph_limits`] (MLX's CUDA graph commit limits), [`memory`],
+//! [`random`].
 //!
 //! MLX is lazy: ops build a graph and nothing runs until [`Array::eval`] (or a read-back).
 //! Errors that MLX detects while building the graph (shapes, dtypes) come back from the op
@@ -13,6 +14,7 @@ pub mod device;
 pub mod dtype;
 pub mod fast;
 pub(crate) mod ffi;
+pub mod graph_limits;
 pub mod io;
 pub mod kernel;
 pub mod memory;
