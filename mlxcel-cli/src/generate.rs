@@ -138,6 +138,17 @@ fn print_profile(s: &GenerationStats) {
     if let Some(ops) = s.decode_ops_per_step_steady {
         eprintln!("ops per step       {ops:.1} MLX operations queued (2nd half)");
     }
+    if let (Some(t), Some(p), Some(n)) = (
+        s.decode_loop_thread_cpu_seconds_per_step_steady,
+        s.decode_process_cpu_seconds_per_step_steady,
+        s.decode_loop_thread_preemptions_per_step_steady,
+    ) {
+        eprintln!(
+            "host CPU           {:.3} ms per step on the loop's thread, {:.3} ms in the process; {n:.2} preemptions per step (2nd half)",
+            1e3 * t,
+            1e3 * p
+        );
+    }
     eprintln!(
         "graph building     {:.3} s on the host ({})",
         s.decode_graph_build_seconds,

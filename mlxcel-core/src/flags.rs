@@ -164,13 +164,14 @@ pub const FOLD_MERGE: Flag = Flag {
 };
 
 /// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
-/// is compressed: at long context the cache buffers trigger a graph commit every few layers
-/// and the commits made turbo4 host-bound at 128K (127.7 -> 162.5 tok/s lifted, H200;
-/// `mlx::graph_limits`, ADR 0006). fp16 caches keep MLX's limit. 0 = MLX's limit always.
+/// is compressed (`mlx::graph_limits`). Off by default: at 128K the lift measured +27% for
+/// turbo4 in one H200 call and -24% in the next (host time per step differs by up to 45%
+/// between runs of one configuration, the lift or not), so no effect is shown; ADR 0007.
+/// 1 lifts.
 pub const LIFT_GRAPH_BYTES: Flag = Flag {
     name: "MLXCEL_LIFT_GRAPH_BYTES",
-    default: true,
-    doc: "compressed KV caches on CUDA: lift MLX's per-graph byte limit (MLX_MAX_MB_PER_BUFFER) so long caches do not force a graph commit every few layers (0 = MLX's limit)",
+    default: false,
+    doc: "compressed KV caches on CUDA: lift MLX's per-graph byte limit (MLX_MAX_MB_PER_BUFFER) (1 = lift; off by default: no effect shown through the run-to-run spread, ADR 0007)",
 };
 
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).

@@ -7,9 +7,11 @@
 //! trigger the byte limit every few layers: a turbo4 step at 128K passes ~16 GB of inputs
 //! (the packed caches twice per layer, once read by attention and once handed to the
 //! in-place append, plus the weights), about 16 commits on top of the ~5 the node limit
-//! makes. Each commit is host work (graph update and launch), and at 128K that host work
-//! made turbo4 host-bound: submit 5.0 ms per step with MLX's limit vs 3.1 ms without,
-//! 127.7 vs 162.5 tok/s on the H200 (session 8, `benchmarks/results/`, ADR 0006).
+//! makes. Each commit is host work (graph update and launch), and at 128K turbo4 is
+//! host-bound. Lifting the limit is opt-in (`MLXCEL_LIFT_GRAPH_BYTES=1`): on the H200 it
+//! measured 127.7 -> 162.5 tok/s in one call and 150.6 -> 115.1 in the next, because host
+//! time per step varies between runs of one configuration by more than the effect
+//! (session 8, `benchmarks/results/2026-11-30-h200-session8.md`, ADR 0007).
 //!
 //! MLX reads the variable once, when its CUDA command encoder is created, so
 //! [`lift_for_compressed_kv`] must run before the first GPU operation. It leaves fp16
@@ -50,7 +52,7 @@ impl GraphLimit {
 }
 
 /// The decision, without side effects: lift only on CUDA, only for a compressed KV cache,
-/// only with `MLXCEL_LIFT_GRAPH_BYTES` on, and never over a user's value.
+/// only with `MLXCEL_LIFT_GRAPH_BYTES=1`, and never over a user's value.
 pub fn decide(
     flag_on: bool,
     compressed_kv: bool,

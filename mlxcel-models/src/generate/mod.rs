@@ -16,7 +16,9 @@ use crate::model::{KvConfig, Model};
 use crate::sampler::{Sampler, SamplingParams};
 use crate::tokenizer::StreamDecoder;
 
+mod cpu_time;
 mod steps;
+use cpu_time::CpuSnapshot;
 pub use steps::StepTimeline;
 use steps::{device_clock_stats, mean_of_second_half, step_percentiles, StepRecorder};
 
@@ -125,6 +127,19 @@ pub struct GenerationStats {
     /// (`Array::pending_ops`; the count's own time is the build part "op count").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_ops_per_step_steady: Option<f64>,
+    /// CPU seconds per decode step (second half, Linux only) of the thread running the decode
+    /// loop: near `decode_host_seconds_per_step_steady` when that thread was busy throughout,
+    /// below it when it was descheduled or waited (`generate::cpu_time`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_loop_thread_cpu_seconds_per_step_steady: Option<f64>,
+    /// CPU seconds per decode step of the whole process (all threads: MLX's and the CUDA
+    /// driver's too), second half, Linux only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_process_cpu_seconds_per_step_steady: Option<f64>,
+    /// Involuntary context switches of the decode loop's thread per step (second half,
+    /// Linux only): its core was taken by another thread or process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_loop_thread_preemptions_per_step_steady: Option<f64>,
 }
 
 /// What came out.
@@ -243,6 +258,8 @@ pub fn generate(
     let mut ttft = 0.0;
     let t1 = Instant::now();
     let mut step_times: Vec<f64> = Vec::with_capacity(params.max_tokens);
+    // CPU use at each step end, aligned with `step_times`.
+    let mut step_cpu: Vec<Option<CpuSnapshot>> = Vec::with_capacity(params.max_tokens);
     let pipelined = params
         .pipelined
         .unwrap_or_else(|| flags::PIPELINED_DECODE.enabled())
@@ -280,6 +297,7 @@ pub fn generate(
         history.push(tok);
         if out.len() > 1 {
             step_times.push(t1.elapsed().as_secs_f64());
+            step_cpu.push(CpuSnapshot::now());
         }
         if !ignore_eos && model.tokenizer.as_ref().is_some_and(|t| t.is_eos(tok)) {
             stop_reason = StopReason::Eos;
@@ -339,6 +357,13 @@ pub fn generate(
     let timeline = steps.timeline()?;
     let device_clock = timeline.as_deref().and_then(device_clock_stats);
     let (step_p50, step_p90) = step_percentiles(&step_times);
+    // Over the same steps as the steady tok/s.
+    let cpu = match (step_cpu.get(half.wrapping_sub(1)), step_cpu.last()) {
+        (Some(Some(a)), Some(Some(b))) if step_times.len() >= 4 => {
+            cpu_time::per_step(*a, *b, step_times.len() - half)
+        }
+        _ => None,
+    };
     let stats = GenerationStats {
         decode_steady_tokens_per_second: steady,
         prompt_tokens: prompt.len(),
@@ -366,6 +391,9 @@ pub fn generate(
         decode_timeline: timeline,
         decode_build_parts_seconds_steady: steps.build_parts(),
         decode_ops_per_step_steady: steps.ops_per_step(),
+        decode_loop_thread_cpu_seconds_per_step_steady: cpu.map(|c| c.0),
+        decode_process_cpu_seconds_per_step_steady: cpu.map(|c| c.1),
+        decode_loop_thread_preemptions_per_step_steady: cpu.map(|c| c.2),
     };
     Ok(Generation {
         tokens: out,
