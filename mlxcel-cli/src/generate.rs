@@ -3,10 +3,10 @@
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use mlxcel_core::kv::KvMode;
 use mlxcel_core::mlx::graph_limits;
-use mlxcel_models::generate::{generate, GenerateParams, GenerationStats};
+use mlxcel_models::generate::{generate, GenerateParams, GenerationStats, PromptFill};
 use mlxcel_models::sampler::SamplingParams;
 use mlxcel_models::tokenizer::chat::{apply_chat_template, Message};
 use mlxcel_models::Model;
@@ -65,6 +65,14 @@ pub struct GenerateArgs {
     /// Prompt tokens per prefill step (bounds memory on long prompts).
     #[arg(long, default_value_t = 512)]
     pub prefill_chunk: usize,
+    /// How the prompt reaches the KV cache. `random-kv` is for decode-speed benchmarks: the
+    /// cache gets random keys and values for all but the last prompt position (through the
+    /// same appends as a prefill, in --prefill-chunk pieces) and the model runs on the last
+    /// token only, so a 128K-context decode starts in seconds instead of a full prefill. The
+    /// decode reads caches of the same size and format, so its speed is that of a real
+    /// prefill; the generated tokens are meaningless. Needs --prompt-tokens.
+    #[arg(long, value_enum, default_value_t = PromptFillArg::Model)]
+    pub prompt_fill: PromptFillArg,
     /// Print timing, memory and KV-cache numbers to stderr after the answer.
     #[arg(long)]
     pub profile: bool,
@@ -77,9 +85,26 @@ fn mb(b: usize) -> String {
     format!("{:.1} MB", b as f64 / 1e6)
 }
 
+/// `--prompt-fill` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PromptFillArg {
+    /// Run the model over the prompt (prefill).
+    Model,
+    /// Random keys/values for all but the last prompt position (benchmarks only).
+    RandomKv,
+}
+
 fn print_profile(s: &GenerationStats) {
     eprintln!();
-    eprintln!("prompt tokens      {}", s.prompt_tokens);
+    eprintln!(
+        "prompt tokens      {}{}",
+        s.prompt_tokens,
+        if s.prompt_fill == PromptFill::RandomKv {
+            " (random keys/values in the cache: --prompt-fill random-kv)"
+        } else {
+            ""
+        }
+    );
     eprintln!(
         "generated tokens   {} (stop: {:?})",
         s.generated_tokens, s.stop_reason
@@ -180,6 +205,9 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             let vocab = model.config().vocab_size as u32;
             (0..n).map(|_| rng.gen_range(0..vocab)).collect()
         }
+        (Some(_), None) if args.prompt_fill == PromptFillArg::RandomKv => {
+            bail!("--prompt-fill random-kv replaces the prompt with random keys and values: use it with --prompt-tokens, not --prompt")
+        }
         (Some(p), None) => {
             let tok = model
                 .tokenizer()
@@ -218,6 +246,10 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         kv,
         pipelined: None,
         build_profile: None,
+        prompt_fill: match args.prompt_fill {
+            PromptFillArg::Model => PromptFill::Model,
+            PromptFillArg::RandomKv => PromptFill::RandomKv,
+        },
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout();

@@ -4,7 +4,7 @@
 use mlxcel_core::kernels::quantized_gemv;
 use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::ops::{concatenate, Quantized};
-use mlxcel_core::Array;
+use mlxcel_core::{Array, Dtype};
 
 use crate::error::Result;
 use crate::weights::{Tensor, Weights};
@@ -127,6 +127,14 @@ impl Embedding {
         Ok(Embedding {
             table: w.take(name)?,
         })
+    }
+
+    /// The dtype of the rows it returns (the model's activation dtype).
+    pub fn dtype(&self) -> Dtype {
+        match &self.table {
+            Tensor::Dense(t) => t.dtype(),
+            Tensor::Quantized(q) => q.scales.dtype(),
+        }
     }
 
     /// Rows of the table for `ids` (any shape) -> `ids.shape + [hidden]`.

@@ -7,7 +7,7 @@
 use mlxcel_core::build_profile;
 use mlxcel_core::kv::KvCache;
 use mlxcel_core::rope::RopeSpec;
-use mlxcel_core::Array;
+use mlxcel_core::{Array, Dtype};
 
 use crate::config::{Llama3RopeScaling, ModelConfig, RopeScaling};
 use crate::error::{ModelError, Result};
@@ -284,6 +284,11 @@ pub struct Transformer {
 }
 
 impl Transformer {
+    /// The dtype activations (and so the keys and values a cache receives) are computed in.
+    pub fn activation_dtype(&self) -> Dtype {
+        self.embed.dtype()
+    }
+
     /// Builds the network from `weights`, taking every tensor it needs.
     pub fn load(cfg: &ModelConfig, w: &mut Weights, opts: AttentionOptions) -> Result<Transformer> {
         let embed = Embedding::load(w, "model.embed_tokens.weight")?;

@@ -195,3 +195,70 @@ fn hub_ids_resolve_from_the_offline_cache() {
     );
     std::fs::remove_dir_all(home).ok();
 }
+
+#[test]
+fn random_kv_fill_gives_the_caches_a_prefill_would() {
+    // `--prompt-fill random-kv` (decode-speed benchmarks) must leave caches of the length,
+    // format and size a real prefill leaves, and must really write random keys and values:
+    // attention over the filled cache depends on the seed.
+    use mlxcel_core::kv::KvMode;
+    use mlxcel_core::mlx::random;
+    use mlxcel_models::generate::{fill_random, PromptFill};
+    use mlxcel_models::model::KvConfig;
+    let cfg_path = tiny_config(64);
+    let spec = format!("synthetic:{}", cfg_path.display());
+    let format = WeightFormat::Dense(Dtype::F32);
+    let model = Model::load(Some(&spec), &LoadOptions { format, seed: 7 }).unwrap();
+    let prompt: Vec<u32> = (0..41).map(|i| (i * 13) % 256).collect();
+    for mode in ["fp16", "int8", "turbo4", "turbo3-asym"] {
+        let kv = KvConfig {
+            mode: KvMode::parse(mode).unwrap(),
+            boundary_layers: 1,
+        };
+        let run = |fill: PromptFill| {
+            let params = GenerateParams {
+                max_tokens: 6,
+                prefill_chunk: 16,
+                kv,
+                prompt_fill: fill,
+                ..Default::default()
+            };
+            generate(&model, &prompt, &params, |_| {}).unwrap()
+        };
+        let (real, random_fill) = (run(PromptFill::Model), run(PromptFill::RandomKv));
+        assert_eq!(random_fill.stats.prompt_fill, PromptFill::RandomKv);
+        assert_eq!(real.stats.prompt_fill, PromptFill::Model);
+        assert_eq!(random_fill.tokens.len(), 6, "{mode}");
+        assert_eq!(random_fill.stats.prompt_tokens, prompt.len());
+        assert_eq!(
+            random_fill.stats.kv_cache_bytes, real.stats.kv_cache_bytes,
+            "{mode}: the random fill must leave caches of a prefill's size"
+        );
+
+        // 40 positions in chunks of 16 (16 + 16 + 8): every cache holds all of them.
+        let attend = |seed: u64| {
+            let mut caches = model.new_caches(&kv).unwrap();
+            fill_random(&model, &mut caches, 40, 16, seed).unwrap();
+            assert!(caches.iter().all(|c| c.len() == 40), "{mode}");
+            let cfg = model.config();
+            let q = random::normal(
+                &[1, cfg.num_heads as i32, 1, cfg.head_dim as i32],
+                Dtype::F32,
+                Some(&random::key(99).unwrap()),
+            )
+            .unwrap();
+            caches[1]
+                .attend(&q, 0.125)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap()
+        };
+        let (a, a2, b) = (attend(1), attend(1), attend(2));
+        assert!(
+            a.iter().all(|x| x.is_finite()) && a.iter().any(|&x| x != 0.0),
+            "{mode}"
+        );
+        assert_eq!(a, a2, "{mode}: the fill is deterministic in its seed");
+        assert_ne!(a, b, "{mode}: the fill must depend on its seed");
+    }
+}

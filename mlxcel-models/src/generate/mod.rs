@@ -17,6 +17,8 @@ use crate::sampler::{Sampler, SamplingParams};
 use crate::tokenizer::StreamDecoder;
 
 mod cpu_time;
+mod kv_fill;
+pub use kv_fill::{fill_random, PromptFill};
 mod steps;
 use cpu_time::CpuSnapshot;
 pub use steps::StepTimeline;
@@ -39,6 +41,9 @@ pub struct GenerateParams {
     /// Time the host's graph building of each decode step per model part
     /// ([`mlxcel_core::build_profile`]); `None` follows `MLXCEL_BUILD_PROFILE` (off).
     pub build_profile: Option<bool>,
+    /// How the prompt reaches the KV cache ([`PromptFill`]; random keys and values are for
+    /// decode-speed benchmarks only).
+    pub prompt_fill: PromptFill,
 }
 
 impl Default for GenerateParams {
@@ -52,6 +57,7 @@ impl Default for GenerateParams {
             kv: KvConfig::default(),
             pipelined: None,
             build_profile: None,
+            prompt_fill: PromptFill::Model,
         }
     }
 }
@@ -81,6 +87,8 @@ pub struct GenerationStats {
     pub peak_memory_bytes: usize,
     pub kv_cache_bytes: usize,
     pub kv_cache_mode: String,
+    /// How the prompt reached the cache (`random-kv`: benchmarks, meaningless tokens).
+    pub prompt_fill: PromptFill,
     pub stop_reason: StopReason,
     /// Host time spent building decode-step graphs (model code and MLX op construction,
     /// no evaluation). The synchronous loop adds it to every step; the pipelined loop
@@ -248,7 +256,20 @@ pub fn generate(
     let ignore_eos = params.ignore_eos || model.synthetic;
     let mut sampler = Sampler::new(params.sampling.clone());
     let t0 = Instant::now();
-    let mut logits = prefill(model, prompt, &mut caches, params.prefill_chunk)?;
+    let mut logits = match params.prompt_fill {
+        PromptFill::Model => prefill(model, prompt, &mut caches, params.prefill_chunk)?,
+        PromptFill::RandomKv => {
+            let (head, last) = prompt.split_at(prompt.len().saturating_sub(1));
+            fill_random(
+                model,
+                &mut caches,
+                head.len(),
+                params.prefill_chunk,
+                params.sampling.seed,
+            )?;
+            prefill(model, last, &mut caches, 1)?
+        }
+    };
     let prefill_s = t0.elapsed().as_secs_f64();
     let mut history: Vec<u32> = prompt.to_vec();
     let mut out: Vec<u32> = Vec::new();
@@ -378,6 +399,7 @@ pub fn generate(
         kv_cache_bytes: caches.iter().map(|c| c.bytes()).sum(),
         // The configured mode (the first layers may be boundary layers kept in fp16).
         kv_cache_mode: params.kv.mode.name().to_string(),
+        prompt_fill: params.prompt_fill,
         stop_reason,
         decode_graph_build_seconds: steps.build_times.iter().sum(),
         decode_host_seconds_per_step_steady: mean_of_second_half(&steps.build_times),
