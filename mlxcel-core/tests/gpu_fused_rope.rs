@@ -7,7 +7,8 @@
 //! the stored new key's error against the exact (f32) rotation, which may exceed the twin's
 //! (the reference encoder's) by at most 5% + 1e-3 relative RMS. A third cache
 //! appends the MLX-rotated step through `KvCache::append` (turbo4: K and V encoded by one
-//! launch) and must store exactly what the one-side encoders store.
+//! launch) and must store exactly what the one-side encoders store. `attend_rope_flat`
+//! (the output declared `[1, 1, Hq * D]`) must give exactly `attend_rope`'s values.
 //! On the CUDA host this runs the in-place encoders and the tensor-core kernel with RoPE
 //! inside; on the CPU (CI) both caches take MLX's rope, which checks the plumbing (the
 //! positions each call rotates at) and that nothing is fused there.
@@ -103,6 +104,15 @@ fn rope_inside_the_fused_kernels_matches_mlx_rope_first() {
                     b.append_rope(&k, &v, &rope).unwrap();
                     assert_eq!(b.len(), prefill + 1);
                     let got = b.attend_rope(&q, scale, &rope).unwrap();
+                    // The output in the projection's layout [1, 1, Hq * D] (fused: the same
+                    // launches with the output declared flat) holds the same values.
+                    let flat = b.attend_rope_flat(&q, scale, &rope).unwrap();
+                    assert_eq!(flat.shape(), vec![1, 1, (hq * d) as i32]);
+                    assert_eq!(
+                        flat.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap(),
+                        got.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap(),
+                        "{mode} d={d} {rname}: flat output differs"
+                    );
                     // Reference for the output: q rotated by MLX in f32, the split path in f32
                     // over what `b` stores. Against `a`'s contents instead, the few codes
                     // that flip in the new key (see `e_key`) and the f16 rounding of an MLX

@@ -197,7 +197,7 @@ impl Attention {
         cache: &mut dyn KvCache,
         residual: &Array,
     ) -> Result<Array> {
-        let (b, l) = (x.dim(0), x.dim(1));
+        let l = x.dim(1);
         // Heads come as [B, n, 1, hd] for one position (decode): the memory order of
         // [B, 1, n, hd], so no transpose node on the host-bound decode step (ADR 0006);
         // otherwise [B, L, n, hd], transposed to [B, n, L, hd] here after the norm.
@@ -231,17 +231,12 @@ impl Attention {
             let _s = build_profile::span("kv append");
             cache.append_rope(&k, &v, rope)?;
         }
+        // [B, L, Hq * D]: fused decode paths declare this shape, no reshape node.
         let o = {
             let _s = build_profile::span("attention");
-            cache.attend_rope(&q, self.scale, rope)?
+            cache.attend_rope_flat(&q, self.scale, rope)?
         };
         let _s = build_profile::span("o_proj");
-        let o = if l == 1 {
-            o.reshape(&[b, 1, self.n_heads * self.head_dim])?
-        } else {
-            o.transpose(&[0, 2, 1, 3])?
-                .reshape(&[b, l, self.n_heads * self.head_dim])?
-        };
         self.o_proj.forward_residual(&o, residual)
     }
 }

@@ -9,7 +9,9 @@
 //! | `fused-decode` | CUDA backend, one query position, int8/turbo sides (fp16 ones too with `MLXCEL_FUSED_FP16=1`), `MLXCEL_FUSED_DECODE` on (default) | one kernel reads the packed cache ([`crate::kernels::decode_attention`]) |
 
 use crate::flags;
-use crate::kernels::decode_attention::{fused_decode, fused_decode_rope, rope_fits, supported};
+use crate::kernels::decode_attention::{
+    fused_decode, fused_decode_rope, fused_decode_rope_flat, rope_fits, supported,
+};
 use crate::kv::side::{KvSide, FORMAT_FP16};
 use crate::mlx::fast::{scaled_dot_product_attention, AttentionMask};
 use crate::mlx::kernel::KernelBackend;
@@ -96,12 +98,15 @@ pub fn attend(q: &Array, k: &dyn KvSide, v: &dyn KvSide, scale: f32) -> Result<A
 /// Attention of `q` given *before* RoPE, with the rotation done inside the fused kernel,
 /// where [`attend`] would take the fused path and the kernel can rotate q
 /// ([`rope_fits`]); `None` otherwise (the caller applies MLX's RoPE and calls [`attend`]).
+/// Returns `[B, Hq, 1, D]`, or with `flat` `[B, 1, Hq * D]` (the same bytes, declared in
+/// the output projection's layout: no reshape node).
 pub fn attend_before_rope(
     q: &Array,
     k: &dyn KvSide,
     v: &dyn KvSide,
     scale: f32,
     rope: &RopeSpec,
+    flat: bool,
 ) -> Result<Option<Array>> {
     if !flags::FUSED_ROPE.enabled() || select_path(q, k, v) != AttentionPath::FusedDecode {
         return Ok(None);
@@ -116,7 +121,11 @@ pub fn attend_before_rope(
             if !rope_fits(&kr, &vr, d, gqa, rope) {
                 return Ok(None);
             }
-            fused_decode_rope(q, &kr, &vr, k.len(), scale, None, Some(rope)).map(Some)
+            if flat {
+                fused_decode_rope_flat(q, &kr, &vr, k.len(), scale, Some(rope)).map(Some)
+            } else {
+                fused_decode_rope(q, &kr, &vr, k.len(), scale, None, Some(rope)).map(Some)
+            }
         }
         _ => Ok(None),
     }

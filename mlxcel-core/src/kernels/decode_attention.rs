@@ -327,7 +327,8 @@ const MERGE_THREADS_PER_DIM: usize = 4;
 /// Most splits the merge kernel takes (`MAX_SPLITS` in `cuda/merge_splits.cu`).
 const MAX_SPLITS: usize = 2048;
 
-/// The split-merge launch shared by both kernels (`rot_v`: V's rotation signs).
+/// The split-merge launch shared by both kernels (`rot_v`: V's rotation signs), writing
+/// `out_shape` (the kernel writes `[B, Hq, D]` in memory order whatever shape is declared).
 fn merge(
     q: &Array,
     o_part: &Array,
@@ -335,6 +336,7 @@ fn merge(
     v: &RawSide<'_>,
     rot_v: &Array,
     d: usize,
+    out_shape: &[i32],
 ) -> Result<Array> {
     let s = q.shape();
     let (b, hq) = (s[0] as usize, s[1] as usize);
@@ -346,7 +348,7 @@ fn merge(
         [(b * hq * threads) as i32, 1, 1],
         [threads as i32, 1, 1],
     )
-    .output(&[b as i32, hq as i32, 1, d as i32], q.dtype())
+    .output(out_shape, q.dtype())
     .template("D", TemplateArg::Int(d as i32))
     .template("GROUP_V", TemplateArg::Int(group_v as i32))
     .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
@@ -369,7 +371,7 @@ pub fn fused_decode(
     scale: f32,
     split_override: Option<usize>,
 ) -> Result<Array> {
-    fused_decode_rope(q, k, v, len, scale, split_override, None)
+    fused_decode_impl(q, k, v, len, scale, split_override, None, false)
 }
 
 /// Whether [`fused_decode_rope`] can apply `rope` to q inside the kernel for these sides:
@@ -398,6 +400,34 @@ pub fn fused_decode_rope(
     split_override: Option<usize>,
     rope: Option<&RopeSpec>,
 ) -> Result<Array> {
+    fused_decode_impl(q, k, v, len, scale, split_override, rope, false)
+}
+
+/// [`fused_decode_rope`] returning `[B, 1, Hq * D]`, the layout the output projection
+/// takes: the same kernels and bytes, declared in that shape, so the caller's reshape (one
+/// MLX node per layer and step) is not needed.
+pub fn fused_decode_rope_flat(
+    q: &Array,
+    k: &RawSide<'_>,
+    v: &RawSide<'_>,
+    len: usize,
+    scale: f32,
+    rope: Option<&RopeSpec>,
+) -> Result<Array> {
+    fused_decode_impl(q, k, v, len, scale, None, rope, true)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fused_decode_impl(
+    q: &Array,
+    k: &RawSide<'_>,
+    v: &RawSide<'_>,
+    len: usize,
+    scale: f32,
+    split_override: Option<usize>,
+    rope: Option<&RopeSpec>,
+    flat: bool,
+) -> Result<Array> {
     let s = q.shape();
     if s.len() != 4 || s[2] != 1 {
         return Err(Error::invalid(
@@ -406,6 +436,12 @@ pub fn fused_decode_rope(
         ));
     }
     let (b, hq, d) = (s[0] as usize, s[1] as usize, s[3] as usize);
+    // The merged output's declared shape (the kernels write the same bytes either way).
+    let out_shape = if flat {
+        vec![b as i32, 1, (hq * d) as i32]
+    } else {
+        vec![b as i32, hq as i32, 1, d as i32]
+    };
     let ks = k.data.shape();
     let hkv = ks[1] as usize;
     if hkv == 0 || hq % hkv != 0 || !supported(k, v, d, hq / hkv) {
@@ -522,14 +558,10 @@ pub fn fused_decode_rope(
             || mma_source(shared),
         )?;
         // The merged output `out` is written only by the fold; otherwise a token-sized stub.
-        let out_shape = if fold {
-            vec![b as i32, hq as i32, 1, d as i32]
-        } else {
-            vec![8]
-        };
+        let fold_out = if fold { out_shape.clone() } else { vec![8] };
         let mut outs = main.call(
             &launch
-                .output(&out_shape, q.dtype())
+                .output(&fold_out, q.dtype())
                 .template("STAGES", TemplateArg::Int(stages as i32))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
@@ -553,7 +585,7 @@ pub fn fused_decode_rope(
     };
     let ml = parts.pop().expect("two outputs");
     let o_part = parts.pop().expect("two outputs");
-    merge(q, &o_part, &ml, v, &rot_v, d)
+    merge(q, &o_part, &ml, v, &rot_v, d, &out_shape)
 }
 
 #[cfg(test)]

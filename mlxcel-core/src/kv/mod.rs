@@ -51,6 +51,13 @@ pub trait KvCache {
         self.attend(&rope_queries(q, rope, self.len())?, scale)
     }
 
+    /// [`KvCache::attend_rope`] with the output as `[B, L, Hq * D]`, the layout the output
+    /// projection takes. The default transposes (L > 1) and reshapes; fused decode paths
+    /// declare their output in this shape and save the reshape node.
+    fn attend_rope_flat(&self, q: &Array, scale: f32, rope: &RopeSpec) -> Result<Array> {
+        flatten_heads(&self.attend_rope(q, scale, rope)?)
+    }
+
     /// Number of cached positions.
     fn len(&self) -> usize;
 
@@ -67,6 +74,23 @@ pub trait KvCache {
 
     /// The mode of this layer (`fp16` for boundary layers of turbo modes).
     fn mode_name(&self) -> String;
+}
+
+/// `[B, Hq, L, D]` -> `[B, L, Hq * D]` (for L = 1 one reshape: the memory order is the same).
+pub fn flatten_heads(o: &Array) -> Result<Array> {
+    let s = o.shape();
+    if s.len() != 4 {
+        return Err(crate::Error::invalid(
+            "attention output",
+            format!("expected [B, Hq, L, D], got {s:?}"),
+        ));
+    }
+    let (b, hq, l, d) = (s[0], s[1], s[2], s[3]);
+    if l == 1 {
+        o.reshape(&[b, 1, hq * d])
+    } else {
+        o.transpose(&[0, 2, 1, 3])?.reshape(&[b, l, hq * d])
+    }
 }
 
 /// Positions by which a cache's buffers grow: preallocation amortizes the copy that

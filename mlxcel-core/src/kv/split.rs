@@ -5,7 +5,7 @@ use crate::attention::{attend, attend_before_rope};
 use crate::kv::int8::Int8Side;
 use crate::kv::side::KvSide;
 use crate::kv::turbo::TurboSide;
-use crate::kv::{rope_queries, KvCache};
+use crate::kv::{flatten_heads, rope_queries, KvCache};
 use crate::mlx::Array;
 use crate::rope::RopeSpec;
 use crate::{Error, Result};
@@ -68,10 +68,20 @@ impl KvCache for SplitKvCache {
     }
 
     fn attend_rope(&self, q: &Array, scale: f32, rope: &RopeSpec) -> Result<Array> {
-        if let Some(o) = attend_before_rope(q, self.k.as_ref(), self.v.as_ref(), scale, rope)? {
+        if let Some(o) =
+            attend_before_rope(q, self.k.as_ref(), self.v.as_ref(), scale, rope, false)?
+        {
             return Ok(o);
         }
         self.attend(&rope_queries(q, rope, self.len())?, scale)
+    }
+
+    fn attend_rope_flat(&self, q: &Array, scale: f32, rope: &RopeSpec) -> Result<Array> {
+        if let Some(o) = attend_before_rope(q, self.k.as_ref(), self.v.as_ref(), scale, rope, true)?
+        {
+            return Ok(o);
+        }
+        flatten_heads(&self.attend(&rope_queries(q, rope, self.len())?, scale)?)
     }
 
     fn append(&mut self, k: &Array, v: &Array) -> Result<()> {
