@@ -3,8 +3,8 @@
 e2e_run.sh with tags ending in a round number (e.g. `r2lift-turbo4-131072.json`: tag
 `r2lift`, round 2, config `lift`) and prints, per context and config, the median and range
 of steady tok/s, host ms per step, submit, device span, idle, and the decode loop thread's
-CPU ms per step, the process's, and preemptions, plus each config's median ratio to fp16's
-median at the same context. Host variance between runs of one configuration was up to 45%
+CPU ms per step, the process's, and preemptions, plus each config's median ratio to the
+median of fp16 at the same context (of the same build where the tag names one, e.g. `r1A`). Host variance between runs of one configuration was up to 45%
 in session 8, so single samples decide nothing."""
 import glob, json, os, re, statistics, sys
 from collections import defaultdict
@@ -43,7 +43,9 @@ print("| ctx | config | n | ratio | " + " | ".join(cols) + " |")
 print("|---" * (len(cols) + 4) + "|")
 for (ctx, name) in sorted(rows):
     runs = rows[(ctx, name)]
-    fp16 = rows.get((ctx, "fp16"))
+    # Against fp16 of the same build (config "fp16 A" for "turbo4 A"), else plain fp16.
+    suffix = name.split(" ", 1)[1] if " " in name else ""
+    fp16 = rows.get((ctx, f"fp16 {suffix}")) or rows.get((ctx, "fp16"))
     med = statistics.median(r["tok/s"] for r in runs)
     ratio = f"{med / statistics.median(r['tok/s'] for r in fp16):.2f}x" if fp16 else "-"
     print(f"| {ctx} | {name} | {len(runs)} | {ratio} | " + " | ".join(fmt([r[c] for r in runs]) for c in cols) + " |")

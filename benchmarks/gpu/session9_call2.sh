@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Next session's second device call (H200, ~7 min), same staging as session9_call1.sh:
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session9_call2.sh
+# 32K with random-kv, three interleaved rounds of fp16 / turbo4 / turbo4 lifted / int8 /
+# turbo4-asym; then 4K turbo4-asym (B) three times; then one pinned round at 128K
+# (PIN_CPUS: $PIN, else the GPU's CPU affinity from nvidia-smi topo, else 0-7) to see
+# whether holding the process on fixed cores removes the run-to-run host spread.
+set -uo pipefail
+R=/tmp/s9c2; rm -rf "$R"; mkdir -p "$R"
+trap 'tar czf "${OUT:-/tmp}/s9c2.tgz" -C "$R" .' EXIT
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
+BUDGET=${BUDGET:-500}
+timed() { # timed SECONDS_NEEDED TAG KV CTX [ENV...]
+  local need=$1; shift
+  if ((SECONDS + need > BUDGET)); then echo "skipped $* (t=${SECONDS}s)"; return; fi
+  run "$@"
+}
+export FILL=random-kv
+RUN_TIMEOUT=90
+for round in 1 2 3; do
+  configs=("fp16" "turbo4" "turbo4 lift" "int8" "turbo4-asym")
+  for i in 0 1 2 3 4; do
+    c=${configs[$(((i + round) % 5))]}; kv=${c% *}
+    if [ "$c" = "turbo4 lift" ]; then timed 15 "r${round}lift" "$kv" "${MID:-32768}" MLXCEL_LIFT_GRAPH_BYTES=1
+    else timed 15 "r$round" "$kv" "${MID:-32768}"; fi
+  done
+done
+unset FILL
+for round in 1 2 3; do timed 10 "r$round" turbo4-asym "${SMALL:-4096}"; timed 10 "r$round" fp16 "${SMALL:-4096}"; done
+export FILL=random-kv
+pin=${PIN:-$(nvidia-smi topo -m 2>/dev/null | awk '/^GPU0/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+-[0-9]+$/) {print $i; exit}}')}
+pin=${pin:-0-7}; echo "pinned round: taskset -c $pin"
+for c in fp16 turbo4 int8; do PIN_CPUS=$pin timed 25 "r9pin" "$c" "${BIG:-131072}"; done
+python3 benchmarks/gpu/repeats_summary.py "$R" | tee "$R/summary.md"
+echo "done at t=${SECONDS}s"
