@@ -17,3 +17,27 @@ run() {
   echo "$kv $ctx $tag: $(grep -E 'decode \(2nd|host per|of which|device clock|host CPU|build parts|^error' \
     "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' ' ')"
 }
+
+# `timed NEED TAG KV CTX [ENV=VALUE...]`: `run`, unless fewer than NEED seconds are left of
+# $BUDGET (seconds since the script started; default 520), so a device call's results come
+# back before its time limit.
+timed() {
+  local need=$1; shift
+  if ((SECONDS + need > ${BUDGET:-520})); then echo "skipped $* (t=${SECONDS}s)"; return; fi
+  run "$@"
+}
+
+# `rounds CTX NEED`: three interleaved rounds at CTX of fp16 / turbo4 / turbo4 with MLX's
+# graph byte limit lifted / int8 / turbo4-asym (tags r1, r1lift, ...: repeats_summary.py),
+# the order rotated each round so that no configuration always runs first.
+rounds() {
+  local ctx=$1 need=$2 round i c
+  local configs=("fp16" "turbo4" "turbo4 lift" "int8" "turbo4-asym")
+  for round in 1 2 3; do
+    for i in 0 1 2 3 4; do
+      c=${configs[$(((i + round) % 5))]}
+      if [ "$c" = "turbo4 lift" ]; then timed "$need" "r${round}lift" turbo4 "$ctx" MLXCEL_LIFT_GRAPH_BYTES=1
+      else timed "$need" "r$round" "$c" "$ctx"; fi
+    done
+  done
+}

@@ -31,12 +31,7 @@ echo "gpu_fused_rope rc=$? $(grep -E 'test result|fused rope:|panicked' "$R/test
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-BUDGET=${BUDGET:-520}
-timed() { # timed SECONDS_NEEDED TAG KV CTX [ENV...]
-  local need=$1; shift
-  if ((SECONDS + need > BUDGET)); then echo "skipped $* (t=${SECONDS}s)"; return; fi
-  run "$@"
-}
+export BUDGET=${BUDGET:-520}
 big=${BIG:-131072}
 RUN_TIMEOUT=150
 timed 60 prefill turbo4 "$big"
@@ -51,15 +46,7 @@ for round in 1 2 3; do
 done
 export FILL=random-kv
 RUN_TIMEOUT=120
-for round in 1 2 3; do
-  # Rotate the order each round so no config always runs first.
-  configs=("fp16" "turbo4" "turbo4 lift" "int8" "turbo4-asym")
-  for i in 0 1 2 3 4; do
-    c=${configs[$(((i + round) % 5))]}; kv=${c% *}
-    if [ "$c" = "turbo4 lift" ]; then timed 25 "r${round}lift" "$kv" "$big" MLXCEL_LIFT_GRAPH_BYTES=1
-    else timed 25 "r$round" "$kv" "$big"; fi
-  done
-done
+rounds "$big" 25
 python3 benchmarks/gpu/repeats_summary.py "$R" | tee "$R/summary.md"
 python3 benchmarks/gpu/timeline.py "$R"/prefill-*.json "$R"/fill-*.json > "$R/timeline.txt" 2>&1
 grep -E "^/tmp|first to last" "$R/timeline.txt"

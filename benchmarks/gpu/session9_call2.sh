@@ -12,22 +12,10 @@ trap 'tar czf "${OUT:-/tmp}/s9c2.tgz" -C "$R" .' EXIT
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-BUDGET=${BUDGET:-500}
-timed() { # timed SECONDS_NEEDED TAG KV CTX [ENV...]
-  local need=$1; shift
-  if ((SECONDS + need > BUDGET)); then echo "skipped $* (t=${SECONDS}s)"; return; fi
-  run "$@"
-}
+export BUDGET=${BUDGET:-500}
 export FILL=random-kv
 RUN_TIMEOUT=90
-for round in 1 2 3; do
-  configs=("fp16" "turbo4" "turbo4 lift" "int8" "turbo4-asym")
-  for i in 0 1 2 3 4; do
-    c=${configs[$(((i + round) % 5))]}; kv=${c% *}
-    if [ "$c" = "turbo4 lift" ]; then timed 15 "r${round}lift" "$kv" "${MID:-32768}" MLXCEL_LIFT_GRAPH_BYTES=1
-    else timed 15 "r$round" "$kv" "${MID:-32768}"; fi
-  done
-done
+rounds "${MID:-32768}" 15
 unset FILL
 for round in 1 2 3; do timed 10 "r$round" turbo4-asym "${SMALL:-4096}"; timed 10 "r$round" fp16 "${SMALL:-4096}"; done
 export FILL=random-kv

@@ -371,7 +371,7 @@ pub fn fused_decode(
     scale: f32,
     split_override: Option<usize>,
 ) -> Result<Array> {
-    fused_decode_impl(q, k, v, len, scale, split_override, None, false)
+    fused_decode_with(q, k, v, len, scale, split_override, None, false)
 }
 
 /// Whether [`fused_decode_rope`] can apply `rope` to q inside the kernel for these sides:
@@ -400,25 +400,14 @@ pub fn fused_decode_rope(
     split_override: Option<usize>,
     rope: Option<&RopeSpec>,
 ) -> Result<Array> {
-    fused_decode_impl(q, k, v, len, scale, split_override, rope, false)
+    fused_decode_with(q, k, v, len, scale, split_override, rope, false)
 }
 
-/// [`fused_decode_rope`] returning `[B, 1, Hq * D]`, the layout the output projection
-/// takes: the same kernels and bytes, declared in that shape, so the caller's reshape (one
-/// MLX node per layer and step) is not needed.
-pub fn fused_decode_rope_flat(
-    q: &Array,
-    k: &RawSide<'_>,
-    v: &RawSide<'_>,
-    len: usize,
-    scale: f32,
-    rope: Option<&RopeSpec>,
-) -> Result<Array> {
-    fused_decode_impl(q, k, v, len, scale, None, rope, true)
-}
-
+/// [`fused_decode_rope`] with the output's declared shape chosen: `flat` gives
+/// `[B, 1, Hq * D]`, the layout the output projection takes (the same kernels and bytes, so
+/// the caller's reshape, one MLX node per layer and step, is not needed).
 #[allow(clippy::too_many_arguments)]
-fn fused_decode_impl(
+pub(crate) fn fused_decode_with(
     q: &Array,
     k: &RawSide<'_>,
     v: &RawSide<'_>,
