@@ -90,7 +90,7 @@ for ctx in $contexts; do
     done
   done
 done
-python3 "$root/benchmarks/gpu/repeats_summary.py" "$out/runs" --csv "$out/sweep.csv" > "$out/summary.md"
+python3 "$root/benchmarks/repeats_summary.py" "$out/runs" --csv "$out/sweep.csv" > "$out/summary.md"
 { echo; echo "Model $model, $tokens tokens per run, $repeats interleaved rounds, fill $fill; $(date -u +%Y-%m-%d)."; echo "Machine: machine.txt. Command: $command_line"; } >> "$out/summary.md"
 cat "$out/summary.md"
 echo "wrote $out/summary.md, $out/sweep.csv and $out/runs/"

@@ -15,7 +15,7 @@
 # 5. 128K with random-kv, three interleaved rounds of fp16 / turbo4 / turbo4 with MLX's
 #    byte limit lifted (MLXCEL_LIFT_GRAPH_BYTES=1) / int8 / turbo4-asym, each run with its
 #    CPU time per step (loop thread, process, preemptions);
-# 6. medians and ranges (benchmarks/gpu/repeats_summary.py).
+# 6. medians and ranges (benchmarks/repeats_summary.py).
 # Runs are skipped once $BUDGET seconds are near, so results always come back.
 set -uo pipefail
 R=/tmp/s9c1; rm -rf "$R"; mkdir -p "$R"
@@ -47,7 +47,7 @@ done
 export FILL=random-kv
 RUN_TIMEOUT=120
 rounds "$big" 25
-python3 benchmarks/gpu/repeats_summary.py "$R" | tee "$R/summary.md"
+python3 benchmarks/repeats_summary.py "$R" | tee "$R/summary.md"
 python3 benchmarks/gpu/timeline.py "$R"/prefill-*.json "$R"/fill-*.json > "$R/timeline.txt" 2>&1
 grep -E "^/tmp|first to last" "$R/timeline.txt"
 echo "done at t=${SECONDS}s"

@@ -22,7 +22,7 @@ export FILL=random-kv
 pin=${PIN:-$(nvidia-smi topo -m 2>/dev/null | awk '/^GPU0/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+-[0-9]+$/) {print $i; exit}}')}
 pin=${pin:-0-7}; echo "pinned round: taskset -c $pin"
 for c in fp16 turbo4 int8; do PIN_CPUS=$pin timed 25 "r9pin" "$c" "${BIG:-131072}"; done
-python3 benchmarks/gpu/repeats_summary.py "$R" | tee "$R/summary.md"
+python3 benchmarks/repeats_summary.py "$R" | tee "$R/summary.md"
 # Last, if time is left: ncu's full set on the first GEMV launches of one decode step
 # (benchmarks/gpu/ncu_gemv.sh; ~2-3 min under ncu's replays).
 if ((SECONDS + 180 < BUDGET + 60)); then NCU_OUT="$R" NCU_TIMEOUT=$((BUDGET + 60 - SECONDS)) bash benchmarks/gpu/ncu_gemv.sh; else echo "skipped ncu_gemv (t=${SECONDS}s)"; fi
