@@ -7,6 +7,7 @@ mod kv_args;
 mod model_args;
 mod niah;
 mod perplexity;
+mod recommend;
 
 use clap::{Parser, Subcommand};
 
@@ -32,6 +33,10 @@ enum Command {
     Niah(niah::NiahArgs),
     /// Microbenchmarks (decode attention per KV mode vs MLX fp16 SDPA and a copy roofline).
     Bench(bench::BenchArgs),
+    /// Which KV mode to use for a model at a context in the memory there is: every mode's
+    /// cache size, whether it fits, the longest context it allows, and a pick with the
+    /// reason (also `mlxcel --recommend-quant ...`). Reads only the config and file sizes.
+    RecommendQuant(recommend::RecommendArgs),
 }
 
 fn main() {
@@ -44,13 +49,21 @@ fn main() {
         .with_target(false)
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
+    // `mlxcel --recommend-quant ...` is the same as `mlxcel recommend-quant ...`.
+    let cli = Cli::parse_from(std::env::args_os().enumerate().map(|(i, a)| {
+        if i == 1 && a == "--recommend-quant" {
+            "recommend-quant".into()
+        } else {
+            a
+        }
+    }));
     let result = match cli.command {
         Command::Info(args) => info::run(&args),
         Command::Generate(args) => generate::run(&args),
         Command::Perplexity(args) => perplexity::run(&args),
         Command::Niah(args) => niah::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::RecommendQuant(args) => recommend::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -11,7 +11,9 @@ use crate::error::{ModelError, Result};
 use crate::llama3::{AttentionOptions, Transformer};
 use crate::loader::gguf::GgufFile;
 use crate::loader::resolve::{default_model, hub_model_dir, ModelSource};
-use crate::loader::{gguf_rope_factors, load_gguf_weights, load_safetensors_weights, synthetic};
+use crate::loader::{
+    gguf_rope_factors, load_gguf_weights, load_safetensors_weights, safetensors_files, synthetic,
+};
 use crate::tokenizer::{gguf_bpe, Tokenizer};
 use crate::weights::{WeightFormat, Weights};
 use crate::{qwen2, qwen3};
@@ -68,6 +70,59 @@ pub fn build(cfg: &ModelConfig, w: &mut Weights) -> Result<Transformer> {
         Family::Llama => Transformer::load(cfg, w, AttentionOptions::default()),
         Family::Qwen2 => qwen2::load(cfg, w),
         Family::Qwen3 => qwen3::load(cfg, w),
+    }
+}
+
+/// What `mlxcel recommend-quant` needs to know about a model without loading its weights.
+#[derive(Debug, Clone)]
+pub struct ModelFacts {
+    pub config: ModelConfig,
+    /// Bytes of the weight files (for synthetic models: the bytes their weights take, from
+    /// the config and its quantization).
+    pub weight_bytes: u64,
+    pub description: String,
+}
+
+/// Reads a `--model` value's config and weight size (no weights are loaded).
+pub fn inspect(spec: Option<&str>) -> Result<ModelFacts> {
+    let io = |p: &std::path::Path, e: std::io::Error| ModelError::Io {
+        path: p.to_path_buf(),
+        source: e,
+    };
+    let file_len =
+        |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).map_err(|e| io(p, e));
+    let gguf = |p: std::path::PathBuf| -> Result<ModelFacts> {
+        let g = GgufFile::open(&p)?;
+        Ok(ModelFacts {
+            config: ModelConfig::from_gguf(&g)?,
+            weight_bytes: file_len(&p)?,
+            description: p.display().to_string(),
+        })
+    };
+    let dir = |d: std::path::PathBuf| -> Result<ModelFacts> {
+        let mut bytes = 0;
+        for f in safetensors_files(&d)? {
+            bytes += file_len(&f)?;
+        }
+        Ok(ModelFacts {
+            config: ModelConfig::from_hf_json(&d.join("config.json"))?,
+            weight_bytes: bytes,
+            description: d.display().to_string(),
+        })
+    };
+    match ModelSource::parse(spec)? {
+        ModelSource::Default => gguf(default_model()?),
+        ModelSource::Gguf(p) => gguf(p),
+        ModelSource::Dir(d) => dir(d),
+        ModelSource::Hub(id) => dir(hub_model_dir(&id)?),
+        ModelSource::Synthetic(s) => {
+            let config = synthetic::config(&s)?;
+            Ok(ModelFacts {
+                weight_bytes: synthetic::weight_bytes(&config),
+                config,
+                description: format!("synthetic:{s}"),
+            })
+        }
     }
 }
 

@@ -262,3 +262,31 @@ fn random_kv_fill_gives_the_caches_a_prefill_would() {
         assert_ne!(a, b, "{mode}: the fill must depend on its seed");
     }
 }
+
+#[test]
+fn inspect_reads_config_and_weight_size_without_loading() {
+    use mlxcel_models::model::inspect;
+    // A synthetic model: the computed size is exactly what building its weights allocates.
+    let cfg_path = tiny_config_with_quantization();
+    let spec = format!("synthetic:{}", cfg_path.display());
+    let facts = inspect(Some(&spec)).unwrap();
+    let cfg = synthetic::config(cfg_path.to_str().unwrap()).unwrap();
+    let built = synthetic::weights(&cfg, WeightFormat::Native(Dtype::F16), 0)
+        .unwrap()
+        .nbytes();
+    assert_eq!(facts.weight_bytes, built as u64);
+    assert_eq!(facts.config.num_layers, cfg.num_layers);
+    // A safetensors directory: the files' size.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny/llama3");
+    let facts = inspect(Some(dir.to_str().unwrap())).unwrap();
+    let size = std::fs::metadata(dir.join("model.safetensors"))
+        .unwrap()
+        .len();
+    assert_eq!(facts.weight_bytes, size);
+    assert_eq!(facts.config.head_dim, 16);
+    // Bad input: a clear error, not a panic.
+    let err = inspect(Some("synthetic:no-such-preset"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not a preset"), "{err}");
+}

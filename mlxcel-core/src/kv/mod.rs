@@ -7,6 +7,7 @@
 //! positions are written with `slice_update` ([`buffer`]), never by re-concatenating the
 //! cache. Encoding runs on the device.
 
+pub mod advisor;
 pub mod buffer;
 pub mod delegated;
 pub mod fp16;

@@ -134,26 +134,11 @@ pub fn weights(cfg: &ModelConfig, fmt: WeightFormat, seed: u64) -> Result<Weight
     let ones = |n: usize| Array::ones(&[n as i32], dtype);
     let (h, d) = (cfg.hidden_size, cfg.head_dim);
     let (qd, kvd) = (cfg.num_heads * d, cfg.num_kv_heads * d);
-    matrix(
-        &mut g,
-        &mut w,
-        "model.embed_tokens.weight".into(),
-        cfg.vocab_size,
-        h,
-    )?;
+    for (name, r, c) in matrices(cfg) {
+        matrix(&mut g, &mut w, name, r, c)?;
+    }
     for i in 0..cfg.num_layers {
         let p = format!("model.layers.{i}");
-        for (n, r, c) in [
-            ("self_attn.q_proj", qd, h),
-            ("self_attn.k_proj", kvd, h),
-            ("self_attn.v_proj", kvd, h),
-            ("self_attn.o_proj", h, qd),
-            ("mlp.gate_proj", cfg.intermediate_size, h),
-            ("mlp.up_proj", cfg.intermediate_size, h),
-            ("mlp.down_proj", h, cfg.intermediate_size),
-        ] {
-            matrix(&mut g, &mut w, format!("{p}.{n}.weight"), r, c)?;
-        }
         if cfg.family == Family::Qwen2 || cfg.attention_bias {
             for (n, r) in [("q_proj", qd), ("k_proj", kvd), ("v_proj", kvd)] {
                 w.insert(
@@ -182,8 +167,56 @@ pub fn weights(cfg: &ModelConfig, fmt: WeightFormat, seed: u64) -> Result<Weight
         );
     }
     w.insert("model.norm.weight", Tensor::Dense(ones(h)?));
-    if !cfg.tie_word_embeddings {
-        matrix(&mut g, &mut w, "lm_head.weight".into(), cfg.vocab_size, h)?;
-    }
     Ok(w)
+}
+
+/// The weight matrices of `cfg` as (name, rows, cols), in the order [`weights`] draws them.
+fn matrices(cfg: &ModelConfig) -> Vec<(String, usize, usize)> {
+    let (h, d) = (cfg.hidden_size, cfg.head_dim);
+    let (qd, kvd) = (cfg.num_heads * d, cfg.num_kv_heads * d);
+    let mut m = vec![("model.embed_tokens.weight".to_string(), cfg.vocab_size, h)];
+    for i in 0..cfg.num_layers {
+        for (n, r, c) in [
+            ("self_attn.q_proj", qd, h),
+            ("self_attn.k_proj", kvd, h),
+            ("self_attn.v_proj", kvd, h),
+            ("self_attn.o_proj", h, qd),
+            ("mlp.gate_proj", cfg.intermediate_size, h),
+            ("mlp.up_proj", cfg.intermediate_size, h),
+            ("mlp.down_proj", h, cfg.intermediate_size),
+        ] {
+            m.push((format!("model.layers.{i}.{n}.weight"), r, c));
+        }
+    }
+    if !cfg.tie_word_embeddings {
+        m.push(("lm_head.weight".to_string(), cfg.vocab_size, h));
+    }
+    m
+}
+
+/// Bytes [`weights`] allocates for `cfg` in its own format with fp16 compute dtype (MLX
+/// 4-bit with fp16 scales and biases when the config has a quantization, else fp16): the
+/// matrices plus the norms and biases.
+pub fn weight_bytes(cfg: &ModelConfig) -> u64 {
+    let matrices: u64 = matrices(cfg)
+        .iter()
+        .map(|&(_, r, c)| {
+            let (r, c) = (r as u64, c as u64);
+            match cfg.quantization {
+                Some(q) if c % q.group_size as u64 == 0 => {
+                    r * c * q.bits as u64 / 8 + r * (c / q.group_size as u64) * 4
+                }
+                _ => r * c * 2,
+            }
+        })
+        .sum();
+    let (h, d) = (cfg.hidden_size as u64, cfg.head_dim as u64);
+    let mut per_layer = 2 * h;
+    if cfg.family == Family::Qwen3 {
+        per_layer += 2 * d;
+    }
+    if cfg.family == Family::Qwen2 || cfg.attention_bias {
+        per_layer += (cfg.num_heads as u64 + 2 * cfg.num_kv_heads as u64) * d;
+    }
+    matrices + 2 * (cfg.num_layers as u64 * per_layer + h)
 }

@@ -1,0 +1,265 @@
+//! Which KV mode to use for a model, context and memory budget (`mlxcel recommend-quant`).
+//!
+//! The sizes are exact (the bytes each mode's cache holds at a context, boundary layers
+//! included); the preference order comes from measurements, and the quality of a mode
+//! depends on the model, so the advice names the command that measures it.
+//! - Quality (`benchmarks/results/2026-11-29-kv-quality-*.md`, PPL vs fp16 KV): turbo4-asym
+//!   +0.15% (SmolLM2) / +0.68% (Qwen2.5-Coder-1.5B); turbo3-asym +1.4%; int8 +0.07% /
+//!   +3.39% (per-vector scales suffer from Qwen2.5's outlier key channels); turbo2-asym
+//!   +6.2%; turbo4 +4.5% / +6.6%; turbo3 +19% / +22%.
+//! - Speed (H200, `benchmarks/results/2026-11-30-h200-session8.md`): up to 32K no mode is
+//!   reliably faster than fp16 end to end (turbo4-asym 0.84-0.93x at 4K, 0.90x at 32K), so
+//!   fp16 stays the pick while it fits; from 32K on compressed caches decode faster (128K:
+//!   turbo4-asym 1.07-1.37x, int8 1.52-1.55x, turbo4 0.98-1.28x).
+
+use super::mode::KvMode;
+
+/// What the advice needs to know about the model's cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheShape {
+    pub num_layers: usize,
+    pub num_kv_heads: usize,
+    pub head_dim: usize,
+    /// First and last layers kept fp16 in turbo modes.
+    pub boundary_layers: usize,
+}
+
+/// Up to this context fp16 is the pick whenever it fits (no compressed mode was reliably
+/// faster end to end there).
+pub const FP16_PREFERRED_MAX_CONTEXT: usize = 32 * 1024;
+
+/// Fraction of the budget kept free for activations, MLX's buffer cache and the rest.
+pub const HEADROOM: f64 = 0.10;
+
+/// Compressed modes in order of measured quality (best first); the advice takes the first
+/// that fits. int8 sits below the 4- and 3-bit asymmetric modes because its loss depends
+/// on the model (0.07% on SmolLM2, 3.4% on Qwen2.5).
+pub const QUALITY_ORDER: &[&str] = &[
+    "turbo4-asym",
+    "turbo3-asym",
+    "int8",
+    "turbo2-asym",
+    "turbo4",
+    "turbo3",
+    "turbo2",
+];
+
+/// Bytes a cache of `mode` holds at `context` positions (K and V, every layer; turbo modes
+/// keep `boundary_layers` fp16 layers at each end, as `make_caches` does).
+pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
+    let per_layer = |m: KvMode| {
+        2.0 * (shape.num_kv_heads * shape.head_dim * context) as f64
+            * m.bits_per_element(shape.head_dim)
+            / 8.0
+    };
+    let boundary = if mode.has_turbo() {
+        (2 * shape.boundary_layers).min(shape.num_layers)
+    } else {
+        0
+    };
+    boundary as f64 * per_layer(KvMode::FP16)
+        + (shape.num_layers - boundary) as f64 * per_layer(mode)
+}
+
+/// One mode's numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModeEstimate {
+    pub mode: KvMode,
+    pub kv_bytes: f64,
+    /// Weights plus the cache.
+    pub total_bytes: f64,
+    pub fits: bool,
+    /// The longest context that fits the budget (0 when even the weights do not).
+    pub max_context: usize,
+}
+
+/// The advice: every mode's numbers and the pick, with the reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Advice {
+    pub estimates: Vec<ModeEstimate>,
+    pub pick: Option<KvMode>,
+    pub reason: String,
+}
+
+/// Advice for a cache of `shape` at `context` positions next to `weight_bytes` of weights in
+/// `budget_bytes` of memory ([`HEADROOM`] kept free). Modes the model cannot take
+/// (`KvMode::validate`: the turbo codec needs a head_dim it has a rotation group for) are
+/// left out.
+pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_bytes: f64) -> Advice {
+    let usable = budget_bytes * (1.0 - HEADROOM);
+    let modes: Vec<KvMode> = std::iter::once("fp16")
+        .chain(QUALITY_ORDER.iter().copied())
+        .filter_map(|n| KvMode::parse(n).ok())
+        .filter(|m| m.validate(shape.head_dim).is_ok())
+        .collect();
+    let estimates: Vec<ModeEstimate> = modes
+        .iter()
+        .map(|&mode| {
+            let kv = kv_bytes(mode, shape, context);
+            let per_token = kv_bytes(mode, shape, 1);
+            let max_context = if usable > weight_bytes && per_token > 0.0 {
+                ((usable - weight_bytes) / per_token).floor() as usize
+            } else {
+                0
+            };
+            ModeEstimate {
+                mode,
+                kv_bytes: kv,
+                total_bytes: weight_bytes + kv,
+                fits: weight_bytes + kv <= usable,
+                max_context,
+            }
+        })
+        .collect();
+    let fits = |name: &str| {
+        estimates
+            .iter()
+            .find(|e| e.mode.name() == name && e.fits)
+            .map(|e| e.mode)
+    };
+    let gb = |b: f64| b / 1e9;
+    if weight_bytes > usable {
+        return Advice {
+            estimates,
+            pick: None,
+            reason: format!(
+                "the weights alone ({:.1} GB) exceed the usable budget ({:.1} GB of {:.1} GB, {:.0}% kept free)",
+                gb(weight_bytes),
+                gb(usable),
+                gb(budget_bytes),
+                100.0 * HEADROOM
+            ),
+        };
+    }
+    if context <= FP16_PREFERRED_MAX_CONTEXT {
+        if let Some(m) = fits("fp16") {
+            return Advice {
+                estimates,
+                pick: Some(m),
+                reason: format!(
+                    "the fp16 cache fits, and up to {}K tokens no compressed mode decoded reliably faster than fp16 (H200, session 8); compress only to fit more",
+                    FP16_PREFERRED_MAX_CONTEXT / 1024
+                ),
+            };
+        }
+    }
+    for name in QUALITY_ORDER {
+        if let Some(m) = fits(name) {
+            let why = if fits("fp16").is_some() {
+                "beyond 32K compressed caches decode faster than fp16 on the H200, and this is the best-measured-quality mode"
+            } else {
+                "the fp16 cache does not fit; this is the best-measured-quality mode that does"
+            };
+            return Advice {
+                estimates,
+                pick: Some(m),
+                reason: why.to_string(),
+            };
+        }
+    }
+    let longest = estimates
+        .iter()
+        .max_by_key(|e| e.max_context)
+        .map(|e| (e.mode, e.max_context));
+    Advice {
+        estimates,
+        pick: None,
+        reason: match longest {
+            Some((m, n)) => format!(
+                "no mode fits {context} tokens; the longest that fits is {n} tokens with {m}"
+            ),
+            None => format!("no mode fits {context} tokens"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Llama-3-8B: 32 layers, 8 KV heads of 128.
+    const LLAMA8B: CacheShape = CacheShape {
+        num_layers: 32,
+        num_kv_heads: 8,
+        head_dim: 128,
+        boundary_layers: 2,
+    };
+
+    #[test]
+    fn sizes_are_the_bytes_each_cache_holds() {
+        // fp16 Llama-3-8B: 2 (K, V) x 32 layers x 8 heads x 128 x 2 bytes = 128 KiB per token.
+        assert_eq!(kv_bytes(KvMode::FP16, &LLAMA8B, 1), 131072.0);
+        // int8: 8 bits + one fp16 scale per 128-vector, no boundary layers.
+        let int8 = KvMode::parse("int8").unwrap();
+        assert_eq!(
+            kv_bytes(int8, &LLAMA8B, 1),
+            2.0 * 32.0 * 8.0 * (128.0 + 2.0)
+        );
+        // turbo4: 4 fp16 boundary layers plus 28 at 4 bits + an fp16 norm per vector.
+        let t4 = KvMode::parse("turbo4").unwrap();
+        let want = 4.0 * 2.0 * 8.0 * 256.0 + 28.0 * 2.0 * 8.0 * (64.0 + 2.0);
+        assert_eq!(kv_bytes(t4, &LLAMA8B, 1), want);
+        assert_eq!(kv_bytes(t4, &LLAMA8B, 1000), 1000.0 * want);
+    }
+
+    #[test]
+    fn the_pick_follows_context_and_budget() {
+        let gb = 1e9;
+        // Short context, room to spare: fp16.
+        let a = advise(&LLAMA8B, 4.5 * gb, 8192, 80.0 * gb);
+        assert_eq!(a.pick, Some(KvMode::FP16));
+        // 128K with room for fp16 (17 GB of cache): a compressed mode anyway, the best quality.
+        let a = advise(&LLAMA8B, 4.5 * gb, 131072, 80.0 * gb);
+        assert_eq!(a.pick.map(|m| m.name()), Some("turbo4-asym".into()));
+        // 32K in 8 GB (7.2 usable, 4.5 of weights): fp16 (4.3 GB of cache), turbo4-asym
+        // (2.9 GB) and turbo3-asym (2.8 GB) do not fit; int8 (2.2 GB) does and comes next.
+        let a = advise(&LLAMA8B, 4.5 * gb, 32768, 8.0 * gb);
+        let fitting: Vec<String> = a
+            .estimates
+            .iter()
+            .filter(|e| e.fits)
+            .map(|e| e.mode.name())
+            .collect();
+        assert_eq!(fitting[0], "int8", "{fitting:?}");
+        assert_eq!(a.pick.map(|m| m.name()), Some("int8".into()));
+        // Every estimate's max context is the boundary of its fit.
+        for e in &a.estimates {
+            let at = kv_bytes(e.mode, &LLAMA8B, e.max_context) + 4.5 * gb;
+            let past = kv_bytes(e.mode, &LLAMA8B, e.max_context + 1) + 4.5 * gb;
+            assert!(
+                at <= 7.2 * gb && past > 7.2 * gb,
+                "{}: {}",
+                e.mode,
+                e.max_context
+            );
+        }
+        // Weights too large, or no mode fits: no pick, and a reason that says so.
+        let a = advise(&LLAMA8B, 10.0 * gb, 4096, 8.0 * gb);
+        assert!(
+            a.pick.is_none() && a.reason.contains("weights alone"),
+            "{}",
+            a.reason
+        );
+        let a = advise(&LLAMA8B, 4.5 * gb, 10_000_000, 8.0 * gb);
+        assert!(
+            a.pick.is_none() && a.reason.contains("longest that fits"),
+            "{}",
+            a.reason
+        );
+    }
+
+    #[test]
+    fn modes_the_head_dim_cannot_take_are_left_out() {
+        let odd = CacheShape {
+            head_dim: 80,
+            ..LLAMA8B
+        };
+        let a = advise(&odd, 1e9, 65536, 100e9);
+        assert!(
+            a.estimates.iter().all(|e| !e.mode.has_turbo()),
+            "{:?}",
+            a.estimates
+        );
+        assert_eq!(a.pick.map(|m| m.name()), Some("int8".into()));
+    }
+}
