@@ -146,7 +146,7 @@ pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_byte
     for name in QUALITY_ORDER {
         if let Some(m) = fits(name) {
             let why = if fits("fp16").is_some() {
-                "beyond 32K compressed caches decode faster than fp16 on the H200, and this is the best-measured-quality mode"
+                "beyond 32K compressed caches decoded at least as fast as fp16 on the H200 (128K: turbo4-asym 1.07-1.37x, int8 1.52-1.55x end to end) while holding less memory; this is the best-measured-quality mode"
             } else {
                 "the fp16 cache does not fit; this is the best-measured-quality mode that does"
             };
