@@ -44,10 +44,15 @@ for round in 1 2 3; do
     timed 10 "r${round}B" "$kv" "${SMALL:-4096}"
   done
 done
+# The node count per step of both builds (build profile on: a diagnostic run, not timed):
+# turbo4 B should queue ~156 fewer MLX ops per step than A (545 in session 8).
+MLXCEL_BUILD_PROFILE=1 timed 10 opsB turbo4 "${SMALL:-4096}"
+MLXCEL_BUILD_PROFILE=1 timed 10 opsB fp16 "${SMALL:-4096}"
 export FILL=random-kv
 RUN_TIMEOUT=120
 rounds "$big" 25
 python3 benchmarks/repeats_summary.py "$R" | tee "$R/summary.md"
+grep -H "ops per step" "$R"/ops*.err
 python3 benchmarks/gpu/timeline.py "$R"/prefill-*.json "$R"/fill-*.json > "$R/timeline.txt" 2>&1
 grep -E "^/tmp|first to last" "$R/timeline.txt"
 echo "done at t=${SECONDS}s"
