@@ -5,10 +5,10 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use mlxcel_core::kv::advisor::{advise, CacheShape, HEADROOM};
+use mlxcel_core::flags;
+use mlxcel_core::kv::advisor::{advise, CacheShape, FP16_PREFERRED_MAX_CONTEXT, HEADROOM};
 use mlxcel_core::kv::mode::DEFAULT_BOUNDARY_LAYERS;
 use mlxcel_core::mlx::device::{self, DeviceKind};
-use mlxcel_core::{flags, kv::advisor::FP16_PREFERRED_MAX_CONTEXT};
 use mlxcel_models::model::inspect;
 
 #[derive(Args, Debug)]

@@ -9,7 +9,7 @@
 //! | `fused-decode` | CUDA backend, one query position, int8/turbo sides (fp16 ones too with `MLXCEL_FUSED_FP16=1`), `MLXCEL_FUSED_DECODE` on (default) | one kernel reads the packed cache ([`crate::kernels::decode_attention`]) |
 
 use crate::flags;
-use crate::kernels::decode_attention::{fused_decode, fused_decode_with, rope_fits, supported};
+use crate::kernels::decode_attention::{fused_decode, fused_decode_rope, rope_fits, supported};
 use crate::kv::side::{KvSide, FORMAT_FP16};
 use crate::mlx::fast::{scaled_dot_product_attention, AttentionMask};
 use crate::mlx::kernel::KernelBackend;
@@ -119,7 +119,7 @@ pub fn attend_before_rope(
             if !rope_fits(&kr, &vr, d, gqa, rope) {
                 return Ok(None);
             }
-            fused_decode_with(q, &kr, &vr, k.len(), scale, None, Some(rope), flat).map(Some)
+            fused_decode_rope(q, &kr, &vr, k.len(), scale, None, Some(rope), flat).map(Some)
         }
         _ => Ok(None),
     }

@@ -371,7 +371,7 @@ pub fn fused_decode(
     scale: f32,
     split_override: Option<usize>,
 ) -> Result<Array> {
-    fused_decode_with(q, k, v, len, scale, split_override, None, false)
+    fused_decode_rope(q, k, v, len, scale, split_override, None, false)
 }
 
 /// Whether [`fused_decode_rope`] can apply `rope` to q inside the kernel for these sides:
@@ -390,24 +390,11 @@ pub fn rope_fits(
 
 /// [`fused_decode`] for a query before RoPE (`rope` given): the tensor-core kernel rotates
 /// q at position `len - 1` in its prologue, one MLX op fewer per layer and step. Fails
-/// where [`rope_fits`] does not hold.
-pub fn fused_decode_rope(
-    q: &Array,
-    k: &RawSide<'_>,
-    v: &RawSide<'_>,
-    len: usize,
-    scale: f32,
-    split_override: Option<usize>,
-    rope: Option<&RopeSpec>,
-) -> Result<Array> {
-    fused_decode_with(q, k, v, len, scale, split_override, rope, false)
-}
-
-/// [`fused_decode_rope`] with the output's declared shape chosen: `flat` gives
-/// `[B, 1, Hq * D]`, the layout the output projection takes (the same kernels and bytes, so
-/// the caller's reshape, one MLX node per layer and step, is not needed).
+/// where [`rope_fits`] does not hold. With `flat` the output is declared `[B, 1, Hq * D]`,
+/// the layout the output projection takes (the same kernels and bytes, so the caller's
+/// reshape, one MLX node per layer and step, is not needed).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn fused_decode_with(
+pub fn fused_decode_rope(
     q: &Array,
     k: &RawSide<'_>,
     v: &RawSide<'_>,

@@ -93,21 +93,36 @@ pub(crate) fn write_sides(
 }
 
 /// [`write_sides`] for a launch that writes a key side and a value side at once (kernels
-/// `*_kv`: `rows` vectors per side, warps `[0, rows)` keys, `[rows, 2 rows)` values), with
-/// the inputs `inputs`, the two sides' previous tokens, then `inv_freq`, and the templates
-/// `ROPE` and `TRAD`. Without `rope` the kernel does not read `inv_freq`: a cached f32
+/// `*_kv`: warps `[0, rows)` keys, `[rows, 2 rows)` values, rows = B * H * L of the shared
+/// `[B, H, L, D]` shape of `xk` and `xv`), with the inputs `xk`, `xv`, then `buffers`, the
+/// two sides' previous tokens, `inv_freq`, and the templates `ROPE` and `TRAD`. The checks
+/// every pair writer needs are made here: one shape for K and V, and with `rope` a head_dim
+/// its warp layout takes. Without `rope` the kernel does not read `inv_freq`: a cached f32
 /// placeholder stands in.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_pair(
     name: &'static str,
     source: fn() -> KernelSource,
-    inputs: &[&Array],
-    rows: usize,
-    head_dim: usize,
+    xk: &Array,
+    xv: &Array,
+    buffers: &[&Array],
     pos: usize,
     afters: [Option<&Array>; 2],
     rope: Option<&RopeSpec>,
 ) -> Result<Array> {
+    let xs = xk.shape();
+    if xs.len() != 4
+        || xv.shape() != xs
+        || rope.is_some_and(|r| !r.fits_warp_layout(xs[3] as usize))
+    {
+        return Err(Error::invalid(
+            name,
+            format!(
+                "K and V need one [B, H, L, D] shape (and RoPE a head_dim it fits): k {xs:?}, v {:?}",
+                xv.shape()
+            ),
+        ));
+    }
     let unused;
     let inv_freq = match rope {
         Some(r) => r.inv_freq(),
@@ -116,12 +131,14 @@ pub(crate) fn write_pair(
             &unused
         }
     };
+    let mut inputs = vec![xk, xv];
+    inputs.extend_from_slice(buffers);
     write_sides(
         name,
         source,
-        inputs,
-        2 * rows,
-        head_dim,
+        &inputs,
+        2 * (xs[0] * xs[1] * xs[2]) as usize,
+        xs[3] as usize,
         pos,
         &afters,
         &[inv_freq],

@@ -150,9 +150,7 @@ pub fn fused_encode_kv_into(
     let xs = xk.shape();
     let fits = side_fits(&xs, k.q, k.scale, pos)
         && side_fits(&xs, v.q, v.scale, pos)
-        && xv.shape() == xs
-        && v.q.shape() == k.q.shape()
-        && rope.is_none_or(|r| r.fits_warp_layout(xs[3] as usize));
+        && v.q.shape() == k.q.shape();
     if !fits {
         return Err(Error::invalid(
             "int8 encode",
@@ -167,9 +165,9 @@ pub fn fused_encode_kv_into(
     in_place::write_pair(
         "int8_encode_kv",
         source_kv,
-        &[xk, xv, k.q, k.scale, v.q, v.scale],
-        (xs[0] * xs[1] * xs[2]) as usize,
-        xs[3] as usize,
+        xk,
+        xv,
+        &[k.q, k.scale, v.q, v.scale],
         pos,
         [k.after, v.after],
         rope,

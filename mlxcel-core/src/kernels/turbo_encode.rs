@@ -202,9 +202,7 @@ pub fn fused_encode_kv_into(
     let fits = side_fits(k.codec, &xs, k.packed, k.norms, pos)
         && side_fits(v.codec, &xs, v.packed, v.norms, pos)
         && v.codec.head_dim == d
-        && xv.shape() == xs
-        && v.packed.shape() == ps
-        && rope.is_none_or(|r| r.fits_warp_layout(d));
+        && v.packed.shape() == ps;
     if !fits {
         return Err(Error::invalid(
             "fused turbo encode",
@@ -218,9 +216,9 @@ pub fn fused_encode_kv_into(
     crate::kernels::in_place::write_pair(
         "turbo_encode_kv",
         source_kv,
+        xk,
+        xv,
         &[
-            xk,
-            xv,
             k.codec.midpoints(),
             k.codec.lut16(),
             k.codec.rotation.signs_array(),
@@ -232,8 +230,6 @@ pub fn fused_encode_kv_into(
             v.packed,
             v.norms,
         ],
-        (xs[0] * xs[1] * xs[2]) as usize,
-        d,
         pos,
         [k.after, v.after],
         rope,
@@ -282,9 +278,7 @@ pub fn fused_append_asym_into(
     let d = v.codec.head_dim;
     let xs = xk.shape();
     let fits = side_fits(v.codec, &xs, v.packed, v.norms, pos)
-        && xv.shape() == xs
-        && buffer_fits(&xs, k_buf, d as i32, Dtype::F16, pos)
-        && rope.is_none_or(|r| r.fits_warp_layout(d));
+        && buffer_fits(&xs, k_buf, d as i32, Dtype::F16, pos);
     if !fits {
         return Err(Error::invalid(
             "fused turbo encode",
@@ -300,9 +294,9 @@ pub fn fused_append_asym_into(
     crate::kernels::in_place::write_pair(
         "turbo_encode_kv_asym",
         source_kv_asym,
+        xk,
+        xv,
         &[
-            xk,
-            xv,
             v.codec.midpoints(),
             v.codec.lut16(),
             v.codec.rotation.signs_array(),
@@ -310,8 +304,6 @@ pub fn fused_append_asym_into(
             v.packed,
             v.norms,
         ],
-        (xs[0] * xs[1] * xs[2]) as usize,
-        d,
         pos,
         [k_after, v.after],
         rope,

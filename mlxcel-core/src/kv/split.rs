@@ -17,6 +17,28 @@ pub struct SplitKvCache {
 }
 
 impl SplitKvCache {
+    /// Attention of `q` before RoPE: rotated inside the fused kernel where it can be, else
+    /// MLX's rope, then [`KvCache::attend`]. With `flat` the output is `[B, L, Hq * D]`
+    /// (the fused kernel declares it so; other paths reshape).
+    fn attend_before_rope_as(
+        &self,
+        q: &Array,
+        scale: f32,
+        rope: &RopeSpec,
+        flat: bool,
+    ) -> Result<Array> {
+        if let Some(o) = attend_before_rope(q, self.k.as_ref(), self.v.as_ref(), scale, rope, flat)?
+        {
+            return Ok(o);
+        }
+        let o = self.attend(&rope_queries(q, rope, self.len())?, scale)?;
+        if flat {
+            flatten_heads(&o)
+        } else {
+            Ok(o)
+        }
+    }
+
     pub fn new(k: Box<dyn KvSide>, v: Box<dyn KvSide>, name: String) -> SplitKvCache {
         SplitKvCache { k, v, name }
     }
@@ -68,20 +90,11 @@ impl KvCache for SplitKvCache {
     }
 
     fn attend_rope(&self, q: &Array, scale: f32, rope: &RopeSpec) -> Result<Array> {
-        if let Some(o) =
-            attend_before_rope(q, self.k.as_ref(), self.v.as_ref(), scale, rope, false)?
-        {
-            return Ok(o);
-        }
-        self.attend(&rope_queries(q, rope, self.len())?, scale)
+        self.attend_before_rope_as(q, scale, rope, false)
     }
 
     fn attend_rope_flat(&self, q: &Array, scale: f32, rope: &RopeSpec) -> Result<Array> {
-        if let Some(o) = attend_before_rope(q, self.k.as_ref(), self.v.as_ref(), scale, rope, true)?
-        {
-            return Ok(o);
-        }
-        flatten_heads(&self.attend(&rope_queries(q, rope, self.len())?, scale)?)
+        self.attend_before_rope_as(q, scale, rope, true)
     }
 
     fn append(&mut self, k: &Array, v: &Array) -> Result<()> {

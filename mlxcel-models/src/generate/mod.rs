@@ -378,12 +378,14 @@ pub fn generate(
     let timeline = steps.timeline()?;
     let device_clock = timeline.as_deref().and_then(device_clock_stats);
     let (step_p50, step_p90) = step_percentiles(&step_times);
-    // Over the same steps as the steady tok/s.
-    let cpu = match (step_cpu.get(half.wrapping_sub(1)), step_cpu.last()) {
-        (Some(Some(a)), Some(Some(b))) if step_times.len() >= 4 => {
-            cpu_time::per_step(*a, *b, step_times.len() - half)
+    // CPU use over the same steps as the steady tok/s.
+    let cpu = if step_times.len() >= 4 {
+        match (step_cpu[half - 1], step_cpu[step_cpu.len() - 1]) {
+            (Some(a), Some(b)) => cpu_time::per_step(a, b, step_times.len() - half),
+            _ => None,
         }
-        _ => None,
+    } else {
+        None
     };
     let stats = GenerationStats {
         decode_steady_tokens_per_second: steady,
