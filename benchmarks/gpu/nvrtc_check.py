@@ -148,15 +148,19 @@ def main():
                + consts + merge + "\n}\n")
         ok &= compile_one(f"merge d{d}", src)
     qmv_header = read("decode_attention_mma.cuh") + "\ntypedef unsigned int uint32_t;\n" + read("qgemv4.cuh")
-    for g in (32, 64, 128):
-        consts = f"constexpr int G = {g}; constexpr int NW = 8; constexpr int U = 4; constexpr bool RESID = {'true' if g == 64 else 'false'};\n"
-        src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
-               "const __half* scales, const __half* biases, const __half* r, __half* y) {\n" + consts + read("qgemv4.cu") + "\n}\n")
-        ok &= compile_one(f"qgemv4 g{g}", src)
-        src = (qmv_header + SHAPE + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
-               "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, __half* y) {\n"
-               + consts + read("qgemv4_silu.cu") + "\n}\n")
-        ok &= compile_one(f"qgemv4 silu g{g}", src)
+    # (NW, S, U): quantized_gemv.rs's schedules: S = 0 the batched one, S > 0 the ring.
+    for nw, st, u in ((8, 0, 4), (8, 4, 4), (8, 8, 4), (4, 8, 4)):
+        for g in (32, 64, 128):
+            tag = f"g{g} nw{nw} s{st}"
+            consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
+                      f"constexpr bool RESID = {'true' if g == 64 else 'false'};\n")
+            src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
+                   "const __half* scales, const __half* biases, const __half* r, __half* y) {\n" + consts + read("qgemv4.cu") + "\n}\n")
+            ok &= compile_one(f"qgemv4 {tag}", src)
+            src = (qmv_header + SHAPE + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
+                   "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, __half* y) {\n"
+                   + consts + read("qgemv4_silu.cu") + "\n}\n")
+            ok &= compile_one(f"qgemv4 silu {tag}", src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")

@@ -1,29 +1,45 @@
 #!/usr/bin/env bash
-# Next session's second device call (H200, ~7 min), same staging as session9_call1.sh:
+# Session 9's second device call (H200, ~8 min; timeout_s 600), after benchmarks/gpu/stage.sh:
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session9_call2.sh
-# 32K with random-kv, three interleaved rounds of fp16 / turbo4 / turbo4 lifted / int8 /
-# turbo4-asym; then 4K turbo4-asym (B) three times; then one pinned round at 128K
-# (PIN_CPUS: $PIN, else the GPU's CPU affinity from nvidia-smi topo, else 0-7) to see
-# whether holding the process on fixed cores removes the run-to-run host spread; last,
-# ncu's full set on the GEMV kernels (benchmarks/gpu/ncu_gemv.sh) if time is left.
+# Call 1's ncu of the GEMVs: 86-89 registers -> 2 CTAs of 8 warps per SM (25% occupancy),
+# 0.56 eligible warps per scheduler, DRAM at 23-40% of peak, 39% of L2 sectors excess
+# (2-byte scale/bias loads of 8 rows per instruction), x staged with 2-byte loads before the
+# first weight load. The ring schedule (cp.async ring of S stages per warp, scales staged
+# once as (scale, bias) pairs, x staged 16 bytes at a time) was written against that:
+# 46-53 registers (NVRTC), bit-identical outputs for the same warp count. This call:
+# 1. gpu_quantized_gemv: every schedule against the float64 reference, bit-identity;
+# 2. `mlxcel bench gemv`: each GEMV of a Llama-3-8B step per schedule, MLX beside;
+# 3. end to end (random-kv fill): ring (default) vs batched (MLXCEL_QMV_RING=0), fp16 and
+#    turbo4 at 32K and 128K, then int8 / turbo4-asym at 128K; device spans are the number;
+# 4. ncu's full set on the ring GEMVs of one step, if time is left.
 set -uo pipefail
 R=/tmp/s9c2; rm -rf "$R"; mkdir -p "$R"
 trap 'tar czf "${OUT:-/tmp}/s9c2.tgz" -C "$R" .' EXIT
+timeout 180 .devcarry/bin/tests/gpu_quantized_gemv --test-threads=1 --nocapture > "$R/test-gpu_quantized_gemv.txt" 2>&1
+echo "gpu_quantized_gemv rc=$? $(grep -E 'test result|panicked|worst' "$R/test-gpu_quantized_gemv.txt" | tr '\n' ' ' | cut -c1-400)"
+grep -c "bit-identical to batched: true" "$R/test-gpu_quantized_gemv.txt"
+grep "bit-identical to batched: false" "$R/test-gpu_quantized_gemv.txt" | head -5
+timeout 200 .devcarry/bin/mlxcel bench gemv --schedules batched,ring:8:4,ring:8:8,ring:4:8,ring:8:2,ring:4:4,ring:16:4 \
+  --out "$R/bench-gemv" > "$R/bench-gemv.out" 2> "$R/bench-gemv.err"
+echo "bench gemv rc=$?"; cat "$R/bench-gemv/gemv.md" 2>/dev/null || tail -5 "$R/bench-gemv.err"
+echo "t=${SECONDS}s"
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export BUDGET=${BUDGET:-500}
+export BUDGET=${BUDGET:-480}
 export FILL=random-kv
 RUN_TIMEOUT=90
-rounds "${MID:-32768}" 15
-unset FILL
-for round in 1 2 3; do timed 10 "r$round" turbo4-asym "${SMALL:-4096}"; timed 10 "r$round" fp16 "${SMALL:-4096}"; done
-export FILL=random-kv
-pin=${PIN:-$(nvidia-smi topo -m 2>/dev/null | awk '/^GPU0/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+-[0-9]+$/) {print $i; exit}}')}
-pin=${pin:-0-7}; echo "pinned round: taskset -c $pin"
-for c in fp16 turbo4 int8; do PIN_CPUS=$pin timed 25 "r9pin" "$c" "${BIG:-131072}"; done
-python3 benchmarks/repeats_summary.py "$R" | tee "$R/summary.md"
-# Last, if time is left: ncu's full set on the first GEMV launches of one decode step
-# (benchmarks/gpu/ncu_gemv.sh; ~2-3 min under ncu's replays).
-if ((SECONDS + 180 < BUDGET + 60)); then NCU_OUT="$R" NCU_TIMEOUT=$((BUDGET + 60 - SECONDS)) bash benchmarks/gpu/ncu_gemv.sh; else echo "skipped ncu_gemv (t=${SECONDS}s)"; fi
+for ctx in 32768 131072; do
+  for kv in fp16 turbo4; do
+    timed 25 ring "$kv" "$ctx"
+    timed 25 batched "$kv" "$ctx" MLXCEL_QMV_RING=0
+  done
+done
+timed 25 ring int8 131072
+timed 25 ring turbo4-asym 131072
+timed 25 ring2 fp16 131072
+echo "t=${SECONDS}s"
+if ((SECONDS + 120 < BUDGET + 80)); then
+  NCU_OUT="$R" NCU_TIMEOUT=$((BUDGET + 80 - SECONDS)) bash benchmarks/gpu/ncu_gemv.sh 2>&1 | head -80
+else echo "skipped ncu_gemv (t=${SECONDS}s)"; fi
 echo "done at t=${SECONDS}s"

@@ -27,6 +27,8 @@ pub struct BenchArgs {
 pub enum BenchWhat {
     /// Time one decode step of attention (one layer) per KV mode and context.
     Attention(AttentionBench),
+    /// Time the one-token 4-bit GEMVs of a decode step per kernel schedule, beside MLX.
+    Gemv(crate::bench_gemv::GemvBench),
 }
 
 #[derive(Args, Debug)]
@@ -62,15 +64,15 @@ pub struct AttentionBench {
 /// Per-call timing of [`time_calls`]: wall time per call and the host time spent building
 /// each call's graph (MLX ops and kernel objects, before any evaluation).
 #[derive(Clone, Copy)]
-struct CallTime {
-    wall: f64,
+pub(crate) struct CallTime {
+    pub(crate) wall: f64,
     build: f64,
 }
 
 /// Best of three means of `iters` calls evaluated together (launch gaps included), after a
 /// warm-up; `f(i)` builds call i. The graph-building time is measured apart so that host
 /// overhead shows next to the wall time.
-fn time_calls(iters: usize, f: &dyn Fn(usize) -> Result<Array>) -> Result<CallTime> {
+pub(crate) fn time_calls(iters: usize, f: &dyn Fn(usize) -> Result<Array>) -> Result<CallTime> {
     for i in 0..3 {
         f(i)?.eval()?;
     }
@@ -110,7 +112,7 @@ struct Row {
 }
 
 /// Copy bandwidth (read + write bytes per second) of a 1 GiB fp16 array.
-fn copy_roofline() -> Result<f64> {
+pub(crate) fn copy_roofline() -> Result<f64> {
     let n = 1i32 << 29;
     let a = random::normal(&[n], Dtype::F16, None)?;
     a.eval()?;
@@ -120,7 +122,13 @@ fn copy_roofline() -> Result<f64> {
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
-    let BenchWhat::Attention(a) = &args.what;
+    match &args.what {
+        BenchWhat::Attention(a) => run_attention(a),
+        BenchWhat::Gemv(g) => crate::bench_gemv::run(g),
+    }
+}
+
+fn run_attention(a: &AttentionBench) -> Result<()> {
     let copy_bw = copy_roofline()?;
     eprintln!(
         "copy roofline: {:.3} TB/s (read + write, 1 GiB fp16 copy)",

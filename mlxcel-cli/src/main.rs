@@ -1,6 +1,7 @@
 //! `mlxcel`: the command-line entry point.
 
 mod bench;
+mod bench_gemv;
 mod generate;
 mod info;
 mod kv_args;

@@ -121,6 +121,17 @@ pub const FUSED_QMV: Flag = Flag {
         "4-bit one-token GEMV kernels on CUDA, incl. fused gate/up+SiLU (0 = MLX quantized_matmul)",
 };
 
+/// The GEMV kernels' ring schedule (`kernels::quantized_gemv::Schedule`): each warp streams
+/// its weight tiles through a ring of shared-memory stages filled by `cp.async`, so several
+/// tiles stay in flight without holding registers (46-53 instead of 86-89: twice the CTAs
+/// per SM). When 0, the batched schedule: four tiles' loads in registers, then their math.
+/// Both give bit-identical outputs.
+pub const QMV_RING: Flag = Flag {
+    name: "MLXCEL_QMV_RING",
+    default: true,
+    doc: "GEMV kernels stream weights through a cp.async shared-memory ring (0 = batched loads in registers)",
+};
+
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content
 /// (`mlx::kernel::include_stubs`) instead of inline: MLX rebuilds and hashes the text it is
 /// given on every launch. When 0, the full (compacted) text goes inline.
@@ -223,6 +234,7 @@ pub const ALL: &[Flag] = &[
     DEVICE_CLOCK,
     BUILD_PROFILE,
     FUSED_QMV,
+    QMV_RING,
     KERNEL_FILES,
     FUSED_ROPE,
     FUSED_KV_APPEND,

@@ -10,13 +10,44 @@ mod common;
 
 use common::{randn, rng};
 use mlxcel_core::kernels::quantized_gemv::{
-    applies, applies_add, applies_silu, gemv, gemv_add, gemv_silu_mul,
+    applies, applies_add, applies_silu, gemv, gemv_add, gemv_silu_mul, gemv_silu_mul_with,
+    gemv_with, Schedule,
 };
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::ops::{quantize, Quantized};
 use mlxcel_core::{Array, Dtype};
 
 const TOL: f64 = 2e-3;
+
+/// Every schedule the GPU tests run: the batched one, the default ring, and the ring
+/// variants `mlxcel bench gemv` times.
+fn schedules() -> Vec<Schedule> {
+    ["batched", "ring", "ring:8:8", "ring:4:8", "ring:8:2"]
+        .iter()
+        .map(|s| Schedule::parse(s).unwrap())
+        .collect()
+}
+
+/// The other schedules' outputs against the batched schedule's: bit-identical where the
+/// warp count is the same (same tiles per lane, same order of accumulation), else within
+/// TOL of the float64 reference. `call` runs one schedule.
+fn check_schedules(what: &str, want: &[f64], call: &dyn Fn(Schedule) -> Array) {
+    let base = call(Schedule::BATCHED);
+    let base_bits = base.to_vec::<half::f16>().unwrap();
+    for s in schedules().into_iter().skip(1) {
+        let y = call(s);
+        let e = rel_rms(&y, want);
+        assert!(e < TOL, "{what} {s}: relative RMS {e} >= {TOL}");
+        let same = y.to_vec::<half::f16>().unwrap() == base_bits;
+        eprintln!("{what} {s}: relative RMS {e:.2e}, bit-identical to batched: {same}");
+        if s.warps == Schedule::BATCHED.warps {
+            assert!(
+                same,
+                "{what} {s}: not bit-identical to the batched schedule"
+            );
+        }
+    }
+}
 
 fn weight(r: &mut rand::rngs::StdRng, n: usize, k: usize, group: i32) -> (Quantized, Vec<f32>) {
     let w: Vec<f32> = randn(r, n * k).iter().map(|v| v * 0.02).collect();
@@ -94,6 +125,9 @@ fn gemv_matches_a_float64_reference_or_is_not_used() {
         );
         assert!(e < TOL, "n={n} k={k} g={g}: relative RMS {e} >= {TOL}");
         worst = worst.max(e);
+        check_schedules(&format!("qgemv4 n={n} k={k} g={g}"), &want, &|s| {
+            gemv_with(&x, &q, None, s).unwrap()
+        });
         // The residual epilogue: x W^T + r.
         let (r_arr, rv) = input(&mut r, n);
         assert!(applies_add(&x, &q, &r_arr));
@@ -105,6 +139,9 @@ fn gemv_matches_a_float64_reference_or_is_not_used() {
             "residual n={n} k={k}: relative RMS {e_add} >= {TOL}"
         );
         worst = worst.max(e_add);
+        check_schedules(&format!("qgemv4 + residual n={n} k={k}"), &want_add, &|s| {
+            gemv_with(&x, &q, Some(&r_arr), s).unwrap()
+        });
     }
     if on_cuda {
         eprintln!(
@@ -138,6 +175,9 @@ fn fused_gate_up_silu_matches_a_float64_reference_or_is_not_used() {
         let e = rel_rms(&gemv_silu_mul(&x, &qg, &qu).unwrap(), &want);
         eprintln!("qgemv4 silu n={n} k={k} g={g}: relative RMS {e:.2e}");
         assert!(e < TOL, "silu n={n} k={k} g={g}: relative RMS {e} >= {TOL}");
+        check_schedules(&format!("qgemv4 silu n={n} k={k} g={g}"), &want, &|s| {
+            gemv_silu_mul_with(&x, &qg, &qu, s).unwrap()
+        });
     }
 }
 
@@ -163,6 +203,11 @@ fn gemv_rejects_what_it_cannot_run() {
     let (bad_r, _) = input(&mut r, 16);
     assert!(!applies_add(&x, &q3, &bad_r));
     assert!(gemv_add(&x, &q3, &bad_r).is_err());
+    // Schedules that do not exist or do not fit are refused by name.
+    assert!(Schedule::parse("ring:0:4").is_err());
+    assert!(Schedule::parse("ring:8:1").is_err());
+    assert!(Schedule::parse("fast").is_err());
+    assert_eq!(Schedule::parse("ring").unwrap(), Schedule::RING);
     let (x2, _) = input(&mut r, 128);
     let (q2, _) = weight(&mut r, 32, 256, 64);
     assert!(gemv(&x2, &q2).is_err(), "K mismatch must be an error");

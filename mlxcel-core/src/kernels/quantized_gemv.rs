@@ -19,14 +19,92 @@ use crate::{Error, Result};
 const HEADER: &str = include_str!("cuda/qgemv4.cuh");
 const MMA_HEADER: &str = include_str!("cuda/decode_attention_mma.cuh");
 
-/// Warps per CTA (each takes every NW-th 128-value tile of K).
-const WARPS: i32 = 8;
-/// Tiles each warp loads before it computes (16 B per lane and row each).
+/// Tiles each warp of the batched schedule loads before it computes (16 B per lane and row
+/// each).
 const TILES_IN_FLIGHT: i32 = 4;
 /// Largest K: x is staged in shared memory as fp16 (K * 2 bytes; with the kernels' static
 /// shared memory within the 48 KiB a launch gets without opting in to more; K = 24576 failed
-/// to launch on the H200).
+/// to launch on the H200 with the batched schedule).
 const MAX_K: usize = 20 * 1024;
+
+/// How a GEMV kernel moves its weights; every schedule computes the same tiles in the same
+/// per-lane order, so outputs are bit-identical across schedules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Warps per CTA (each takes every `warps`-th 128-value tile of K).
+    pub warps: i32,
+    /// Ring stages per warp (1 KiB each, `cp.async`-filled); 0 = the batched schedule
+    /// (`TILES_IN_FLIGHT` tiles' loads in registers, then their math).
+    pub stages: i32,
+}
+
+impl Schedule {
+    /// The batched schedule (session 4's kernel): 8 warps, 4 tiles in registers.
+    pub const BATCHED: Schedule = Schedule {
+        warps: 8,
+        stages: 0,
+    };
+    /// The ring schedule decode steps use by default (`MLXCEL_QMV_RING`).
+    pub const RING: Schedule = Schedule {
+        warps: 8,
+        stages: 4,
+    };
+
+    /// The schedule decode steps use: [`Schedule::RING`] unless `MLXCEL_QMV_RING=0`.
+    pub fn current() -> Schedule {
+        if flags::QMV_RING.enabled() {
+            Schedule::RING
+        } else {
+            Schedule::BATCHED
+        }
+    }
+
+    /// Parses `batched`, `ring` or `ring:WARPS:STAGES` (e.g. `ring:4:8`).
+    pub fn parse(s: &str) -> Result<Schedule> {
+        let bad = || {
+            Error::invalid(
+                "gemv schedule",
+                format!(
+                    "{s:?}: expected batched, ring or ring:WARPS:STAGES (WARPS 1-16, STAGES 2-16)"
+                ),
+            )
+        };
+        match s.split(':').collect::<Vec<_>>().as_slice() {
+            ["batched"] => Ok(Schedule::BATCHED),
+            ["ring"] => Ok(Schedule::RING),
+            ["ring", w, st] => {
+                let warps: i32 = w.parse().map_err(|_| bad())?;
+                let stages: i32 = st.parse().map_err(|_| bad())?;
+                if !(1..=16).contains(&warps) || !(2..=16).contains(&stages) {
+                    return Err(bad());
+                }
+                Ok(Schedule { warps, stages })
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    /// Dynamic shared memory of one CTA for a K-wide weight of group `group` and `mats`
+    /// matrices (2 for gate/up): x in pair order, and for the ring the (scale, bias) tables
+    /// (rows padded to `sb_stride` in qgemv4.cuh) and the stages.
+    fn shared_bytes(&self, k: usize, group: usize, mats: usize) -> usize {
+        if self.stages == 0 {
+            return 2 * k;
+        }
+        let sb_stride = (k / group).div_ceil(32) * 32 + 4;
+        2 * k + mats * 16 * sb_stride * 4 + self.warps as usize * self.stages as usize * 1024
+    }
+}
+
+impl std::fmt::Display for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.stages == 0 {
+            write!(f, "batched:{}", self.warps)
+        } else {
+            write!(f, "ring:{}:{}", self.warps, self.stages)
+        }
+    }
+}
 
 fn plain_source(shared: usize) -> KernelSource {
     let mut s = KernelSource::new(
@@ -108,7 +186,7 @@ pub fn applies_silu(x: &Array, gate: &Quantized, up: &Quantized) -> bool {
 pub fn try_gemv(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Option<Array>> {
     match plan(x, q) {
         Some((n, k)) if r.is_none_or(|r| residual_fits(x, n, r)) => {
-            launch_plain(x, q, r, n, k).map(Some)
+            launch_plain(x, q, r, n, k, Schedule::current()).map(Some)
         }
         _ => Ok(None),
     }
@@ -118,7 +196,7 @@ pub fn try_gemv(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Option<Ar
 /// where the kernel does not apply.
 pub fn try_gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Option<Array>> {
     match plan_silu(x, gate, up) {
-        Some((n, k)) => launch_silu(x, gate, up, n, k).map(Some),
+        Some((n, k)) => launch_silu(x, gate, up, n, k, Schedule::current()).map(Some),
         None => Ok(None),
     }
 }
@@ -150,12 +228,12 @@ fn checked(x: &Array, q: &Quantized, what: &str) -> Result<(usize, usize)> {
 
 /// `x @ W^T` for one row of x (`[..., K]` with one row in all) -> `[..., N]` fp16.
 pub fn gemv(x: &Array, q: &Quantized) -> Result<Array> {
-    gemv_impl(x, q, None)
+    gemv_with(x, q, None, Schedule::current())
 }
 
 /// `x @ W^T + r` (r fp16 with N elements, e.g. the residual stream) in one launch.
 pub fn gemv_add(x: &Array, q: &Quantized, r: &Array) -> Result<Array> {
-    gemv_impl(x, q, Some(r))
+    gemv_with(x, q, Some(r), Schedule::current())
 }
 
 /// Whether [`gemv_add`] takes this call.
@@ -163,7 +241,8 @@ pub fn applies_add(x: &Array, q: &Quantized, r: &Array) -> bool {
     plan(x, q).is_some_and(|(n, _)| residual_fits(x, n, r))
 }
 
-fn gemv_impl(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Array> {
+/// [`gemv`] (`r` None) or [`gemv_add`] with an explicit schedule (benchmarks and tests).
+pub fn gemv_with(x: &Array, q: &Quantized, r: Option<&Array>, sched: Schedule) -> Result<Array> {
     let (n, k) = checked(x, q, "gemv")?;
     if let Some(r) = r {
         if r.dtype() != Dtype::F16 || r.shape() != out_shape(x, n) {
@@ -178,41 +257,67 @@ fn gemv_impl(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Array> {
             ));
         }
     }
-    launch_plain(x, q, r, n, k)
+    launch_plain(x, q, r, n, k, sched)
 }
 
 /// The plain kernel's launch for a checked call (N, K).
-fn launch_plain(x: &Array, q: &Quantized, r: Option<&Array>, n: usize, k: usize) -> Result<Array> {
+fn launch_plain(
+    x: &Array,
+    q: &Quantized,
+    r: Option<&Array>,
+    n: usize,
+    k: usize,
+    sched: Schedule,
+) -> Result<Array> {
     let launch = launch(
         &[x, &q.w, &q.scales, &q.biases, r.unwrap_or(x)],
         x,
         n,
         q.group_size,
+        sched,
     )
     .template("RESID", TemplateArg::Bool(r.is_some()));
-    run("qgemv4", 2 * k, plain_source, &launch)
+    let shared = sched.shared_bytes(k, q.group_size as usize, 1);
+    run("qgemv4", shared, plain_source, &launch)
 }
 
-/// The launch shared by both kernels: one CTA of [`WARPS`] warps per 16 output rows.
-fn launch<'a>(inputs: &[&'a Array], x: &Array, n: usize, group: i32) -> Launch<'a> {
+/// The launch shared by both kernels: one CTA of `sched.warps` warps per 16 output rows.
+fn launch<'a>(
+    inputs: &[&'a Array],
+    x: &Array,
+    n: usize,
+    group: i32,
+    sched: Schedule,
+) -> Launch<'a> {
     Launch::new(
         inputs,
-        [(n / 16) as i32 * WARPS * 32, 1, 1],
-        [WARPS * 32, 1, 1],
+        [(n / 16) as i32 * sched.warps * 32, 1, 1],
+        [sched.warps * 32, 1, 1],
     )
     .output(&out_shape(x, n), Dtype::F16)
     .template("G", TemplateArg::Int(group))
-    .template("NW", TemplateArg::Int(WARPS))
+    .template("NW", TemplateArg::Int(sched.warps))
+    .template("S", TemplateArg::Int(sched.stages))
     .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
 }
 
-/// Calls the kernel `name` built for `shared` bytes of staged x (one build per size).
+/// Most dynamic shared memory one CTA may ask for on sm_90 (227 KiB).
+const MAX_SHARED: usize = 227 * 1024;
+
+/// Calls the kernel `name` built for `shared` bytes of dynamic shared memory (one build per
+/// size).
 fn run(
     name: &'static str,
     shared: usize,
     source: fn(usize) -> KernelSource,
     launch: &Launch<'_>,
 ) -> Result<Array> {
+    if shared > MAX_SHARED {
+        return Err(Error::invalid(
+            "quantized gemv",
+            format!("{name}: {shared} bytes of shared memory per CTA (at most {MAX_SHARED}); use fewer warps or stages"),
+        ));
+    }
     cached_by_name(KernelBackend::Cuda, name, shared as u64, || source(shared))?
         .call(launch)?
         .pop()
@@ -221,6 +326,16 @@ fn run(
 
 /// `silu(x @ Wg^T) * (x @ Wu^T)` for one row of x -> `[..., N]` fp16, in one launch.
 pub fn gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Array> {
+    gemv_silu_mul_with(x, gate, up, Schedule::current())
+}
+
+/// [`gemv_silu_mul`] with an explicit schedule (benchmarks and tests).
+pub fn gemv_silu_mul_with(
+    x: &Array,
+    gate: &Quantized,
+    up: &Quantized,
+    sched: Schedule,
+) -> Result<Array> {
     let (n, k) = checked(x, gate, "gate")?;
     if checked(x, up, "up")? != (n, k) || up.group_size != gate.group_size {
         return Err(Error::invalid(
@@ -232,11 +347,18 @@ pub fn gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Arra
             ),
         ));
     }
-    launch_silu(x, gate, up, n, k)
+    launch_silu(x, gate, up, n, k, sched)
 }
 
 /// The gate/up kernel's launch for a checked call (N, K).
-fn launch_silu(x: &Array, gate: &Quantized, up: &Quantized, n: usize, k: usize) -> Result<Array> {
+fn launch_silu(
+    x: &Array,
+    gate: &Quantized,
+    up: &Quantized,
+    n: usize,
+    k: usize,
+    sched: Schedule,
+) -> Result<Array> {
     let inputs = [
         x,
         &gate.w,
@@ -248,8 +370,8 @@ fn launch_silu(x: &Array, gate: &Quantized, up: &Quantized, n: usize, k: usize) 
     ];
     run(
         "qgemv4_silu",
-        2 * k,
+        sched.shared_bytes(k, gate.group_size as usize, 2),
         silu_source,
-        &launch(&inputs, x, n, gate.group_size),
+        &launch(&inputs, x, n, gate.group_size, sched),
     )
 }

@@ -2,19 +2,25 @@
 // the epilogue) for 4-bit MLX-affine W (helpers and layout: qgemv4.cuh). One CTA of NW
 // warps per 16 rows. Inputs: x (fp16, K values), w uint32 [N, K/8], scales, biases fp16
 // [N, K/G], r fp16 [N] (read only when RESID). Output: y fp16 [N]. Template constants: G
-// (group size), NW (warps), U (tiles in flight per warp), RESID. Dynamic shared memory:
-// K * 2 bytes (x in pair order).
+// (group size), NW (warps), S (ring stages; 0 = the batched schedule of U tiles in flight
+// per warp), U, RESID. Dynamic shared memory: the batched schedule K * 2 bytes (x in pair
+// order), the ring schedule as ring_rows16 says.
 constexpr int NT = NW * 32;
 extern __shared__ __align__(16) unsigned char smem[];
-__half2* xs = reinterpret_cast<__half2*>(smem);
 __shared__ float red[NW * 16];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = w_shape[1] * 8;
 const long long row0 = static_cast<long long>(blockIdx.x) * 16;
-mlxcel_qmv::stage_x(x, xs, K, tid, NT);
-__syncthreads();
 float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
-mlxcel_qmv::rows16<G, NW, U>(w, scales, biases, xs, K, row0, warp, lane, acc[0]);
+if constexpr (S > 0) {
+  const mlxcel_qmv::QMat mats[1] = {{w, scales, biases}};
+  mlxcel_qmv::ring_rows16<G, NW, S, 1>(mats, x, smem, K, row0, tid, warp, lane, acc);
+} else {
+  __half2* xs = reinterpret_cast<__half2*>(smem);
+  mlxcel_qmv::stage_x(x, xs, K, tid, NT);
+  __syncthreads();
+  mlxcel_qmv::rows16<G, NW, U>(w, scales, biases, xs, K, row0, warp, lane, acc[0]);
+}
 const float s = mlxcel_qmv::reduce_rows<NW, 1>(acc, red, warp, lane, tid);
 if (tid < 16) {
   float v = s;

@@ -41,8 +41,90 @@ __device__ __forceinline__ void stage_x(const __half* x, __half2* xs, int K, int
   }
 }
 
-// Accumulates rows [row0, row0 + 16) of W over the tiles of this warp (tile t covers
-// k in [128 t, 128 t + 128)) into acc (C fragment: acc[0] row r, acc[2] row r + 8).
+// x [K] (fp16) -> shared in pair order as stage_x, 16 bytes at a time (8 values of x become
+// the 4 pairs of one 16-byte chunk of xs: two byte permutes per pair); stage_x where x is
+// not 16-byte aligned. Why: stage_x's 2-byte loads leave one L2 round trip per loop
+// iteration ahead of the first weight use (28 at K = 14336).
+__device__ __forceinline__ void stage_x_vec(const __half* x, __half2* xs, int K, int tid, int nt) {
+  if ((reinterpret_cast<unsigned long long>(x) & 15) != 0) {
+    stage_x(x, xs, K, tid, nt);
+    return;
+  }
+  const uint4* x4 = reinterpret_cast<const uint4*>(x);
+  uint4* xs4 = reinterpret_cast<uint4*>(xs);
+#pragma unroll 4
+  for (int b = tid; b < K / 8; b += nt) {
+    const uint4 v = x4[b];
+    xs4[b] = make_uint4(mlxcel_mma::prmt(v.x, v.z, 0x5410), mlxcel_mma::prmt(v.x, v.z, 0x7632),
+                        mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
+  }
+}
+
+// Row stride (in half2) of the staged (scale, bias) table: >= K / G, and 4 mod 32 so that
+// the 8 rows a warp reads at once fall in 8 different banks.
+__device__ __forceinline__ int sb_stride(int kg) { return ((kg + 31) & ~31) + 4; }
+
+// The (scale, bias) pairs of rows [row0, row0 + 16) -> sb[row * SBS + g] (half2: scale low,
+// bias high). The 16 rows' scales (and biases) are one contiguous block of 16 * K / G
+// values, read 16 bytes at a time where aligned.
+__device__ __forceinline__ void stage_sb(const __half* scales, const __half* biases, long long row0, int kg,
+                                         __half2* sb, int tid, int nt) {
+  const int sbs = sb_stride(kg);
+  const __half* s = scales + row0 * kg;
+  const __half* b = biases + row0 * kg;
+  const int n = 16 * kg;
+  if (((reinterpret_cast<unsigned long long>(s) | reinterpret_cast<unsigned long long>(b)) & 15) == 0) {
+#pragma unroll 2
+    for (int i = tid; i < n / 8; i += nt) {
+      const uint4 sv = reinterpret_cast<const uint4*>(s)[i];
+      const uint4 bv = reinterpret_cast<const uint4*>(b)[i];
+      const __half* sh = reinterpret_cast<const __half*>(&sv);
+      const __half* bh = reinterpret_cast<const __half*>(&bv);
+      int row = (8 * i) / kg, g = 8 * i - row * kg;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        sb[row * sbs + g] = __halves2half2(sh[e], bh[e]);
+        if (++g == kg) {
+          g = 0;
+          ++row;
+        }
+      }
+    }
+  } else {
+    for (int i = tid; i < n; i += nt) {
+      const int row = i / kg, g = i - row * kg;
+      sb[row * sbs + g] = __halves2half2(s[i], b[i]);
+    }
+  }
+}
+
+// One 128-value tile of a lane's two rows: q0 / q1 its 16 bytes of rows r and r + 8 (32
+// values each), scale and bias of each, xt = xs at the tile's offset for this lane (its 32
+// values of x in pair order). Eight m16n8k16, fp32 accumulation into acc (C fragment).
+__device__ __forceinline__ void tile_mma(const uint4& q0, const uint4& q1, __half2 sc0, __half2 bi0,
+                                         __half2 sc1, __half2 bi1, const __half2* xt, float (&acc)[4]) {
+  const u32 a[4] = {q0.x, q0.y, q0.z, q0.w};
+  const u32 b[4] = {q1.x, q1.y, q1.z, q1.w};
+  const uint4* xv = reinterpret_cast<const uint4*>(xt);
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    const uint4 xx = xv[m];  // pairs 0..3 of this lane's word m
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const u32 a0 = as_u32(__hfma2(nibble_pair(a[m], 8 * h), sc0, bi0));
+      const u32 a2 = as_u32(__hfma2(nibble_pair(a[m], 8 * h + 4), sc0, bi0));
+      const u32 a1 = as_u32(__hfma2(nibble_pair(b[m], 8 * h), sc1, bi1));
+      const u32 a3 = as_u32(__hfma2(nibble_pair(b[m], 8 * h + 4), sc1, bi1));
+      const u32 bx0 = h == 0 ? xx.x : xx.z;
+      const u32 bx1 = h == 0 ? xx.y : xx.w;
+      mlxcel_mma::mma(acc, a0, a1, a2, a3, bx0, bx1);
+    }
+  }
+}
+
+// The batched schedule: accumulates rows [row0, row0 + 16) of W over the tiles of this
+// warp (tile t covers k in [128 t, 128 t + 128)) into acc (C fragment: acc[0] row r, acc[2]
+// row r + 8); U tiles' loads in registers, then their math.
 template <int G, int NW, int U>
 __device__ __forceinline__ void rows16(const u32* w, const __half* scales, const __half* biases,
                                        const __half2* xs, int K, long long row0, int warp, int lane,
@@ -76,23 +158,83 @@ __device__ __forceinline__ void rows16(const u32* w, const __half* scales, const
     for (int u = 0; u < U; ++u) {
       const int t = t0 + u * NW;
       if (t >= tiles) break;
-      const u32 a[4] = {q0[u].x, q0[u].y, q0[u].z, q0[u].w};
-      const u32 b[4] = {q1[u].x, q1[u].y, q1[u].z, q1[u].w};
-      const uint4* xv = reinterpret_cast<const uint4*>(xs + (t * 128 + c * 32) / 2);
+      tile_mma(q0[u], q1[u], sc0[u], bi0[u], sc1[u], bi1[u], xs + (t * 128 + c * 32) / 2, acc);
+    }
+  }
+}
+
+// cp.async and its wait with a memory clobber: the ring's shared reads and writes must stay
+// on their side of these (the attention kernel's variants have none; it orders its ring
+// through barriers).
+__device__ __forceinline__ void ring_copy16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void ring_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// One 4-bit matrix of the ring schedule: packed words, scales, biases.
+struct QMat {
+  const u32* w;
+  const __half* s;
+  const __half* b;
+};
+
+// The ring schedule: rows [row0, row0 + 16) of MATS matrices (gate then up for the SwiGLU
+// kernel) into acc[m]. Each warp streams its tiles (t = warp, warp + NW, ... of each matrix
+// in turn) through a ring of S shared-memory stages filled by cp.async: S - 1 tiles per warp
+// (NW * (S - 1) KiB per CTA) stay in flight without holding registers, and the first loads
+// leave before x and the scales are staged. Dynamic shared memory: 2 K bytes of x, MATS
+// (scale, bias) tables of 16 * sb_stride(K / G) * 4 bytes, NW * S KiB of ring. A lane reads back
+// only the 2 x 16 bytes it copied itself, so its own cp.async.wait_group is the only
+// synchronisation the ring needs. Same tiles, same per-lane order of accumulation, same
+// arithmetic as rows16: bit-identical outputs.
+template <int G, int NW, int S, int MATS>
+__device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const __half* x, unsigned char* smem, int K,
+                                            long long row0, int tid, int warp, int lane, float (&acc)[MATS][4]) {
+  constexpr int NT = NW * 32;
+  constexpr int SS = S > 1 ? S : 2;  // S itself where the ring is used (S >= 2)
+  const int r = lane >> 2, c = lane & 3;
+  const int words = K / 8, kg = K / G, sbs = sb_stride(kg);
+  const int tiles = K / 128;
+  const int tw = (tiles - warp + NW - 1) / NW;  // this warp's tiles of each matrix
+  const int jobs = MATS * tw;
+  __half2* xs = reinterpret_cast<__half2*>(smem);
+  __half2* sb = xs + K / 2;
+  uint4* ring = reinterpret_cast<uint4*>(sb + MATS * 16 * sbs) + warp * SS * 64;
+  const long long lane_off = (row0 + r) * words + c * 4;
+  auto issue = [&](int j) {
+    if (j < jobs) {
+      const int m = MATS == 1 ? 0 : j / tw;
+      const int t = warp + NW * (j - m * tw);
+      const u32* src = (m == 0 ? mats[0].w : mats[MATS - 1].w) + lane_off + t * 16;
+      uint4* dst = ring + (j % SS) * 64;
+      ring_copy16(dst + lane, src);
+      ring_copy16(dst + 32 + lane, src + 8LL * words);
+    }
+    ring_commit();
+  };
 #pragma unroll
-      for (int m = 0; m < 4; ++m) {
-        const uint4 xx = xv[m];  // pairs 0..3 of this lane's word m
+  for (int j = 0; j < SS - 1; ++j) issue(j);
+  stage_x_vec(x, xs, K, tid, NT);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const u32 a0 = as_u32(__hfma2(nibble_pair(a[m], 8 * h), sc0[u], bi0[u]));
-          const u32 a2 = as_u32(__hfma2(nibble_pair(a[m], 8 * h + 4), sc0[u], bi0[u]));
-          const u32 a1 = as_u32(__hfma2(nibble_pair(b[m], 8 * h), sc1[u], bi1[u]));
-          const u32 a3 = as_u32(__hfma2(nibble_pair(b[m], 8 * h + 4), sc1[u], bi1[u]));
-          const u32 bx0 = h == 0 ? xx.x : xx.z;
-          const u32 bx1 = h == 0 ? xx.y : xx.w;
-          mlxcel_mma::mma(acc, a0, a1, a2, a3, bx0, bx1);
-        }
-      }
+  for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
+  __syncthreads();
+#pragma unroll
+  for (int m = 0; m < MATS; ++m) {
+    const __half2* sbm = sb + m * 16 * sbs;
+    for (int i = 0; i < tw; ++i) {
+      const int j = m * tw + i;
+      issue(j + SS - 1);
+      ring_wait<SS - 1>();
+      const uint4* slot = ring + (j % SS) * 64;
+      const uint4 q0 = slot[lane], q1 = slot[32 + lane];
+      const int t = warp + NW * i;
+      const int g = (t * 128 + c * 32) / G;
+      const __half2 p0 = sbm[r * sbs + g], p1 = sbm[(r + 8) * sbs + g];
+      tile_mma(q0, q1, __low2half2(p0), __high2half2(p0), __low2half2(p1), __high2half2(p1),
+               xs + (t * 128 + c * 32) / 2, acc[m]);
     }
   }
 }

@@ -3,20 +3,26 @@
 // 16 outputs: it computes those 16 rows of both projections, so the activation never
 // leaves the CTA and stays fp32 until the one rounding of y. Inputs: x (fp16, K values),
 // wg/wu uint32 [N, K/8], sg/su, bg/bu fp16 [N, K/G]. Output: y fp16 [N]. Template
-// constants and dynamic shared memory as qgemv4.cu.
+// constants and dynamic shared memory as qgemv4.cu (the ring schedule streams gate, then
+// up, through one ring and stages both scale tables).
 constexpr int NT = NW * 32;
 extern __shared__ __align__(16) unsigned char smem[];
-__half2* xs = reinterpret_cast<__half2*>(smem);
 __shared__ float red[NW * 32];
 __shared__ float gu[32];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = wg_shape[1] * 8;
 const long long row0 = static_cast<long long>(blockIdx.x) * 16;
-mlxcel_qmv::stage_x(x, xs, K, tid, NT);
-__syncthreads();
 float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-mlxcel_qmv::rows16<G, NW, U>(wg, sg, bg, xs, K, row0, warp, lane, acc[0]);
-mlxcel_qmv::rows16<G, NW, U>(wu, su, bu, xs, K, row0, warp, lane, acc[1]);
+if constexpr (S > 0) {
+  const mlxcel_qmv::QMat mats[2] = {{wg, sg, bg}, {wu, su, bu}};
+  mlxcel_qmv::ring_rows16<G, NW, S, 2>(mats, x, smem, K, row0, tid, warp, lane, acc);
+} else {
+  __half2* xs = reinterpret_cast<__half2*>(smem);
+  mlxcel_qmv::stage_x(x, xs, K, tid, NT);
+  __syncthreads();
+  mlxcel_qmv::rows16<G, NW, U>(wg, sg, bg, xs, K, row0, warp, lane, acc[0]);
+  mlxcel_qmv::rows16<G, NW, U>(wu, su, bu, xs, K, row0, warp, lane, acc[1]);
+}
 const float s = mlxcel_qmv::reduce_rows<NW, 2>(acc, red, warp, lane, tid);
 if (tid < 32) gu[tid] = s;
 __syncthreads();
