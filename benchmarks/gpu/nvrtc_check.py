@@ -153,7 +153,7 @@ def main():
         for g in (32, 64, 128):
             tag = f"g{g} nw{nw} s{st}"
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
-                      f"constexpr bool RESID = {'true' if g == 64 else 'false'};\n")
+                      f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
                    "const __half* scales, const __half* biases, const __half* r, __half* y) {\n" + consts + read("qgemv4.cu") + "\n}\n")
             ok &= compile_one(f"qgemv4 {tag}", src)

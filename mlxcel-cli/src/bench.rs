@@ -66,7 +66,7 @@ pub struct AttentionBench {
 #[derive(Clone, Copy)]
 pub(crate) struct CallTime {
     pub(crate) wall: f64,
-    build: f64,
+    pub(crate) build: f64,
 }
 
 /// Best of three means of `iters` calls evaluated together (launch gaps included), after a

@@ -3,6 +3,11 @@
 //! mlxcel kernel schedule, beside MLX's `quantized_matmul`, with the bytes each call reads,
 //! the achieved TB/s and the fraction of a copy roofline measured in the same run.
 //!
+//! The time is wall time per call of a batch evaluated together, graph building included
+//! (printed apart as "host"). A call that builds slower than the device runs it is
+//! host-bound: its time says nothing about the kernel (on the H200 the ~9-14 MB GEMVs were,
+//! session 9; ncu in situ, `benchmarks/gpu/ncu_gemv.sh`, gives their device time).
+//!
 //! Why: in a Llama-3-8B 4-bit decode step on the H200 these GEMVs were ~3.2 ms of device time
 //! at ~1.4 TB/s (session 8), the largest cost every KV mode shares. Each call rotates over
 //! enough weight copies (>= 256 MiB) that L2 cannot serve repeats.
@@ -120,6 +125,7 @@ struct Row {
     path: String,
     bytes: usize,
     micros: f64,
+    host_micros: f64,
     tbps: f64,
     frac_copy: f64,
     per_token_ms: f64,
@@ -202,11 +208,11 @@ pub fn run(a: &GemvBench) -> Result<()> {
             paths.extend(schedules.iter().map(|s| (s.to_string(), Some(*s))));
         }
         for (path, sched) in paths {
-            let t = time_calls(a.iters, &|i| match sched {
+            let ct = time_calls(a.iters, &|i| match sched {
                 None => mlx_call(&ws[i % copies]),
                 Some(s) => ours(&ws[i % copies], s),
-            })?
-            .wall;
+            })?;
+            let t = ct.wall;
             let err = match sched {
                 Some(s) => Some(rel_rms(&ours(&ws[0], s)?, &want)?),
                 None => None,
@@ -218,16 +224,18 @@ pub fn run(a: &GemvBench) -> Result<()> {
                 path,
                 bytes,
                 micros: t * 1e6,
+                host_micros: ct.build * 1e6,
                 tbps: bytes as f64 / t / 1e12,
                 frac_copy: bytes as f64 / t / copy_bw,
                 per_token_ms: t * 1e3 * gv.per_token as f64,
                 rel_rms_vs_mlx: err,
             };
             eprintln!(
-                "{:<13} {:<12} {:>8.2} us  {:>5.2} TB/s  {:>5.1}% of copy  x{:<3} = {:>6.3} ms/token{}",
+                "{:<13} {:<12} {:>8.2} us (host {:>5.1})  {:>5.2} TB/s  {:>5.1}% of copy  x{:<3} = {:>6.3} ms/token{}",
                 row.gemv,
                 row.path,
                 row.micros,
+                row.host_micros,
                 row.tbps,
                 100.0 * row.frac_copy,
                 gv.per_token,
@@ -254,11 +262,11 @@ pub fn run(a: &GemvBench) -> Result<()> {
 /// token (the layer GEMVs times the layers, plus the head).
 fn tables(rows: &[Row], copy_bw: f64, model: &str, group: i32) -> (String, String) {
     let mut csv = String::from(
-        "gemv,n,k,path,bytes,time_us,tb_per_s,fraction_of_copy,ms_per_token,rel_rms_vs_mlx\n",
+        "gemv,n,k,path,bytes,time_us,host_build_us,tb_per_s,fraction_of_copy,ms_per_token,rel_rms_vs_mlx\n",
     );
     let mut md = format!(
         "Model {model}, 4-bit group {group}; copy roofline (1 GiB fp16 copy, read + write): {:.3} TB/s\n\n\
-         | GEMV | N | K | path | MB | time (us) | TB/s | of copy | ms per token | rel. RMS vs MLX |\n|---|---|---|---|---|---|---|---|---|---|\n",
+         | GEMV | N | K | path | MB | time (us) | host build (us) | TB/s | of copy | ms per token | rel. RMS vs MLX |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
         copy_bw / 1e12
     );
     for r in rows {
@@ -268,18 +276,28 @@ fn tables(rows: &[Row], copy_bw: f64, model: &str, group: i32) -> (String, Strin
             .unwrap_or_default();
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{:.3},{:.4},{:.4},{:.4},{err}",
-            r.gemv, r.n, r.k, r.path, r.bytes, r.micros, r.tbps, r.frac_copy, r.per_token_ms
+            "{},{},{},{},{},{:.3},{:.3},{:.4},{:.4},{:.4},{err}",
+            r.gemv,
+            r.n,
+            r.k,
+            r.path,
+            r.bytes,
+            r.micros,
+            r.host_micros,
+            r.tbps,
+            r.frac_copy,
+            r.per_token_ms
         );
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {:.1} | {:.2} | {:.2} | {:.0}% | {:.3} | {err} |",
+            "| {} | {} | {} | {} | {:.1} | {:.2} | {:.1} | {:.2} | {:.0}% | {:.3} | {err} |",
             r.gemv,
             r.n,
             r.k,
             r.path,
             r.bytes as f64 / 1e6,
             r.micros,
+            r.host_micros,
             r.tbps,
             100.0 * r.frac_copy,
             r.per_token_ms

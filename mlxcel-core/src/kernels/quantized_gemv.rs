@@ -27,6 +27,9 @@ const TILES_IN_FLIGHT: i32 = 4;
 /// to launch on the H200 with the batched schedule).
 const MAX_K: usize = 20 * 1024;
 
+/// Environment variable that overrides the GEMV schedule ([`Schedule::current`]).
+pub const SCHEDULE_VAR: &str = "MLXCEL_QMV_SCHEDULE";
+
 /// How a GEMV kernel moves its weights; every schedule computes the same tiles in the same
 /// per-lane order, so outputs are bit-identical across schedules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,12 +53,15 @@ impl Schedule {
         stages: 4,
     };
 
-    /// The schedule decode steps use: [`Schedule::RING`] unless `MLXCEL_QMV_RING=0`.
-    pub fn current() -> Schedule {
-        if flags::QMV_RING.enabled() {
-            Schedule::RING
-        } else {
-            Schedule::BATCHED
+    /// The schedule decode steps use: `MLXCEL_QMV_SCHEDULE` if set (any form
+    /// [`Schedule::parse`] takes; a benchmark knob), else [`Schedule::RING`] unless
+    /// `MLXCEL_QMV_RING=0`. A schedule that does not parse is an error, not a fallback.
+    pub fn current() -> Result<Schedule> {
+        match std::env::var(SCHEDULE_VAR) {
+            Ok(s) if !s.trim().is_empty() => Schedule::parse(s.trim())
+                .map_err(|e| Error::invalid("quantized gemv", format!("{SCHEDULE_VAR}: {e}"))),
+            _ if flags::QMV_RING.enabled() => Ok(Schedule::RING),
+            _ => Ok(Schedule::BATCHED),
         }
     }
 
@@ -186,7 +192,7 @@ pub fn applies_silu(x: &Array, gate: &Quantized, up: &Quantized) -> bool {
 pub fn try_gemv(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Option<Array>> {
     match plan(x, q) {
         Some((n, k)) if r.is_none_or(|r| residual_fits(x, n, r)) => {
-            launch_plain(x, q, r, n, k, Schedule::current()).map(Some)
+            launch_plain(x, q, r, n, k, Schedule::current()?).map(Some)
         }
         _ => Ok(None),
     }
@@ -196,7 +202,7 @@ pub fn try_gemv(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Option<Ar
 /// where the kernel does not apply.
 pub fn try_gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Option<Array>> {
     match plan_silu(x, gate, up) {
-        Some((n, k)) => launch_silu(x, gate, up, n, k, Schedule::current()).map(Some),
+        Some((n, k)) => launch_silu(x, gate, up, n, k, Schedule::current()?).map(Some),
         None => Ok(None),
     }
 }
@@ -228,12 +234,12 @@ fn checked(x: &Array, q: &Quantized, what: &str) -> Result<(usize, usize)> {
 
 /// `x @ W^T` for one row of x (`[..., K]` with one row in all) -> `[..., N]` fp16.
 pub fn gemv(x: &Array, q: &Quantized) -> Result<Array> {
-    gemv_with(x, q, None, Schedule::current())
+    gemv_with(x, q, None, Schedule::current()?)
 }
 
 /// `x @ W^T + r` (r fp16 with N elements, e.g. the residual stream) in one launch.
 pub fn gemv_add(x: &Array, q: &Quantized, r: &Array) -> Result<Array> {
-    gemv_with(x, q, Some(r), Schedule::current())
+    gemv_with(x, q, Some(r), Schedule::current()?)
 }
 
 /// Whether [`gemv_add`] takes this call.
@@ -278,7 +284,12 @@ fn launch_plain(
     )
     .template("RESID", TemplateArg::Bool(r.is_some()));
     let shared = sched.shared_bytes(k, q.group_size as usize, 1);
-    run("qgemv4", shared, plain_source, &launch)
+    run(
+        "qgemv4",
+        shared,
+        plain_source,
+        &launch.template("SMEM", smem_arg(shared)),
+    )
 }
 
 /// The launch shared by both kernels: one CTA of `sched.warps` warps per 16 output rows.
@@ -299,6 +310,15 @@ fn launch<'a>(
     .template("NW", TemplateArg::Int(sched.warps))
     .template("S", TemplateArg::Int(sched.stages))
     .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
+}
+
+/// The `SMEM` template argument: the launch's dynamic shared memory in bytes. MLX raises a
+/// kernel's shared-memory limit above 48 KB only when it first loads the kernel, and it
+/// keys kernels by their text and template arguments; without SMEM, o_proj (K = 4096, 45 KB
+/// with the ring) and down_proj (K = 14336, 75 KB) share one kernel, and down_proj's launch
+/// fails (`cuGraphAddKernelNode ... invalid argument`, H200, session 9).
+fn smem_arg(shared: usize) -> TemplateArg {
+    TemplateArg::Int(shared as i32)
 }
 
 /// Most dynamic shared memory one CTA may ask for on sm_90 (227 KiB).
@@ -326,7 +346,7 @@ fn run(
 
 /// `silu(x @ Wg^T) * (x @ Wu^T)` for one row of x -> `[..., N]` fp16, in one launch.
 pub fn gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Array> {
-    gemv_silu_mul_with(x, gate, up, Schedule::current())
+    gemv_silu_mul_with(x, gate, up, Schedule::current()?)
 }
 
 /// [`gemv_silu_mul`] with an explicit schedule (benchmarks and tests).
@@ -368,10 +388,7 @@ fn launch_silu(
         &up.scales,
         &up.biases,
     ];
-    run(
-        "qgemv4_silu",
-        sched.shared_bytes(k, gate.group_size as usize, 2),
-        silu_source,
-        &launch(&inputs, x, n, gate.group_size, sched),
-    )
+    let shared = sched.shared_bytes(k, gate.group_size as usize, 2);
+    let launch = launch(&inputs, x, n, gate.group_size, sched).template("SMEM", smem_arg(shared));
+    run("qgemv4_silu", shared, silu_source, &launch)
 }

@@ -3,9 +3,12 @@
 // warps per 16 rows. Inputs: x (fp16, K values), w uint32 [N, K/8], scales, biases fp16
 // [N, K/G], r fp16 [N] (read only when RESID). Output: y fp16 [N]. Template constants: G
 // (group size), NW (warps), S (ring stages; 0 = the batched schedule of U tiles in flight
-// per warp), U, RESID. Dynamic shared memory: the batched schedule K * 2 bytes (x in pair
+// per warp), U, RESID, SMEM. Dynamic shared memory: the batched schedule K * 2 bytes (x in pair
 // order), the ring schedule as ring_rows16 says.
 constexpr int NT = NW * 32;
+// SMEM (the launch's dynamic shared memory) only names the kernel: see smem_arg in
+// quantized_gemv.rs.
+static_assert(SMEM >= 0, "SMEM is the dynamic shared memory in bytes");
 extern __shared__ __align__(16) unsigned char smem[];
 __shared__ float red[NW * 16];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;

@@ -6,6 +6,9 @@
 // constants and dynamic shared memory as qgemv4.cu (the ring schedule streams gate, then
 // up, through one ring and stages both scale tables).
 constexpr int NT = NW * 32;
+// SMEM (the launch's dynamic shared memory) only names the kernel: see smem_arg in
+// quantized_gemv.rs.
+static_assert(SMEM >= 0, "SMEM is the dynamic shared memory in bytes");
 extern __shared__ __align__(16) unsigned char smem[];
 __shared__ float red[NW * 32];
 __shared__ float gu[32];
