@@ -323,3 +323,70 @@ fn tables(rows: &[Row], copy_bw: f64, model: &str, group: i32) -> (String, Strin
     }
     (csv, md)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn llama3_8b_gemvs_have_its_shapes_and_bytes() {
+        let g = model_gemvs("4096:14336:128256:32:8:128", 32).unwrap();
+        let shapes: Vec<_> = g
+            .iter()
+            .map(|g| (g.name, g.n, g.k, g.mats, g.residual))
+            .collect();
+        assert_eq!(
+            shapes,
+            [
+                ("qkv", 6144, 4096, 1, false),
+                ("o_proj+res", 4096, 4096, 1, true),
+                ("gate/up+silu", 14336, 4096, 2, false),
+                ("down+res", 4096, 14336, 1, true),
+                ("lm_head", 128256, 4096, 1, false),
+            ]
+        );
+        // 4-bit words plus fp16 scale and bias per 64 values: 0.5625 bytes per weight.
+        assert_eq!(weight_bytes(4096, 4096, 64), 4096 * 4096 * 9 / 16);
+        // One decode step reads ~4.2 GB of GEMV weights (the head once, the rest per layer).
+        let per_token: usize = g
+            .iter()
+            .map(|g| g.mats * weight_bytes(g.n, g.k, 64) * g.per_token)
+            .sum();
+        assert!((4.1e9..4.3e9).contains(&(per_token as f64)), "{per_token}");
+    }
+
+    #[test]
+    fn bad_model_specs_are_refused_with_the_expected_form() {
+        for bad in ["4096:14336", "a:b:c:d:e:f", "4096:0:1:1:1:1", ""] {
+            let e = model_gemvs(bad, 32).err().unwrap().to_string();
+            assert!(e.contains("HIDDEN:INTERMEDIATE:VOCAB"), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_per_token_table_sums_each_path() {
+        let row = |gemv, path: &str, micros, per_token_ms| Row {
+            gemv,
+            n: 16,
+            k: 128,
+            path: path.into(),
+            bytes: 1_000_000,
+            micros,
+            host_micros: 1.0,
+            tbps: 1.0,
+            frac_copy: 0.5,
+            per_token_ms,
+            rel_rms_vs_mlx: None,
+        };
+        let rows = [
+            row("qkv", "a", 10.0, 0.32),
+            row("lm_head", "a", 20.0, 0.02),
+            row("qkv", "b", 5.0, 0.16),
+        ];
+        let (csv, md) = tables(&rows, 3.7e12, "m", 64);
+        assert_eq!(csv.lines().count(), 4);
+        // Path a: 0.34 ms per token, 32 + 1 calls of 1 MB = 0.033 GB.
+        assert!(md.contains("| a | 0.340 | 0.03 |"), "{md}");
+        assert!(md.contains("| b | 0.160 | 0.03 |"), "{md}");
+    }
+}

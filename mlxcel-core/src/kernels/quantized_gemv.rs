@@ -392,3 +392,56 @@ fn launch_silu(
     let launch = launch(&inputs, x, n, gate.group_size, sched).template("SMEM", smem_arg(shared));
     run("qgemv4_silu", shared, silu_source, &launch)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Schedule;
+
+    #[test]
+    fn schedules_parse_print_and_refuse_what_does_not_exist() {
+        assert_eq!(Schedule::parse("batched").unwrap(), Schedule::BATCHED);
+        assert_eq!(Schedule::parse("ring").unwrap(), Schedule::RING);
+        let s = Schedule::parse("ring:4:8").unwrap();
+        assert_eq!((s.warps, s.stages), (4, 8));
+        assert_eq!(Schedule::parse(&s.to_string()).unwrap(), s);
+        for bad in [
+            "",
+            "ring:0:4",
+            "ring:17:4",
+            "ring:8:1",
+            "ring:8",
+            "ring:a:4",
+            "fast",
+        ] {
+            let e = Schedule::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("expected batched, ring"), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn shared_memory_counts_x_the_scale_tables_and_the_ring() {
+        // Batched: x only, 2 bytes per value.
+        assert_eq!(Schedule::BATCHED.shared_bytes(4096, 64, 1), 8192);
+        // Ring 8:4 at K = 4096, group 64: x 8192 bytes, 16 rows of (scale, bias) pairs (4
+        // bytes each; K / G = 64 rounded up to 32s, plus 4: 68 per row), 8 warps x 4 KiB.
+        assert_eq!(
+            Schedule::RING.shared_bytes(4096, 64, 1),
+            8192 + 16 * 68 * 4 + 8 * 4 * 1024
+        );
+        // Gate/up stages two scale tables.
+        assert_eq!(
+            Schedule::RING.shared_bytes(4096, 64, 2),
+            8192 + 2 * 16 * 68 * 4 + 32768
+        );
+        // K = 14336, group 64: 224 groups -> 228 pairs per row; over 48 KB (needs MLX's
+        // opt-in, hence the SMEM template argument).
+        let down = Schedule::RING.shared_bytes(14336, 64, 1);
+        assert_eq!(down, 28672 + 16 * 228 * 4 + 32768);
+        assert!(down > 48_000);
+        // K / G not a multiple of 32 is rounded up before the pad: 20 -> 32 + 4.
+        assert_eq!(
+            Schedule::RING.shared_bytes(2560, 128, 1),
+            5120 + 16 * 36 * 4 + 32768
+        );
+    }
+}
