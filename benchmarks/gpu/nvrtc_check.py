@@ -149,10 +149,11 @@ def main():
         ok &= compile_one(f"merge d{d}", src)
     qmv_header = read("decode_attention_mma.cuh") + "\ntypedef unsigned int uint32_t;\n" + read("qgemv4.cuh")
     # (NW, S, U): quantized_gemv.rs's schedules: S = 0 the batched one, S > 0 the ring.
-    for nw, st, u in ((8, 0, 4), (8, 4, 4), (8, 8, 4), (4, 8, 4)):
+    for nw, st, u, mb in ((8, 0, 4, False), (8, 4, 4, False), (8, 8, 4, False), (4, 8, 4, False), (8, 4, 4, True), (4, 4, 4, True)):
         for g in (32, 64, 128):
-            tag = f"g{g} nw{nw} s{st}"
+            tag = f"g{g} nw{nw} s{st} mb{int(mb)}"
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
+                      f"constexpr bool MB = {'true' if mb else 'false'}; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
                    "const __half* scales, const __half* biases, const __half* r, __half* y) {\n" + consts + read("qgemv4.cu") + "\n}\n")

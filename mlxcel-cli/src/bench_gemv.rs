@@ -29,12 +29,12 @@ use crate::bench::{copy_roofline, time_calls};
 
 #[derive(Args, Debug)]
 pub struct GemvBench {
-    /// mlxcel kernel schedules to time: `batched`, `ring` or `ring:WARPS:STAGES` (CUDA only;
-    /// MLX's quantized_matmul is always timed).
+    /// mlxcel kernel schedules to time: `batched`, `ring`, `ring:WARPS:STAGES` or
+    /// `ring:WARPS:STAGES:GRID` (CUDA only; MLX's quantized_matmul is always timed).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "batched,ring:8:4,ring:8:8,ring:4:8"
+        default_value = "batched,ring:8:4,ring:4:4,ring:8:4:264,ring:8:4:396"
     )]
     pub schedules: Vec<String>,
     /// Model shape as HIDDEN:INTERMEDIATE:VOCAB:Q_HEADS:KV_HEADS:HEAD_DIM (default Llama-3-8B).

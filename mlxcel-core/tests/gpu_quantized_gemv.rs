@@ -19,10 +19,11 @@ use mlxcel_core::{Array, Dtype};
 
 const TOL: f64 = 2e-3;
 
-/// Every schedule the GPU tests run: the batched one, the default ring, and the ring
-/// variants `mlxcel bench gemv` times.
+/// Every schedule the GPU tests run: the batched one, the default ring, ring variants, and
+/// capped grids (CTAs owning several 16-row blocks; a cap of 3 gives uneven block counts
+/// per CTA).
 fn schedules() -> Vec<Schedule> {
-    ["batched", "ring", "ring:4:4", "ring:8:2"]
+    ["batched", "ring", "ring:4:4", "ring:8:4:64", "ring:8:4:3"]
         .iter()
         .map(|s| Schedule::parse(s).unwrap())
         .collect()

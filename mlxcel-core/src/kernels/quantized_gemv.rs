@@ -39,6 +39,10 @@ pub struct Schedule {
     /// Ring stages per warp (1 KiB each, `cp.async`-filled); 0 = the batched schedule
     /// (`TILES_IN_FLIGHT` tiles' loads in registers, then their math).
     pub stages: i32,
+    /// Ring only: at most this many CTAs, each owning several 16-row blocks with x staged
+    /// once and the ring running across blocks (`ring_blocks` in qgemv4.cuh); 0 = one CTA
+    /// per 16 rows.
+    pub grid: i32,
 }
 
 impl Schedule {
@@ -46,11 +50,13 @@ impl Schedule {
     pub const BATCHED: Schedule = Schedule {
         warps: 8,
         stages: 0,
+        grid: 0,
     };
     /// The ring schedule decode steps use by default (`MLXCEL_QMV_RING`).
     pub const RING: Schedule = Schedule {
         warps: 8,
         stages: 4,
+        grid: 0,
     };
 
     /// The schedule decode steps use: `MLXCEL_QMV_SCHEDULE` if set (any form
@@ -65,28 +71,52 @@ impl Schedule {
         }
     }
 
-    /// Parses `batched`, `ring` or `ring:WARPS:STAGES` (e.g. `ring:4:8`).
+    /// Parses `batched`, `ring`, `ring:WARPS:STAGES` (e.g. `ring:4:8`) or
+    /// `ring:WARPS:STAGES:GRID` (at most GRID CTAs, each owning several 16-row blocks).
     pub fn parse(s: &str) -> Result<Schedule> {
         let bad = || {
             Error::invalid(
                 "gemv schedule",
                 format!(
-                    "{s:?}: expected batched, ring or ring:WARPS:STAGES (WARPS 1-16, STAGES 2-16)"
+                    "{s:?}: expected batched, ring or ring:WARPS:STAGES[:GRID] (WARPS 1-16, STAGES 2-16, GRID 1-65535)"
                 ),
             )
+        };
+        let num = |v: &str, range: std::ops::RangeInclusive<i32>| {
+            v.parse::<i32>()
+                .ok()
+                .filter(|n| range.contains(n))
+                .ok_or_else(bad)
         };
         match s.split(':').collect::<Vec<_>>().as_slice() {
             ["batched"] => Ok(Schedule::BATCHED),
             ["ring"] => Ok(Schedule::RING),
-            ["ring", w, st] => {
-                let warps: i32 = w.parse().map_err(|_| bad())?;
-                let stages: i32 = st.parse().map_err(|_| bad())?;
-                if !(1..=16).contains(&warps) || !(2..=16).contains(&stages) {
-                    return Err(bad());
-                }
-                Ok(Schedule { warps, stages })
-            }
+            ["ring", w, st] => Ok(Schedule {
+                warps: num(w, 1..=16)?,
+                stages: num(st, 2..=16)?,
+                grid: 0,
+            }),
+            ["ring", w, st, g] => Ok(Schedule {
+                warps: num(w, 1..=16)?,
+                stages: num(st, 2..=16)?,
+                grid: num(g, 1..=65535)?,
+            }),
             _ => Err(bad()),
+        }
+    }
+
+    /// Whether CTAs own several 16-row blocks (a capped ring grid).
+    fn multi_block(&self) -> bool {
+        self.stages > 0 && self.grid > 0
+    }
+
+    /// CTAs of a launch over `n` rows.
+    fn ctas(&self, n: usize) -> i32 {
+        let blocks = (n / 16) as i32;
+        if self.multi_block() {
+            blocks.min(self.grid)
+        } else {
+            blocks
         }
     }
 
@@ -98,16 +128,20 @@ impl Schedule {
             return 2 * k;
         }
         let sb_stride = (k / group).div_ceil(32) * 32 + 4;
-        2 * k + mats * 16 * sb_stride * 4 + self.warps as usize * self.stages as usize * 1024
+        // A multi-block CTA stages the next block's table while the current one is in use.
+        let tables = if self.multi_block() { 2 } else { 1 };
+        2 * k
+            + tables * mats * 16 * sb_stride * 4
+            + self.warps as usize * self.stages as usize * 1024
     }
 }
 
 impl std::fmt::Display for Schedule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.stages == 0 {
-            write!(f, "batched:{}", self.warps)
-        } else {
-            write!(f, "ring:{}:{}", self.warps, self.stages)
+        match (self.stages, self.grid) {
+            (0, _) => write!(f, "batched:{}", self.warps),
+            (_, 0) => write!(f, "ring:{}:{}", self.warps, self.stages),
+            _ => write!(f, "ring:{}:{}:{}", self.warps, self.stages, self.grid),
         }
     }
 }
@@ -292,7 +326,8 @@ fn launch_plain(
     )
 }
 
-/// The launch shared by both kernels: one CTA of `sched.warps` warps per 16 output rows.
+/// The launch shared by both kernels: CTAs of `sched.warps` warps, one per 16 output rows
+/// (at most `sched.grid` with a capped ring grid, each owning several).
 fn launch<'a>(
     inputs: &[&'a Array],
     x: &Array,
@@ -302,7 +337,7 @@ fn launch<'a>(
 ) -> Launch<'a> {
     Launch::new(
         inputs,
-        [(n / 16) as i32 * sched.warps * 32, 1, 1],
+        [sched.ctas(n) * sched.warps * 32, 1, 1],
         [sched.warps * 32, 1, 1],
     )
     .output(&out_shape(x, n), Dtype::F16)
@@ -310,6 +345,7 @@ fn launch<'a>(
     .template("NW", TemplateArg::Int(sched.warps))
     .template("S", TemplateArg::Int(sched.stages))
     .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
+    .template("MB", TemplateArg::Bool(sched.multi_block()))
 }
 
 /// The `SMEM` template argument: the launch's dynamic shared memory in bytes. MLX raises a
@@ -438,6 +474,12 @@ mod tests {
         let down = Schedule::RING.shared_bytes(14336, 64, 1);
         assert_eq!(down, 28672 + 16 * 228 * 4 + 32768);
         assert!(down > 48_000);
+        // A capped grid double-buffers the scale tables.
+        let capped = Schedule::parse("ring:8:4:264").unwrap();
+        assert_eq!(
+            capped.shared_bytes(4096, 64, 2),
+            8192 + 2 * 2 * 16 * 68 * 4 + 32768
+        );
         // K / G not a multiple of 32 is rounded up before the pad: 20 -> 32 + 4.
         assert_eq!(
             Schedule::RING.shared_bytes(2560, 128, 1),

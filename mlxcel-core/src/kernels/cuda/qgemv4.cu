@@ -3,7 +3,8 @@
 // warps per 16 rows. Inputs: x (fp16, K values), w uint32 [N, K/8], scales, biases fp16
 // [N, K/G], r fp16 [N] (read only when RESID). Output: y fp16 [N]. Template constants: G
 // (group size), NW (warps), S (ring stages; 0 = the batched schedule of U tiles in flight
-// per warp), U, RESID, SMEM. Dynamic shared memory: the batched schedule K * 2 bytes (x in pair
+// per warp), U, RESID, SMEM, MB (ring only: the grid is capped and
+// each CTA owns several 16-row blocks, ring_blocks). Dynamic shared memory: the batched schedule K * 2 bytes (x in pair
 // order), the ring schedule as ring_rows16 says.
 constexpr int NT = NW * 32;
 // SMEM (the launch's dynamic shared memory) only names the kernel: see smem_arg in
@@ -14,19 +15,31 @@ __shared__ float red[NW * 16];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = w_shape[1] * 8;
 const long long row0 = static_cast<long long>(blockIdx.x) * 16;
-float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
-if constexpr (S > 0) {
+if constexpr (S > 0 && MB) {
+  // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
+  __shared__ float red2[2 * NW * 16];
   const mlxcel_qmv::QMat mats[1] = {{w, scales, biases}};
-  mlxcel_qmv::ring_rows16<G, NW, S, 1>(mats, x, smem, K, row0, tid, warp, lane, acc);
+  mlxcel_qmv::ring_blocks<G, NW, S, 1>(mats, x, smem, K, w_shape[0] / 16, tid, warp, lane, red2,
+                                       [&](long long row, const float (&v)[1]) {
+                                         float o = v[0];
+                                         if constexpr (RESID) o += __half2float(r[row]);
+                                         y[row] = __float2half_rn(o);
+                                       });
 } else {
-  __half2* xs = reinterpret_cast<__half2*>(smem);
-  mlxcel_qmv::stage_x(x, xs, K, tid, NT);
-  __syncthreads();
-  mlxcel_qmv::rows16<G, NW, U>(w, scales, biases, xs, K, row0, warp, lane, acc[0]);
-}
-const float s = mlxcel_qmv::reduce_rows<NW, 1>(acc, red, warp, lane, tid);
-if (tid < 16) {
-  float v = s;
-  if constexpr (RESID) v += __half2float(r[row0 + tid]);
-  y[row0 + tid] = __float2half_rn(v);
+  float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+  if constexpr (S > 0) {
+    const mlxcel_qmv::QMat mats[1] = {{w, scales, biases}};
+    mlxcel_qmv::ring_rows16<G, NW, S, 1>(mats, x, smem, K, row0, tid, warp, lane, acc);
+  } else {
+    __half2* xs = reinterpret_cast<__half2*>(smem);
+    mlxcel_qmv::stage_x(x, xs, K, tid, NT);
+    __syncthreads();
+    mlxcel_qmv::rows16<G, NW, U>(w, scales, biases, xs, K, row0, warp, lane, acc[0]);
+  }
+  const float s = mlxcel_qmv::reduce_rows<NW, 1>(acc, red, warp, lane, tid);
+  if (tid < 16) {
+    float v = s;
+    if constexpr (RESID) v += __half2float(r[row0 + tid]);
+    y[row0 + tid] = __float2half_rn(v);
+  }
 }

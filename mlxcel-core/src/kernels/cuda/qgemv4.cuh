@@ -239,6 +239,106 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const __ha
   }
 }
 
+// The ring schedule with CTAs that own several 16-row blocks (blockIdx.x, blockIdx.x +
+// gridDim.x, ... below nblocks), for grids capped near the number of CTAs the GPU holds at
+// once. Why: with one block per CTA, the layer GEMVs (1-3.4 waves of CTAs) streamed at ~50%
+// of copy while the LM head (8016 CTAs) reached 88% (session 9): each CTA's prologue (x and
+// scale staging, a barrier) and its drain are exposed when there are few waves. Here x is
+// staged once per CTA and the ring's job sequence runs on across blocks (block, matrix,
+// tile), so copies for block i + 1 are in flight while block i finishes. Per block: the
+// warps' partial sums go to red (double-buffered by block parity, [2][NW][MATS][16]), the
+// next block's (scale, bias) table is staged into the other half of sb (two tables of
+// MATS * 16 * sb_stride pairs), one barrier, then threads tid < 16 sum the partials (in
+// the order reduce_rows uses: bit-identical results) and call out(row, sums[MATS]).
+template <int G, int NW, int S, int MATS, typename Out>
+__device__ __forceinline__ void ring_blocks(const QMat (&mats)[MATS], const __half* x, unsigned char* smem, int K,
+                                            int nblocks, int tid, int warp, int lane, float* red, Out out) {
+  constexpr int NT = NW * 32;
+  constexpr int SS = S > 1 ? S : 2;
+  const int r = lane >> 2, c = lane & 3;
+  const int words = K / 8, kg = K / G, sbs = sb_stride(kg);
+  const int tiles = K / 128;
+  const int tw = (tiles - warp + NW - 1) / NW;
+  const int per_block = MATS * tw;
+  const int first = blockIdx.x, step = gridDim.x;
+  const int nb = nblocks > first ? (nblocks - first + step - 1) / step : 0;
+  const int jobs = nb * per_block;
+  __half2* xs = reinterpret_cast<__half2*>(smem);
+  __half2* sb = xs + K / 2;
+  const int table = MATS * 16 * sbs;
+  uint4* ring = reinterpret_cast<uint4*>(sb + 2 * table) + warp * SS * 64;
+  auto issue = [&](int j) {
+    if (j < jobs) {
+      const int i = j / per_block, jj = j - i * per_block;
+      const int m = MATS == 1 ? 0 : jj / tw;
+      const int t = warp + NW * (jj - m * tw);
+      const long long row = static_cast<long long>(first + i * step) * 16 + r;
+      const u32* src = (m == 0 ? mats[0].w : mats[MATS - 1].w) + row * words + c * 4 + t * 16;
+      uint4* dst = ring + (j % SS) * 64;
+      ring_copy16(dst + lane, src);
+      ring_copy16(dst + 32 + lane, src + 8LL * words);
+    }
+    ring_commit();
+  };
+#pragma unroll
+  for (int j = 0; j < SS - 1; ++j) issue(j);
+  stage_x_vec(x, xs, K, tid, NT);
+  if (nb > 0) {
+#pragma unroll
+    for (int m = 0; m < MATS; ++m)
+      stage_sb(mats[m].s, mats[m].b, static_cast<long long>(first) * 16, kg, sb + m * 16 * sbs, tid, NT);
+  }
+  __syncthreads();
+  int j = 0;
+  for (int i = 0; i < nb; ++i) {
+    const __half2* sbi = sb + (i & 1) * table;
+    float acc[MATS][4];
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) acc[m][0] = acc[m][1] = acc[m][2] = acc[m][3] = 0.0f;
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) {
+      const __half2* sbm = sbi + m * 16 * sbs;
+      for (int ii = 0; ii < tw; ++ii, ++j) {
+        issue(j + SS - 1);
+        ring_wait<SS - 1>();
+        const uint4* slot = ring + (j % SS) * 64;
+        const uint4 q0 = slot[lane], q1 = slot[32 + lane];
+        const int t = warp + NW * ii;
+        const int g = (t * 128 + c * 32) / G;
+        const __half2 p0 = sbm[r * sbs + g], p1 = sbm[(r + 8) * sbs + g];
+        tile_mma(q0, q1, __low2half2(p0), __high2half2(p0), __low2half2(p1), __high2half2(p1),
+                 xs + (t * 128 + c * 32) / 2, acc[m]);
+      }
+    }
+    float* rd = red + (i & 1) * NW * MATS * 16;
+    if (c == 0) {
+#pragma unroll
+      for (int m = 0; m < MATS; ++m) {
+        rd[(warp * MATS + m) * 16 + r] = acc[m][0];
+        rd[(warp * MATS + m) * 16 + r + 8] = acc[m][2];
+      }
+    }
+    if (i + 1 < nb) {
+      const long long next0 = static_cast<long long>(first + (i + 1) * step) * 16;
+#pragma unroll
+      for (int m = 0; m < MATS; ++m)
+        stage_sb(mats[m].s, mats[m].b, next0, kg, sb + ((i + 1) & 1) * table + m * 16 * sbs, tid, NT);
+    }
+    __syncthreads();
+    if (tid < 16) {
+      float v[MATS];
+#pragma unroll
+      for (int m = 0; m < MATS; ++m) {
+        float s = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; ++w) s += rd[(w * MATS + m) * 16 + tid];
+        v[m] = s;
+      }
+      out(static_cast<long long>(first + i * step) * 16 + tid, v);
+    }
+  }
+}
+
 // Sums the per-warp row sums of ROWT row tiles through shared memory: returns, for threads
 // tid < 16 * ROWT, the total of row (tid / 16) * 16 + tid % 16 of the CTA's tiles.
 template <int NW, int ROWT>

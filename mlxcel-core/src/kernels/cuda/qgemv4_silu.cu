@@ -15,21 +15,32 @@ __shared__ float gu[32];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = wg_shape[1] * 8;
 const long long row0 = static_cast<long long>(blockIdx.x) * 16;
-float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-if constexpr (S > 0) {
+if constexpr (S > 0 && MB) {
+  // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
+  __shared__ float red2[2 * NW * 32];
   const mlxcel_qmv::QMat mats[2] = {{wg, sg, bg}, {wu, su, bu}};
-  mlxcel_qmv::ring_rows16<G, NW, S, 2>(mats, x, smem, K, row0, tid, warp, lane, acc);
+  mlxcel_qmv::ring_blocks<G, NW, S, 2>(mats, x, smem, K, wg_shape[0] / 16, tid, warp, lane, red2,
+                                       [&](long long row, const float (&v)[2]) {
+                                         const float g = v[0], u = v[1];
+                                         y[row] = __float2half_rn(g / (1.0f + __expf(-g)) * u);
+                                       });
 } else {
-  __half2* xs = reinterpret_cast<__half2*>(smem);
-  mlxcel_qmv::stage_x(x, xs, K, tid, NT);
+  float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+  if constexpr (S > 0) {
+    const mlxcel_qmv::QMat mats[2] = {{wg, sg, bg}, {wu, su, bu}};
+    mlxcel_qmv::ring_rows16<G, NW, S, 2>(mats, x, smem, K, row0, tid, warp, lane, acc);
+  } else {
+    __half2* xs = reinterpret_cast<__half2*>(smem);
+    mlxcel_qmv::stage_x(x, xs, K, tid, NT);
+    __syncthreads();
+    mlxcel_qmv::rows16<G, NW, U>(wg, sg, bg, xs, K, row0, warp, lane, acc[0]);
+    mlxcel_qmv::rows16<G, NW, U>(wu, su, bu, xs, K, row0, warp, lane, acc[1]);
+  }
+  const float s = mlxcel_qmv::reduce_rows<NW, 2>(acc, red, warp, lane, tid);
+  if (tid < 32) gu[tid] = s;
   __syncthreads();
-  mlxcel_qmv::rows16<G, NW, U>(wg, sg, bg, xs, K, row0, warp, lane, acc[0]);
-  mlxcel_qmv::rows16<G, NW, U>(wu, su, bu, xs, K, row0, warp, lane, acc[1]);
-}
-const float s = mlxcel_qmv::reduce_rows<NW, 2>(acc, red, warp, lane, tid);
-if (tid < 32) gu[tid] = s;
-__syncthreads();
-if (tid < 16) {
-  const float g = gu[tid], u = gu[16 + tid];
-  y[row0 + tid] = __float2half_rn(g / (1.0f + __expf(-g)) * u);
+  if (tid < 16) {
+    const float g = gu[tid], u = gu[16 + tid];
+    y[row0 + tid] = __float2half_rn(g / (1.0f + __expf(-g)) * u);
+  }
 }
