@@ -72,16 +72,16 @@ def main():
                     continue
                 stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
                 stages = min(6, max(3, -(-8192 // stage) + 1))
-                for rope, trad, fold in (("false", "false", "false"), ("false", "false", "true"), ("true", "false", "true"), ("true", "true", "true")):
+                for rope, trad, fold, swz in (("false", "false", "false", "true"), ("false", "false", "true", "true"), ("true", "false", "true", "true"), ("true", "true", "true", "true"), ("true", "false", "false", "false")):
                     if rope == "true" and qt != "__half":
                         continue
-                    consts = (f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                    consts = (f"constexpr bool SWZ = {swz}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                               f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'}; "
                               f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
                               f"constexpr bool FOLD = {fold}; using T_q = {qt};\n")
                     src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
                            + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
-                    ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold}", src)
+                    ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz}", src)
     enc = read("turbo_encode.cu")
     enc_header = header + "\n" + read("kv_pair.cuh") + "\n" + read("turbo_encode.cuh")
     for d in (64, 128):

@@ -132,6 +132,18 @@ pub const QMV_RING: Flag = Flag {
     doc: "GEMV kernels stream weights through a cp.async shared-memory ring (0 = batched loads in registers)",
 };
 
+/// The tensor-core decode-attention kernel's bank swizzle (`SWZ` in
+/// decode_attention_mma.cu): its cp.async ring stores each tile's 16-byte chunks permuted
+/// within their 128-byte line, so a warp's reads of V (and of K rows of 128 bytes or more)
+/// fall in different shared-memory banks (ncu at 128K: 4.6-way conflicts on average). Pure
+/// layout: outputs are bit-identical with 0. Written after session 9's last device call;
+/// not yet run on a GPU.
+pub const MMA_SWIZZLE: Flag = Flag {
+    name: "MLXCEL_MMA_SWIZZLE",
+    default: true,
+    doc: "tensor-core decode attention stores its ring tiles bank-swizzled (0 = as in memory)",
+};
+
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content
 /// (`mlx::kernel::include_stubs`) instead of inline: MLX rebuilds and hashes the text it is
 /// given on every launch. When 0, the full (compacted) text goes inline.
@@ -235,6 +247,7 @@ pub const ALL: &[Flag] = &[
     BUILD_PROFILE,
     FUSED_QMV,
     QMV_RING,
+    MMA_SWIZZLE,
     KERNEL_FILES,
     FUSED_ROPE,
     FUSED_KV_APPEND,

@@ -539,6 +539,7 @@ pub fn fused_decode_rope(
             &launch
                 .output(&fold_out, q.dtype())
                 .template("STAGES", TemplateArg::Int(stages as i32))
+                .template("SWZ", TemplateArg::Bool(flags::MMA_SWIZZLE.enabled()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",

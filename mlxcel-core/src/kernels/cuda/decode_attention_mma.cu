@@ -16,7 +16,7 @@
 // q is rotated (turbo K) and scaled by log2(e)/sqrt(D) in the prologue; the output stays in
 // V's stored basis: merge_splits.cu combines the splits and applies the inverse rotation.
 //
-// Template constants: KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
+// Template constants: SWZ (the ring's bank swizzle, below), KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
 // is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
 // dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
@@ -39,6 +39,27 @@ constexpr int STAGE = K_BYTES + V_BYTES + KA_BYTES + VA_BYTES;
 constexpr float LOG2E = 1.4426950408889634f;
 static_assert(GQA >= 1 && GQA <= 8, "GQA 1..8");
 static_assert(KW >= 1 && VW >= 1, "row too short");
+// SWZ: the ring stores each tile's 16-byte chunks XOR-permuted within their 128-byte line so
+// that the lanes' reads of one instruction fall in different banks (ncu, turbo4 at 128K:
+// shared loads 4.6-way bank-conflicted on average, session 9). Chunk n of token row t moves
+// to (n & ~7) | ((n & 7) ^ swz). V (lane (r, c) reads rows 2c, 2c+1, 8+2c, 9+2c at byte
+// r * VROW / 8): rows 0, 2, 4, 6 of one read share banks unless moved apart. K (lane reads
+// row r at byte c * KROW / 4): rows r and r + 1 share banks when a row is >= 128 bytes.
+// Rows of 64 bytes or less (turbo4 K) read conflict-free as stored. Values and arithmetic
+// are unchanged: outputs are bit-identical with SWZ off.
+auto v_swz = [](int t) -> int {
+  if constexpr (!SWZ) return 0;
+  else if constexpr (VROW == 32) return ((t >> 2) & 1) << 1;
+  else if constexpr (VROW == 64 || VROW == 128) return ((t >> 1) & 3) << 1;
+  else return 0;
+};
+auto k_swz = [](int t, int n) -> int {
+  if constexpr (!SWZ) return 0;
+  else if constexpr (KROW == 128) return t & 1;
+  else if constexpr (KROW == 256) return ((n >> 3) & 1) | ((t & 1) << 1);
+  else return 0;
+};
+auto swz_chunk = [](int n, int sw) -> int { return (n & ~7) | ((n & 7) ^ sw); };
 
 extern __shared__ __align__(16) unsigned char smem[];
 float* qs = reinterpret_cast<float*>(smem);                // [8][D]
@@ -112,12 +133,12 @@ auto issue = [&](int i) {
 #pragma unroll
   for (int ch = lane; ch < K_BYTES / 16; ch += 32) {
     const int row = ch * 16 / KROW;
-    mlxcel_mma::cp_async16(st + ch * 16, kg + static_cast<long long>(t0) * KROW + ch * 16, t0 + row < len);
+    mlxcel_mma::cp_async16(st + swz_chunk(ch, k_swz(row, ch)) * 16, kg + static_cast<long long>(t0) * KROW + ch * 16, t0 + row < len);
   }
 #pragma unroll
   for (int ch = lane; ch < V_BYTES / 16; ch += 32) {
     const int row = ch * 16 / VROW;
-    mlxcel_mma::cp_async16(st + K_BYTES + ch * 16, vg + static_cast<long long>(t0) * VROW + ch * 16, t0 + row < len);
+    mlxcel_mma::cp_async16(st + K_BYTES + swz_chunk(ch, v_swz(row)) * 16, vg + static_cast<long long>(t0) * VROW + ch * 16, t0 + row < len);
   }
   // Factors: two 16-byte chunks of 8 rows each (rows past the end are masked in compute).
   if constexpr (KFMT != 0) {
@@ -150,12 +171,15 @@ for (int i = 0; i < count; ++i) {
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
     sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.0f;
-    const mlxcel_mma::u32* kw = reinterpret_cast<const mlxcel_mma::u32*>(st + (nt * 8 + r) * KROW + c * (KROW / 4));
+    const int krow = nt * 8 + r;
+    const mlxcel_mma::u32* kw = reinterpret_cast<const mlxcel_mma::u32*>(st + krow * KROW + c * (KROW / 4));
     mlxcel_mma::u32 w[KW];
 #pragma unroll
     for (int u = 0; u < KW; u += 4) {
       if constexpr (KW % 4 == 0) {
-        const uint4 x = *reinterpret_cast<const uint4*>(kw + u);
+        // 16-byte chunk u / 4 of this lane's K bytes, where the ring put it.
+        const int n = (krow * KROW + c * (KROW / 4)) / 16 + u / 4;
+        const uint4 x = *reinterpret_cast<const uint4*>(st + swz_chunk(n, k_swz(krow, n)) * 16);
         w[u] = x.x; w[u + 1] = x.y; w[u + 2] = x.z; w[u + 3] = x.w;
       } else {
 #pragma unroll
@@ -228,11 +252,15 @@ for (int i = 0; i < count; ++i) {
   const mlxcel_mma::u32 pb1 = mlxcel_mma::pack_half2(p[2] > 0.0f ? p[2] * vf[2] : 0.0f, p[3] > 0.0f ? p[3] * vf[3] : 0.0f);
 
   // ---- O^T += V^T P^T: A = V^T of tokens (2c, 2c+1) and (8+2c, 9+2c), dims r*DV + [0, DV).
-  const unsigned char* vrow = st + K_BYTES + r * (VROW / 8);
   mlxcel_mma::u32 va[4][VW];
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
-    const mlxcel_mma::u32* src = reinterpret_cast<const mlxcel_mma::u32*>(vrow + toks[e] * VROW);
+    // This lane's VROW / 8 bytes of token toks[e] lie inside one 16-byte chunk (VROW <= 128)
+    // or, unswizzled, wherever they are (VROW 256: v_swz is 0).
+    const int vb = toks[e] * VROW + r * (VROW / 8);
+    const int vn = vb / 16;
+    const mlxcel_mma::u32* src = reinterpret_cast<const mlxcel_mma::u32*>(
+        st + K_BYTES + swz_chunk(vn, v_swz(toks[e])) * 16 + (vb & 15));
     if constexpr (VW % 4 == 0) {
 #pragma unroll
       for (int u = 0; u < VW; u += 4) {
