@@ -68,7 +68,9 @@ mkdir -p "$out/runs"
   echo "modes: $modes"; echo "contexts: $contexts"; echo "tokens: $tokens"; echo "repeats: $repeats"; echo "fill: $fill"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //') ($(nproc 2>/dev/null) cores)"
   command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sed 's/^/gpu: /'
-  "$bin" info 2>&1 | head -20
+  # The whole of `info` (a `| head` here killed the script under pipefail once info's flag
+  # list outgrew the head: SIGPIPE on info, exit 141, no message).
+  "$bin" info 2>&1 || echo "mlxcel info failed (rc $?)"
 } > "$out/machine.txt"
 read -r -a mode_list <<< "$modes"
 n=${#mode_list[@]} total=$((repeats * n * $(wc -w <<< "$contexts"))) done_runs=0

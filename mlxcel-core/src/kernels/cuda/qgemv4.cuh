@@ -250,6 +250,9 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const __ha
 // next block's (scale, bias) table is staged into the other half of sb (two tables of
 // MATS * 16 * sb_stride pairs), one barrier, then threads tid < 16 sum the partials (in
 // the order reduce_rows uses: bit-identical results) and call out(row, sums[MATS]).
+// Its issue and per-tile steps repeat ring_rows16's on purpose: factoring them into shared
+// helpers changed the registers of both kernels under NVRTC (46/53 -> 48/48 for ring_rows16,
+// the schedule measured in session 9; 61 -> 71 here), so the measured code stays as it is.
 template <int G, int NW, int S, int MATS, typename Out>
 __device__ __forceinline__ void ring_blocks(const QMat (&mats)[MATS], const __half* x, unsigned char* smem, int K,
                                             int nblocks, int tid, int warp, int lane, float* red, Out out) {
