@@ -7,7 +7,8 @@
 # GPU): capped ring grids (`ring:W:S:GRID`, ring_blocks in qgemv4.cuh): at most GRID CTAs,
 # each owning several 16-row blocks, x staged once, the ring running across blocks. This:
 # 1. gpu_quantized_gemv: every schedule (incl. capped grids of 64 and 3 CTAs, uneven block
-#    counts) against the float64 reference; bit-identical to batched with 8 warps;
+#    counts) against the float64 reference; bit-identical to batched with 8 warps; then
+#    gpu_fused_decode with the attention kernel's bank swizzle (default on, unverified);
 # 2. a short warm-up run (the fresh machine's JIT compiles took > 40 s in session 9);
 # 3. `mlxcel bench gemv` (batched, ring:8:4, ring:4:4, ring:8:4:264, ring:8:4:396);
 # 4. end to end (random-kv), device spans: fp16 and turbo4 at 32K and 128K with the ring
@@ -21,10 +22,14 @@ timeout 240 .devcarry/bin/tests/gpu_quantized_gemv --test-threads=1 --nocapture 
 echo "gpu_quantized_gemv rc=$? $(grep -E 'test result|panicked|worst' "$R/test-gpu_quantized_gemv.txt" | tr '\n' ' ' | cut -c1-400)"
 echo "bit-identical: $(grep -c 'bit-identical to batched: true' "$R/test-gpu_quantized_gemv.txt") true, $(grep -c 'bit-identical to batched: false' "$R/test-gpu_quantized_gemv.txt") false"
 grep "bit-identical to batched: false" "$R/test-gpu_quantized_gemv.txt" | grep -v "ring:4:4" | head -5
+# The attention kernel's bank swizzle (MLXCEL_MMA_SWIZZLE, default on, also unverified):
+# its parity suite first, since every compressed mode's decode uses it.
+timeout 150 .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture > "$R/test-gpu_fused_decode.txt" 2>&1
+echo "gpu_fused_decode (swizzle on) rc=$? $(grep -E 'test result|panicked|worst' "$R/test-gpu_fused_decode.txt" | tr '\n' ' ' | cut -c1-500)"
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export BUDGET=${BUDGET:-470}
+export BUDGET=${BUDGET:-500}
 RUN_TIMEOUT=120
 TOKENS=8 timed 60 warm turbo4 1024
 timeout 150 .devcarry/bin/mlxcel bench gemv ${BENCH_ARGS:---iters 40} --out "$R/bench-gemv" > "$R/bench-gemv.out" 2> "$R/bench-gemv.err"

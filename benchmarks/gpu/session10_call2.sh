@@ -6,7 +6,7 @@
 # its 16-byte chunks XOR-permuted within their 128-byte line so that V reads (4-way
 # conflicts for turbo4 D=128) and K rows of >= 128 bytes (int8, asym's fp16 K) read
 # conflict-free. This call:
-# 1. gpu_fused_decode with the swizzle on (the parity suite against the split reference);
+# 1. (the parity suite with the swizzle on ran in session10_call1.sh);
 # 2. `bench attention` A/B (MLXCEL_MMA_SWIZZLE=1 / 0) at 32K and 128K for turbo4, int8,
 #    turbo4-asym (one Llama-3-8B layer);
 # 3. end to end (random-kv) at 128K: turbo4 and turbo4-asym with the swizzle on and off;
@@ -15,8 +15,7 @@
 set -uo pipefail
 R=/tmp/s10c2; rm -rf "$R"; mkdir -p "$R"
 trap 'tar czf "${OUT:-/tmp}/s10c2.tgz" -C "$R" .' EXIT
-timeout 150 .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture > "$R/test-gpu_fused_decode.txt" 2>&1
-echo "gpu_fused_decode (swizzle on) rc=$? $(grep -E 'test result|panicked|worst' "$R/test-gpu_fused_decode.txt" | tr '\n' ' ' | cut -c1-500)"
+# (Its parity suite ran first thing in session10_call1.sh.)
 for swz in 1 0; do
   MLXCEL_MMA_SWIZZLE=$swz timeout 120 .devcarry/bin/mlxcel bench attention --contexts "${CTXS:-32768,131072}" \
     --modes turbo4,int8,turbo4-asym --shapes 32:8:128 --split-modes none --iters 50 \
