@@ -2,7 +2,7 @@
 //! fp16 SDPA and a copy roofline measured in the same run; bytes moved and achieved TB/s.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use mlxcel_core::kernels::decode_attention::kernel_name;
@@ -266,14 +266,18 @@ fn run_attention(a: &AttentionBench) -> Result<()> {
         );
     }
     match &a.out {
-        Some(dir) => {
-            std::fs::create_dir_all(dir)?;
-            std::fs::write(dir.join("results.csv"), &csv)?;
-            std::fs::write(dir.join("results.md"), &md)?;
-        }
-        None => {
-            std::io::stdout().write_all(md.as_bytes())?;
-        }
+        Some(dir) => write_tables(dir, "results", &csv, &md)?,
+        None => std::io::stdout().write_all(md.as_bytes())?,
+    }
+    Ok(())
+}
+
+/// Writes a benchmark's tables as `STEM.csv` and `STEM.md` into `dir` (created if missing).
+pub(crate) fn write_tables(dir: &Path, stem: &str, csv: &str, md: &str) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (ext, text) in [("csv", csv), ("md", md)] {
+        let path = dir.join(format!("{stem}.{ext}"));
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

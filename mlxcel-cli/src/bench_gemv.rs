@@ -24,8 +24,9 @@ use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::ops::{quantize, Quantized};
 use mlxcel_core::mlx::random;
 use mlxcel_core::{Array, Dtype};
+use mlxcel_models::loader::synthetic::quantized_matrix_bytes;
 
-use crate::bench::{copy_roofline, time_calls};
+use crate::bench::{copy_roofline, time_calls, write_tables};
 
 #[derive(Args, Debug)]
 pub struct GemvBench {
@@ -95,9 +96,9 @@ fn model_gemvs(spec: &str, layers: usize) -> Result<Vec<Gemv>> {
     ])
 }
 
-/// Bytes one call reads from its weights: packed words plus fp16 scales and biases.
+/// Bytes one call reads from a 4-bit N x K weight: packed words plus fp16 scales and biases.
 fn weight_bytes(n: usize, k: usize, group: usize) -> usize {
-    n * k / 2 + 2 * 2 * n * (k / group)
+    quantized_matrix_bytes(n as u64, k as u64, 4, group as u64) as usize
 }
 
 fn random_weight(n: usize, k: usize, group: i32) -> Result<Quantized> {
@@ -128,8 +129,15 @@ struct Row {
     host_micros: f64,
     tbps: f64,
     frac_copy: f64,
-    per_token_ms: f64,
+    /// Calls per token (the layers, or 1 for the head).
+    per_token: usize,
     rel_rms_vs_mlx: Option<f64>,
+}
+
+impl Row {
+    fn per_token_ms(&self) -> f64 {
+        self.micros / 1e3 * self.per_token as f64
+    }
 }
 
 pub fn run(a: &GemvBench) -> Result<()> {
@@ -227,7 +235,7 @@ pub fn run(a: &GemvBench) -> Result<()> {
                 host_micros: ct.build * 1e6,
                 tbps: bytes as f64 / t / 1e12,
                 frac_copy: bytes as f64 / t / copy_bw,
-                per_token_ms: t * 1e3 * gv.per_token as f64,
+                per_token: gv.per_token,
                 rel_rms_vs_mlx: err,
             };
             eprintln!(
@@ -238,23 +246,18 @@ pub fn run(a: &GemvBench) -> Result<()> {
                 row.host_micros,
                 row.tbps,
                 100.0 * row.frac_copy,
-                gv.per_token,
-                row.per_token_ms,
+                row.per_token,
+                row.per_token_ms(),
                 err.map(|e| format!("  rel. RMS vs MLX {e:.1e}")).unwrap_or_default()
             );
             rows.push(row);
         }
     }
     let (csv, md) = tables(&rows, copy_bw, &a.model, a.group);
-    match &a.out {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            std::fs::write(dir.join("gemv.csv"), &csv)?;
-            std::fs::write(dir.join("gemv.md"), &md)?;
-            std::io::stdout().write_all(md.as_bytes())?;
-        }
-        None => std::io::stdout().write_all(md.as_bytes())?,
+    if let Some(dir) = &a.out {
+        write_tables(dir, "gemv", &csv, &md)?;
     }
+    std::io::stdout().write_all(md.as_bytes())?;
     Ok(())
 }
 
@@ -286,7 +289,7 @@ fn tables(rows: &[Row], copy_bw: f64, model: &str, group: i32) -> (String, Strin
             r.host_micros,
             r.tbps,
             r.frac_copy,
-            r.per_token_ms
+            r.per_token_ms()
         );
         let _ = writeln!(
             md,
@@ -300,7 +303,7 @@ fn tables(rows: &[Row], copy_bw: f64, model: &str, group: i32) -> (String, Strin
             r.host_micros,
             r.tbps,
             100.0 * r.frac_copy,
-            r.per_token_ms
+            r.per_token_ms()
         );
     }
     let mut paths: Vec<&str> = Vec::new();
@@ -313,10 +316,10 @@ fn tables(rows: &[Row], copy_bw: f64, model: &str, group: i32) -> (String, Strin
         "\n| path | GEMV ms per token | GB per token | TB/s over the token |\n|---|---|---|---|\n";
     for p in paths {
         let of: Vec<&Row> = rows.iter().filter(|r| r.path == p).collect();
-        let ms: f64 = of.iter().map(|r| r.per_token_ms).sum();
+        let ms: f64 = of.iter().map(|r| r.per_token_ms()).sum();
         let gb: f64 = of
             .iter()
-            .map(|r| r.bytes as f64 * r.per_token_ms / (r.micros / 1e3))
+            .map(|r| (r.bytes * r.per_token) as f64)
             .sum::<f64>()
             / 1e9;
         let _ = writeln!(md, "| {p} | {ms:.3} | {gb:.2} | {:.2} |", gb / ms);
@@ -365,7 +368,7 @@ mod tests {
 
     #[test]
     fn the_per_token_table_sums_each_path() {
-        let row = |gemv, path: &str, micros, per_token_ms| Row {
+        let row = |gemv, path: &str, micros, per_token| Row {
             gemv,
             n: 16,
             k: 128,
@@ -375,13 +378,13 @@ mod tests {
             host_micros: 1.0,
             tbps: 1.0,
             frac_copy: 0.5,
-            per_token_ms,
+            per_token,
             rel_rms_vs_mlx: None,
         };
         let rows = [
-            row("qkv", "a", 10.0, 0.32),
-            row("lm_head", "a", 20.0, 0.02),
-            row("qkv", "b", 5.0, 0.16),
+            row("qkv", "a", 10.0, 32),
+            row("lm_head", "a", 20.0, 1),
+            row("qkv", "b", 5.0, 32),
         ];
         let (csv, md) = tables(&rows, 3.7e12, "m", 64);
         assert_eq!(csv.lines().count(), 4);

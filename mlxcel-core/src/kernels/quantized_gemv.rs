@@ -91,15 +91,10 @@ impl Schedule {
         match s.split(':').collect::<Vec<_>>().as_slice() {
             ["batched"] => Ok(Schedule::BATCHED),
             ["ring"] => Ok(Schedule::RING),
-            ["ring", w, st] => Ok(Schedule {
+            ["ring", w, st, grid @ ..] if grid.len() <= 1 => Ok(Schedule {
                 warps: num(w, 1..=16)?,
                 stages: num(st, 2..=16)?,
-                grid: 0,
-            }),
-            ["ring", w, st, g] => Ok(Schedule {
-                warps: num(w, 1..=16)?,
-                stages: num(st, 2..=16)?,
-                grid: num(g, 1..=65535)?,
+                grid: grid.first().map_or(Ok(0), |g| num(g, 1..=65535))?,
             }),
             _ => Err(bad()),
         }
@@ -309,33 +304,26 @@ fn launch_plain(
     k: usize,
     sched: Schedule,
 ) -> Result<Array> {
-    let launch = launch(
-        &[x, &q.w, &q.scales, &q.biases, r.unwrap_or(x)],
-        x,
-        n,
-        q.group_size,
-        sched,
-    )
-    .template("RESID", TemplateArg::Bool(r.is_some()));
-    let shared = sched.shared_bytes(k, q.group_size as usize, 1);
-    run(
-        "qgemv4",
-        shared,
-        plain_source,
-        &launch.template("SMEM", smem_arg(shared)),
-    )
+    let inputs = [x, &q.w, &q.scales, &q.biases, r.unwrap_or(x)];
+    let (launch, shared) = launch(&inputs, x, n, k, q.group_size, 1, sched);
+    let launch = launch.template("RESID", TemplateArg::Bool(r.is_some()));
+    run("qgemv4", shared, plain_source, &launch)
 }
 
-/// The launch shared by both kernels: CTAs of `sched.warps` warps, one per 16 output rows
-/// (at most `sched.grid` with a capped ring grid, each owning several).
+/// The launch shared by both kernels over `mats` matrices of N x K (2 for gate/up): CTAs of
+/// `sched.warps` warps, one per 16 output rows (at most `sched.grid` with a capped ring grid,
+/// each owning several), and the dynamic shared memory it needs (also its `SMEM` argument).
 fn launch<'a>(
     inputs: &[&'a Array],
     x: &Array,
     n: usize,
+    k: usize,
     group: i32,
+    mats: usize,
     sched: Schedule,
-) -> Launch<'a> {
-    Launch::new(
+) -> (Launch<'a>, usize) {
+    let shared = sched.shared_bytes(k, group as usize, mats);
+    let launch = Launch::new(
         inputs,
         [sched.ctas(n) * sched.warps * 32, 1, 1],
         [sched.warps * 32, 1, 1],
@@ -346,6 +334,8 @@ fn launch<'a>(
     .template("S", TemplateArg::Int(sched.stages))
     .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
     .template("MB", TemplateArg::Bool(sched.multi_block()))
+    .template("SMEM", smem_arg(shared));
+    (launch, shared)
 }
 
 /// The `SMEM` template argument: the launch's dynamic shared memory in bytes. MLX raises a
@@ -424,8 +414,7 @@ fn launch_silu(
         &up.scales,
         &up.biases,
     ];
-    let shared = sched.shared_bytes(k, gate.group_size as usize, 2);
-    let launch = launch(&inputs, x, n, gate.group_size, sched).template("SMEM", smem_arg(shared));
+    let (launch, shared) = launch(&inputs, x, n, k, gate.group_size, 2, sched);
     run("qgemv4_silu", shared, silu_source, &launch)
 }
 

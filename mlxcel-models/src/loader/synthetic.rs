@@ -194,6 +194,13 @@ fn matrices(cfg: &ModelConfig) -> Vec<(String, usize, usize)> {
     m
 }
 
+/// Bytes of an MLX-affine quantized `rows` x `cols` matrix: the packed `bits`-bit values
+/// plus an fp16 scale and an fp16 bias per group of `group` values (`cols` a multiple of
+/// `group`).
+pub fn quantized_matrix_bytes(rows: u64, cols: u64, bits: u64, group: u64) -> u64 {
+    rows * cols * bits / 8 + rows * (cols / group) * 4
+}
+
 /// Bytes [`weights`] allocates for `cfg` in its own format with fp16 compute dtype (MLX
 /// 4-bit with fp16 scales and biases when the config has a quantization, else fp16): the
 /// matrices plus the norms and biases.
@@ -204,7 +211,7 @@ pub fn weight_bytes(cfg: &ModelConfig) -> u64 {
             let (r, c) = (r as u64, c as u64);
             match cfg.quantization {
                 Some(q) if c % q.group_size as u64 == 0 => {
-                    r * c * q.bits as u64 / 8 + r * (c / q.group_size as u64) * 4
+                    quantized_matrix_bytes(r, c, q.bits as u64, q.group_size as u64)
                 }
                 _ => r * c * 2,
             }
