@@ -33,6 +33,14 @@ def compile_one(name, src):
     nvrtc.nvrtcGetProgramLog(prog, log)
     text = log.decode(errors="replace").strip()
     ok = res == nvrtc.nvrtcResult.NVRTC_SUCCESS
+    # NVRTC_CUBIN_DIR=dir: also write each variant's cubin (for nvdisasm instruction counts).
+    if ok and os.environ.get("NVRTC_CUBIN_DIR"):
+        err, n = nvrtc.nvrtcGetCUBINSize(prog)
+        cubin = b" " * n
+        nvrtc.nvrtcGetCUBIN(prog, cubin)
+        fname = "".join(ch if ch.isalnum() else "_" for ch in name) + ".cubin"
+        with open(os.path.join(os.environ["NVRTC_CUBIN_DIR"], fname), "wb") as f:
+            f.write(cubin)
     lines = [l for l in text.splitlines() if ("registers" in l or "spill" in l or "error" in l or "warning" in l)]
     print(f"{'OK ' if ok else 'ERR'} {name}: " + " | ".join(l.strip() for l in lines[-3:]))
     if not ok:
@@ -72,16 +80,19 @@ def main():
                     continue
                 stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
                 stages = min(6, max(3, -(-8192 // stage) + 1))
-                for rope, trad, fold, swz in (("false", "false", "false", "true"), ("false", "false", "true", "true"), ("true", "false", "true", "true"), ("true", "true", "true", "true"), ("true", "false", "false", "false")):
+                for rope, trad, fold, swz, lutk, lutv in (("false", "false", "false", "true", "false", "false"), ("false", "false", "true", "true", "false", "false"),
+                                                          ("true", "false", "true", "true", "false", "false"), ("true", "true", "true", "true", "false", "false"),
+                                                          ("true", "false", "false", "false", "false", "false"), ("true", "false", "true", "true", "true", "true"),
+                                                          ("false", "false", "true", "true", "true", "false"), ("false", "false", "false", "true", "false", "true")):
                     if rope == "true" and qt != "__half":
                         continue
-                    consts = (f"constexpr bool SWZ = {swz}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                    consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                               f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'}; "
                               f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
                               f"constexpr bool FOLD = {fold}; using T_q = {qt};\n")
                     src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
                            + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
-                    ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz}", src)
+                    ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}", src)
     enc = read("turbo_encode.cu")
     enc_header = header + "\n" + read("kv_pair.cuh") + "\n" + read("turbo_encode.cuh")
     for d in (64, 128):

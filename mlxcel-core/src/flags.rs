@@ -144,6 +144,24 @@ pub const MMA_SWIZZLE: Flag = Flag {
     doc: "tensor-core decode attention stores its ring tiles bank-swizzled (0 = as in memory)",
 };
 
+/// The tensor-core decode attention decodes turbo4 K codes through a 64 KiB shared-memory
+/// table of all code pairs (one prmt + one shared load per two elements) instead of byte
+/// permutes over a register codebook (~4 ALU instructions per two elements). ncu (session
+/// 10) found the turbo4 kernel bound by the ALU pipe (68% busy, DRAM 42%). Values are the
+/// same fp16 bits either way. Off by default until measured on the device.
+pub const MMA_LUT_K: Flag = Flag {
+    name: "MLXCEL_MMA_LUT_K",
+    default: false,
+    doc: "tensor-core decode attention decodes turbo4 K through a shared-memory pair table (0 = register byte permutes)",
+};
+
+/// As [`MMA_LUT_K`], for turbo4 V (the two tokens' nibbles are interleaved first).
+pub const MMA_LUT_V: Flag = Flag {
+    name: "MLXCEL_MMA_LUT_V",
+    default: false,
+    doc: "tensor-core decode attention decodes turbo4 V through a shared-memory pair table (0 = register byte permutes)",
+};
+
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content
 /// (`mlx::kernel::include_stubs`) instead of inline: MLX rebuilds and hashes the text it is
 /// given on every launch. When 0, the full (compacted) text goes inline.
@@ -248,6 +266,8 @@ pub const ALL: &[Flag] = &[
     FUSED_QMV,
     QMV_RING,
     MMA_SWIZZLE,
+    MMA_LUT_K,
+    MMA_LUT_V,
     KERNEL_FILES,
     FUSED_ROPE,
     FUSED_KV_APPEND,

@@ -29,10 +29,15 @@ fn splits_fill_the_gpu_and_respect_tiles() {
 #[test]
 fn mma_splits_make_one_wave_of_whole_tiles() {
     // 528 CTAs = 4 per SM of an H200; at least 4 tiles of 16 tokens per split.
-    assert_eq!(mma_num_splits(1, 8, 131072), 66);
-    assert_eq!(mma_num_splits(1, 8, 4096), 64);
-    assert_eq!(mma_num_splits(1, 8, 1000), 16);
-    assert_eq!(mma_num_splits(1, 8, 1), 1);
+    // turbo4 D=128: 46336 bytes of shared memory (4 CTAs per SM), 111872 with the pair
+    // table (2 per SM: 264 CTAs).
+    let (plain, table) = (46336, 46336 + 65536);
+    assert_eq!(mma_num_splits(1, 8, 131072, plain), 66);
+    assert_eq!(mma_num_splits(1, 8, 131072, table), 33);
+    assert_eq!(mma_num_splits(1, 8, 4096, plain), 64);
+    assert_eq!(mma_num_splits(1, 8, 4096, table), 33);
+    assert_eq!(mma_num_splits(1, 8, 1000, plain), 16);
+    assert_eq!(mma_num_splits(1, 8, 1, table), 1);
 }
 
 #[test]
@@ -206,6 +211,73 @@ fn fused_decode_matches_split_paths_or_falls_back() {
         }
     }
     eprintln!("fused decode: {cases} cases on CUDA, worst relative RMS {worst:.2e}");
+}
+
+/// The shared-memory pair table (`MLXCEL_MMA_LUT_K` / `_V`) must decode the same fp16 bits as
+/// the register byte permutes: with a fixed split count the outputs are bit-identical. On
+/// the CPU the flags must not make the fused path reachable.
+#[test]
+fn pair_table_decodes_bit_identically_to_byte_permutes() {
+    let mut r = rng("pair_table_decodes_bit_identically_to_byte_permutes");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let set = |k: bool, v: bool| {
+        std::env::set_var("MLXCEL_MMA_LUT_K", if k { "1" } else { "0" });
+        std::env::set_var("MLXCEL_MMA_LUT_V", if v { "1" } else { "0" });
+    };
+    let mut checked = 0;
+    for mode in ["turbo4", "turbo4-asym"] {
+        let m = KvMode::parse(mode).unwrap();
+        for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (12, 3, 64)] {
+            for len in [1usize, 17, 1000, 4097] {
+                let mut k = new_side(m.k, d, K_SEED).unwrap();
+                let mut v = new_side(m.v, d, V_SEED).unwrap();
+                let shape = [1, hkv as i32, len as i32, d as i32];
+                k.append(&Array::from_slice(&randn(&mut r, hkv * len * d), &shape).unwrap())
+                    .unwrap();
+                v.append(&Array::from_slice(&randn(&mut r, hkv * len * d), &shape).unwrap())
+                    .unwrap();
+                let q = Array::from_slice(&randn(&mut r, hq * d), &[1, hq as i32, 1, d as i32])
+                    .unwrap()
+                    .astype(Dtype::F16)
+                    .unwrap();
+                let scale = 1.0 / (d as f32).sqrt();
+                let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+                let splits = len.div_ceil(64).min(40);
+                let run = |lk: bool, lv: bool| {
+                    set(lk, lv);
+                    fused_decode(&q, &kr, &vr, len, scale, Some(splits))
+                        .and_then(|o| o.astype(Dtype::F32))
+                        .and_then(|o| o.to_vec::<f32>())
+                };
+                if !on_cuda {
+                    set(true, true);
+                    assert_ne!(
+                        select_path(&q, k.as_ref(), v.as_ref()),
+                        AttentionPath::FusedDecode
+                    );
+                    let err = run(true, true).unwrap_err().to_string();
+                    assert!(err.contains("CUDA"), "{err}");
+                    continue;
+                }
+                let base = run(false, false).unwrap();
+                for (lk, lv) in [(true, false), (false, true), (true, true)] {
+                    let got = run(lk, lv).unwrap();
+                    let differing = base
+                        .iter()
+                        .zip(&got)
+                        .filter(|(a, b)| a.to_bits() != b.to_bits())
+                        .count();
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} lut k={lk} v={lv}: {differing} differing outputs");
+                    assert_eq!(differing, 0, "{mode} hq={hq} d={d} len={len} lut k={lk} v={lv}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    set(false, false);
+    std::env::remove_var("MLXCEL_MMA_LUT_K");
+    std::env::remove_var("MLXCEL_MMA_LUT_V");
+    eprintln!("pair table: {checked} bit-identity checks on CUDA");
 }
 
 #[test]

@@ -48,8 +48,31 @@ fn mma_shared_bytes(stage: usize, stages: usize, d: usize, gqa: usize) -> usize 
     8 * d * 4 + ring.max(merge)
 }
 
-/// Tensor-core kernel CTAs aim at one wave: 4 CTAs per SM of an H200 (132 SMs).
-const MMA_TARGET_CTAS: usize = 528;
+/// Shared-memory pair table of the tensor-core kernel when either side decodes turbo4
+/// through it (`LUT_TABLE_BYTES` in `cuda/decode_attention_mma.cuh`).
+const MMA_LUT_BYTES: usize = 65536;
+/// SMs of an H200 / H100 SXM.
+const SMS: usize = 132;
+/// Most tensor-core kernel CTAs per SM: its ~125 registers x 128 threads allow 4.
+const MMA_MAX_CTAS_PER_SM: usize = 4;
+/// Shared memory an H200 SM gives its CTAs, and what the driver reserves per CTA.
+const SM_SHARED_BYTES: usize = 233_472;
+const CTA_RESERVED_SHARED: usize = 1024;
+
+/// Tensor-core kernel CTAs aim at one wave: as many CTAs per SM as registers and shared
+/// memory allow (4 without the pair table, 2 with its 64 KiB), on every SM.
+fn mma_target_ctas(shared: usize) -> usize {
+    let by_shared = SM_SHARED_BYTES / (shared + CTA_RESERVED_SHARED);
+    SMS * by_shared.clamp(1, MMA_MAX_CTAS_PER_SM)
+}
+
+/// Which sides of the tensor-core kernel decode turbo4 through the pair table.
+fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
+    (
+        k.format == 4 && flags::MMA_LUT_K.enabled(),
+        v.format == 4 && flags::MMA_LUT_V.enabled(),
+    )
+}
 /// Fewest 16-token tiles per split (one per warp).
 const MMA_MIN_TILES: usize = 4;
 
@@ -298,7 +321,8 @@ fn fold_inputs() -> Result<(Array, Array)> {
 
 /// Whether the tensor-core kernel merges the splits itself for this call: the flag, the
 /// tickets buffer large enough, and room for the merge scratch in the kernel's dynamic
-/// shared memory (outputs, denominators and split weights of the GQA heads).
+/// shared memory without the pair table (outputs, denominators and split weights of the GQA
+/// heads).
 fn fold_fits(b: usize, hkv: usize, gqa: usize, d: usize, splits: usize, shared: usize) -> bool {
     flags::FOLD_MERGE.enabled()
         && b * hkv <= FOLD_MAX_BH
@@ -315,9 +339,10 @@ fn check_scale(scale: f32, d: usize) -> Result<()> {
     Ok(())
 }
 
-/// Splits of the tensor-core kernel: one wave of CTAs, at least one tile per warp.
-pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize) -> usize {
-    let by_ctas = MMA_TARGET_CTAS.div_ceil((batch * kv_heads).max(1));
+/// Splits of the tensor-core kernel (`shared`: its dynamic shared memory): one wave of
+/// CTAs, at least one tile per warp.
+pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize, shared: usize) -> usize {
+    let by_ctas = mma_target_ctas(shared).div_ceil((batch * kv_heads).max(1));
     let by_len = len.div_ceil(16 * MMA_MIN_TILES).max(1);
     by_ctas.min(by_len).max(1)
 }
@@ -454,13 +479,20 @@ pub fn fused_decode_rope(
         Some(r) => r.inv_freq().clone(),
         None => lut(k)?,
     };
+    // The tensor-core kernel's ring depth and dynamic shared memory: without and with the
+    // pair table (the fold's scratch lives in the former).
+    let luts = mma_luts(k, v);
+    let mma_shared = tensor_cores.then(|| {
+        let stage = mma_stage_bytes(k.format, v.format, d);
+        let stages = mma_stages(stage);
+        let base = mma_shared_bytes(stage, stages, d, gqa);
+        let table = if luts.0 || luts.1 { MMA_LUT_BYTES } else { 0 };
+        (stages, base, base + table)
+    });
     let splits = split_override
-        .unwrap_or_else(|| {
-            if tensor_cores {
-                mma_num_splits(b, hkv, len)
-            } else {
-                num_splits(b, hkv, len)
-            }
+        .unwrap_or_else(|| match mma_shared {
+            Some((_, _, shared)) => mma_num_splits(b, hkv, len, shared),
+            None => num_splits(b, hkv, len),
         })
         .max(1);
     if splits > MAX_SPLITS {
@@ -473,13 +505,8 @@ pub fn fused_decode_rope(
     let (k_aux, v_aux) = (aux_or_dummy(k)?, aux_or_dummy(v)?);
     let len_marker = length_marker(len)?;
     let rot_v = signs(v, group_v)?;
-    // The tensor-core kernel's dynamic shared memory, and whether it merges the splits itself.
-    let mma_shared = tensor_cores.then(|| {
-        let stage = mma_stage_bytes(k.format, v.format, d);
-        let stages = mma_stages(stage);
-        (stages, mma_shared_bytes(stage, stages, d, gqa))
-    });
-    let fold = mma_shared.is_some_and(|(_, shared)| fold_fits(b, hkv, gqa, d, splits, shared));
+    // Whether the tensor-core kernel merges the splits itself.
+    let fold = mma_shared.is_some_and(|(_, base, _)| fold_fits(b, hkv, gqa, d, splits, base));
     // Without the fold the kernel reads neither: cached placeholders, no per-call op.
     let (tickets, epoch_marker) = if fold {
         fold_inputs()?
@@ -526,7 +553,7 @@ pub fn fused_decode_rope(
     .template("D", TemplateArg::Int(d as i32))
     .template("GQA", TemplateArg::Int(gqa as i32))
     .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()));
-    let mut parts = if let Some((stages, shared)) = mma_shared {
+    let mut parts = if let Some((stages, _, shared)) = mma_shared {
         let main = cached_by_name(
             KernelBackend::Cuda,
             "decode_attention_mma",
@@ -540,6 +567,8 @@ pub fn fused_decode_rope(
                 .output(&fold_out, q.dtype())
                 .template("STAGES", TemplateArg::Int(stages as i32))
                 .template("SWZ", TemplateArg::Bool(flags::MMA_SWIZZLE.enabled()))
+                .template("LUTK", TemplateArg::Bool(luts.0))
+                .template("LUTV", TemplateArg::Bool(luts.1))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",
