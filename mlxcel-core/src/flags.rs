@@ -147,19 +147,23 @@ pub const MMA_SWIZZLE: Flag = Flag {
 /// The tensor-core decode attention decodes turbo4 K codes through a 64 KiB shared-memory
 /// table of all code pairs (one prmt + one shared load per two elements) instead of byte
 /// permutes over a register codebook (~4 ALU instructions per two elements). ncu (session
-/// 10) found the turbo4 kernel bound by the ALU pipe (68% busy, DRAM 42%). Values are the
-/// same fp16 bits either way. Off by default until measured on the device.
+/// 10, turbo4 at 128K): ALU pipe 68% -> 42% busy, DRAM 42% -> 50%, kernel 70.1 -> 59.1 us;
+/// device time per decode step at 128K -0.61 ms. The fp16 bits are the same either way
+/// (bit-identity GPU test). ADR 0005.
 pub const MMA_LUT_K: Flag = Flag {
     name: "MLXCEL_MMA_LUT_K",
-    default: false,
+    default: true,
     doc: "tensor-core decode attention decodes turbo4 K through a shared-memory pair table (0 = register byte permutes)",
 };
 
-/// As [`MMA_LUT_K`], for turbo4 V (the two tokens' nibbles are interleaved first).
+/// As [`MMA_LUT_K`], for turbo4 V (the two tokens' nibbles are interleaved first). Only
+/// together with the K table: with fp16 K (turbo4-asym) the table's 64 KiB halve the CTAs
+/// per SM of a kernel that streams at ~85% of copy, and it measured slower (128K: 112.8 ->
+/// 141.8 us per call).
 pub const MMA_LUT_V: Flag = Flag {
     name: "MLXCEL_MMA_LUT_V",
-    default: false,
-    doc: "tensor-core decode attention decodes turbo4 V through a shared-memory pair table (0 = register byte permutes)",
+    default: true,
+    doc: "with the K table on, tensor-core decode attention also decodes turbo4 V through it (0 = register byte permutes)",
 };
 
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content

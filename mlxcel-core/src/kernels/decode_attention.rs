@@ -66,12 +66,11 @@ fn mma_target_ctas(shared: usize) -> usize {
     SMS * by_shared.clamp(1, MMA_MAX_CTAS_PER_SM)
 }
 
-/// Which sides of the tensor-core kernel decode turbo4 through the pair table.
-fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
-    (
-        k.format == 4 && flags::MMA_LUT_K.enabled(),
-        v.format == 4 && flags::MMA_LUT_V.enabled(),
-    )
+/// Which sides of the tensor-core kernel decode turbo4 through the pair table: K when the
+/// flag is on, V only alongside K ([`flags::MMA_LUT_V`]: alone it measured slower).
+pub fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
+    let lut_k = k.format == 4 && flags::MMA_LUT_K.enabled();
+    (lut_k, lut_k && v.format == 4 && flags::MMA_LUT_V.enabled())
 }
 /// Fewest 16-token tiles per split (one per warp).
 const MMA_MIN_TILES: usize = 4;
