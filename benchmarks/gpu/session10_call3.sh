@@ -3,8 +3,8 @@
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session10_call3.sh
 # Call 2's ncu of the turbo4 attention kernel at 128K: ALU pipe 68% busy, DRAM 42%, issue
 # 54%: the byte-permute decoders (nvdisasm: 583 instructions per 16-token tile, 168 PRMT,
-# 99 LOP3) are what bounds it. The shared-memory pair table (MLXCEL_MMA_LUT_K / _V; 476
-# instructions per tile, 64 PRMT, 52 LOP3, 77 LDS; 113 registers; 64 KiB per CTA, so 2
+# 99 LOP3) are what bounds it. The shared-memory pair table (MLXCEL_MMA_LUT_K / _V; 550
+# instructions per tile, 64 PRMT, 52 LOP3, 77 LDS; 115 registers; 64 KiB per CTA, so 2
 # CTAs per SM and 264-CTA waves). This call:
 # 1. gpu_fused_decode: bit-identity of the table against the permutes (fixed splits), the
 #    split-count rule, then the turbo4 / turbo4-asym parity suite with both tables on;

@@ -167,6 +167,18 @@ pub const MMA_LUT_V: Flag = Flag {
     doc: "with the K table on, tensor-core decode attention also decodes turbo4 V through it (0 = register byte permutes)",
 };
 
+/// The pair table with 128-byte rows, one table for K and V (`LUT1`; their turbo4 codebooks
+/// are equal: same bits and group), 32 KiB instead of 64, with a ring of at most 4 stages:
+/// 3 CTAs per SM instead of 2. Why: with the 64 KiB table ncu found the kernel latency-bound
+/// at 12% occupancy (0.85 eligible warps per scheduler). Same bits as the other decoders.
+/// Written after session 10's last device call; NVRTC-checked, not yet run on a GPU, so
+/// off by default.
+pub const MMA_LUT_ONE: Flag = Flag {
+    name: "MLXCEL_MMA_LUT_ONE",
+    default: false,
+    doc: "the turbo4 pair table uses 128-byte rows shared by K and V (32 KiB, 3 CTAs per SM; not yet run on a GPU)",
+};
+
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content
 /// (`mlx::kernel::include_stubs`) instead of inline: MLX rebuilds and hashes the text it is
 /// given on every launch. When 0, the full (compacted) text goes inline.
@@ -273,6 +285,7 @@ pub const ALL: &[Flag] = &[
     MMA_SWIZZLE,
     MMA_LUT_K,
     MMA_LUT_V,
+    MMA_LUT_ONE,
     KERNEL_FILES,
     FUSED_ROPE,
     FUSED_KV_APPEND,

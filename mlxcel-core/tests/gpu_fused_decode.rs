@@ -36,6 +36,8 @@ fn mma_splits_make_one_wave_of_whole_tiles() {
     assert_eq!(mma_num_splits(1, 8, 131072, table), 33);
     assert_eq!(mma_num_splits(1, 8, 4096, plain), 64);
     assert_eq!(mma_num_splits(1, 8, 4096, table), 33);
+    // One 32 KiB table and a 4-stage ring: 70656 bytes, 3 CTAs per SM (396 CTAs).
+    assert_eq!(mma_num_splits(1, 8, 131072, 37888 + 32768), 50);
     assert_eq!(mma_num_splits(1, 8, 1000, plain), 16);
     assert_eq!(mma_num_splits(1, 8, 1, table), 1);
 }
@@ -220,10 +222,13 @@ fn fused_decode_matches_split_paths_or_falls_back() {
 fn pair_table_decodes_bit_identically_to_byte_permutes() {
     let mut r = rng("pair_table_decodes_bit_identically_to_byte_permutes");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let set = |k: bool, v: bool| {
-        std::env::set_var("MLXCEL_MMA_LUT_K", if k { "1" } else { "0" });
-        std::env::set_var("MLXCEL_MMA_LUT_V", if v { "1" } else { "0" });
+    let flag = |b: bool| if b { "1" } else { "0" };
+    let set3 = |k: bool, v: bool, one: bool| {
+        std::env::set_var("MLXCEL_MMA_LUT_K", flag(k));
+        std::env::set_var("MLXCEL_MMA_LUT_V", flag(v));
+        std::env::set_var("MLXCEL_MMA_LUT_ONE", flag(one));
     };
+    let set = |k: bool, v: bool| set3(k, v, false);
     // Which sides use the table: V only alongside turbo4 K (alone it measured slower).
     for (mode, both, v_only) in [
         ("turbo4", (true, true), (false, false)),
@@ -261,8 +266,8 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
                 let scale = 1.0 / (d as f32).sqrt();
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let splits = len.div_ceil(64).min(40);
-                let run = |lk: bool, lv: bool| {
-                    set(lk, lv);
+                let run = |lk: bool, lv: bool, one: bool| {
+                    set3(lk, lv, one);
                     fused_decode(&q, &kr, &vr, len, scale, Some(splits))
                         .and_then(|o| o.astype(Dtype::F32))
                         .and_then(|o| o.to_vec::<f32>())
@@ -273,31 +278,37 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
                         select_path(&q, k.as_ref(), v.as_ref()),
                         AttentionPath::FusedDecode
                     );
-                    let err = run(true, true).unwrap_err().to_string();
+                    let err = run(true, true, true).unwrap_err().to_string();
                     assert!(err.contains("CUDA"), "{err}");
                     continue;
                 }
-                let base = run(false, false).unwrap();
-                for (lk, lv) in [(true, false), (true, true)] {
-                    let got = run(lk, lv).unwrap();
+                let base = run(false, false, false).unwrap();
+                // (K table, V table, one 128-byte-row table for both).
+                for (lk, lv, one) in [
+                    (true, false, false),
+                    (true, true, false),
+                    (true, false, true),
+                    (true, true, true),
+                ] {
+                    let got = run(lk, lv, one).unwrap();
                     let differing = base
                         .iter()
                         .zip(&got)
                         .filter(|(a, b)| a.to_bits() != b.to_bits())
                         .count();
-                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} lut k={lk} v={lv}: {differing} differing outputs");
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} lut k={lk} v={lv} one={one}: {differing} differing outputs");
                     assert_eq!(
                         differing, 0,
-                        "{mode} hq={hq} d={d} len={len} lut k={lk} v={lv}"
+                        "{mode} hq={hq} d={d} len={len} lut k={lk} v={lv} one={one}"
                     );
                     checked += 1;
                 }
             }
         }
     }
-    set(false, false);
-    std::env::remove_var("MLXCEL_MMA_LUT_K");
-    std::env::remove_var("MLXCEL_MMA_LUT_V");
+    for name in ["MLXCEL_MMA_LUT_K", "MLXCEL_MMA_LUT_V", "MLXCEL_MMA_LUT_ONE"] {
+        std::env::remove_var(name);
+    }
     eprintln!("pair table: {checked} bit-identity checks on CUDA");
 }
 

@@ -49,8 +49,14 @@ fn mma_shared_bytes(stage: usize, stages: usize, d: usize, gqa: usize) -> usize 
 }
 
 /// Shared-memory pair table of the tensor-core kernel when either side decodes turbo4
-/// through it (`LUT_TABLE_BYTES` in `cuda/decode_attention_mma.cuh`).
-const MMA_LUT_BYTES: usize = 65536;
+/// through it: 256 rows of 256 bytes (`LutLayout` in `cuda/decode_attention_mma.cuh`), or
+/// of 128 bytes with one table for both sides ([`flags::MMA_LUT_ONE`]).
+fn mma_lut_bytes(one_table: bool) -> usize {
+    256 * if one_table { 128 } else { 256 }
+}
+/// Ring depth with the one-table layout: 4 stages keep a turbo4 D=128 CTA at 69.8 KB, so
+/// 3 fit on an SM.
+const MMA_LUT_ONE_STAGES: usize = 4;
 /// SMs of an H200 / H100 SXM.
 const SMS: usize = 132;
 /// Most tensor-core kernel CTAs per SM: its ~125 registers x 128 threads allow 4.
@@ -481,12 +487,19 @@ pub fn fused_decode_rope(
     // The tensor-core kernel's ring depth and dynamic shared memory: without and with the
     // pair table (the fold's scratch lives in the former).
     let luts = mma_luts(k, v);
+    let table = luts.0 || luts.1;
+    // One table serves both sides: V uses it only alongside turbo4 K, whose codebook is
+    // V's (same bits, and mma_supported makes both groups the head dim).
+    let one_table = table && flags::MMA_LUT_ONE.enabled();
     let mma_shared = tensor_cores.then(|| {
         let stage = mma_stage_bytes(k.format, v.format, d);
-        let stages = mma_stages(stage);
+        let mut stages = mma_stages(stage);
+        if one_table {
+            stages = stages.min(MMA_LUT_ONE_STAGES);
+        }
         let base = mma_shared_bytes(stage, stages, d, gqa);
-        let table = if luts.0 || luts.1 { MMA_LUT_BYTES } else { 0 };
-        (stages, base, base + table)
+        let lut = if table { mma_lut_bytes(one_table) } else { 0 };
+        (stages, base, base + lut)
     });
     let splits = split_override
         .unwrap_or_else(|| match mma_shared {
@@ -568,6 +581,7 @@ pub fn fused_decode_rope(
                 .template("SWZ", TemplateArg::Bool(flags::MMA_SWIZZLE.enabled()))
                 .template("LUTK", TemplateArg::Bool(luts.0))
                 .template("LUTV", TemplateArg::Bool(luts.1))
+                .template("LUT1", TemplateArg::Bool(one_table))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",

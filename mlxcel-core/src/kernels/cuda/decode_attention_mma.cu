@@ -17,7 +17,8 @@
 // V's stored basis: merge_splits.cu combines the splits and applies the inverse rotation.
 //
 // Template constants: SWZ (the ring's bank swizzle, below), LUTK / LUTV (turbo4 K / V decoded
-// through the shared-memory pair table of decode_attention_mma.cuh instead of byte permutes), KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
+// through the shared-memory pair table of decode_attention_mma.cuh instead of byte permutes),
+// LUT1 (that table with 128-byte rows, one for both sides: their codebooks are equal), KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
 // is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
 // dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
@@ -64,9 +65,10 @@ auto swz_chunk = [](int n, int sw) -> int { return (n & ~7) | ((n & 7) ^ sw); };
 
 constexpr bool LUT_K = LUTK && KFMT == 4, LUT_V = LUTV && VFMT == 4;
 // mlxcel adds the table's bytes to the dynamic shared memory when either side uses it.
-constexpr int LUT_BYTES = (LUT_K || LUT_V) ? mlxcel_mma::LUT_TABLE_BYTES : 0;
+constexpr int LUT_ROW = LUT1 ? 128 : 256;
+constexpr int LUT_BYTES = (LUT_K || LUT_V) ? mlxcel_mma::LutLayout<LUT_ROW>::BYTES : 0;
 extern __shared__ __align__(16) unsigned char smem[];
-const unsigned char* lut_tab = smem;                           // [256][LUT_ROW] if LUT_BYTES
+const unsigned char* lut_tab = smem;  // [256][LUT_ROW] if LUT_BYTES
 float* qs = reinterpret_cast<float*>(smem + LUT_BYTES);        // [8][D]
 unsigned char* ring = smem + LUT_BYTES + 8 * D * sizeof(float);  // [NW][STAGES][STAGE]
 
@@ -103,8 +105,12 @@ for (int g = warp; g < 8; g += NW) {
 #pragma unroll
   for (int e = 0; e < QE; ++e) qs[g * D + lane * QE + e] = x[e];
 }
-if constexpr (LUT_K) mlxcel_mma::fill_lut<NT>(smem, lut_k, 0, tid);
-if constexpr (LUT_V) mlxcel_mma::fill_lut<NT>(smem, lut_v, 1, tid);
+if constexpr (LUT1 && (LUT_K || LUT_V)) {
+  mlxcel_mma::fill_lut<NT, LUT_ROW>(smem, LUT_K ? lut_k : lut_v, 0, tid);
+} else {
+  if constexpr (LUT_K) mlxcel_mma::fill_lut<NT, LUT_ROW>(smem, lut_k, 0, tid);
+  if constexpr (LUT_V) mlxcel_mma::fill_lut<NT, LUT_ROW>(smem, lut_v, 1, tid);
+}
 __syncthreads();
 // A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
 const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
@@ -118,7 +124,10 @@ for (int s = 0; s < KSTEPS; ++s) {
 mlxcel_mma::Book4 bk = {0, 0, 0, 0}, bv = {0, 0, 0, 0};
 if constexpr (KFMT == 4 && !LUT_K) bk = mlxcel_mma::make_book4(lut_k);
 if constexpr (VFMT == 4 && !LUT_V) bv = mlxcel_mma::make_book4(lut_v);
-const mlxcel_mma::u32 lane_off_k = 4u * lane, lane_off_v = 128u + 4u * lane;
+// This lane's table entries (lut_pair): offsets in a row (ROW 256), or shared-space
+// addresses in row 0 (ROW 128, one table for K and V).
+const mlxcel_mma::u32 lut_lane_k = (LUT1 ? static_cast<mlxcel_mma::u32>(__cvta_generic_to_shared(lut_tab)) : 0u) + 4u * lane;
+const mlxcel_mma::u32 lut_lane_v = lut_lane_k + (LUT1 ? 0u : 128u);
 
 // This CTA's tiles, then this warp's: tiles tb + warp, tb + warp + NW, ...
 const int n_tiles = (len + 15) / 16;
@@ -208,7 +217,7 @@ for (int i = 0; i < count; ++i) {
 #pragma unroll
       for (int u = 0; u < KW; ++u) {
         mlxcel_mma::u32 bb[4];
-        if constexpr (LUT_K) mlxcel_mma::decode8_t4_lut(lut_tab, w[u], lane_off_k, bb);
+        if constexpr (LUT_K) mlxcel_mma::decode8_t4_lut<LUT_ROW>(lut_tab, w[u], lut_lane_k, bb);
         else mlxcel_mma::decode8_t4(bk, w[u], bb);
         mlxcel_mma::mma(sacc[nt], qa[2 * u][0], 0u, qa[2 * u][1], 0u, bb[0], bb[1]);
         mlxcel_mma::mma(sacc[nt], qa[2 * u + 1][0], 0u, qa[2 * u + 1][1], 0u, bb[2], bb[3]);
@@ -302,7 +311,7 @@ for (int i = 0; i < count; ++i) {
     } else {
 #pragma unroll
       for (int u = 0; u < VW; ++u) {
-        if constexpr (LUT_V) mlxcel_mma::decode8x2_t4_lut(lut_tab, va[2 * h][u], va[2 * h + 1][u], lane_off_v, &pairs[h][8 * u]);
+        if constexpr (LUT_V) mlxcel_mma::decode8x2_t4_lut<LUT_ROW>(lut_tab, va[2 * h][u], va[2 * h + 1][u], lut_lane_v, &pairs[h][8 * u]);
         else mlxcel_mma::decode8x2_t4(bv, va[2 * h][u], va[2 * h + 1][u], &pairs[h][8 * u]);
       }
     }

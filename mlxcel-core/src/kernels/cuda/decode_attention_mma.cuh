@@ -109,10 +109,16 @@ __device__ __forceinline__ void decode8x2_t4(const Book4& bk, u32 w1, u32 w2, u3
 // byte-permute decoders above cost ~2 ALU instructions per element, while HBM at 4.25 bits
 // per element leaves the H200's ALU pipe (64 lanes per SM per clock) ~1.7. A table of all
 // 256 code pairs (one byte of codes -> one half2) turns 2 elements into 1 prmt (the
-// address) + 1 shared load (the MIO pipe). Row e (256 bytes) holds K's entry for lanes
-// 0-31 at bytes 4*lane and V's at 128 + 4*lane: each lane reads its own bank, so a warp's
-// 32 random lookups are one wavefront. 64 KiB per CTA.
-enum : int { LUT_ROW = 256, LUT_TABLE_BYTES = 256 * LUT_ROW };
+// address) + 1 shared load (the MIO pipe). Entries are replicated for the 32 lanes at byte
+// 4 * lane of their row, so a warp's 32 random lookups hit 32 banks (one wavefront).
+// ROW 256 (64 KiB): K's entries in bytes 0-127 of a row, V's in 128-255. ROW 128 (32 KiB,
+// LUT1): one table for both sides (symmetric turbo4: same codebook), which leaves room for
+// 3 CTAs per SM instead of 2.
+template <int ROW>
+struct LutLayout {
+  static_assert(ROW == 128 || ROW == 256, "rows of 128 or 256 bytes");
+  static constexpr int BYTES = 256 * ROW;
+};
 
 // fp16 bits of code `code` of a sign-magnitude book (bit 3 set = positive, bits 0-2 =
 // magnitude rank, magnitudes at lut[8..16)): the values lookup4 produces.
@@ -121,11 +127,11 @@ __device__ __forceinline__ unsigned short book_code_bits(const float* lut, int c
   return (code & 8) ? h : static_cast<unsigned short>(h ^ 0x8000u);
 }
 
-// Fills the K (part 0) or V (part 1) half of every row: entry e = half2(code e & 15,
-// code e >> 4), replicated for the 32 lanes, 16 bytes (4 lanes) per store. With 128
-// threads, thread t writes the 16-byte chunk t & 7 of rows (t >> 3) + 16 j, j = 0..15: its
-// low code is fixed, the high code is j.
-template <int NTHREADS>
+// Fills the lane entries at bytes part * 128 + [0, 128) of every row: entry e = half2(code
+// e & 15, code e >> 4), 16 bytes (4 lanes) per store. With 128 threads, thread t writes the
+// 16-byte chunk t & 7 of rows (t >> 3) + 16 j, j = 0..15: its low code is fixed, the high
+// code is j.
+template <int NTHREADS, int ROW>
 __device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut, int part, int tid) {
   static_assert(NTHREADS == 128, "the fill assumes 128 threads");
   const int q = tid & 7, lo_code = tid >> 3;
@@ -133,40 +139,53 @@ __device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut,
 #pragma unroll 4
   for (int j = 0; j < 16; ++j) {
     const u32 v = lo | (static_cast<u32>(book_code_bits(lut, j)) << 16);
-    *reinterpret_cast<uint4*>(table + (lo_code + 16 * j) * LUT_ROW + part * 128 + q * 16) = make_uint4(v, v, v, v);
+    *reinterpret_cast<uint4*>(table + (lo_code + 16 * j) * ROW + part * 128 + q * 16) = make_uint4(v, v, v, v);
   }
 }
 
-// The half2 of code byte k (0-3) of w: `lane_off` is 4 * lane (K) or 128 + 4 * lane (V);
-// the address e * 256 + lane_off is one prmt (byte 0 from lane_off, byte 1 = byte k of w,
-// bytes 2-3 from lane_off's zero byte 1).
-template <int K>
-__device__ __forceinline__ u32 lut_pair(const unsigned char* table, u32 w, u32 lane_off) {
-  const u32 addr = prmt(w, lane_off, 0x5504u | (K << 4));
-  return *reinterpret_cast<const u32*>(table + addr);
+// The half2 of code byte k (0-3) of w.
+// ROW 256 (measured in session 10): `lane` is this lane's offset in a row (4 * lane, + 128
+// for V); the row offset is one prmt (byte 1 = byte k of w, byte 0 from lane, bytes 2-3
+// from lane's zero byte 1), loaded relative to `table`.
+// ROW 128: `lane` is the shared-space address of this lane's entry in row 0 (table base +
+// 4 * lane); a prmt isolates the code byte and one IMAD (FMA pipe) scales it by the row and
+// adds `lane`, loaded with ld.shared (no per-lookup add of the shared window's base, which
+// NVRTC emits when it derives the address from a generic pointer).
+template <int K, int ROW>
+__device__ __forceinline__ u32 lut_pair(const unsigned char* table, u32 w, u32 lane) {
+  if constexpr (ROW == 256) {
+    return *reinterpret_cast<const u32*>(table + prmt(w, lane, 0x5504u | (K << 4)));
+  } else {
+    const u32 addr = prmt(w, 0u, 0x4440u | K) * static_cast<u32>(ROW) + lane;
+    u32 v;
+    asm("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
+    return v;
+  }
 }
 
 // decode8_t4 through the table: out[k] = (element 2k, element 2k + 1) of word w.
-__device__ __forceinline__ void decode8_t4_lut(const unsigned char* table, u32 w, u32 lane_off, u32 out[4]) {
-  out[0] = lut_pair<0>(table, w, lane_off);
-  out[1] = lut_pair<1>(table, w, lane_off);
-  out[2] = lut_pair<2>(table, w, lane_off);
-  out[3] = lut_pair<3>(table, w, lane_off);
+template <int ROW>
+__device__ __forceinline__ void decode8_t4_lut(const unsigned char* table, u32 w, u32 lane, u32 out[4]) {
+  out[0] = lut_pair<0, ROW>(table, w, lane);
+  out[1] = lut_pair<1, ROW>(table, w, lane);
+  out[2] = lut_pair<2, ROW>(table, w, lane);
+  out[3] = lut_pair<3, ROW>(table, w, lane);
 }
 
 // decode8x2_t4 through the table: nibbles of the two tokens interleaved first (byte j of x
 // = element 2j of t1 and t2, of y = element 2j + 1), then one lookup per pair.
-__device__ __forceinline__ void decode8x2_t4_lut(const unsigned char* table, u32 w1, u32 w2, u32 lane_off, u32 out[8]) {
+template <int ROW>
+__device__ __forceinline__ void decode8x2_t4_lut(const unsigned char* table, u32 w1, u32 w2, u32 lane, u32 out[8]) {
   const u32 x = (w1 & 0x0f0f0f0fu) | ((w2 << 4) & 0xf0f0f0f0u);
   const u32 y = ((w1 >> 4) & 0x0f0f0f0fu) | (w2 & 0xf0f0f0f0u);
-  out[0] = lut_pair<0>(table, x, lane_off);
-  out[1] = lut_pair<0>(table, y, lane_off);
-  out[2] = lut_pair<1>(table, x, lane_off);
-  out[3] = lut_pair<1>(table, y, lane_off);
-  out[4] = lut_pair<2>(table, x, lane_off);
-  out[5] = lut_pair<2>(table, y, lane_off);
-  out[6] = lut_pair<3>(table, x, lane_off);
-  out[7] = lut_pair<3>(table, y, lane_off);
+  out[0] = lut_pair<0, ROW>(table, x, lane);
+  out[1] = lut_pair<0, ROW>(table, y, lane);
+  out[2] = lut_pair<1, ROW>(table, x, lane);
+  out[3] = lut_pair<1, ROW>(table, y, lane);
+  out[4] = lut_pair<2, ROW>(table, x, lane);
+  out[5] = lut_pair<2, ROW>(table, y, lane);
+  out[6] = lut_pair<3, ROW>(table, x, lane);
+  out[7] = lut_pair<3, ROW>(table, y, lane);
 }
 
 // 4 int8 values (bytes of w) -> 2 half2 (bytes 0,1 and 2,3), exact: 0x64XX is 1024 + XX.
