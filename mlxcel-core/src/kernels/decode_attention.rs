@@ -59,7 +59,8 @@ fn mma_lut_bytes(one_table: bool) -> usize {
 const MMA_LUT_ONE_STAGES: usize = 4;
 /// SMs of an H200 / H100 SXM.
 const SMS: usize = 132;
-/// Most tensor-core kernel CTAs per SM: its ~125 registers x 128 threads allow 4.
+/// Most tensor-core kernel CTAs per SM: 127 registers x 128 threads allow 4 (MLX's build,
+/// ncu); the pair-table build's 137 allow 3, at or above what its shared memory allows.
 const MMA_MAX_CTAS_PER_SM: usize = 4;
 /// Shared memory an H200 SM gives its CTAs, and what the driver reserves per CTA.
 const SM_SHARED_BYTES: usize = 233_472;
