@@ -10,7 +10,9 @@
 #    permutes, the split-count rule; then the turbo4 parity suite with LUT1 on;
 # 2. `bench attention` turbo4 at 4K / 32K / 128K: LUT1 off / on;
 # 3. end to end (random-kv) at 128K and 32K: turbo4 LUT1 off / on, fp16 (same call);
-# 4. ncu of the turbo4 kernel at 128K with LUT1.
+# 4. build parts of turbo4 and fp16 at 4K (MLXCEL_BUILD_PROFILE=1), incl. the time inside
+#    MLX's custom-kernel API;
+# 5. ncu of the turbo4 kernel at 128K with LUT1.
 # CPU dry run: MODEL=synthetic:/tmp/tiny.json MID=256 BIG=512 TOKENS=8 CTXS=256,512
 set -uo pipefail
 R=/tmp/s11c1; rm -rf "$R"; mkdir -p "$R"
@@ -38,6 +40,10 @@ for ctx in ${BIG:-131072} ${MID:-32768}; do
   timed 25 one0 turbo4 "$ctx"
   timed 25 one0 fp16 "$ctx"
 done
+# Where turbo4's extra graph-building time goes (session 8: attention 0.425 vs 0.137 ms and
+# KV append 0.244 vs 0.107 ms per step against fp16): build parts with the time inside MLX's
+# custom-kernel API split out ("inside them").
+for kv in turbo4 fp16; do timed 25 prof "$kv" 4096 MLXCEL_BUILD_PROFILE=1; done
 echo "t=${SECONDS}s"
 if ((SECONDS + 50 < BUDGET + 100)) && command -v ncu > /dev/null; then
   mkdir -p "$R/ncu-attn"

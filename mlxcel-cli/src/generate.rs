@@ -4,6 +4,7 @@ use std::io::Write;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use mlxcel_core::build_profile;
 use mlxcel_core::kv::KvMode;
 use mlxcel_core::mlx::graph_limits;
 use mlxcel_models::generate::{generate, GenerateParams, GenerationStats, PromptFill};
@@ -150,15 +151,28 @@ fn print_profile(s: &GenerationStats) {
         );
     }
     if let Some(parts) = &s.decode_build_parts_seconds_steady {
-        let list: Vec<String> = parts
-            .iter()
-            .map(|(p, t)| format!("{p} {:.3}", 1e3 * t))
-            .collect();
+        let (inner, outer): (Vec<_>, Vec<_>) =
+            parts.iter().partition(|(p, _)| build_profile::is_inner(p));
+        let list = |ps: &[&(String, f64)]| {
+            ps.iter()
+                .map(|(p, t)| {
+                    format!(
+                        "{} {:.3}",
+                        p.trim_start_matches(build_profile::INNER_PREFIX),
+                        1e3 * t
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         eprintln!(
             "build parts (ms)   {} (sum {:.3}; per step, 2nd half)",
-            list.join(", "),
-            1e3 * parts.iter().map(|(_, t)| t).sum::<f64>()
+            list(&outer),
+            1e3 * outer.iter().map(|(_, t)| t).sum::<f64>()
         );
+        if !inner.is_empty() {
+            eprintln!("  inside them (ms) {}", list(&inner));
+        }
     }
     if let Some(ops) = s.decode_ops_per_step_steady {
         eprintln!("ops per step       {ops:.1} MLX operations queued (2nd half)");

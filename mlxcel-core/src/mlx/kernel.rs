@@ -421,6 +421,9 @@ impl CustomKernel {
         let ranks: Vec<i32> = launch.outputs.iter().map(|(s, _)| s.len() as i32).collect();
         let dtypes: Vec<u8> = launch.outputs.iter().map(|(_, d)| d.code()).collect();
         let inputs = array_vec(&launch.inputs);
+        // MLX's side of a launch (its custom-kernel primitive: the generated signature,
+        // the template-argument name, the output arrays) against mlxcel's preparation.
+        let _s = crate::build_profile::inner_span("inside: MLX custom-kernel calls");
         let out = ffi::kernel_call(
             self.func.as_ref().expect("kernel object is never null"),
             &inputs,

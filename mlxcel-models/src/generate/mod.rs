@@ -127,7 +127,9 @@ pub struct GenerationStats {
     /// With `MLXCEL_BUILD_PROFILE`: mean host seconds per decode step (second half) spent
     /// building each part of the model's graph, in the order the parts run. Their sum is
     /// part of `decode_host_seconds_per_step_steady` minus the submit time (the rest is the
-    /// loop's own work and code outside the marked parts).
+    /// loop's own work and code outside the marked parts). Parts named `inside: ...`
+    /// (`build_profile::inner_span`, e.g. the calls into MLX's custom-kernel API) ran inside
+    /// the others and are not part of that sum.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_build_parts_seconds_steady: Option<Vec<(String, f64)>>,
     /// With `MLXCEL_BUILD_PROFILE` in the pipelined loop: MLX operations per decode step
