@@ -11,15 +11,16 @@
 # 2. `bench attention` turbo4 at 4K / 32K / 128K: LUT1 off / on;
 # 3. end to end (random-kv) at 128K and 32K: turbo4 LUT1 off / on, fp16 (same call);
 # 4. build parts of turbo4 and fp16 at 4K (MLXCEL_BUILD_PROFILE=1), incl. the time inside
-#    MLX's custom-kernel API;
+#    MLX's custom-kernel API, with MLXCEL_KERNEL_PRIMITIVE_CACHE off and on (also new: its
+#    bit-identity test runs in step 1);
 # 5. ncu of the turbo4 kernel at 128K with LUT1.
 # CPU dry run: MODEL=synthetic:/tmp/tiny.json MID=256 BIG=512 TOKENS=8 CTXS=256,512
 set -uo pipefail
 R=/tmp/s11c1; rm -rf "$R"; mkdir -p "$R"
 trap 'tar czf "${OUT:-/tmp}/s11c1.tgz" -C "$R" .' EXIT
 T=.devcarry/bin/tests/gpu_fused_decode
-timeout 150 $T --test-threads=1 --nocapture pair_table mma_splits > "$R/test-pair-table.txt" 2>&1
-echo "pair table test rc=$? $(grep -E 'test result|panicked|bit-identity' "$R/test-pair-table.txt" | tr '\n' ' ' | cut -c1-400)"
+timeout 200 $T --test-threads=1 --nocapture pair_table mma_splits primitive_cache > "$R/test-pair-table.txt" 2>&1
+echo "pair table + primitive cache tests rc=$? $(grep -E 'test result|panicked|bit-identity|primitive cache' "$R/test-pair-table.txt" | tr '\n' ' ' | cut -c1-500)"
 grep -E "differing outputs" "$R/test-pair-table.txt" | grep -v ": 0 differing" | head -5
 MLXCEL_MMA_LUT_ONE=1 MLXCEL_PARITY_MODES=turbo4 timeout 100 $T --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-lut1.txt" 2>&1
 echo "parity (LUT1) rc=$? $(grep -E 'test result|panicked|worst' "$R/test-parity-lut1.txt" | tr '\n' ' ' | cut -c1-400)"
@@ -32,7 +33,7 @@ done
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export BUDGET=${BUDGET:-400}
+export BUDGET=${BUDGET:-460}
 export FILL=random-kv
 RUN_TIMEOUT=80
 for ctx in ${BIG:-131072} ${MID:-32768}; do
@@ -43,7 +44,12 @@ done
 # Where turbo4's extra graph-building time goes (session 8: attention 0.425 vs 0.137 ms and
 # KV append 0.244 vs 0.107 ms per step against fp16): build parts with the time inside MLX's
 # custom-kernel API split out ("inside them").
-for kv in turbo4 fp16; do timed 25 prof "$kv" 4096 MLXCEL_BUILD_PROFILE=1; done
+# MLXCEL_KERNEL_PRIMITIVE_CACHE=1 (written after session 10's last call) should shrink the
+# "inside them" time and the attention / KV-append parts.
+for kv in turbo4 fp16; do
+  timed 25 prof "$kv" 4096 MLXCEL_BUILD_PROFILE=1
+  timed 25 profcache "$kv" 4096 MLXCEL_BUILD_PROFILE=1 MLXCEL_KERNEL_PRIMITIVE_CACHE=1
+done
 echo "t=${SECONDS}s"
 if ((SECONDS + 50 < BUDGET + 100)) && command -v ncu > /dev/null; then
   mkdir -p "$R/ncu-attn"

@@ -486,7 +486,7 @@ std::unique_ptr<KernelFn> cuda_kernel_new(rust::Str name, rust::Vec<rust::String
   auto fn = mx::fast::cuda_kernel(std::string(name), to_strings(input_names),
                                   to_strings(output_names), std::string(source),
                                   std::string(header), ensure_row_contiguous, shared_memory);
-  return std::make_unique<KernelFn>(KernelFn{std::move(fn), true});
+  return std::make_unique<KernelFn>(KernelFn{std::move(fn), true, {}});
 }
 
 std::unique_ptr<KernelFn> metal_kernel_new(rust::Str name, rust::Vec<rust::String> input_names,
@@ -496,8 +496,46 @@ std::unique_ptr<KernelFn> metal_kernel_new(rust::Str name, rust::Vec<rust::Strin
   auto fn = mx::fast::metal_kernel(std::string(name), to_strings(input_names),
                                    to_strings(output_names), std::string(source),
                                    std::string(header), ensure_row_contiguous, atomic_outputs);
-  return std::make_unique<KernelFn>(KernelFn{std::move(fn), false});
+  return std::make_unique<KernelFn>(KernelFn{std::move(fn), false, {}});
 }
+
+namespace {
+// FNV-1a over everything MLX 0.32's CUDA custom-kernel primitive holds besides what the
+// kernel object fixes (name, header, body, contiguity, shared memory): what build_kernel
+// (backend/cuda/custom_kernel.cpp) makes the text and name from (template argument names
+// and values, each input's dtype and whether it has dimensions, the output dtypes), and
+// the launch's grid, threadgroup and init value.
+uint64_t primitive_key(const ArrayVec& inputs, rust::Slice<const uint8_t> output_dtypes,
+                       const rust::Vec<rust::String>& template_names,
+                       rust::Slice<const uint8_t> template_kinds, I32s template_values,
+                       I32s grid, I32s threadgroup, float init_value, bool has_init_value) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  for (size_t i = 0; i < template_names.size(); ++i) {
+    for (unsigned char c : template_names[i]) mix(c);
+    mix(template_kinds[i]);
+    mix(static_cast<uint32_t>(template_values[i]));
+  }
+  mix(0xfeedull);
+  for (const auto& a : inputs.items) {
+    mix(static_cast<uint64_t>(a.dtype().val()));
+    mix(a.ndim() > 0);
+  }
+  mix(0xbeefull);
+  for (auto d : output_dtypes) mix(d);
+  for (auto g : grid) mix(static_cast<uint32_t>(g));
+  for (auto t : threadgroup) mix(static_cast<uint32_t>(t));
+  uint32_t init_bits = 0;
+  std::memcpy(&init_bits, &init_value, sizeof(init_bits));
+  mix(has_init_value ? (0x100000000ull | init_bits) : 0);
+  return h;
+}
+} // namespace
 
 std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs, I32s output_shapes,
                                       I32s output_ranks, rust::Slice<const uint8_t> output_dtypes,
@@ -505,7 +543,7 @@ std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs,
                                       rust::Vec<rust::String> template_names,
                                       rust::Slice<const uint8_t> template_kinds,
                                       I32s template_values, float init_value, bool has_init_value,
-                                      bool verbose) {
+                                      bool verbose, bool cache_primitive) {
   if (grid.size() != 3 || threadgroup.size() != 3) {
     throw std::invalid_argument("[mlxcel] kernel grid and threadgroup must have 3 entries");
   }
@@ -527,6 +565,22 @@ std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs,
       template_names.size() != template_values.size()) {
     throw std::invalid_argument("[mlxcel] template names, kinds and values differ in length");
   }
+  // A CUDA launch of an instantiation MLX has built before with the same grid, threadgroup
+  // and init value: new output arrays on MLX's own primitive object from that launch,
+  // instead of having MLX regenerate the kernel text (its CustomKernel is immutable; the
+  // inputs and outputs come with each eval_gpu call).
+  const bool cacheable = cache_primitive && k.is_cuda && !verbose;
+  uint64_t key = 0;
+  if (cacheable) {
+    key = primitive_key(inputs, output_dtypes, template_names, template_kinds, template_values,
+                        grid, threadgroup, init_value, has_init_value);
+    auto hit = k.primitives.find(key);
+    if (hit != k.primitives.end()) {
+      auto out = std::make_unique<ArrayVec>();
+      out->items = mx::array::make_arrays(std::move(shapes), dtypes, hit->second, inputs.items);
+      return out;
+    }
+  }
   std::vector<std::pair<std::string, mx::fast::TemplateArg>> targs;
   for (size_t i = 0; i < template_names.size(); ++i) {
     std::string n(template_names[i]);
@@ -544,6 +598,9 @@ std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs,
                     {threadgroup[0], threadgroup[1], threadgroup[2]}, targs,
                     has_init_value ? std::optional<float>(init_value) : std::nullopt, verbose,
                     mx::StreamOrDevice{});
+  if (cacheable && !out->items.empty() && out->items[0].has_primitive()) {
+    k.primitives.emplace(key, out->items[0].primitive_ptr());
+  }
   return out;
 }
 

@@ -41,6 +41,9 @@ struct ArrayVec {
 struct KernelFn {
   mlx::core::fast::CustomKernelFunction fn;
   bool is_cuda;
+  // CUDA: the primitive MLX built at the first launch of each instantiation and launch
+  // shape, keyed by a hash of everything it depends on (kernel_call, `cache_primitive`).
+  mutable std::unordered_map<uint64_t, std::shared_ptr<mlx::core::Primitive>> primitives;
 };
 
 struct TensorFile {
@@ -157,7 +160,7 @@ std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs,
                                       rust::Vec<rust::String> template_names,
                                       rust::Slice<const uint8_t> template_kinds,
                                       I32s template_values, float init_value, bool has_init_value,
-                                      bool verbose);
+                                      bool verbose, bool cache_primitive);
 
 // random
 void random_seed(uint64_t seed);

@@ -179,6 +179,20 @@ pub const MMA_LUT_ONE: Flag = Flag {
     doc: "the turbo4 pair table uses 128-byte rows shared by K and V (32 KiB, 3 CTAs per SM; not yet run on a GPU)",
 };
 
+/// Later CUDA launches of a custom-kernel instantiation (same template arguments, input and
+/// output dtypes, grid, threadgroup, init value) put their output arrays on the `CustomKernel`
+/// primitive MLX built at the first such launch, instead of calling MLX's kernel function,
+/// which regenerates the kernel text (signature, constants, an 8 KiB+ string) every time.
+/// Why: a decode step makes ~6 custom-kernel calls per layer, and turbo4's attention and
+/// KV-append graph building cost 13 and 8 us per layer against fp16's 4 and 3 (session 8).
+/// Written after session 10's last device call; compiled, not yet run on a GPU, so off by
+/// default.
+pub const KERNEL_PRIMITIVE_CACHE: Flag = Flag {
+    name: "MLXCEL_KERNEL_PRIMITIVE_CACHE",
+    default: false,
+    doc: "later CUDA custom-kernel launches reuse the primitive text MLX generated at the first (not yet run on a GPU)",
+};
+
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content
 /// (`mlx::kernel::include_stubs`) instead of inline: MLX rebuilds and hashes the text it is
 /// given on every launch. When 0, the full (compacted) text goes inline.
@@ -286,6 +300,7 @@ pub const ALL: &[Flag] = &[
     MMA_LUT_K,
     MMA_LUT_V,
     MMA_LUT_ONE,
+    KERNEL_PRIMITIVE_CACHE,
     KERNEL_FILES,
     FUSED_ROPE,
     FUSED_KV_APPEND,

@@ -312,6 +312,69 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
     eprintln!("pair table: {checked} bit-identity checks on CUDA");
 }
 
+/// `MLXCEL_KERNEL_PRIMITIVE_CACHE`: launches that construct MLX's custom-kernel primitive
+/// from the kept text must give the same bits as launches through MLX's kernel function,
+/// for repeated calls (cache hits) and across lengths and split counts (new grids, same
+/// text). On the CPU, with the flag on, every call must still end in MLX's "CUDA only"
+/// error (a failed first launch caches nothing, so no later call builds a primitive).
+#[test]
+fn primitive_cache_launches_match_mlx_built_ones() {
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let mut r = rng("primitive_cache_launches_match_mlx_built_ones");
+    let mut checked = 0;
+    for mode in ["turbo4", "int8", "turbo4-asym"] {
+        let m = KvMode::parse(mode).unwrap();
+        let (hq, hkv, d) = (32usize, 8usize, 128usize);
+        let mut k = new_side(m.k, d, K_SEED).unwrap();
+        let mut v = new_side(m.v, d, V_SEED).unwrap();
+        let len = 3000;
+        let shape = [1, hkv as i32, len as i32, d as i32];
+        k.append(&Array::from_slice(&randn(&mut r, hkv * len * d), &shape).unwrap())
+            .unwrap();
+        v.append(&Array::from_slice(&randn(&mut r, hkv * len * d), &shape).unwrap())
+            .unwrap();
+        let q = Array::from_slice(&randn(&mut r, hq * d), &[1, hq as i32, 1, d as i32])
+            .unwrap()
+            .astype(Dtype::F16)
+            .unwrap();
+        let scale = 1.0 / (d as f32).sqrt();
+        let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+        for (n, splits) in [(len, None), (len, Some(7)), (1500, None), (17, None)] {
+            let run = |cache: bool| {
+                std::env::set_var(
+                    "MLXCEL_KERNEL_PRIMITIVE_CACHE",
+                    if cache { "1" } else { "0" },
+                );
+                fused_decode(&q, &kr, &vr, n, scale, splits)
+                    .and_then(|o| o.astype(Dtype::F32))
+                    .and_then(|o| o.to_vec::<f32>())
+            };
+            if !on_cuda {
+                for _ in 0..2 {
+                    let err = run(true).unwrap_err().to_string();
+                    assert!(err.contains("CUDA"), "{err}");
+                }
+                continue;
+            }
+            let want = run(false).unwrap();
+            for call in 0..3 {
+                let got = run(true).unwrap();
+                let differing = want
+                    .iter()
+                    .zip(&got)
+                    .filter(|(a, b)| a.to_bits() != b.to_bits())
+                    .count();
+                assert_eq!(differing, 0, "{mode} len={n} splits={splits:?} call {call}");
+                checked += 1;
+            }
+        }
+    }
+    std::env::remove_var("MLXCEL_KERNEL_PRIMITIVE_CACHE");
+    if on_cuda {
+        eprintln!("primitive cache: {checked} launches bit-identical to MLX-built ones");
+    }
+}
+
 #[test]
 fn delegated_values_take_the_split_path() {
     let d = 64;

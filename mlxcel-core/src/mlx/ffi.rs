@@ -214,6 +214,7 @@ pub(crate) mod bridge {
             init_value: f32,
             has_init_value: bool,
             verbose: bool,
+            cache_primitive: bool,
         ) -> Result<UniquePtr<ArrayVec>>;
 
         // ---- random ---------------------------------------------------------------------

@@ -438,6 +438,7 @@ impl CustomKernel {
             launch.init_value.unwrap_or(0.0),
             launch.init_value.is_some(),
             launch.verbose,
+            crate::flags::KERNEL_PRIMITIVE_CACHE.enabled(),
         )
         .op("custom kernel launch")?;
         from_array_vec(&out, "custom kernel launch")
