@@ -99,15 +99,12 @@ mod tests {
             let _outer = span("c");
             drop(inner_span("inside: d"));
         }
-        let t: Vec<_> = take()
+        let (nested, t): (Vec<_>, Vec<_>) = take()
             .into_iter()
-            .filter(|(p, _)| {
-                !["c", "inside: d"].contains(p) || {
-                    assert_eq!(is_inner(p), *p == "inside: d");
-                    false
-                }
-            })
-            .collect();
+            .partition(|(p, _)| ["c", "inside: d"].contains(p));
+        for (p, _) in &nested {
+            assert_eq!(is_inner(p), *p == "inside: d");
+        }
         assert_eq!(t.iter().map(|(p, _)| *p).collect::<Vec<_>>(), ["a", "b"]);
         assert!(t[0].1 >= 0.006, "{t:?}");
         assert!(t[1].1 < t[0].1, "{t:?}");

@@ -13,10 +13,53 @@ use mlxcel_core::kernels::decode_attention::{
     fused_decode, kernel_name, mma_luts, mma_num_splits, mma_supported, num_splits,
 };
 use mlxcel_core::kv::mode::new_side;
+use mlxcel_core::kv::side::KvSide;
 use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
 use mlxcel_core::kv::{KvMode, SideFormat};
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::{Array, Dtype};
+
+/// K and V sides of `mode` holding three all-ones positions (enough for `raw()`).
+fn ones_sides(mode: &str, d: usize) -> (Box<dyn KvSide>, Box<dyn KvSide>) {
+    let m = KvMode::parse(mode).unwrap();
+    let mut k = new_side(m.k, d, K_SEED).unwrap();
+    let mut v = new_side(m.v, d, V_SEED).unwrap();
+    let x = Array::ones(&[1, 1, 3, d as i32], Dtype::F32).unwrap();
+    k.append(&x).unwrap();
+    v.append(&x).unwrap();
+    (k, v)
+}
+
+/// K and V sides of `mode` holding `len` random positions of `hkv` heads, and a random
+/// one-position f16 query of `hq` heads.
+fn random_case(
+    r: &mut rand::rngs::StdRng,
+    mode: &str,
+    (hq, hkv, d): (usize, usize, usize),
+    len: usize,
+) -> (Box<dyn KvSide>, Box<dyn KvSide>, Array) {
+    let m = KvMode::parse(mode).unwrap();
+    let mut k = new_side(m.k, d, K_SEED).unwrap();
+    let mut v = new_side(m.v, d, V_SEED).unwrap();
+    let shape = [1, hkv as i32, len as i32, d as i32];
+    k.append(&Array::from_slice(&randn(r, hkv * len * d), &shape).unwrap())
+        .unwrap();
+    v.append(&Array::from_slice(&randn(r, hkv * len * d), &shape).unwrap())
+        .unwrap();
+    let q = Array::from_slice(&randn(r, hq * d), &[1, hq as i32, 1, d as i32])
+        .unwrap()
+        .astype(Dtype::F16)
+        .unwrap();
+    (k, v, q)
+}
+
+/// How many elements of `got` differ from `want` in their bits.
+fn differing_bits(want: &[f32], got: &[f32]) -> usize {
+    want.iter()
+        .zip(got)
+        .filter(|(a, b)| a.to_bits() != b.to_bits())
+        .count()
+}
 
 #[test]
 fn splits_fill_the_gpu_and_respect_tiles() {
@@ -44,15 +87,6 @@ fn mma_splits_make_one_wave_of_whole_tiles() {
 
 #[test]
 fn tensor_core_kernel_takes_fp16_int8_turbo4_with_gqa_up_to_8() {
-    let side = |mode: &str, d: usize| {
-        let m = KvMode::parse(mode).unwrap();
-        let mut k = new_side(m.k, d, K_SEED).unwrap();
-        let mut v = new_side(m.v, d, V_SEED).unwrap();
-        let x = Array::ones(&[1, 1, 3, d as i32], Dtype::F32).unwrap();
-        k.append(&x).unwrap();
-        v.append(&x).unwrap();
-        (k, v)
-    };
     for (mode, want) in [
         ("fp16", true),
         ("int8", true),
@@ -62,7 +96,7 @@ fn tensor_core_kernel_takes_fp16_int8_turbo4_with_gqa_up_to_8() {
         ("turbo2", false),
     ] {
         for d in [64, 128] {
-            let (k, v) = side(mode, d);
+            let (k, v) = ones_sides(mode, d);
             let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
             assert_eq!(mma_supported(&kr, &vr, d, 4), want, "{mode} d={d}");
             assert!(!mma_supported(&kr, &vr, d, 9), "{mode}: GQA 9");
@@ -235,12 +269,7 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
         ("turbo4-asym", (false, false), (false, false)),
         ("int8", (false, false), (false, false)),
     ] {
-        let m = KvMode::parse(mode).unwrap();
-        let mut k = new_side(m.k, 64, K_SEED).unwrap();
-        let mut v = new_side(m.v, 64, V_SEED).unwrap();
-        let x = Array::ones(&[1, 1, 3, 64], Dtype::F32).unwrap();
-        k.append(&x).unwrap();
-        v.append(&x).unwrap();
+        let (k, v) = ones_sides(mode, 64);
         let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
         set(true, true);
         assert_eq!(mma_luts(&kr, &vr), both, "{mode}");
@@ -249,20 +278,9 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
     }
     let mut checked = 0;
     for mode in ["turbo4", "turbo4-asym"] {
-        let m = KvMode::parse(mode).unwrap();
         for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (12, 3, 64)] {
             for len in [1usize, 17, 1000, 4097] {
-                let mut k = new_side(m.k, d, K_SEED).unwrap();
-                let mut v = new_side(m.v, d, V_SEED).unwrap();
-                let shape = [1, hkv as i32, len as i32, d as i32];
-                k.append(&Array::from_slice(&randn(&mut r, hkv * len * d), &shape).unwrap())
-                    .unwrap();
-                v.append(&Array::from_slice(&randn(&mut r, hkv * len * d), &shape).unwrap())
-                    .unwrap();
-                let q = Array::from_slice(&randn(&mut r, hq * d), &[1, hq as i32, 1, d as i32])
-                    .unwrap()
-                    .astype(Dtype::F16)
-                    .unwrap();
+                let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let scale = 1.0 / (d as f32).sqrt();
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let splits = len.div_ceil(64).min(40);
@@ -290,12 +308,7 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
                     (true, false, true),
                     (true, true, true),
                 ] {
-                    let got = run(lk, lv, one).unwrap();
-                    let differing = base
-                        .iter()
-                        .zip(&got)
-                        .filter(|(a, b)| a.to_bits() != b.to_bits())
-                        .count();
+                    let differing = differing_bits(&base, &run(lk, lv, one).unwrap());
                     eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} lut k={lk} v={lv} one={one}: {differing} differing outputs");
                     assert_eq!(
                         differing, 0,
@@ -312,10 +325,10 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
     eprintln!("pair table: {checked} bit-identity checks on CUDA");
 }
 
-/// `MLXCEL_KERNEL_PRIMITIVE_CACHE`: launches that construct MLX's custom-kernel primitive
-/// from the kept text must give the same bits as launches through MLX's kernel function,
-/// for repeated calls (cache hits) and across lengths and split counts (new grids, same
-/// text). On the CPU, with the flag on, every call must still end in MLX's "CUDA only"
+/// `MLXCEL_KERNEL_PRIMITIVE_CACHE`: launches whose outputs sit on the custom-kernel
+/// primitive MLX built at an earlier launch must give the same bits as launches through
+/// MLX's kernel function, for repeated calls (cache hits) and across lengths and split
+/// counts (new grids: new cache entries). On the CPU, with the flag on, every call must still end in MLX's "CUDA only"
 /// error (a failed first launch caches nothing, so no later call builds a primitive).
 #[test]
 fn primitive_cache_launches_match_mlx_built_ones() {
@@ -323,20 +336,8 @@ fn primitive_cache_launches_match_mlx_built_ones() {
     let mut r = rng("primitive_cache_launches_match_mlx_built_ones");
     let mut checked = 0;
     for mode in ["turbo4", "int8", "turbo4-asym"] {
-        let m = KvMode::parse(mode).unwrap();
-        let (hq, hkv, d) = (32usize, 8usize, 128usize);
-        let mut k = new_side(m.k, d, K_SEED).unwrap();
-        let mut v = new_side(m.v, d, V_SEED).unwrap();
-        let len = 3000;
-        let shape = [1, hkv as i32, len as i32, d as i32];
-        k.append(&Array::from_slice(&randn(&mut r, hkv * len * d), &shape).unwrap())
-            .unwrap();
-        v.append(&Array::from_slice(&randn(&mut r, hkv * len * d), &shape).unwrap())
-            .unwrap();
-        let q = Array::from_slice(&randn(&mut r, hq * d), &[1, hq as i32, 1, d as i32])
-            .unwrap()
-            .astype(Dtype::F16)
-            .unwrap();
+        let (d, len) = (128usize, 3000);
+        let (k, v, q) = random_case(&mut r, mode, (32, 8, d), len);
         let scale = 1.0 / (d as f32).sqrt();
         let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
         for (n, splits) in [(len, None), (len, Some(7)), (1500, None), (17, None)] {
@@ -358,12 +359,7 @@ fn primitive_cache_launches_match_mlx_built_ones() {
             }
             let want = run(false).unwrap();
             for call in 0..3 {
-                let got = run(true).unwrap();
-                let differing = want
-                    .iter()
-                    .zip(&got)
-                    .filter(|(a, b)| a.to_bits() != b.to_bits())
-                    .count();
+                let differing = differing_bits(&want, &run(true).unwrap());
                 assert_eq!(differing, 0, "{mode} len={n} splits={splits:?} call {call}");
                 checked += 1;
             }

@@ -49,7 +49,7 @@ fn mma_shared_bytes(stage: usize, stages: usize, d: usize, gqa: usize) -> usize 
 }
 
 /// Shared-memory pair table of the tensor-core kernel when either side decodes turbo4
-/// through it: 256 rows of 256 bytes (`LutLayout` in `cuda/decode_attention_mma.cuh`), or
+/// through it: 256 rows of 256 bytes (`LUT_BYTES` in `cuda/decode_attention_mma.cu`), or
 /// of 128 bytes with one table for both sides ([`flags::MMA_LUT_ONE`]).
 fn mma_lut_bytes(one_table: bool) -> usize {
     256 * if one_table { 128 } else { 256 }

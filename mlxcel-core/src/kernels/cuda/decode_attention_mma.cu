@@ -66,7 +66,7 @@ auto swz_chunk = [](int n, int sw) -> int { return (n & ~7) | ((n & 7) ^ sw); };
 constexpr bool LUT_K = LUTK && KFMT == 4, LUT_V = LUTV && VFMT == 4;
 // mlxcel adds the table's bytes to the dynamic shared memory when either side uses it.
 constexpr int LUT_ROW = LUT1 ? 128 : 256;
-constexpr int LUT_BYTES = (LUT_K || LUT_V) ? mlxcel_mma::LutLayout<LUT_ROW>::BYTES : 0;
+constexpr int LUT_BYTES = (LUT_K || LUT_V) ? 256 * LUT_ROW : 0;  // 256 rows, one per code byte
 extern __shared__ __align__(16) unsigned char smem[];
 const unsigned char* lut_tab = smem;  // [256][LUT_ROW] if LUT_BYTES
 float* qs = reinterpret_cast<float*>(smem + LUT_BYTES);        // [8][D]

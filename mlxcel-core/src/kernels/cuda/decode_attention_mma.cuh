@@ -114,12 +114,6 @@ __device__ __forceinline__ void decode8x2_t4(const Book4& bk, u32 w1, u32 w2, u3
 // ROW 256 (64 KiB): K's entries in bytes 0-127 of a row, V's in 128-255. ROW 128 (32 KiB,
 // LUT1): one table for both sides (symmetric turbo4: same codebook), which leaves room for
 // 3 CTAs per SM instead of 2.
-template <int ROW>
-struct LutLayout {
-  static_assert(ROW == 128 || ROW == 256, "rows of 128 or 256 bytes");
-  static constexpr int BYTES = 256 * ROW;
-};
-
 // fp16 bits of code `code` of a sign-magnitude book (bit 3 set = positive, bits 0-2 =
 // magnitude rank, magnitudes at lut[8..16)): the values lookup4 produces.
 __device__ __forceinline__ unsigned short book_code_bits(const float* lut, int code) {
@@ -153,6 +147,7 @@ __device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut,
 // NVRTC emits when it derives the address from a generic pointer).
 template <int K, int ROW>
 __device__ __forceinline__ u32 lut_pair(const unsigned char* table, u32 w, u32 lane) {
+  static_assert(ROW == 128 || ROW == 256, "rows of 128 or 256 bytes");
   if constexpr (ROW == 256) {
     return *reinterpret_cast<const u32*>(table + prmt(w, lane, 0x5504u | (K << 4)));
   } else {
