@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # In-situ kernel times of end-to-end decode steps (H200), after benchmarks/gpu/stage.sh:
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/ncu_e2e.sh [modes] [contexts] [first,count]
-# (MLXCEL_BIN: another mlxcel binary, e.g. a second build staged for an A/B; NCU_OUT: dest.)
+# (MLXCEL_BIN: another mlxcel binary, e.g. a second build staged for an A/B; NCU_OUT: dest;
+# FILL=random-kv: random cache contents instead of a prefill, for long contexts.)
 # Runs `mlxcel generate` on the synthetic Llama-3-8B 4-bit model under
 # `ncu --profile-from-start off`; the generation loop opens the profiler range around the
 # chosen decode steps (MLXCEL_CUDA_PROFILE_STEPS), so only their kernels are timed, at the
@@ -20,7 +21,7 @@ for mode in ${MODES//,/ }; do
     MLXCEL_CUDA_PROFILE_STEPS="$STEPS" ncu --profile-from-start off --clock-control none \
       --metrics gpu__time_duration.sum --csv --page raw --print-units base \
       "$BIN" generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" \
-      --max-tokens 16 --ignore-eos --prefill-chunk 4096 --kv "$mode" > "$f" 2> "$DEST/ncu-e2e-$mode-$ctx.err"
+      --max-tokens 16 --ignore-eos --prefill-chunk 4096 ${FILL:+--prompt-fill "$FILL"} --kv "$mode" > "$f" 2> "$DEST/ncu-e2e-$mode-$ctx.err"
     python3 - "$f" "$mode" "$ctx" "${STEPS#*,}" <<'PY'
 import csv, sys, collections, re
 path, mode, ctx, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])

@@ -171,12 +171,13 @@ pub const MMA_LUT_V: Flag = Flag {
 /// are equal: same bits and group), 32 KiB instead of 64, with a ring of at most 4 stages:
 /// 3 CTAs per SM instead of 2. Why: with the 64 KiB table ncu found the kernel latency-bound
 /// at 12% occupancy (0.85 eligible warps per scheduler). Same bits as the other decoders.
-/// Written after session 10's last device call; NVRTC-checked, not yet run on a GPU, so
-/// off by default.
+/// Session 11 (H200): bit-identical and within parity, but not faster: `bench attention`
+/// turbo4 at 128K 80.9 vs 80.3 us, slower at 4K/32K, ncu 75.4 us at 138 registers (the
+/// two-table default measured 59.1 in session 10). Kept opt-in for A/B runs (ADR 0008).
 pub const MMA_LUT_ONE: Flag = Flag {
     name: "MLXCEL_MMA_LUT_ONE",
     default: false,
-    doc: "the turbo4 pair table uses 128-byte rows shared by K and V (32 KiB, 3 CTAs per SM; not yet run on a GPU)",
+    doc: "the turbo4 pair table uses 128-byte rows shared by K and V (32 KiB, 3 CTAs per SM; measured no faster, off by default)",
 };
 
 /// Later CUDA launches of a custom-kernel instantiation (same template arguments, input and
@@ -185,12 +186,14 @@ pub const MMA_LUT_ONE: Flag = Flag {
 /// which regenerates the kernel text (signature, constants, an 8 KiB+ string) every time.
 /// Why: a decode step makes ~6 custom-kernel calls per layer, and turbo4's attention and
 /// KV-append graph building cost 13 and 8 us per layer against fp16's 4 and 3 (session 8).
-/// Written after session 10's last device call; compiled, not yet run on a GPU, so off by
-/// default.
+/// Session 11 (H200): 36 launches bit-identical to MLX-built ones; at 4K the time inside
+/// MLX's custom-kernel API fell 0.841 -> 0.379 ms per step (turbo4) and 0.510 -> 0.186
+/// (fp16), graph building 1.78 -> 1.44 and 1.36 -> 1.03 ms. 0 goes back to MLX's kernel
+/// function on every launch.
 pub const KERNEL_PRIMITIVE_CACHE: Flag = Flag {
     name: "MLXCEL_KERNEL_PRIMITIVE_CACHE",
-    default: false,
-    doc: "later CUDA custom-kernel launches reuse the primitive text MLX generated at the first (not yet run on a GPU)",
+    default: true,
+    doc: "later CUDA custom-kernel launches reuse the primitive MLX built at the first (0 = MLX regenerates the kernel text per launch)",
 };
 
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content
