@@ -1,8 +1,20 @@
 //! Every `MLXCEL_*` run-time switch in one place.
 //!
 //! Fast paths are on by default; setting a flag to `0` (or `false`/`off`) turns its path
-//! off and makes the exact reference path run instead, for A/B comparisons. Values are
-//! read from the environment at each use, so tests and tools can flip them.
+//! off and makes the exact reference path run instead, for A/B comparisons.
+//!
+//! A flag's value is read from the environment at its first use in the process and kept.
+//! Why: on CUDA a decode step consults flags ~45 times per layer (path choices in the GEMV,
+//! cache-append, attention and kernel-launch code; counted from the code), ~1400 times per
+//! step of the 8B model, and a `std::env::var` lookup (a lock, a scan of the environment, a
+//! `String`) costs 80-140 ns on this project's CPU machine against ~4 ns for a kept value:
+//! 0.1-0.2 ms of host time per step on a decode loop that is host-bound at 4K-32K. Code
+//! that changes a variable after start-up (tests flipping paths in one process) calls
+//! [`reload`] afterwards.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, RwLock};
 
 /// One boolean switch.
 #[derive(Debug, Clone, Copy)]
@@ -10,11 +22,38 @@ pub struct Flag {
     pub name: &'static str,
     pub default: bool,
     pub doc: &'static str,
+    /// Its entry in [`VALUES`] (unique per flag; a test checks [`ALL`]).
+    slot: usize,
 }
 
+const UNREAD: u8 = 0;
+const OFF: u8 = 1;
+const ON: u8 = 2;
+/// Room for the boolean flags' kept values.
+const SLOTS: usize = 32;
+static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
+/// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
+type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
+static VARS: RwLock<Option<KeptVars>> = RwLock::new(None);
+
 impl Flag {
-    /// The current value: the environment's if set, else the default.
+    /// The current value: the environment's if set, else the default (read once, see the
+    /// module documentation).
     pub fn enabled(&self) -> bool {
+        let kept = &VALUES[self.slot];
+        match kept.load(Ordering::Relaxed) {
+            ON => true,
+            OFF => false,
+            _ => {
+                let v = self.read_env();
+                kept.store(if v { ON } else { OFF }, Ordering::Relaxed);
+                v
+            }
+        }
+    }
+
+    /// The value as the environment says it now.
+    fn read_env(&self) -> bool {
         match std::env::var(self.name) {
             Ok(v) => !matches!(
                 v.trim().to_ascii_lowercase().as_str(),
@@ -25,6 +64,34 @@ impl Flag {
     }
 }
 
+/// Forgets every kept value, so the next use of each flag (and of [`var`]) reads the
+/// environment again. For code that sets `MLXCEL_*` variables after start-up.
+pub fn reload() {
+    for v in &VALUES {
+        v.store(UNREAD, Ordering::Relaxed);
+    }
+    *VARS.write().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// A non-boolean `MLXCEL_*` variable read on the decode path (e.g. the GEMV schedule
+/// override), kept like the flags: `None` when unset or not valid Unicode.
+pub fn var(name: &'static str) -> Option<Arc<str>> {
+    if let Some(kept) = VARS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(name))
+    {
+        return kept.clone();
+    }
+    let v: Option<Arc<str>> = std::env::var(name).ok().map(Arc::from);
+    VARS.write()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(name, v.clone());
+    v
+}
+
 /// Attention over turbo caches in the rotated basis (rotate q once for turbo K, inverse-
 /// rotate the output once for turbo V) instead of dequantizing every cached vector back
 /// to the original basis (`dequant-sdpa`).
@@ -32,6 +99,7 @@ pub const ROTATED_SDPA: Flag = Flag {
     name: "MLXCEL_ROTATED_SDPA",
     default: true,
     doc: "attention in the rotated basis for turbo K/V (0 = dequantize to the original basis, then SDPA)",
+    slot: 0,
 };
 
 /// The fused CUDA decode-attention kernel (one query position, reads the packed cache
@@ -40,6 +108,7 @@ pub const FUSED_DECODE: Flag = Flag {
     name: "MLXCEL_FUSED_DECODE",
     default: true,
     doc: "fused CUDA decode attention over the packed cache (0 = split paths: rotated-sdpa / dequant-sdpa)",
+    slot: 1,
 };
 
 /// fp16 K and V caches also take the fused decode kernel (the control kernel of the issue).
@@ -50,6 +119,7 @@ pub const FUSED_FP16: Flag = Flag {
     name: "MLXCEL_FUSED_FP16",
     default: false,
     doc: "fp16 caches also take the fused decode kernel (1 = the control kernel; default: MLX SDPA, measured faster)",
+    slot: 2,
 };
 
 /// The tensor-core fused decode kernel (v4: fp16 / int8 / turbo4 sides, GQA <= 8). When 0,
@@ -58,6 +128,7 @@ pub const FUSED_MMA: Flag = Flag {
     name: "MLXCEL_FUSED_MMA",
     default: true,
     doc: "tensor-core fused decode kernel for fp16/int8/turbo4 caches (0 = the CUDA-core fused kernel)",
+    slot: 3,
 };
 
 /// The fused turbo4 cache encoder on CUDA (one launch per append). When 0, appends use the
@@ -66,6 +137,7 @@ pub const FUSED_ENCODE: Flag = Flag {
     name: "MLXCEL_FUSED_ENCODE",
     default: true,
     doc: "fused CUDA turbo4 cache encoder (0 = the op-by-op MLX encoder)",
+    slot: 4,
 };
 
 /// Decode-step appends of turbo4 and int8 sides on CUDA encode straight into the cache
@@ -76,6 +148,7 @@ pub const INPLACE_APPEND: Flag = Flag {
     name: "MLXCEL_INPLACE_APPEND",
     default: true,
     doc: "turbo4/int8 decode-step appends write the cache buffers in place on CUDA (0 = encode, then slice_update)",
+    slot: 5,
 };
 
 /// Pipelined greedy decoding: the next step's graph is built and queued (argmax on the
@@ -86,6 +159,7 @@ pub const PIPELINED_DECODE: Flag = Flag {
     name: "MLXCEL_PIPELINED_DECODE",
     default: true,
     doc: "greedy decode queues step t+1 before reading token t (0 = one synchronous step at a time, host argmax)",
+    slot: 6,
 };
 
 /// Device-side timestamps of every pipelined decode step (`kernels::device_clock`): probes
@@ -98,6 +172,7 @@ pub const DEVICE_CLOCK: Flag = Flag {
     name: "MLXCEL_DEVICE_CLOCK",
     default: false,
     doc: "record device timestamps at the start and end of each pipelined decode step (1 = on; CUDA only, for --profile and its JSON timeline)",
+    slot: 7,
 };
 
 /// Host time of building each decode step's graph, split by part of the model
@@ -108,6 +183,7 @@ pub const BUILD_PROFILE: Flag = Flag {
     default: false,
     doc:
         "time the host's graph building of each decode step per model part (1 = on; for --profile)",
+    slot: 17,
 };
 
 /// The one-token 4-bit GEMV kernels on CUDA (`kernels::quantized_gemv`): projections of a
@@ -119,6 +195,7 @@ pub const FUSED_QMV: Flag = Flag {
     default: true,
     doc:
         "4-bit one-token GEMV kernels on CUDA, incl. fused gate/up+SiLU (0 = MLX quantized_matmul)",
+    slot: 18,
 };
 
 /// The GEMV kernels' ring schedule (`kernels::quantized_gemv::Schedule`): each warp streams
@@ -130,6 +207,7 @@ pub const QMV_RING: Flag = Flag {
     name: "MLXCEL_QMV_RING",
     default: true,
     doc: "GEMV kernels stream weights through a cp.async shared-memory ring (0 = batched loads in registers)",
+    slot: 8,
 };
 
 /// The tensor-core decode-attention kernel's bank swizzle (`SWZ` in
@@ -143,6 +221,7 @@ pub const MMA_SWIZZLE: Flag = Flag {
     name: "MLXCEL_MMA_SWIZZLE",
     default: true,
     doc: "tensor-core decode attention stores its ring tiles bank-swizzled (0 = as in memory)",
+    slot: 9,
 };
 
 /// The tensor-core decode attention decodes turbo4 K codes through a 64 KiB shared-memory
@@ -155,6 +234,7 @@ pub const MMA_LUT_K: Flag = Flag {
     name: "MLXCEL_MMA_LUT_K",
     default: true,
     doc: "tensor-core decode attention decodes turbo4 K through a shared-memory pair table (0 = register byte permutes)",
+    slot: 10,
 };
 
 /// As [`MMA_LUT_K`], for turbo4 V (the two tokens' nibbles are interleaved first). Only
@@ -165,6 +245,7 @@ pub const MMA_LUT_V: Flag = Flag {
     name: "MLXCEL_MMA_LUT_V",
     default: true,
     doc: "with the K table on, tensor-core decode attention also decodes turbo4 V through it (0 = register byte permutes)",
+    slot: 11,
 };
 
 /// The pair table with 128-byte rows, one table for K and V (`LUT1`; their turbo4 codebooks
@@ -178,6 +259,7 @@ pub const MMA_LUT_ONE: Flag = Flag {
     name: "MLXCEL_MMA_LUT_ONE",
     default: false,
     doc: "the turbo4 pair table uses 128-byte rows shared by K and V (32 KiB, 3 CTAs per SM; measured no faster, off by default)",
+    slot: 12,
 };
 
 /// Later CUDA launches of a custom-kernel instantiation (same template arguments, input and
@@ -194,6 +276,7 @@ pub const KERNEL_PRIMITIVE_CACHE: Flag = Flag {
     name: "MLXCEL_KERNEL_PRIMITIVE_CACHE",
     default: true,
     doc: "later CUDA custom-kernel launches reuse the primitive MLX built at the first (0 = MLX regenerates the kernel text per launch)",
+    slot: 13,
 };
 
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content
@@ -203,6 +286,7 @@ pub const KERNEL_FILES: Flag = Flag {
     name: "MLXCEL_KERNEL_FILES",
     default: true,
     doc: "CUDA kernels reach MLX as #include stubs of content-hashed files (0 = full text inline, costlier launches)",
+    slot: 14,
 };
 
 /// RoPE inside the fused kernels of a decode step: the in-place int8/turbo4 encoders rotate
@@ -213,6 +297,7 @@ pub const FUSED_ROPE: Flag = Flag {
     default: true,
     doc:
         "RoPE applied inside the fused encoder/attention kernels on CUDA (0 = MLX's rope op first)",
+    slot: 19,
 };
 
 /// The decode-step K and V appends of a turbo4 or int8 cache in one launch on CUDA (one MLX
@@ -224,6 +309,7 @@ pub const FUSED_KV_APPEND: Flag = Flag {
     default: true,
     doc:
         "turbo4 / int8 K and V decode-step appends in one launch on CUDA (0 = one launch per side)",
+    slot: 20,
 };
 
 /// The tensor-core decode kernel merges its splits itself (the last CTA of each KV head)
@@ -236,6 +322,7 @@ pub const FOLD_MERGE: Flag = Flag {
     name: "MLXCEL_FOLD_MERGE",
     default: false,
     doc: "the tensor-core decode kernel merges its splits in the same launch (1 = fold; off by default: more device time than the separate merge kernel)",
+    slot: 15,
 };
 
 /// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
@@ -247,6 +334,7 @@ pub const LIFT_GRAPH_BYTES: Flag = Flag {
     name: "MLXCEL_LIFT_GRAPH_BYTES",
     default: false,
     doc: "compressed KV caches on CUDA: lift MLX's per-graph byte limit (MLX_MAX_MB_PER_BUFFER) (1 = lift; off by default: no effect shown through the run-to-run spread, ADR 0007)",
+    slot: 16,
 };
 
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
@@ -310,3 +398,51 @@ pub const ALL: &[Flag] = &[
     FOLD_MERGE,
     LIFT_GRAPH_BYTES,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every flag has its own slot: two flags sharing one would return each other's value.
+    #[test]
+    fn every_flag_is_listed_and_has_its_own_slot() {
+        let declared = include_str!("flags.rs")
+            .matches(concat!(": Flag = ", "Flag {"))
+            .count();
+        assert_eq!(ALL.len(), declared, "ALL must list every flag");
+        let mut seen = [false; SLOTS];
+        for f in ALL {
+            assert!(f.slot < SLOTS, "{}: slot {} >= {SLOTS}", f.name, f.slot);
+            assert!(!seen[f.slot], "{}: slot {} taken twice", f.name, f.slot);
+            seen[f.slot] = true;
+        }
+    }
+
+    /// Values are kept after the first read and read again after `reload`.
+    #[test]
+    fn values_are_kept_until_reload() {
+        let flag = Flag {
+            name: "MLXCEL_TEST_KEPT_FLAG",
+            default: true,
+            doc: "",
+            slot: SLOTS - 1,
+        };
+        const VAR: &str = "MLXCEL_TEST_KEPT_VAR";
+        std::env::remove_var(flag.name);
+        std::env::remove_var(VAR);
+        reload();
+        assert!(flag.enabled());
+        assert_eq!(var(VAR), None);
+        std::env::set_var(flag.name, "off");
+        std::env::set_var(VAR, "ring:4:4");
+        assert!(flag.enabled(), "kept until reload");
+        assert_eq!(var(VAR), None, "kept until reload");
+        reload();
+        assert!(!flag.enabled());
+        assert_eq!(var(VAR).as_deref(), Some("ring:4:4"));
+        std::env::remove_var(flag.name);
+        std::env::remove_var(VAR);
+        reload();
+        assert!(flag.enabled());
+    }
+}

@@ -9,6 +9,7 @@ mod common;
 
 use common::{randn, rel_rms, rng};
 use mlxcel_core::attention::{attend_with, fused_applies, select_path, AttentionPath};
+use mlxcel_core::flags;
 use mlxcel_core::kernels::decode_attention::{
     fused_decode, kernel_name, mma_luts, mma_num_splits, mma_supported, num_splits,
 };
@@ -261,6 +262,7 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
         std::env::set_var("MLXCEL_MMA_LUT_K", flag(k));
         std::env::set_var("MLXCEL_MMA_LUT_V", flag(v));
         std::env::set_var("MLXCEL_MMA_LUT_ONE", flag(one));
+        flags::reload();
     };
     let set = |k: bool, v: bool| set3(k, v, false);
     // Which sides use the table: V only alongside turbo4 K (alone it measured slower).
@@ -322,6 +324,7 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
     for name in ["MLXCEL_MMA_LUT_K", "MLXCEL_MMA_LUT_V", "MLXCEL_MMA_LUT_ONE"] {
         std::env::remove_var(name);
     }
+    flags::reload();
     eprintln!("pair table: {checked} bit-identity checks on CUDA");
 }
 
@@ -346,6 +349,7 @@ fn primitive_cache_launches_match_mlx_built_ones() {
                     "MLXCEL_KERNEL_PRIMITIVE_CACHE",
                     if cache { "1" } else { "0" },
                 );
+                flags::reload();
                 fused_decode(&q, &kr, &vr, n, scale, splits)
                     .and_then(|o| o.astype(Dtype::F32))
                     .and_then(|o| o.to_vec::<f32>())
@@ -366,6 +370,7 @@ fn primitive_cache_launches_match_mlx_built_ones() {
         }
     }
     std::env::remove_var("MLXCEL_KERNEL_PRIMITIVE_CACHE");
+    flags::reload();
     if on_cuda {
         eprintln!("primitive cache: {checked} launches bit-identical to MLX-built ones");
     }

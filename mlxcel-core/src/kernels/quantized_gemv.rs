@@ -63,8 +63,8 @@ impl Schedule {
     /// [`Schedule::parse`] takes; a benchmark knob), else [`Schedule::RING`] unless
     /// `MLXCEL_QMV_RING=0`. A schedule that does not parse is an error, not a fallback.
     pub fn current() -> Result<Schedule> {
-        match std::env::var(SCHEDULE_VAR) {
-            Ok(s) if !s.trim().is_empty() => Schedule::parse(s.trim())
+        match flags::var(SCHEDULE_VAR) {
+            Some(s) if !s.trim().is_empty() => Schedule::parse(s.trim())
                 .map_err(|e| Error::invalid("quantized gemv", format!("{SCHEDULE_VAR}: {e}"))),
             _ if flags::QMV_RING.enabled() => Ok(Schedule::RING),
             _ => Ok(Schedule::BATCHED),
