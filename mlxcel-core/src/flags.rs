@@ -183,7 +183,7 @@ pub const BUILD_PROFILE: Flag = Flag {
     default: false,
     doc:
         "time the host's graph building of each decode step per model part (1 = on; for --profile)",
-    slot: 17,
+    slot: 8,
 };
 
 /// The one-token 4-bit GEMV kernels on CUDA (`kernels::quantized_gemv`): projections of a
@@ -195,7 +195,7 @@ pub const FUSED_QMV: Flag = Flag {
     default: true,
     doc:
         "4-bit one-token GEMV kernels on CUDA, incl. fused gate/up+SiLU (0 = MLX quantized_matmul)",
-    slot: 18,
+    slot: 9,
 };
 
 /// The GEMV kernels' ring schedule (`kernels::quantized_gemv::Schedule`): each warp streams
@@ -207,7 +207,7 @@ pub const QMV_RING: Flag = Flag {
     name: "MLXCEL_QMV_RING",
     default: true,
     doc: "GEMV kernels stream weights through a cp.async shared-memory ring (0 = batched loads in registers)",
-    slot: 8,
+    slot: 10,
 };
 
 /// The tensor-core decode-attention kernel's bank swizzle (`SWZ` in
@@ -221,7 +221,7 @@ pub const MMA_SWIZZLE: Flag = Flag {
     name: "MLXCEL_MMA_SWIZZLE",
     default: true,
     doc: "tensor-core decode attention stores its ring tiles bank-swizzled (0 = as in memory)",
-    slot: 9,
+    slot: 11,
 };
 
 /// The tensor-core decode attention decodes turbo4 K codes through a 64 KiB shared-memory
@@ -234,7 +234,7 @@ pub const MMA_LUT_K: Flag = Flag {
     name: "MLXCEL_MMA_LUT_K",
     default: true,
     doc: "tensor-core decode attention decodes turbo4 K through a shared-memory pair table (0 = register byte permutes)",
-    slot: 10,
+    slot: 12,
 };
 
 /// As [`MMA_LUT_K`], for turbo4 V (the two tokens' nibbles are interleaved first). Only
@@ -245,7 +245,7 @@ pub const MMA_LUT_V: Flag = Flag {
     name: "MLXCEL_MMA_LUT_V",
     default: true,
     doc: "with the K table on, tensor-core decode attention also decodes turbo4 V through it (0 = register byte permutes)",
-    slot: 11,
+    slot: 13,
 };
 
 /// The pair table with 128-byte rows, one table for K and V (`LUT1`; their turbo4 codebooks
@@ -259,7 +259,7 @@ pub const MMA_LUT_ONE: Flag = Flag {
     name: "MLXCEL_MMA_LUT_ONE",
     default: false,
     doc: "the turbo4 pair table uses 128-byte rows shared by K and V (32 KiB, 3 CTAs per SM; measured no faster, off by default)",
-    slot: 12,
+    slot: 14,
 };
 
 /// Later CUDA launches of a custom-kernel instantiation (same template arguments, input and
@@ -276,7 +276,7 @@ pub const KERNEL_PRIMITIVE_CACHE: Flag = Flag {
     name: "MLXCEL_KERNEL_PRIMITIVE_CACHE",
     default: true,
     doc: "later CUDA custom-kernel launches reuse the primitive MLX built at the first (0 = MLX regenerates the kernel text per launch)",
-    slot: 13,
+    slot: 15,
 };
 
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content
@@ -286,7 +286,7 @@ pub const KERNEL_FILES: Flag = Flag {
     name: "MLXCEL_KERNEL_FILES",
     default: true,
     doc: "CUDA kernels reach MLX as #include stubs of content-hashed files (0 = full text inline, costlier launches)",
-    slot: 14,
+    slot: 16,
 };
 
 /// RoPE inside the fused kernels of a decode step: the in-place int8/turbo4 encoders rotate
@@ -297,7 +297,7 @@ pub const FUSED_ROPE: Flag = Flag {
     default: true,
     doc:
         "RoPE applied inside the fused encoder/attention kernels on CUDA (0 = MLX's rope op first)",
-    slot: 19,
+    slot: 17,
 };
 
 /// The decode-step K and V appends of a turbo4 or int8 cache in one launch on CUDA (one MLX
@@ -309,7 +309,7 @@ pub const FUSED_KV_APPEND: Flag = Flag {
     default: true,
     doc:
         "turbo4 / int8 K and V decode-step appends in one launch on CUDA (0 = one launch per side)",
-    slot: 20,
+    slot: 18,
 };
 
 /// The tensor-core decode kernel merges its splits itself (the last CTA of each KV head)
@@ -322,7 +322,7 @@ pub const FOLD_MERGE: Flag = Flag {
     name: "MLXCEL_FOLD_MERGE",
     default: false,
     doc: "the tensor-core decode kernel merges its splits in the same launch (1 = fold; off by default: more device time than the separate merge kernel)",
-    slot: 15,
+    slot: 19,
 };
 
 /// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
@@ -334,7 +334,7 @@ pub const LIFT_GRAPH_BYTES: Flag = Flag {
     name: "MLXCEL_LIFT_GRAPH_BYTES",
     default: false,
     doc: "compressed KV caches on CUDA: lift MLX's per-graph byte limit (MLX_MAX_MB_PER_BUFFER) (1 = lift; off by default: no effect shown through the run-to-run spread, ADR 0007)",
-    slot: 16,
+    slot: 20,
 };
 
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
@@ -412,7 +412,14 @@ mod tests {
         assert_eq!(ALL.len(), declared, "ALL must list every flag");
         let mut seen = [false; SLOTS];
         for f in ALL {
-            assert!(f.slot < SLOTS, "{}: slot {} >= {SLOTS}", f.name, f.slot);
+            // The last slot belongs to `values_are_kept_until_reload`.
+            assert!(
+                f.slot < SLOTS - 1,
+                "{}: slot {} >= {}",
+                f.name,
+                f.slot,
+                SLOTS - 1
+            );
             assert!(!seen[f.slot], "{}: slot {} taken twice", f.name, f.slot);
             seen[f.slot] = true;
         }
