@@ -80,20 +80,24 @@ def main():
                     continue
                 stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
                 stages = min(6, max(3, -(-8192 // stage) + 1))
-                for rope, trad, fold, swz, lutk, lutv, lut1 in (("false", "false", "false", "true", "false", "false", "false"), ("false", "false", "true", "true", "false", "false", "false"),
-                                                                ("true", "false", "true", "true", "false", "false", "false"), ("true", "true", "true", "true", "false", "false", "false"),
-                                                                ("true", "false", "false", "false", "false", "false", "false"), ("true", "false", "true", "true", "true", "true", "false"),
-                                                                ("false", "false", "true", "true", "true", "false", "false"), ("false", "false", "false", "true", "false", "true", "false"),
-                                                                ("true", "false", "true", "true", "true", "true", "true"), ("false", "false", "false", "true", "true", "false", "true")):
+                # (rope, trad, fold, swz, LUTK, LUTV, LUT1, LUTI); the last is the default build
+                for rope, trad, fold, swz, lutk, lutv, lut1, luti in (("false", "false", "false", "true", "false", "false", "false", "false"), ("false", "false", "true", "true", "false", "false", "false", "false"),
+                                                                                ("true", "false", "true", "true", "false", "false", "false", "false"), ("true", "true", "true", "true", "false", "false", "false", "false"),
+                                                                                ("true", "false", "false", "false", "false", "false", "false", "false"), ("true", "false", "true", "true", "true", "true", "false", "false"),
+                                                                                ("false", "false", "true", "true", "true", "false", "false", "false"), ("false", "false", "false", "true", "false", "true", "false", "false"),
+                                                                                ("true", "false", "true", "true", "true", "true", "true", "false"), ("false", "false", "false", "true", "true", "false", "true", "false"),
+                                                                                ("true", "false", "false", "true", "true", "true", "false", "true"), ("true", "false", "true", "true", "true", "true", "false", "true"),
+                                                                                ("false", "false", "false", "true", "true", "false", "false", "true"),
+                                                                                ("true", "false", "false", "true", "true", "true", "false", "false")):
                     if rope == "true" and qt != "__half":
                         continue
-                    consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                    consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                               f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'}; "
                               f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
                               f"constexpr bool FOLD = {fold}; using T_q = {qt};\n")
                     src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
                            + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
-                    ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{lut1}", src)
+                    ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{lut1}/{luti}", src)
     enc = read("turbo_encode.cu")
     enc_header = header + "\n" + read("kv_pair.cuh") + "\n" + read("turbo_encode.cuh")
     for d in (64, 128):

@@ -262,6 +262,21 @@ pub const MMA_LUT_ONE: Flag = Flag {
     slot: 14,
 };
 
+/// The 64 KiB pair table's lookups address it through the load's immediate offset (`LUTI`):
+/// the table sits at the start of the kernel's dynamic shared memory, whose shared-window
+/// address is 1024 on sm_80 and later when a kernel has no static shared memory, so a lookup
+/// is one prmt and one `ld.shared [r + 1024]`. NVRTC otherwise keeps the table's address in
+/// a register and adds it before every load: the default build's main loop has 498
+/// instructions per 16-token tile, 427 with this (NVRTC, turbo4 D=128, GQA 4). The kernel
+/// traps if its dynamic shared memory starts elsewhere. Written after session 11's last
+/// device call; NVRTC-checked, not yet run on a GPU, so off by default.
+pub const MMA_LUT_IMM: Flag = Flag {
+    name: "MLXCEL_MMA_LUT_IMM",
+    default: false,
+    doc: "turbo4 pair-table lookups use an immediate shared-memory offset instead of a per-lookup add (not yet run on a GPU)",
+    slot: 15,
+};
+
 /// Later CUDA launches of a custom-kernel instantiation (same template arguments, input and
 /// output dtypes, grid, threadgroup, init value) put their output arrays on the `CustomKernel`
 /// primitive MLX built at the first such launch, instead of calling MLX's kernel function,
@@ -276,7 +291,7 @@ pub const KERNEL_PRIMITIVE_CACHE: Flag = Flag {
     name: "MLXCEL_KERNEL_PRIMITIVE_CACHE",
     default: true,
     doc: "later CUDA custom-kernel launches reuse the primitive MLX built at the first (0 = MLX regenerates the kernel text per launch)",
-    slot: 15,
+    slot: 16,
 };
 
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content
@@ -286,7 +301,7 @@ pub const KERNEL_FILES: Flag = Flag {
     name: "MLXCEL_KERNEL_FILES",
     default: true,
     doc: "CUDA kernels reach MLX as #include stubs of content-hashed files (0 = full text inline, costlier launches)",
-    slot: 16,
+    slot: 17,
 };
 
 /// RoPE inside the fused kernels of a decode step: the in-place int8/turbo4 encoders rotate
@@ -297,7 +312,7 @@ pub const FUSED_ROPE: Flag = Flag {
     default: true,
     doc:
         "RoPE applied inside the fused encoder/attention kernels on CUDA (0 = MLX's rope op first)",
-    slot: 17,
+    slot: 18,
 };
 
 /// The decode-step K and V appends of a turbo4 or int8 cache in one launch on CUDA (one MLX
@@ -309,7 +324,7 @@ pub const FUSED_KV_APPEND: Flag = Flag {
     default: true,
     doc:
         "turbo4 / int8 K and V decode-step appends in one launch on CUDA (0 = one launch per side)",
-    slot: 18,
+    slot: 19,
 };
 
 /// The tensor-core decode kernel merges its splits itself (the last CTA of each KV head)
@@ -322,7 +337,7 @@ pub const FOLD_MERGE: Flag = Flag {
     name: "MLXCEL_FOLD_MERGE",
     default: false,
     doc: "the tensor-core decode kernel merges its splits in the same launch (1 = fold; off by default: more device time than the separate merge kernel)",
-    slot: 19,
+    slot: 20,
 };
 
 /// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
@@ -334,7 +349,7 @@ pub const LIFT_GRAPH_BYTES: Flag = Flag {
     name: "MLXCEL_LIFT_GRAPH_BYTES",
     default: false,
     doc: "compressed KV caches on CUDA: lift MLX's per-graph byte limit (MLX_MAX_MB_PER_BUFFER) (1 = lift; off by default: no effect shown through the run-to-run spread, ADR 0007)",
-    slot: 20,
+    slot: 21,
 };
 
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
@@ -391,6 +406,7 @@ pub const ALL: &[Flag] = &[
     MMA_LUT_K,
     MMA_LUT_V,
     MMA_LUT_ONE,
+    MMA_LUT_IMM,
     KERNEL_PRIMITIVE_CACHE,
     KERNEL_FILES,
     FUSED_ROPE,

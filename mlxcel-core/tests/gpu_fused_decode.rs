@@ -250,21 +250,23 @@ fn fused_decode_matches_split_paths_or_falls_back() {
     eprintln!("fused decode: {cases} cases on CUDA, worst relative RMS {worst:.2e}");
 }
 
-/// The shared-memory pair table (`MLXCEL_MMA_LUT_K` / `_V`) must decode the same fp16 bits as
-/// the register byte permutes: with a fixed split count the outputs are bit-identical. On
-/// the CPU the flags must not make the fused path reachable.
+/// The shared-memory pair table (`MLXCEL_MMA_LUT_K` / `_V`, with `MLXCEL_MMA_LUT_ONE`'s
+/// 128-byte rows or `MLXCEL_MMA_LUT_IMM`'s immediate-offset lookups) must decode the same fp16
+/// bits as the register byte permutes: with a fixed split count the outputs are
+/// bit-identical. On the CPU the flags must not make the fused path reachable.
 #[test]
 fn pair_table_decodes_bit_identically_to_byte_permutes() {
     let mut r = rng("pair_table_decodes_bit_identically_to_byte_permutes");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let flag = |b: bool| if b { "1" } else { "0" };
-    let set3 = |k: bool, v: bool, one: bool| {
+    let set4 = |k: bool, v: bool, one: bool, imm: bool| {
         std::env::set_var("MLXCEL_MMA_LUT_K", flag(k));
         std::env::set_var("MLXCEL_MMA_LUT_V", flag(v));
         std::env::set_var("MLXCEL_MMA_LUT_ONE", flag(one));
+        std::env::set_var("MLXCEL_MMA_LUT_IMM", flag(imm));
         flags::reload();
     };
-    let set = |k: bool, v: bool| set3(k, v, false);
+    let set = |k: bool, v: bool| set4(k, v, false, false);
     // Which sides use the table: V only alongside turbo4 K (alone it measured slower).
     for (mode, both, v_only) in [
         ("turbo4", (true, true), (false, false)),
@@ -286,8 +288,8 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
                 let scale = 1.0 / (d as f32).sqrt();
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let splits = len.div_ceil(64).min(40);
-                let run = |lk: bool, lv: bool, one: bool| {
-                    set3(lk, lv, one);
+                let run = |lk: bool, lv: bool, one: bool, imm: bool| {
+                    set4(lk, lv, one, imm);
                     fused_decode(&q, &kr, &vr, len, scale, Some(splits))
                         .and_then(|o| o.astype(Dtype::F32))
                         .and_then(|o| o.to_vec::<f32>())
@@ -298,30 +300,37 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
                         select_path(&q, k.as_ref(), v.as_ref()),
                         AttentionPath::FusedDecode
                     );
-                    let err = run(true, true, true).unwrap_err().to_string();
+                    let err = run(true, true, true, false).unwrap_err().to_string();
                     assert!(err.contains("CUDA"), "{err}");
                     continue;
                 }
-                let base = run(false, false, false).unwrap();
-                // (K table, V table, one 128-byte-row table for both).
-                for (lk, lv, one) in [
-                    (true, false, false),
-                    (true, true, false),
-                    (true, false, true),
-                    (true, true, true),
+                let base = run(false, false, false, false).unwrap();
+                // (K table, V table, one 128-byte-row table for both, immediate offsets).
+                for (lk, lv, one, imm) in [
+                    (true, false, false, false),
+                    (true, true, false, false),
+                    (true, false, true, false),
+                    (true, true, true, false),
+                    (true, false, false, true),
+                    (true, true, false, true),
                 ] {
-                    let differing = differing_bits(&base, &run(lk, lv, one).unwrap());
-                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} lut k={lk} v={lv} one={one}: {differing} differing outputs");
+                    let differing = differing_bits(&base, &run(lk, lv, one, imm).unwrap());
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} lut k={lk} v={lv} one={one} imm={imm}: {differing} differing outputs");
                     assert_eq!(
                         differing, 0,
-                        "{mode} hq={hq} d={d} len={len} lut k={lk} v={lv} one={one}"
+                        "{mode} hq={hq} d={d} len={len} lut k={lk} v={lv} one={one} imm={imm}"
                     );
                     checked += 1;
                 }
             }
         }
     }
-    for name in ["MLXCEL_MMA_LUT_K", "MLXCEL_MMA_LUT_V", "MLXCEL_MMA_LUT_ONE"] {
+    for name in [
+        "MLXCEL_MMA_LUT_K",
+        "MLXCEL_MMA_LUT_V",
+        "MLXCEL_MMA_LUT_ONE",
+        "MLXCEL_MMA_LUT_IMM",
+    ] {
         std::env::remove_var(name);
     }
     flags::reload();

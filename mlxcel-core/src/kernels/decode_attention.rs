@@ -583,6 +583,10 @@ pub fn fused_decode_rope(
                 .template("LUTK", TemplateArg::Bool(luts.0))
                 .template("LUTV", TemplateArg::Bool(luts.1))
                 .template("LUT1", TemplateArg::Bool(one_table))
+                .template(
+                    "LUTI",
+                    TemplateArg::Bool(table && !one_table && flags::MMA_LUT_IMM.enabled()),
+                )
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",

@@ -18,7 +18,9 @@
 //
 // Template constants: SWZ (the ring's bank swizzle, below), LUTK / LUTV (turbo4 K / V decoded
 // through the shared-memory pair table of decode_attention_mma.cuh instead of byte permutes),
-// LUT1 (that table with 128-byte rows, one for both sides: their codebooks are equal), KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
+// LUT1 (that table with 128-byte rows, one for both sides: their codebooks are equal),
+// LUTI (256-byte-row lookups address the table by an immediate offset, no per-lookup add;
+// decode_attention_mma.cuh, DYN_SMEM_BASE), KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
 // is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
 // dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
@@ -64,6 +66,7 @@ auto k_swz = [](int t, int n) -> int {
 auto swz_chunk = [](int n, int sw) -> int { return (n & ~7) | ((n & 7) ^ sw); };
 
 constexpr bool LUT_K = LUTK && KFMT == 4, LUT_V = LUTV && VFMT == 4;
+constexpr bool LUT_IMM = LUTI && !LUT1 && (LUT_K || LUT_V);
 // mlxcel adds the table's bytes to the dynamic shared memory when either side uses it.
 constexpr int LUT_ROW = LUT1 ? 128 : 256;
 constexpr int LUT_BYTES = (LUT_K || LUT_V) ? 256 * LUT_ROW : 0;  // 256 rows, one per code byte
@@ -79,6 +82,12 @@ const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
 const int S = gridDim.x, Hkv = gridDim.y, Hq = Hkv * GQA;
 const int len = len_marker_shape[0];
 const int cap = k_data_shape[2];
+if constexpr (LUT_IMM) {
+  // The lookups address the table (at smem) as DYN_SMEM_BASE + offset: fail loudly if the
+  // dynamic shared memory starts anywhere else (static shared memory, clusters, another
+  // architecture's reservation).
+  if (static_cast<unsigned int>(__cvta_generic_to_shared(smem)) != mlxcel_mma::DYN_SMEM_BASE) __trap();
+}
 
 // q of the group -> shared (f32), rotated for turbo K: one warp per head, D/32 values per
 // lane, the Walsh-Hadamard butterflies in registers and shuffles (no block barriers).
@@ -217,7 +226,7 @@ for (int i = 0; i < count; ++i) {
 #pragma unroll
       for (int u = 0; u < KW; ++u) {
         mlxcel_mma::u32 bb[4];
-        if constexpr (LUT_K) mlxcel_mma::decode8_t4_lut<LUT_ROW>(lut_tab, w[u], lut_lane_k, bb);
+        if constexpr (LUT_K) mlxcel_mma::decode8_t4_lut<LUT_ROW, LUT_IMM>(lut_tab, w[u], lut_lane_k, bb);
         else mlxcel_mma::decode8_t4(bk, w[u], bb);
         mlxcel_mma::mma(sacc[nt], qa[2 * u][0], 0u, qa[2 * u][1], 0u, bb[0], bb[1]);
         mlxcel_mma::mma(sacc[nt], qa[2 * u + 1][0], 0u, qa[2 * u + 1][1], 0u, bb[2], bb[3]);
@@ -311,7 +320,7 @@ for (int i = 0; i < count; ++i) {
     } else {
 #pragma unroll
       for (int u = 0; u < VW; ++u) {
-        if constexpr (LUT_V) mlxcel_mma::decode8x2_t4_lut<LUT_ROW>(lut_tab, va[2 * h][u], va[2 * h + 1][u], lut_lane_v, &pairs[h][8 * u]);
+        if constexpr (LUT_V) mlxcel_mma::decode8x2_t4_lut<LUT_ROW, LUT_IMM>(lut_tab, va[2 * h][u], va[2 * h + 1][u], lut_lane_v, &pairs[h][8 * u]);
         else mlxcel_mma::decode8x2_t4(bv, va[2 * h][u], va[2 * h + 1][u], &pairs[h][8 * u]);
       }
     }
@@ -382,7 +391,9 @@ for (int idx = tid; idx < GQA * D; idx += NT) {
 if constexpr (FOLD) {
   __threadfence();  // this CTA's partials are visible device-wide before its ticket
   __syncthreads();
-  __shared__ int last_cta;
+  // In q's staging area (unused after the prologue), not a static __shared__ variable: the
+  // kernel declares none, so its dynamic shared memory starts at DYN_SMEM_BASE (LUTI).
+  int& last_cta = *reinterpret_cast<int*>(qs);
   if (tid == 0) {
     const int slot = epoch_marker_shape[0] - 1;
     unsigned int* t = const_cast<unsigned int*>(tickets) + (static_cast<long long>(slot) * gridDim.z + b) * Hkv + kvh;

@@ -137,18 +137,35 @@ __device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut,
   }
 }
 
+// Shared-window address of the first byte of a kernel's dynamic shared memory when the
+// kernel declares no static shared memory and runs without clusters: sm_80 and later
+// reserve the first 1 KB of a CTA's shared memory for the system. IMM lookups
+// (LUTI in decode_attention_mma.cu) fold it into the load's immediate offset; the kernel
+// traps if its dynamic shared memory starts elsewhere, so a wrong assumption fails the
+// launch instead of reading the wrong bytes.
+constexpr u32 DYN_SMEM_BASE = 1024;
+
 // The half2 of code byte k (0-3) of w.
 // ROW 256 (measured in session 10): `lane` is this lane's offset in a row (4 * lane, + 128
 // for V); the row offset is one prmt (byte 1 = byte k of w, byte 0 from lane, bytes 2-3
-// from lane's zero byte 1), loaded relative to `table`.
+// from lane's zero byte 1), loaded relative to `table`. NVRTC keeps the table's shared
+// address in a register and adds it before every load (one IMAD per lookup, 64 of the main
+// loop's 550 instructions per tile); with IMM the load takes the prmt result plus the
+// immediate DYN_SMEM_BASE (table at the start of dynamic shared memory): 486 per tile.
 // ROW 128: `lane` is the shared-space address of this lane's entry in row 0 (table base +
 // 4 * lane); a prmt isolates the code byte and one IMAD (FMA pipe) scales it by the row and
 // adds `lane`, loaded with ld.shared (no per-lookup add of the shared window's base, which
 // NVRTC emits when it derives the address from a generic pointer).
-template <int K, int ROW>
+template <int K, int ROW, bool IMM>
 __device__ __forceinline__ u32 lut_pair(const unsigned char* table, u32 w, u32 lane) {
   static_assert(ROW == 128 || ROW == 256, "rows of 128 or 256 bytes");
-  if constexpr (ROW == 256) {
+  static_assert(!IMM || ROW == 256, "immediate-offset lookups need 256-byte rows");
+  if constexpr (ROW == 256 && IMM) {
+    u32 v;
+    asm("ld.shared.u32 %0, [%1+1024];" : "=r"(v) : "r"(prmt(w, lane, 0x5504u | (K << 4))));
+    static_assert(DYN_SMEM_BASE == 1024, "the immediate above");
+    return v;
+  } else if constexpr (ROW == 256) {
     return *reinterpret_cast<const u32*>(table + prmt(w, lane, 0x5504u | (K << 4)));
   } else {
     const u32 addr = prmt(w, 0u, 0x4440u | K) * static_cast<u32>(ROW) + lane;
@@ -159,28 +176,28 @@ __device__ __forceinline__ u32 lut_pair(const unsigned char* table, u32 w, u32 l
 }
 
 // decode8_t4 through the table: out[k] = (element 2k, element 2k + 1) of word w.
-template <int ROW>
+template <int ROW, bool IMM>
 __device__ __forceinline__ void decode8_t4_lut(const unsigned char* table, u32 w, u32 lane, u32 out[4]) {
-  out[0] = lut_pair<0, ROW>(table, w, lane);
-  out[1] = lut_pair<1, ROW>(table, w, lane);
-  out[2] = lut_pair<2, ROW>(table, w, lane);
-  out[3] = lut_pair<3, ROW>(table, w, lane);
+  out[0] = lut_pair<0, ROW, IMM>(table, w, lane);
+  out[1] = lut_pair<1, ROW, IMM>(table, w, lane);
+  out[2] = lut_pair<2, ROW, IMM>(table, w, lane);
+  out[3] = lut_pair<3, ROW, IMM>(table, w, lane);
 }
 
 // decode8x2_t4 through the table: nibbles of the two tokens interleaved first (byte j of x
 // = element 2j of t1 and t2, of y = element 2j + 1), then one lookup per pair.
-template <int ROW>
+template <int ROW, bool IMM>
 __device__ __forceinline__ void decode8x2_t4_lut(const unsigned char* table, u32 w1, u32 w2, u32 lane, u32 out[8]) {
   const u32 x = (w1 & 0x0f0f0f0fu) | ((w2 << 4) & 0xf0f0f0f0u);
   const u32 y = ((w1 >> 4) & 0x0f0f0f0fu) | (w2 & 0xf0f0f0f0u);
-  out[0] = lut_pair<0, ROW>(table, x, lane);
-  out[1] = lut_pair<0, ROW>(table, y, lane);
-  out[2] = lut_pair<1, ROW>(table, x, lane);
-  out[3] = lut_pair<1, ROW>(table, y, lane);
-  out[4] = lut_pair<2, ROW>(table, x, lane);
-  out[5] = lut_pair<2, ROW>(table, y, lane);
-  out[6] = lut_pair<3, ROW>(table, x, lane);
-  out[7] = lut_pair<3, ROW>(table, y, lane);
+  out[0] = lut_pair<0, ROW, IMM>(table, x, lane);
+  out[1] = lut_pair<0, ROW, IMM>(table, y, lane);
+  out[2] = lut_pair<1, ROW, IMM>(table, x, lane);
+  out[3] = lut_pair<1, ROW, IMM>(table, y, lane);
+  out[4] = lut_pair<2, ROW, IMM>(table, x, lane);
+  out[5] = lut_pair<2, ROW, IMM>(table, y, lane);
+  out[6] = lut_pair<3, ROW, IMM>(table, x, lane);
+  out[7] = lut_pair<3, ROW, IMM>(table, y, lane);
 }
 
 // 4 int8 values (bytes of w) -> 2 half2 (bytes 0,1 and 2,3), exact: 0x64XX is 1024 + XX.
