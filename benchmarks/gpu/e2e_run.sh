@@ -41,3 +41,39 @@ rounds() {
     done
   done
 }
+
+# `bench_ab VAR TAG`: `mlxcel bench attention` for turbo4 at $CTXS (default 4K, 32K, 128K) on
+# the Llama-3-8B layer shape, once with VAR=0 and once with VAR=1, into $R/bench-attn-TAG{0,1}
+# (CSV + markdown, stderr), printing the per-call lines.
+bench_ab() {
+  local var=$1 tag=$2 v
+  for v in 0 1; do
+    env "$var=$v" timeout 100 "${BIN:-.devcarry/bin/mlxcel}" bench attention --contexts "${CTXS:-4096,32768,131072}" \
+      --modes turbo4 --shapes 32:8:128 --split-modes none --iters 50 \
+      --out "$R/bench-attn-$tag$v" > /dev/null 2> "$R/bench-attn-$tag$v.err"
+    echo "bench attention $var=$v rc=$?"; grep -E " us \(host" "$R/bench-attn-$tag$v.err"
+  done
+}
+
+# `ncu_attention DIR [ENV=VALUE...]`: ncu (`--section` list in $NCU_SECTIONS, default
+# SpeedOfLight, Occupancy, WarpStateStats, SchedulerStats, ComputeWorkloadAnalysis) of one
+# turbo4 decode-attention launch at 128K in `bench attention`, the details page into
+# $R/DIR/details.txt (the report itself is deleted: too large to bring back); prints the
+# key lines. Skipped when ncu is missing or fewer than 50 s are left of $BUDGET + 130.
+ncu_attention() {
+  local dir=$1; shift
+  if ! ((SECONDS + 50 < ${BUDGET:-520} + 130)) || ! command -v ncu > /dev/null; then
+    echo "skipped ncu $dir (t=${SECONDS}s)"; return
+  fi
+  local sections=() s
+  for s in ${NCU_SECTIONS:-SpeedOfLight Occupancy WarpStateStats SchedulerStats ComputeWorkloadAnalysis}; do sections+=(--section "$s"); done
+  mkdir -p "$R/$dir"
+  env "$@" timeout $((${BUDGET:-520} + 130 - SECONDS)) ncu --clock-control none "${sections[@]}" --kernel-name "regex:mlxcel_decode" \
+    --launch-skip 6 --launch-count 1 -f -o "$R/$dir/turbo4-131072" "${BIN:-.devcarry/bin/mlxcel}" bench attention \
+    --contexts 131072 --modes turbo4 --shapes 32:8:128 --split-modes none --iters 2 > "$R/$dir/run.out" 2>&1
+  ncu --import "$R/$dir/turbo4-131072.ncu-rep" --page details > "$R/$dir/details.txt" 2>&1
+  rm -f "$R/$dir/turbo4-131072.ncu-rep"
+  echo "ncu $dir ($*):"
+  grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Eligible Warps|Stall|Warp Cycles Per Issued" \
+    "$R/$dir/details.txt" | sed -E 's/ +/ /g' | head -16
+}

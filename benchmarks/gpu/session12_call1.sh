@@ -28,14 +28,9 @@ for v in MLXCEL_MMA_LUT_IMM MLXCEL_FOLD_MERGE; do
   env "$v=1" MLXCEL_PARITY_MODES=turbo4 timeout 100 $T --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-$v.txt" 2>&1
   echo "parity ($v=1) rc=$? $(grep -E 'test result|panicked|worst' "$R/test-parity-$v.txt" | tr '\n' ' ' | cut -c1-300)"
 done
-for imm in 0 1; do
-  MLXCEL_MMA_LUT_IMM=$imm timeout 100 .devcarry/bin/mlxcel bench attention --contexts "${CTXS:-4096,32768,131072}" \
-    --modes turbo4 --shapes 32:8:128 --split-modes none --iters 50 \
-    --out "$R/bench-attn-imm$imm" > /dev/null 2> "$R/bench-attn-imm$imm.err"
-  echo "bench attention LUTI=$imm rc=$?"; grep -E " us \(host" "$R/bench-attn-imm$imm.err"
-done
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
+bench_ab MLXCEL_MMA_LUT_IMM imm
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
 export BUDGET=${BUDGET:-420}
 export FILL=random-kv
@@ -46,18 +41,6 @@ for ctx in ${BIG:-131072} ${MID:-32768}; do
   timed 25 imm0 fp16 "$ctx"
 done
 echo "t=${SECONDS}s"
-for imm in 0 1; do
-  if ((SECONDS + 50 < BUDGET + 130)) && command -v ncu > /dev/null; then
-    mkdir -p "$R/ncu-attn-imm$imm"
-    MLXCEL_MMA_LUT_IMM=$imm timeout $((BUDGET + 130 - SECONDS)) ncu --clock-control none --section SpeedOfLight --section Occupancy \
-      --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --kernel-name "regex:mlxcel_decode" \
-      --launch-skip 6 --launch-count 1 -f -o "$R/ncu-attn-imm$imm/turbo4-131072" .devcarry/bin/mlxcel bench attention \
-      --contexts 131072 --modes turbo4 --shapes 32:8:128 --split-modes none --iters 2 > "$R/ncu-attn-imm$imm/run.out" 2>&1
-    ncu --import "$R/ncu-attn-imm$imm/turbo4-131072.ncu-rep" --page details > "$R/ncu-attn-imm$imm/details.txt" 2>&1
-    rm -f "$R/ncu-attn-imm$imm/turbo4-131072.ncu-rep"
-    echo "ncu LUTI=$imm:"
-    grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Eligible Warps|Stall|Warp Cycles Per Issued" \
-      "$R/ncu-attn-imm$imm/details.txt" | sed -E 's/ +/ /g' | head -16
-  else echo "skipped ncu LUTI=$imm (t=${SECONDS}s)"; fi
-done
+ncu_attention ncu-attn-imm0 MLXCEL_MMA_LUT_IMM=0
+ncu_attention ncu-attn-imm1 MLXCEL_MMA_LUT_IMM=1
 echo "done at t=${SECONDS}s"
