@@ -506,7 +506,7 @@ namespace {
 // and values, each input's dtype and whether it has dimensions, the output dtypes), and
 // the launch's grid, threadgroup and init value.
 uint64_t primitive_key(const ArrayVec& inputs, rust::Slice<const uint8_t> output_dtypes,
-                       const rust::Vec<rust::String>& template_names,
+                       rust::Slice<const rust::Str> template_names,
                        rust::Slice<const uint8_t> template_kinds, I32s template_values,
                        I32s grid, I32s threadgroup, float init_value, bool has_init_value) {
   uint64_t h = 1469598103934665603ull;
@@ -540,7 +540,7 @@ uint64_t primitive_key(const ArrayVec& inputs, rust::Slice<const uint8_t> output
 std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs, I32s output_shapes,
                                       I32s output_ranks, rust::Slice<const uint8_t> output_dtypes,
                                       I32s grid, I32s threadgroup,
-                                      rust::Vec<rust::String> template_names,
+                                      rust::Slice<const rust::Str> template_names,
                                       rust::Slice<const uint8_t> template_kinds,
                                       I32s template_values, float init_value, bool has_init_value,
                                       bool verbose, bool cache_primitive) {

@@ -157,7 +157,7 @@ std::unique_ptr<KernelFn> metal_kernel_new(rust::Str name, rust::Vec<rust::Strin
 std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs, I32s output_shapes,
                                       I32s output_ranks, rust::Slice<const uint8_t> output_dtypes,
                                       I32s grid, I32s threadgroup,
-                                      rust::Vec<rust::String> template_names,
+                                      rust::Slice<const rust::Str> template_names,
                                       rust::Slice<const uint8_t> template_kinds,
                                       I32s template_values, float init_value, bool has_init_value,
                                       bool verbose, bool cache_primitive);

@@ -222,12 +222,12 @@ fn kernel_wrapper_caches_and_adds_dtype_template_args() {
         .output(&[4], Dtype::F16)
         .template("N", TemplateArg::Int(4));
     let args = k1.template_args(&launch);
-    assert_eq!(args[0], ("N".to_string(), TemplateArg::Int(4)));
-    assert!(args.contains(&("T_a".to_string(), TemplateArg::Dtype(Dtype::F16))));
+    assert_eq!(args[0], ("N", TemplateArg::Int(4)));
+    assert!(args.contains(&("T_a", TemplateArg::Dtype(Dtype::F16))));
     // The self-test's text uses T_a only: CUDA gets just that one, Metal one per input.
     let all = backend == KernelBackend::Metal;
-    let t_b = ("T_b".to_string(), TemplateArg::Dtype(Dtype::BF16));
-    let t_alpha = ("T_alpha".to_string(), TemplateArg::Dtype(Dtype::F32));
+    let t_b = ("T_b", TemplateArg::Dtype(Dtype::BF16));
+    let t_alpha = ("T_alpha", TemplateArg::Dtype(Dtype::F32));
     assert_eq!(args.contains(&t_b), all, "{args:?}");
     assert_eq!(args.contains(&t_alpha), all, "{args:?}");
     // A dtype argument the caller sets is not added twice.
@@ -235,7 +235,7 @@ fn kernel_wrapper_caches_and_adds_dtype_template_args() {
         .clone()
         .template("T_a", TemplateArg::Dtype(Dtype::F32));
     let args = k1.template_args(&set);
-    assert_eq!(args.iter().filter(|(n, _)| n == "T_a").count(), 1);
+    assert_eq!(args.iter().filter(|(n, _)| *n == "T_a").count(), 1);
     // Wrong number of inputs and bad names are caught before MLX.
     assert!(k1
         .call(&Launch::new(&[&a], [4, 1, 1], [4, 1, 1]).output(&[4], Dtype::F16))

@@ -208,7 +208,7 @@ pub(crate) mod bridge {
             output_dtypes: &[u8],
             grid: &[i32],
             threadgroup: &[i32],
-            template_names: Vec<String>,
+            template_names: &[&str],
             template_kinds: &[u8],
             template_values: &[i32],
             init_value: f32,

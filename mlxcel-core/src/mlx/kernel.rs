@@ -128,7 +128,10 @@ pub struct Launch<'a> {
     pub outputs: Vec<(Vec<i32>, Dtype)>,
     pub grid: [i32; 3],
     pub threadgroup: [i32; 3],
-    pub template: Vec<(String, TemplateArg)>,
+    /// Template arguments by name. Names are borrowed, not owned: a decode step makes ~7
+    /// launches per layer with up to ~15 arguments each, and owned names cost an allocation
+    /// each (twice, with the dtype arguments added per call).
+    pub template: Vec<(&'a str, TemplateArg)>,
     /// Fill outputs with this value before the launch (otherwise uninitialized).
     pub init_value: Option<f32>,
     /// Print the generated source (MLX's verbose flag).
@@ -153,8 +156,8 @@ impl<'a> Launch<'a> {
         self
     }
 
-    pub fn template(mut self, name: &str, arg: TemplateArg) -> Self {
-        self.template.push((name.to_string(), arg));
+    pub fn template(mut self, name: &'a str, arg: TemplateArg) -> Self {
+        self.template.push((name, arg));
         self
     }
 
@@ -347,12 +350,12 @@ impl CustomKernel {
 
     /// The template arguments of a launch with the kernel's `T_<input>` dtype arguments
     /// appended (unless the caller already set that name).
-    pub fn template_args(&self, launch: &Launch<'_>) -> Vec<(String, TemplateArg)> {
+    pub fn template_args<'s>(&'s self, launch: &'s Launch<'_>) -> Vec<(&'s str, TemplateArg)> {
         let mut args = launch.template.clone();
         for (key, i) in &self.dtype_args {
             match launch.inputs.get(*i) {
                 Some(input) if !launch.template.iter().any(|(n, _)| n == key) => {
-                    args.push((key.clone(), TemplateArg::Dtype(input.dtype())));
+                    args.push((key.as_str(), TemplateArg::Dtype(input.dtype())));
                 }
                 _ => {}
             }
@@ -398,7 +401,8 @@ impl CustomKernel {
                 ),
             ));
         }
-        // Owned once: the names move into the FFI call.
+        // Borrowed names: the bridge reads them (and copies them only when MLX builds the
+        // primitive).
         let targs = self.template_args(launch);
         let mut names = Vec::with_capacity(targs.len());
         let mut kinds = Vec::with_capacity(targs.len());
@@ -432,7 +436,7 @@ impl CustomKernel {
             &dtypes,
             &launch.grid,
             &launch.threadgroup,
-            names,
+            &names,
             &kinds,
             &values,
             launch.init_value.unwrap_or(0.0),
