@@ -3,8 +3,8 @@
 #   benchmarks/gpu/stage.sh && benchmarks/gpu/stage_ab.sh b779b93
 # (b779b93: the last commit that read flags from the environment at every use):
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session12_call2.sh
-# The kept flags' host saving (written after session 11's last device call; expected -0.1
-# to -0.2 ms of host time per step at 4K-32K): build profile at 4K, turbo4 and fp16, this
+# The kept flags' and borrowed template names' host saving (written after session 11's
+# last device call; expected -0.1 to -0.2 ms of host time per step at 4K-32K): build profile at 4K, turbo4 and fp16, this
 # build against b779b93, three interleaved rounds. Then the issue table as medians with
 # benchmarks/gpu/session11_call2.sh (CTXS="4096 32768", then CTXS=131072 WARM=0).
 # CPU dry run: MODEL=synthetic:/tmp/tiny.json CTX=256 TOKENS=8
