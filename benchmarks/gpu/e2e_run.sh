@@ -18,6 +18,14 @@ run() {
     "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' ' ')"
 }
 
+# `call_dir NAME`: this device call's result folder, R=/tmp/NAME (emptied), packed into
+# $OUT/NAME.tgz when the script exits (the device tool brings back at most 8 files).
+call_dir() {
+  R=/tmp/$1
+  rm -rf "$R" && mkdir -p "$R"
+  trap "tar czf \"\${OUT:-/tmp}/$1.tgz\" -C \"$R\" ." EXIT
+}
+
 # `timed NEED TAG KV CTX [ENV=VALUE...]`: `run`, unless fewer than NEED seconds are left of
 # $BUDGET (seconds since the script started; default 520), so a device call's results come
 # back before its time limit.

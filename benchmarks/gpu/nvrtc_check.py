@@ -48,6 +48,38 @@ def compile_one(name, src):
     return ok
 
 
+def b(x):
+    return "true" if x else "false"
+
+
+# Template flags of the tensor-core decode kernel, each variant naming the ones it turns on
+# (swz is on unless a variant says otherwise).
+MMA_FLAGS = ("rope", "trad", "fold", "swz", "lutk", "lutv", "lut1", "luti")
+
+
+def mma_variant(**on):
+    assert set(on) <= set(MMA_FLAGS), on
+    return {f: on.get(f, f == "swz") for f in MMA_FLAGS}
+
+
+MMA_VARIANTS = [
+    mma_variant(),
+    mma_variant(fold=True),
+    mma_variant(rope=True, fold=True),
+    mma_variant(rope=True, trad=True, fold=True),
+    mma_variant(rope=True, swz=False),
+    mma_variant(rope=True, fold=True, lutk=True, lutv=True),
+    mma_variant(fold=True, lutk=True),
+    mma_variant(lutv=True),
+    mma_variant(rope=True, fold=True, lutk=True, lutv=True, lut1=True),
+    mma_variant(lutk=True, lut1=True),
+    mma_variant(rope=True, lutk=True, lutv=True, luti=True),
+    mma_variant(rope=True, fold=True, lutk=True, lutv=True, luti=True),
+    mma_variant(lutk=True, luti=True),
+    mma_variant(rope=True, lutk=True, lutv=True),  # the default build (fold off)
+]
+
+
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
 
 
@@ -80,15 +112,8 @@ def main():
                     continue
                 stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
                 stages = min(6, max(3, -(-8192 // stage) + 1))
-                # (rope, trad, fold, swz, LUTK, LUTV, LUT1, LUTI); the last is the default build
-                for rope, trad, fold, swz, lutk, lutv, lut1, luti in (("false", "false", "false", "true", "false", "false", "false", "false"), ("false", "false", "true", "true", "false", "false", "false", "false"),
-                                                                                ("true", "false", "true", "true", "false", "false", "false", "false"), ("true", "true", "true", "true", "false", "false", "false", "false"),
-                                                                                ("true", "false", "false", "false", "false", "false", "false", "false"), ("true", "false", "true", "true", "true", "true", "false", "false"),
-                                                                                ("false", "false", "true", "true", "true", "false", "false", "false"), ("false", "false", "false", "true", "false", "true", "false", "false"),
-                                                                                ("true", "false", "true", "true", "true", "true", "true", "false"), ("false", "false", "false", "true", "true", "false", "true", "false"),
-                                                                                ("true", "false", "false", "true", "true", "true", "false", "true"), ("true", "false", "true", "true", "true", "true", "false", "true"),
-                                                                                ("false", "false", "false", "true", "true", "false", "false", "true"),
-                                                                                ("true", "false", "false", "true", "true", "true", "false", "false")):
+                for v in MMA_VARIANTS:
+                    rope, trad, fold, swz, lutk, lutv, lut1, luti = (b(v[f]) for f in MMA_FLAGS)
                     if rope == "true" and qt != "__half":
                         continue
                     consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "

@@ -18,8 +18,9 @@
 # 4. ncu warp-state sampling of the turbo4 kernel at 128K, LUTI off and on.
 # CPU dry run: MODEL=synthetic:/tmp/tiny.json MID=256 BIG=512 TOKENS=8 CTXS=256,512
 set -uo pipefail
-R=/tmp/s12c1; rm -rf "$R"; mkdir -p "$R"
-trap 'tar czf "${OUT:-/tmp}/s12c1.tgz" -C "$R" .' EXIT
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s12c1
 T=.devcarry/bin/tests/gpu_fused_decode
 timeout 200 $T --test-threads=1 --nocapture pair_table primitive_cache > "$R/test-pair-table.txt" 2>&1
 echo "pair table + primitive cache tests rc=$? $(grep -E 'test result|panicked|bit-identity|primitive cache' "$R/test-pair-table.txt" | tr '\n' ' ' | cut -c1-400)"
@@ -28,8 +29,6 @@ for v in MLXCEL_MMA_LUT_IMM MLXCEL_FOLD_MERGE; do
   env "$v=1" MLXCEL_PARITY_MODES=turbo4 timeout 100 $T --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-$v.txt" 2>&1
   echo "parity ($v=1) rc=$? $(grep -E 'test result|panicked|worst' "$R/test-parity-$v.txt" | tr '\n' ' ' | cut -c1-300)"
 done
-# shellcheck source=benchmarks/gpu/e2e_run.sh
-. benchmarks/gpu/e2e_run.sh
 bench_ab MLXCEL_MMA_LUT_IMM imm
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
 export BUDGET=${BUDGET:-420}

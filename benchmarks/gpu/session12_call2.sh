@@ -9,10 +9,9 @@
 # benchmarks/gpu/session11_call2.sh (CTXS="4096 32768", then CTXS=131072 WARM=0).
 # CPU dry run: MODEL=synthetic:/tmp/tiny.json CTX=256 TOKENS=8
 set -uo pipefail
-R=/tmp/s12c2; rm -rf "$R"; mkdir -p "$R"
-trap 'tar czf "${OUT:-/tmp}/s12c2.tgz" -C "$R" .' EXIT
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
+call_dir s12c2
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1 MLXCEL_BUILD_PROFILE=1"
 export BUDGET=${BUDGET:-400}
 export FILL=random-kv

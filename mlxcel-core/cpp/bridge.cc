@@ -510,14 +510,17 @@ uint64_t primitive_key(const ArrayVec& inputs, rust::Slice<const uint8_t> output
                        rust::Slice<const uint8_t> template_kinds, I32s template_values,
                        I32s grid, I32s threadgroup, float init_value, bool has_init_value) {
   uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
+  auto mix_byte = [&h](unsigned char c) {
+    h ^= c;
+    h *= 1099511628211ull;
+  };
+  auto mix = [&mix_byte](uint64_t v) {
+    for (int i = 0; i < 8; ++i) mix_byte(static_cast<unsigned char>(v >> (8 * i)));
   };
   for (size_t i = 0; i < template_names.size(); ++i) {
-    for (unsigned char c : template_names[i]) mix(c);
+    // One round per character (names are short ASCII), the length closing each name.
+    for (unsigned char c : template_names[i]) mix_byte(c);
+    mix(template_names[i].size());
     mix(template_kinds[i]);
     mix(static_cast<uint32_t>(template_values[i]));
   }

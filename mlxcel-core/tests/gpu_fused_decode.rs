@@ -20,15 +20,20 @@ use mlxcel_core::kv::{KvMode, SideFormat};
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::{Array, Dtype};
 
-/// K and V sides of `mode` holding three all-ones positions (enough for `raw()`).
-fn ones_sides(mode: &str, d: usize) -> (Box<dyn KvSide>, Box<dyn KvSide>) {
+/// K and V sides of `mode` (head dim `d`) holding `keys` and `values` ([B, Hkv, L, d]).
+fn sides(mode: &str, d: usize, keys: &Array, values: &Array) -> (Box<dyn KvSide>, Box<dyn KvSide>) {
     let m = KvMode::parse(mode).unwrap();
     let mut k = new_side(m.k, d, K_SEED).unwrap();
     let mut v = new_side(m.v, d, V_SEED).unwrap();
-    let x = Array::ones(&[1, 1, 3, d as i32], Dtype::F32).unwrap();
-    k.append(&x).unwrap();
-    v.append(&x).unwrap();
+    k.append(keys).unwrap();
+    v.append(values).unwrap();
     (k, v)
+}
+
+/// K and V sides of `mode` holding three all-ones positions (enough for `raw()`).
+fn ones_sides(mode: &str, d: usize) -> (Box<dyn KvSide>, Box<dyn KvSide>) {
+    let x = Array::ones(&[1, 1, 3, d as i32], Dtype::F32).unwrap();
+    sides(mode, d, &x, &x)
 }
 
 /// K and V sides of `mode` holding `len` random positions of `hkv` heads, and a random
@@ -39,19 +44,32 @@ fn random_case(
     (hq, hkv, d): (usize, usize, usize),
     len: usize,
 ) -> (Box<dyn KvSide>, Box<dyn KvSide>, Array) {
-    let m = KvMode::parse(mode).unwrap();
-    let mut k = new_side(m.k, d, K_SEED).unwrap();
-    let mut v = new_side(m.v, d, V_SEED).unwrap();
     let shape = [1, hkv as i32, len as i32, d as i32];
-    k.append(&Array::from_slice(&randn(r, hkv * len * d), &shape).unwrap())
-        .unwrap();
-    v.append(&Array::from_slice(&randn(r, hkv * len * d), &shape).unwrap())
-        .unwrap();
+    let keys = Array::from_slice(&randn(r, hkv * len * d), &shape).unwrap();
+    let values = Array::from_slice(&randn(r, hkv * len * d), &shape).unwrap();
+    let (k, v) = sides(mode, d, &keys, &values);
     let q = Array::from_slice(&randn(r, hq * d), &[1, hq as i32, 1, d as i32])
         .unwrap()
         .astype(Dtype::F16)
         .unwrap();
     (k, v, q)
+}
+
+/// Sets `MLXCEL_*` switches for this process (on = "1", off = "0") and has mlxcel read them
+/// again: flags are kept after their first read.
+fn set_flags(switches: &[(&str, bool)]) {
+    for (name, on) in switches {
+        std::env::set_var(name, if *on { "1" } else { "0" });
+    }
+    flags::reload();
+}
+
+/// Unsets `MLXCEL_*` switches (back to their defaults), likewise re-read.
+fn clear_flags(names: &[&str]) {
+    for name in names {
+        std::env::remove_var(name);
+    }
+    flags::reload();
 }
 
 /// How many elements of `got` differ from `want` in their bits.
@@ -258,13 +276,19 @@ fn fused_decode_matches_split_paths_or_falls_back() {
 fn pair_table_decodes_bit_identically_to_byte_permutes() {
     let mut r = rng("pair_table_decodes_bit_identically_to_byte_permutes");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let flag = |b: bool| if b { "1" } else { "0" };
+    const NAMES: [&str; 4] = [
+        "MLXCEL_MMA_LUT_K",
+        "MLXCEL_MMA_LUT_V",
+        "MLXCEL_MMA_LUT_ONE",
+        "MLXCEL_MMA_LUT_IMM",
+    ];
     let set4 = |k: bool, v: bool, one: bool, imm: bool| {
-        std::env::set_var("MLXCEL_MMA_LUT_K", flag(k));
-        std::env::set_var("MLXCEL_MMA_LUT_V", flag(v));
-        std::env::set_var("MLXCEL_MMA_LUT_ONE", flag(one));
-        std::env::set_var("MLXCEL_MMA_LUT_IMM", flag(imm));
-        flags::reload();
+        set_flags(&[
+            (NAMES[0], k),
+            (NAMES[1], v),
+            (NAMES[2], one),
+            (NAMES[3], imm),
+        ]);
     };
     let set = |k: bool, v: bool| set4(k, v, false, false);
     // Which sides use the table: V only alongside turbo4 K (alone it measured slower).
@@ -325,23 +349,16 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
             }
         }
     }
-    for name in [
-        "MLXCEL_MMA_LUT_K",
-        "MLXCEL_MMA_LUT_V",
-        "MLXCEL_MMA_LUT_ONE",
-        "MLXCEL_MMA_LUT_IMM",
-    ] {
-        std::env::remove_var(name);
-    }
-    flags::reload();
+    clear_flags(&NAMES);
     eprintln!("pair table: {checked} bit-identity checks on CUDA");
 }
 
 /// `MLXCEL_KERNEL_PRIMITIVE_CACHE`: launches whose outputs sit on the custom-kernel
 /// primitive MLX built at an earlier launch must give the same bits as launches through
 /// MLX's kernel function, for repeated calls (cache hits) and across lengths and split
-/// counts (new grids: new cache entries). On the CPU, with the flag on, every call must still end in MLX's "CUDA only"
-/// error (a failed first launch caches nothing, so no later call builds a primitive).
+/// counts (new grids: new cache entries). On the CPU, with the flag on, every call must still
+/// end in MLX's "CUDA only" error (a failed first launch caches nothing, so no later call
+/// builds a primitive).
 #[test]
 fn primitive_cache_launches_match_mlx_built_ones() {
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
@@ -354,11 +371,7 @@ fn primitive_cache_launches_match_mlx_built_ones() {
         let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
         for (n, splits) in [(len, None), (len, Some(7)), (1500, None), (17, None)] {
             let run = |cache: bool| {
-                std::env::set_var(
-                    "MLXCEL_KERNEL_PRIMITIVE_CACHE",
-                    if cache { "1" } else { "0" },
-                );
-                flags::reload();
+                set_flags(&[("MLXCEL_KERNEL_PRIMITIVE_CACHE", cache)]);
                 fused_decode(&q, &kr, &vr, n, scale, splits)
                     .and_then(|o| o.astype(Dtype::F32))
                     .and_then(|o| o.to_vec::<f32>())
@@ -378,8 +391,7 @@ fn primitive_cache_launches_match_mlx_built_ones() {
             }
         }
     }
-    std::env::remove_var("MLXCEL_KERNEL_PRIMITIVE_CACHE");
-    flags::reload();
+    clear_flags(&["MLXCEL_KERNEL_PRIMITIVE_CACHE"]);
     if on_cuda {
         eprintln!("primitive cache: {checked} launches bit-identical to MLX-built ones");
     }

@@ -149,9 +149,9 @@ constexpr u32 DYN_SMEM_BASE = 1024;
 // ROW 256 (measured in session 10): `lane` is this lane's offset in a row (4 * lane, + 128
 // for V); the row offset is one prmt (byte 1 = byte k of w, byte 0 from lane, bytes 2-3
 // from lane's zero byte 1), loaded relative to `table`. NVRTC keeps the table's shared
-// address in a register and adds it before every load (one IMAD per lookup, 64 of the main
-// loop's 550 instructions per tile); with IMM the load takes the prmt result plus the
-// immediate DYN_SMEM_BASE (table at the start of dynamic shared memory): 486 per tile.
+// address in a register and adds it before every load (one IMAD per lookup: the default
+// build's main loop has 498 instructions per tile); with IMM the load takes the prmt result
+// plus the immediate DYN_SMEM_BASE (table at the start of dynamic shared memory): 427.
 // ROW 128: `lane` is the shared-space address of this lane's entry in row 0 (table base +
 // 4 * lane); a prmt isolates the code byte and one IMAD (FMA pipe) scales it by the row and
 // adds `lane`, loaded with ld.shared (no per-lookup add of the shared window's base, which
@@ -162,8 +162,7 @@ __device__ __forceinline__ u32 lut_pair(const unsigned char* table, u32 w, u32 l
   static_assert(!IMM || ROW == 256, "immediate-offset lookups need 256-byte rows");
   if constexpr (ROW == 256 && IMM) {
     u32 v;
-    asm("ld.shared.u32 %0, [%1+1024];" : "=r"(v) : "r"(prmt(w, lane, 0x5504u | (K << 4))));
-    static_assert(DYN_SMEM_BASE == 1024, "the immediate above");
+    asm("ld.shared.u32 %0, [%1+%2];" : "=r"(v) : "r"(prmt(w, lane, 0x5504u | (K << 4))), "n"(DYN_SMEM_BASE));
     return v;
   } else if constexpr (ROW == 256) {
     return *reinterpret_cast<const u32*>(table + prmt(w, lane, 0x5504u | (K << 4)));
