@@ -183,11 +183,13 @@ def main():
                    + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + i8kv + "\n}\n")
             ok &= compile_one(f"int8_encode_kv d{d} rope={rope} trad={trad}", src)
     for d in (64, 128):
-        consts = f"constexpr int D = {d}; constexpr int GROUP_V = {min(d, 128)}; constexpr bool ROT_V = true; using T_out = __half;\n"
-        src = (header + SHAPE +
-               "__global__ void m(const float* o_part, const Shape o_part_shape, const float* ml, const float* rot_v, __half* out) {\n"
-               + consts + merge + "\n}\n")
-        ok &= compile_one(f"merge d{d}", src)
+        for name, text in (("merge", merge), ("merge_warp", read("merge_splits_warp.cu"))):
+            for group in sorted({min(d, 128), 32}):
+                consts = f"constexpr int D = {d}; constexpr int GROUP_V = {group}; constexpr bool ROT_V = true; using T_out = __half;\n"
+                src = (header + SHAPE +
+                       "__global__ void m(const float* o_part, const Shape o_part_shape, const float* ml, const float* rot_v, __half* out) {\n"
+                       + consts + text + "\n}\n")
+                ok &= compile_one(f"{name} d{d} group{group}", src)
     qmv_header = read("decode_attention_mma.cuh") + "\ntypedef unsigned int uint32_t;\n" + read("qgemv4.cuh")
     # (NW, S, U): quantized_gemv.rs's schedules: S = 0 the batched one, S > 0 the ring.
     for nw, st, u, mb in ((8, 0, 4, False), (8, 4, 4, False), (8, 8, 4, False), (4, 8, 4, False), (8, 4, 4, True), (4, 4, 4, True)):

@@ -16,28 +16,50 @@
 # 2. bench attention turbo4 at 4K / 32K / 128K, LUTI off / on;
 # 3. end to end (random-kv) at 128K and 32K: turbo4 LUTI on / off, fp16;
 # 4. ncu warp-state sampling of the turbo4 kernel at 128K, LUTI off and on.
+# Added in session 12 before its first call: the warp merge (MLXCEL_MERGE_WARP, written in
+# session 12, CPU-tested and NVRTC-checked): its bit-identity test, bench attention A/B,
+# ncu time of the merge kernels alone, end to end turbo4-asym A/B and turbo4 with both.
 # CPU dry run: MODEL=synthetic:/tmp/tiny.json MID=256 BIG=512 TOKENS=8 CTXS=256,512
 set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s12c1
 T=.devcarry/bin/tests/gpu_fused_decode
-timeout 200 $T --test-threads=1 --nocapture pair_table primitive_cache > "$R/test-pair-table.txt" 2>&1
-echo "pair table + primitive cache tests rc=$? $(grep -E 'test result|panicked|bit-identity|primitive cache' "$R/test-pair-table.txt" | tr '\n' ' ' | cut -c1-400)"
+timeout 240 $T --test-threads=1 --nocapture pair_table primitive_cache warp_merge > "$R/test-pair-table.txt" 2>&1
+echo "pair table + primitive cache + warp merge tests rc=$? $(grep -E 'test result|panicked|bit-identity|primitive cache|warp merge' "$R/test-pair-table.txt" | tr '\n' ' ' | cut -c1-500)"
 grep -E "differing outputs" "$R/test-pair-table.txt" | grep -v ": 0 differing" | head -5
 for v in MLXCEL_MMA_LUT_IMM MLXCEL_FOLD_MERGE; do
   env "$v=1" MLXCEL_PARITY_MODES=turbo4 timeout 100 $T --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-$v.txt" 2>&1
   echo "parity ($v=1) rc=$? $(grep -E 'test result|panicked|worst' "$R/test-parity-$v.txt" | tr '\n' ' ' | cut -c1-300)"
 done
 bench_ab MLXCEL_MMA_LUT_IMM imm
+bench_ab MLXCEL_MERGE_WARP mw
+# The merge kernels alone (ncu, turbo4 at 32K in bench attention): block merge vs warp merge.
+if command -v ncu > /dev/null; then
+  for mw in 0 1; do
+    MLXCEL_MERGE_WARP=$mw timeout 60 ncu --clock-control none --kernel-name "regex:mlxcel_merge" --launch-skip 4 --launch-count 3 \
+      --csv --metrics gpu__time_duration.sum .devcarry/bin/mlxcel bench attention --contexts "${MID:-32768}" --modes turbo4 \
+      --shapes 32:8:128 --split-modes none --iters 3 > "$R/ncu-merge-mw$mw.csv" 2>&1
+    echo "ncu merge MLXCEL_MERGE_WARP=$mw: $(python3 -c 'import csv, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1], errors="replace") if l.startswith("\""))]
+h = rows[0] if rows else []
+for r in rows[1:]:
+    d = dict(zip(h, r))
+    if d.get("Metric Name") == "gpu__time_duration.sum":
+        print(d["Kernel Name"][:28], d["Metric Value"], d["Metric Unit"], end="; ")' "$R/ncu-merge-mw$mw.csv")"
+  done
+fi
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export BUDGET=${BUDGET:-420}
+export BUDGET=${BUDGET:-430}
 export FILL=random-kv
 RUN_TIMEOUT=80
 for ctx in ${BIG:-131072} ${MID:-32768}; do
   timed 25 imm1 turbo4 "$ctx" MLXCEL_MMA_LUT_IMM=1
   timed 25 imm0 turbo4 "$ctx"
   timed 25 imm0 fp16 "$ctx"
+  timed 25 mw1 turbo4-asym "$ctx" MLXCEL_MERGE_WARP=1
+  timed 25 mw0 turbo4-asym "$ctx"
+  timed 25 both turbo4 "$ctx" MLXCEL_MMA_LUT_IMM=1 MLXCEL_MERGE_WARP=1
 done
 echo "t=${SECONDS}s"
 ncu_attention ncu-attn-imm0 MLXCEL_MMA_LUT_IMM=0

@@ -340,6 +340,19 @@ pub const FOLD_MERGE: Flag = Flag {
     slot: 20,
 };
 
+/// The split merge on warps (`merge_splits_warp.cu`): each warp computes the split weights
+/// itself and the inverse rotation runs on shuffles, so one block barrier remains instead of
+/// ten; outputs bit-identical to `merge_splits.cu` (same operations in the same order).
+/// Why: the merge took 6.2 us per call in situ at every context (ncu, session 11), 174-221
+/// us per decode step of the 8B model, for ~0.5 MB of partials: latency of dependent
+/// phases, not bytes. Written in session 12; 0 runs `merge_splits.cu`.
+pub const MERGE_WARP: Flag = Flag {
+    name: "MLXCEL_MERGE_WARP",
+    default: false,
+    doc: "the fused decode's split merge on warps with one block barrier, bit-identical (0 = merge_splits.cu)",
+    slot: 22,
+};
+
 /// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
 /// is compressed (`mlx::graph_limits`). Off by default: at 128K the lift measured +27% for
 /// turbo4 in one H200 call and -24% in the next (host time per step differs by up to 45%
@@ -413,6 +426,7 @@ pub const ALL: &[Flag] = &[
     FUSED_KV_APPEND,
     FOLD_MERGE,
     LIFT_GRAPH_BYTES,
+    MERGE_WARP,
 ];
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use common::{randn, rel_rms, rng};
 use mlxcel_core::attention::{attend_with, fused_applies, select_path, AttentionPath};
 use mlxcel_core::flags;
 use mlxcel_core::kernels::decode_attention::{
-    fused_decode, kernel_name, mma_luts, mma_num_splits, mma_supported, num_splits,
+    fused_decode, kernel_name, merge_warp_fits, mma_luts, mma_num_splits, mma_supported, num_splits,
 };
 use mlxcel_core::kv::mode::new_side;
 use mlxcel_core::kv::side::KvSide;
@@ -351,6 +351,63 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
     }
     clear_flags(&NAMES);
     eprintln!("pair table: {checked} bit-identity checks on CUDA");
+}
+
+/// `MLXCEL_MERGE_WARP`: the warp merge must give the block merge's bits (same operations in
+/// the same order) for both kernels (turbo3 goes to the CUDA-core one), rotated and plain V,
+/// head dims 64 and 128, split counts within and beyond the partials it loads ahead (12 per
+/// warp), and lengths that leave splits empty. On the CPU both end in MLX's "CUDA" error.
+#[test]
+fn warp_merge_matches_block_merge_bit_for_bit() {
+    assert!(merge_warp_fits(128, 128) && merge_warp_fits(64, 64) && merge_warp_fits(128, 32));
+    assert!(merge_warp_fits(128, 2) && !merge_warp_fits(96, 32) && !merge_warp_fits(128, 48));
+    assert!(!merge_warp_fits(64, 128) && !merge_warp_fits(0, 1));
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let mut r = rng("warp_merge_matches_block_merge_bit_for_bit");
+    let mut checked = 0;
+    for mode in ["turbo4", "int8", "turbo4-asym", "fp16", "turbo3"] {
+        for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (12, 3, 64)] {
+            for (len, splits) in [
+                (1usize, None),
+                (17, Some(5)),
+                (3000, None),
+                (3000, Some(47)),
+                (5000, Some(300)),
+            ] {
+                if !on_cuda && len > 17 {
+                    continue; // the CPU checks the error path only: small caches suffice
+                }
+                let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
+                let scale = 1.0 / (d as f32).sqrt();
+                let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+                let run = |warp: bool| {
+                    set_flags(&[("MLXCEL_MERGE_WARP", warp)]);
+                    fused_decode(&q, &kr, &vr, len, scale, splits)
+                        .and_then(|o| o.astype(Dtype::F32))
+                        .and_then(|o| o.to_vec::<f32>())
+                };
+                if !on_cuda {
+                    let err = run(true).unwrap_err().to_string();
+                    assert!(err.contains("CUDA"), "{err}");
+                    continue;
+                }
+                let want = run(false).unwrap();
+                let got = run(true).unwrap();
+                assert!(want.iter().all(|x| x.is_finite()), "{mode} d={d} len={len}");
+                let differing = differing_bits(&want, &got);
+                eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} splits={splits:?}: {differing} differing outputs");
+                assert_eq!(
+                    differing, 0,
+                    "{mode} hq={hq} d={d} len={len} splits={splits:?}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    clear_flags(&["MLXCEL_MERGE_WARP"]);
+    if on_cuda {
+        eprintln!("warp merge: {checked} cases bit-identical to the block merge");
+    }
 }
 
 /// `MLXCEL_KERNEL_PRIMITIVE_CACHE`: launches whose outputs sit on the custom-kernel

@@ -19,6 +19,7 @@ use crate::{Error, Result};
 const HEADER: &str = include_str!("cuda/decode_attention.cuh");
 const BODY: &str = include_str!("cuda/decode_attention.cu");
 const MERGE: &str = include_str!("cuda/merge_splits.cu");
+const MERGE_WARP: &str = include_str!("cuda/merge_splits_warp.cu");
 const MMA_HEADER: &str = include_str!("cuda/decode_attention_mma.cuh");
 const MMA_BODY: &str = include_str!("cuda/decode_attention_mma.cu");
 
@@ -122,6 +123,17 @@ fn merge_source() -> KernelSource {
         &["o_part", "ml", "rot_v"],
         &["out"],
         MERGE,
+    );
+    s.header = HEADER.to_string();
+    s
+}
+
+fn merge_warp_source() -> KernelSource {
+    let mut s = KernelSource::new(
+        "mlxcel_merge_splits_warp",
+        &["o_part", "ml", "rot_v"],
+        &["out"],
+        MERGE_WARP,
     );
     s.header = HEADER.to_string();
     s
@@ -355,7 +367,23 @@ pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize, shared: usize) 
 
 /// Threads per output dimension in the merge kernel (`P` in `cuda/merge_splits.cu`).
 const MERGE_THREADS_PER_DIM: usize = 4;
-/// Most splits the merge kernel takes (`MAX_SPLITS` in `cuda/merge_splits.cu`).
+/// Warps per CTA of the warp merge (`P` in `cuda/merge_splits_warp.cu`).
+const MERGE_WARP_WARPS: usize = 4;
+
+/// Whether the warp merge serves head dim `d` with rotation groups of `group_v`: each lane
+/// owns `d / 32` consecutive dims (a power of two), and a group spans whole lanes or lies
+/// inside one.
+pub fn merge_warp_fits(d: usize, group_v: usize) -> bool {
+    let per_lane = d / 32;
+    d.is_multiple_of(32)
+        && per_lane.is_power_of_two()
+        && group_v.is_power_of_two()
+        && group_v <= d
+        && (group_v.is_multiple_of(per_lane) || per_lane.is_multiple_of(group_v))
+}
+
+/// Most splits the merge kernels take (`MAX_SPLITS` in `cuda/merge_splits.cu` and
+/// `cuda/merge_splits_warp.cu`).
 const MAX_SPLITS: usize = 2048;
 
 /// The split-merge launch shared by both kernels (`rot_v`: V's rotation signs), writing
@@ -372,8 +400,18 @@ fn merge(
     let s = q.shape();
     let (b, hq) = (s[0] as usize, s[1] as usize);
     let group_v = group_of(v, d);
-    let merge = cached_by_name(KernelBackend::Cuda, "merge_splits", 0, merge_source)?;
-    let threads = MERGE_THREADS_PER_DIM * d;
+    let (merge, threads) = if flags::MERGE_WARP.enabled() && merge_warp_fits(d, group_v) {
+        let kernel = cached_by_name(
+            KernelBackend::Cuda,
+            "merge_splits_warp",
+            0,
+            merge_warp_source,
+        )?;
+        (kernel, 32 * MERGE_WARP_WARPS)
+    } else {
+        let kernel = cached_by_name(KernelBackend::Cuda, "merge_splits", 0, merge_source)?;
+        (kernel, MERGE_THREADS_PER_DIM * d)
+    };
     let launch = Launch::new(
         &[o_part, ml, rot_v],
         [(b * hq * threads) as i32, 1, 1],
