@@ -356,7 +356,9 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
 /// `MLXCEL_MERGE_WARP`: the warp merge must give the block merge's bits (same operations in
 /// the same order) for both kernels (turbo3 goes to the CUDA-core one), rotated and plain V,
 /// head dims 64 and 128, split counts within and beyond the partials it loads ahead (12 per
-/// warp), and lengths that leave splits empty. On the CPU both end in MLX's "CUDA" error.
+/// warp) and beyond the block merge's 4 * D threads (300 at D = 64: its threads then sum two
+/// splits each, an order the warp merge reproduces), and lengths that leave splits empty.
+/// On the CPU both end in MLX's "CUDA" error.
 #[test]
 fn warp_merge_matches_block_merge_bit_for_bit() {
     assert!(merge_warp_fits(128, 128) && merge_warp_fits(64, 64) && merge_warp_fits(128, 32));

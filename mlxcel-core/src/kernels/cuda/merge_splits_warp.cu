@@ -14,16 +14,16 @@
 //  4. One barrier; warp 0 adds the P parts in order, divides, and applies the inverse
 //     rotation with in-lane butterflies, then shuffles (the stages in the same order and
 //     with the same operations as wht_shared: bit-identical).
-// The denominator matches merge_splits.cu's bit for bit while S <= P_OLD * D (its threads
-// hold one split each): chunk j of 32 splits here is its warp j, reduced by the same
-// shuffle tree and added in the same order. Needs D = 32 * QE and GROUP_V a power of two
-// that QE divides or that divides QE (the caller checks: merge_warp_fits).
+// The denominator is summed in merge_splits.cu's order (step 2). Needs D = 32 * QE and
+// GROUP_V a power of two that QE divides or that divides QE (the caller checks:
+// merge_warp_fits).
 // Inputs: o_part [B, Hq, S, D] f32, ml [B, Hq, S, 2] f32, rot_v [2, GROUP_V] f32 (s1; s2).
 // Output: out [B, Hq, 1, D] in T_out. S <= MAX_SPLITS (checked by the caller).
 constexpr int P = 4;
 constexpr int QE = D / 32;
 constexpr int MAX_SPLITS = 2048;
 constexpr int PRE = 12;
+constexpr int BLOCK_NT = 4 * D;  // merge_splits.cu's threads (its P * D)
 static_assert(D % 32 == 0 && (QE & (QE - 1)) == 0, "D = 32 * a power of two");
 __shared__ float w[MAX_SPLITS];
 __shared__ __align__(16) float part[P * D];
@@ -57,14 +57,16 @@ for (int i = 0; i < PRE; ++i) {
 float M = mlxcel_fd::neg_inf();
 for (int s = lane; s < S; s += 32) M = fmaxf(M, mlb[2 * s]);
 for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+// Lane l of chunk j plays thread 32 j + l of merge_splits.cu's BLOCK_NT threads: it sums
+// splits 32 j + l, + BLOCK_NT, ... in that order, then the chunk's shuffle tree, then the
+// chunks in order, exactly as that kernel's threads, warps and warp totals do.
 float den = 0.0f;
-for (int s0 = 0; s0 < S; s0 += 32) {
-  const int s = s0 + lane;
+for (int s0 = 0; s0 < S && s0 < BLOCK_NT; s0 += 32) {
   float dj = 0.0f;
-  if (s < S) {
+  for (int s = s0 + lane; s < S; s += BLOCK_NT) {
     const float m = mlb[2 * s];
     const float wt = m == mlxcel_fd::neg_inf() ? 0.0f : __expf(m - M);
-    dj = fmaf(wt, mlb[2 * s + 1], 0.0f);
+    dj = fmaf(wt, mlb[2 * s + 1], dj);
     if (s % P == warp) w[s] = wt;
   }
   for (int o = 16; o > 0; o >>= 1) dj += __shfl_xor_sync(0xffffffffu, dj, o);
