@@ -192,17 +192,22 @@ def main():
                 ok &= compile_one(f"{name} d{d} group{group}", src)
     qmv_header = read("decode_attention_mma.cuh") + "\ntypedef unsigned int uint32_t;\n" + read("qgemv4.cuh")
     # (NW, S, U): quantized_gemv.rs's schedules: S = 0 the batched one, S > 0 the ring.
-    for nw, st, u, mb in ((8, 0, 4, False), (8, 4, 4, False), (8, 8, 4, False), (4, 8, 4, False), (8, 4, 4, True), (4, 4, 4, True)):
+    # The folded RMSNorm (NORM) on the schedules without a capped grid.
+    variants = [(nw, st, u, mb, False) for nw, st, u, mb in
+                ((8, 0, 4, False), (8, 4, 4, False), (8, 8, 4, False), (4, 8, 4, False), (8, 4, 4, True), (4, 4, 4, True))]
+    variants += [(8, 0, 4, False, True), (8, 4, 4, False, True), (4, 8, 4, False, True)]
+    for nw, st, u, mb, norm in variants:
         for g in (32, 64, 128):
-            tag = f"g{g} nw{nw} s{st} mb{int(mb)}"
+            tag = f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "")
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
-                      f"constexpr bool MB = {'true' if mb else 'false'}; "
+                      f"constexpr bool MB = {'true' if mb else 'false'}; constexpr bool NORM = {'true' if norm else 'false'}; "
+                      f"constexpr int EPS = 0x3727c5ac; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
-                   "const __half* scales, const __half* biases, const __half* r, __half* y) {\n" + consts + read("qgemv4.cu") + "\n}\n")
+                   "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y) {\n" + consts + read("qgemv4.cu") + "\n}\n")
             ok &= compile_one(f"qgemv4 {tag}", src)
             src = (qmv_header + SHAPE + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
-                   "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, __half* y) {\n"
+                   "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
                    + consts + read("qgemv4_silu.cu") + "\n}\n")
             ok &= compile_one(f"qgemv4 silu {tag}", src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"

@@ -355,6 +355,21 @@ pub const MERGE_WARP: Flag = Flag {
     slot: 22,
 };
 
+/// A decode step's RMSNorms folded into the one-token GEMV that reads their output (the
+/// stacked qkv projection, the gate/up kernel, the LM head): the kernel stages
+/// `rms_norm(x, w, eps)` instead of x (`stage_x_rms` in `cuda/qgemv4.cuh`), with MLX's
+/// roundings. Why: two MLX nodes and launches per layer plus the final norm (65 per step of
+/// the 8B model, ~270 us of rms_norm kernels at 128K in session 11's ncu), on a decode
+/// loop whose host spends ~7 us inside MLX's `async_eval` per node at 32K (session 12).
+/// Written in session 12 after its last device call: NVRTC-checked, CPU-tested for the
+/// dispatch, not yet run on a GPU, so off by default. 1 folds.
+pub const FUSED_NORM: Flag = Flag {
+    name: "MLXCEL_FUSED_NORM",
+    default: false,
+    doc: "decode-step RMSNorms folded into the next 4-bit GEMV's x staging on CUDA (1 = fold; not yet run on a GPU)",
+    slot: 23,
+};
+
 /// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
 /// is compressed (`mlx::graph_limits`). Off by default: at 128K the lift measured +27% for
 /// turbo4 in one H200 call and -24% in the next (host time per step differs by up to 45%
@@ -429,6 +444,7 @@ pub const ALL: &[Flag] = &[
     FOLD_MERGE,
     LIFT_GRAPH_BYTES,
     MERGE_WARP,
+    FUSED_NORM,
 ];
 
 #[cfg(test)]

@@ -9,10 +9,12 @@
 mod common;
 
 use common::{randn, rng};
+use mlxcel_core::flags;
 use mlxcel_core::kernels::quantized_gemv::{
-    applies, applies_add, applies_silu, gemv, gemv_add, gemv_silu_mul, gemv_silu_mul_with,
-    gemv_with, Schedule,
+    applies, applies_add, applies_silu, gemv, gemv_add, gemv_rms_with, gemv_silu_mul,
+    gemv_silu_mul_rms_with, gemv_silu_mul_with, gemv_with, try_gemv_rms, FoldedNorm, Schedule,
 };
+use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::ops::{quantize, Quantized};
 use mlxcel_core::{Array, Dtype};
@@ -179,6 +181,119 @@ fn fused_gate_up_silu_matches_a_float64_reference_or_is_not_used() {
         check_schedules(&format!("qgemv4 silu n={n} k={k} g={g}"), &want, &|s| {
             gemv_silu_mul_with(&x, &qg, &qu, s).unwrap()
         });
+    }
+}
+
+/// `rms_norm(x, w, eps)` in float64 from the fp16 values of x and w (the folded norm's
+/// exact target).
+fn rms_reference(xv: &[f32], wv: &[f32], eps: f32) -> Vec<f32> {
+    let k = xv.len() as f64;
+    let ms: f64 = xv.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / k;
+    let n = 1.0 / (ms + eps as f64).sqrt();
+    xv.iter()
+        .zip(wv)
+        .map(|(x, w)| (*x as f64 * n * *w as f64) as f32)
+        .collect()
+}
+
+/// `MLXCEL_FUSED_NORM`'s kernels: `rms_norm(x) W^T` and the gate/up pair of `rms_norm(x)`
+/// with the norm in the kernels' x staging, against the float64 reference of the normalized
+/// product (within TOL) and against MLX's `rms_norm` followed by the plain kernel (within
+/// TOL / 4: the same roundings but for the sum of squares' order), on x scaled like a
+/// residual stream (x 8, so the fp16 products would round differently if the norm's
+/// scale were applied in the wrong place), for the schedules that take it. A capped grid
+/// and a wrong weight are errors. On the CPU: the fold never applies and calls fail
+/// cleanly.
+#[test]
+fn folded_rms_norm_matches_norm_then_gemv_or_is_not_used() {
+    let mut r = rng("folded_rms_norm_matches_norm_then_gemv_or_is_not_used");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let eps = 1e-5f32;
+    let shapes = [(64, 256, 64), (6144, 4096, 64), (4096, 2048, 32)];
+    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[..1] };
+    let mut worst: f64 = 0.0;
+    for &(n, k, g) in shapes {
+        let (q, dense) = weight(&mut r, n, k, g);
+        let (qu, du) = weight(&mut r, n, k, g);
+        let xs: Vec<f32> = randn(&mut r, k).iter().map(|v| v * 8.0).collect();
+        let x = Array::from_slice(&xs, &[1, 1, k as i32])
+            .unwrap()
+            .astype(Dtype::F16)
+            .unwrap();
+        let xv = x.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+        let ws: Vec<f32> = randn(&mut r, k).iter().map(|v| 1.0 + 0.3 * v).collect();
+        let w = Array::from_slice(&ws, &[k as i32])
+            .unwrap()
+            .astype(Dtype::F16)
+            .unwrap();
+        let wv = w.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+        let norm = FoldedNorm { weight: &w, eps };
+        let xn = rms_reference(&xv, &wv, eps);
+        let want = reference(&xn, &dense, n, k);
+        let want_u = reference(&xn, &du, n, k);
+        let want_silu: Vec<f64> = want
+            .iter()
+            .zip(&want_u)
+            .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
+            .collect();
+        // A wrong weight and a capped grid are errors before any launch.
+        let short = Array::ones(&[k as i32 - 8], Dtype::F16).unwrap();
+        let bad = FoldedNorm {
+            weight: &short,
+            eps,
+        };
+        let err = gemv_rms_with(&x, bad, &q, Schedule::RING)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("norm weight"), "{err}");
+        let capped = Schedule::parse("ring:8:4:64").unwrap();
+        let err = gemv_rms_with(&x, norm, &q, capped).unwrap_err().to_string();
+        assert!(err.contains("one CTA per 16 rows"), "{err}");
+        std::env::set_var("MLXCEL_FUSED_NORM", "1");
+        flags::reload();
+        let folds = try_gemv_rms(&x, norm, &q);
+        std::env::remove_var("MLXCEL_FUSED_NORM");
+        flags::reload();
+        if !on_cuda {
+            assert!(
+                folds.unwrap().is_none(),
+                "the fold must not apply on the CPU"
+            );
+            let err = gemv_rms_with(&x, norm, &q, Schedule::RING)
+                .and_then(|y| y.eval().map(|_| y))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("CUDA"), "{err}");
+            continue;
+        }
+        assert!(
+            folds.unwrap().is_some(),
+            "n={n} k={k}: the fold must apply on CUDA"
+        );
+        // MLX's norm, then the plain kernel: the unfused path.
+        let normed = rms_norm(&x, Some(&w), eps).unwrap();
+        for s in ["batched", "ring", "ring:4:8"] {
+            let sched = Schedule::parse(s).unwrap();
+            let y = gemv_rms_with(&x, norm, &q, sched).unwrap();
+            let e = rel_rms(&y, &want);
+            let unfused = gemv_with(&normed, &q, None, sched)
+                .unwrap()
+                .astype(Dtype::F32)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            let unfused: Vec<f64> = unfused.iter().map(|v| *v as f64).collect();
+            let d = rel_rms(&y, &unfused);
+            let ys = gemv_silu_mul_rms_with(&x, norm, &q, &qu, sched).unwrap();
+            let es = rel_rms(&ys, &want_silu);
+            eprintln!("folded norm n={n} k={k} g={g} {s}: relative RMS {e:.2e} (silu {es:.2e}), {d:.2e} from MLX's norm + the kernel");
+            assert!(e < TOL && es < TOL, "n={n} k={k} {s}: {e} / {es} >= {TOL}");
+            assert!(d < TOL / 4.0, "n={n} k={k} {s}: {d} from the unfused path");
+            worst = worst.max(e).max(es);
+        }
+    }
+    if on_cuda {
+        eprintln!("folded norm: worst relative RMS {worst:.2e}");
     }
 }
 

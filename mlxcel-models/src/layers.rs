@@ -1,7 +1,10 @@
 //! The building blocks shared by every family: linear layers (dense or quantized),
 //! embeddings, RMSNorm and the SwiGLU MLP.
 
-use mlxcel_core::kernels::quantized_gemv;
+use std::cell::OnceCell;
+
+use mlxcel_core::build_profile;
+use mlxcel_core::kernels::quantized_gemv::{self, FoldedNorm};
 use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::ops::{concatenate, Quantized};
 use mlxcel_core::{Array, Dtype};
@@ -101,6 +104,18 @@ impl Linear {
         Ok(residual.add(&self.forward(x)?)?)
     }
 
+    /// `forward(norm(x))` for a [`PreNormed`] input: one launch where the GEMV kernel takes
+    /// the norm folded in (`MLXCEL_FUSED_NORM`), else the norm (computed once per input) and
+    /// then [`Linear::forward`].
+    pub fn forward_prenormed(&self, input: &PreNormed<'_>) -> Result<Array> {
+        if let (Tensor::Quantized(q), None) = (&self.weight, &self.bias) {
+            if let Some(y) = quantized_gemv::try_gemv_rms(input.x, input.norm.folded(), q)? {
+                return Ok(y);
+            }
+        }
+        self.forward(input.normed()?)
+    }
+
     pub fn forward(&self, x: &Array) -> Result<Array> {
         let y = match &self.weight {
             Tensor::Dense(w) => x.matmul(&w.t()?)?,
@@ -180,6 +195,46 @@ impl RmsNorm {
     pub fn forward(&self, x: &Array) -> Result<Array> {
         Ok(rms_norm(x, Some(&self.weight), self.eps)?)
     }
+
+    /// This norm as a GEMV kernel's folded staging step.
+    pub fn folded(&self) -> FoldedNorm<'_> {
+        FoldedNorm {
+            weight: &self.weight,
+            eps: self.eps,
+        }
+    }
+}
+
+/// The input of a pre-norm block's projections: `x` and the norm to apply to it. Layers
+/// whose GEMV kernel folds the norm in read `x` itself; the others share one `norm(x)`,
+/// computed at the first call of [`PreNormed::normed`].
+pub struct PreNormed<'a> {
+    pub x: &'a Array,
+    pub norm: &'a RmsNorm,
+    normed: OnceCell<Array>,
+}
+
+impl<'a> PreNormed<'a> {
+    pub fn new(x: &'a Array, norm: &'a RmsNorm) -> PreNormed<'a> {
+        PreNormed {
+            x,
+            norm,
+            normed: OnceCell::new(),
+        }
+    }
+
+    /// `norm(x)` (one MLX node, made once). The build profile reports its time as
+    /// "inside: norms", within the part that first needs it (qkv, mlp, embed + head).
+    pub fn normed(&self) -> Result<&Array> {
+        if let Some(n) = self.normed.get() {
+            return Ok(n);
+        }
+        let n = {
+            let _s = build_profile::inner_span("inside: norms");
+            self.norm.forward(self.x)?
+        };
+        Ok(self.normed.get_or_init(|| n))
+    }
 }
 
 /// SwiGLU feed-forward: `down(silu(gate(x)) * up(x))`.
@@ -198,23 +253,32 @@ impl Mlp {
         })
     }
 
-    /// `residual + down(silu(gate(x)) * up(x))` (the residual add folded into down_proj where it can be).
-    pub fn forward_residual(&self, x: &Array, residual: &Array) -> Result<Array> {
-        self.down.forward_residual(&self.hidden(x)?, residual)
+    /// `residual + down(silu(gate(x)) * up(x))` for `x = norm(input)` (the residual add
+    /// folded into down_proj where it can be).
+    pub fn forward_residual(&self, input: &PreNormed<'_>, residual: &Array) -> Result<Array> {
+        self.down.forward_residual(&self.hidden(input)?, residual)
     }
 
-    /// `silu(gate(x)) * up(x)`: one launch on CUDA for 4-bit weights, else three ops.
-    fn hidden(&self, x: &Array) -> Result<Array> {
+    /// `silu(gate(x)) * up(x)` for `x = norm(input)`: one launch on CUDA for 4-bit weights
+    /// (with the norm folded in where `MLXCEL_FUSED_NORM` allows), else the norm and three
+    /// ops.
+    fn hidden(&self, input: &PreNormed<'_>) -> Result<Array> {
         if let (Tensor::Quantized(g), Tensor::Quantized(u), None, None) = (
             &self.gate.weight,
             &self.up.weight,
             &self.gate.bias,
             &self.up.bias,
         ) {
-            if let Some(y) = quantized_gemv::try_gemv_silu_mul(x, g, u)? {
+            if let Some(y) =
+                quantized_gemv::try_gemv_silu_mul_rms(input.x, input.norm.folded(), g, u)?
+            {
+                return Ok(y);
+            }
+            if let Some(y) = quantized_gemv::try_gemv_silu_mul(input.normed()?, g, u)? {
                 return Ok(y);
             }
         }
+        let x = input.normed()?;
         let g = self.gate.forward(x)?.silu()?;
         Ok(g.multiply(&self.up.forward(x)?)?)
     }

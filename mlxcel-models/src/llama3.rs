@@ -11,7 +11,7 @@ use mlxcel_core::{Array, Dtype};
 
 use crate::config::{Llama3RopeScaling, ModelConfig, RopeScaling};
 use crate::error::{ModelError, Result};
-use crate::layers::{Embedding, Linear, Mlp, RmsNorm};
+use crate::layers::{Embedding, Linear, Mlp, PreNormed, RmsNorm};
 use crate::weights::Weights;
 
 /// Per-family switches of the shared attention block.
@@ -102,8 +102,13 @@ impl QkvProjections {
     /// transposes). The stacked output becomes heads with one reshape and one MLX `split`
     /// (a single node with three view outputs) instead of three slices and three reshapes:
     /// four MLX nodes fewer per layer on the host-bound decode step.
-    fn forward_heads(&self, x: &Array, n: [i32; 3], hd: i32) -> Result<(Array, Array, Array)> {
-        let (b, l) = (x.dim(0), x.dim(1));
+    fn forward_heads(
+        &self,
+        input: &PreNormed<'_>,
+        n: [i32; 3],
+        hd: i32,
+    ) -> Result<(Array, Array, Array)> {
+        let (b, l) = (input.x.dim(0), input.x.dim(1));
         let heads = |t: Array, h: i32| -> Result<Array> {
             Ok(if l == 1 {
                 t.reshape(&[b, h, 1, hd])?
@@ -112,13 +117,16 @@ impl QkvProjections {
             })
         };
         match self {
-            QkvProjections::Separate { q, k, v } => Ok((
-                heads(q.forward(x)?, n[0])?,
-                heads(k.forward(x)?, n[1])?,
-                heads(v.forward(x)?, n[2])?,
-            )),
+            QkvProjections::Separate { q, k, v } => {
+                let x = input.normed()?;
+                Ok((
+                    heads(q.forward(x)?, n[0])?,
+                    heads(k.forward(x)?, n[1])?,
+                    heads(v.forward(x)?, n[2])?,
+                ))
+            }
             QkvProjections::Stacked { qkv } => {
-                let y = heads(qkv.forward(x)?, n[0] + n[1] + n[2])?;
+                let y = heads(qkv.forward_prenormed(input)?, n[0] + n[1] + n[2])?;
                 let axis = if l == 1 { 1 } else { 2 };
                 let parts: [Array; 3] = y
                     .split_at(&[n[0], n[0] + n[1]], axis)?
@@ -188,16 +196,17 @@ impl Attention {
         })
     }
 
-    /// `residual + attention(x)` for `x [B, L, hidden]` (the residual add folded into
-    /// o_proj where the GEMV kernel takes it); appends this block's K/V to `cache`.
+    /// `residual + attention(x)` for `x = norm(input) [B, L, hidden]` (the residual add
+    /// folded into o_proj where the GEMV kernel takes it); appends this block's K/V to
+    /// `cache`.
     pub fn forward(
         &self,
-        x: &Array,
+        input: &PreNormed<'_>,
         rope: &RopeSpec,
         cache: &mut dyn KvCache,
         residual: &Array,
     ) -> Result<Array> {
-        let l = x.dim(1);
+        let l = input.x.dim(1);
         // Heads come as [B, n, 1, hd] for one position (decode): the memory order of
         // [B, 1, n, hd], so no transpose node on the host-bound decode step (ADR 0006);
         // otherwise [B, L, n, hd], transposed to [B, n, L, hd] here after the norm.
@@ -215,7 +224,7 @@ impl Attention {
         let (q, k, v) = {
             let _s = build_profile::span("qkv");
             let (q, k, v) = self.qkv.forward_heads(
-                x,
+                input,
                 [self.n_heads, self.n_kv_heads, self.n_kv_heads],
                 self.head_dim,
             )?;
@@ -270,17 +279,12 @@ impl DecoderLayer {
     }
 
     pub fn forward(&self, x: &Array, rope: &RopeSpec, cache: &mut dyn KvCache) -> Result<Array> {
-        let normed = {
-            let _s = build_profile::span("norms");
-            self.input_norm.forward(x)?
-        };
-        let h = self.attn.forward(&normed, rope, cache, x)?;
-        let normed = {
-            let _s = build_profile::span("norms");
-            self.post_norm.forward(&h)?
-        };
+        let h = self
+            .attn
+            .forward(&PreNormed::new(x, &self.input_norm), rope, cache, x)?;
         let _s = build_profile::span("mlp");
-        self.mlp.forward_residual(&normed, &h)
+        self.mlp
+            .forward_residual(&PreNormed::new(&h, &self.post_norm), &h)
     }
 }
 
@@ -354,10 +358,10 @@ impl Transformer {
             h = h.slice_axis(1, l - 1, l)?;
         }
         let _s = build_profile::span("embed + head");
-        let h = self.norm.forward(&h)?;
+        let input = PreNormed::new(&h, &self.norm);
         match &self.lm_head {
-            Some(head) => head.forward(&h),
-            None => self.embed.as_head(&h),
+            Some(head) => head.forward_prenormed(&input),
+            None => self.embed.as_head(input.normed()?),
         }
     }
 }

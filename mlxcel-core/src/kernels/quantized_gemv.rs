@@ -144,7 +144,7 @@ impl std::fmt::Display for Schedule {
 fn plain_source(shared: usize) -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_qgemv4",
-        &["x", "w", "scales", "biases", "r"],
+        &["x", "w", "scales", "biases", "r", "nw"],
         &["y"],
         include_str!("cuda/qgemv4.cu"),
     );
@@ -156,7 +156,7 @@ fn plain_source(shared: usize) -> KernelSource {
 fn silu_source(shared: usize) -> KernelSource {
     let mut s = KernelSource::new(
         "mlxcel_qgemv4_silu",
-        &["x", "wg", "sg", "bg", "wu", "su", "bu"],
+        &["x", "wg", "sg", "bg", "wu", "su", "bu", "nw"],
         &["y"],
         include_str!("cuda/qgemv4_silu.cu"),
     );
@@ -221,7 +221,7 @@ pub fn applies_silu(x: &Array, gate: &Quantized, up: &Quantized) -> bool {
 pub fn try_gemv(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Option<Array>> {
     match plan(x, q) {
         Some((n, k)) if r.is_none_or(|r| residual_fits(x, n, r)) => {
-            launch_plain(x, q, r, n, k, Schedule::current()?).map(Some)
+            launch_plain(x, q, r, None, n, k, Schedule::current()?).map(Some)
         }
         _ => Ok(None),
     }
@@ -231,9 +231,109 @@ pub fn try_gemv(x: &Array, q: &Quantized, r: Option<&Array>) -> Result<Option<Ar
 /// where the kernel does not apply.
 pub fn try_gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Option<Array>> {
     match plan_silu(x, gate, up) {
-        Some((n, k)) => launch_silu(x, gate, up, n, k, Schedule::current()?).map(Some),
+        Some((n, k)) => launch_silu(x, gate, up, None, n, k, Schedule::current()?).map(Some),
         None => Ok(None),
     }
+}
+
+/// An RMSNorm folded into a GEMV's x staging: `rms_norm(x, weight, eps)` with MLX's
+/// roundings (`stage_x_rms` in `cuda/qgemv4.cuh`).
+#[derive(Clone, Copy)]
+pub struct FoldedNorm<'a> {
+    /// The norm's weight, fp16 with K elements.
+    pub weight: &'a Array,
+    pub eps: f32,
+}
+
+/// The schedule for a GEMV with a folded norm when it applies: `MLXCEL_FUSED_NORM` on, the
+/// weight fp16 [K], and a schedule with one CTA per 16 rows (a capped grid stages x once
+/// per CTA for several blocks and has no NORM variant).
+fn norm_schedule(norm: &FoldedNorm<'_>, k: usize) -> Result<Option<Schedule>> {
+    if !flags::FUSED_NORM.enabled()
+        || norm.weight.dtype() != Dtype::F16
+        || norm.weight.size() != k
+        || !norm.eps.is_finite()
+    {
+        return Ok(None);
+    }
+    let sched = Schedule::current()?;
+    Ok((!sched.multi_block()).then_some(sched))
+}
+
+/// `rms_norm(x) @ W^T` for one row of x (the residual stream) in one launch where the kernel
+/// and [`FoldedNorm`] apply (see [`flags::FUSED_NORM`]); `None` where not (the caller
+/// normalizes and calls [`try_gemv`]).
+pub fn try_gemv_rms(x: &Array, norm: FoldedNorm<'_>, q: &Quantized) -> Result<Option<Array>> {
+    let Some((n, k)) = plan(x, q) else {
+        return Ok(None);
+    };
+    match norm_schedule(&norm, k)? {
+        Some(sched) => launch_plain(x, q, None, Some(norm), n, k, sched).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// [`try_gemv_silu_mul`] of `rms_norm(x)` in one launch, as [`try_gemv_rms`].
+pub fn try_gemv_silu_mul_rms(
+    x: &Array,
+    norm: FoldedNorm<'_>,
+    gate: &Quantized,
+    up: &Quantized,
+) -> Result<Option<Array>> {
+    let Some((n, k)) = plan_silu(x, gate, up) else {
+        return Ok(None);
+    };
+    match norm_schedule(&norm, k)? {
+        Some(sched) => launch_silu(x, gate, up, Some(norm), n, k, sched).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// `rms_norm(x) @ W^T` (`norm` given) or `x @ W^T` with an explicit schedule, whatever
+/// `MLXCEL_FUSED_NORM` says (tests and benchmarks). A capped-grid schedule with a norm is
+/// an error.
+pub fn gemv_rms_with(
+    x: &Array,
+    norm: FoldedNorm<'_>,
+    q: &Quantized,
+    sched: Schedule,
+) -> Result<Array> {
+    let (n, k) = checked(x, q, "gemv")?;
+    check_norm(&norm, k, sched)?;
+    launch_plain(x, q, None, Some(norm), n, k, sched)
+}
+
+/// [`gemv_silu_mul_with`] of `rms_norm(x)`, as [`gemv_rms_with`].
+pub fn gemv_silu_mul_rms_with(
+    x: &Array,
+    norm: FoldedNorm<'_>,
+    gate: &Quantized,
+    up: &Quantized,
+    sched: Schedule,
+) -> Result<Array> {
+    let (n, k) = checked_pair(x, gate, up)?;
+    check_norm(&norm, k, sched)?;
+    launch_silu(x, gate, up, Some(norm), n, k, sched)
+}
+
+fn check_norm(norm: &FoldedNorm<'_>, k: usize, sched: Schedule) -> Result<()> {
+    if norm.weight.dtype() != Dtype::F16 || norm.weight.size() != k {
+        return Err(Error::invalid(
+            "quantized gemv",
+            format!(
+                "norm weight {:?} {:?}, expected {k} f16 values",
+                norm.weight.shape(),
+                norm.weight.dtype()
+            ),
+        ));
+    }
+    if sched.multi_block() {
+        return Err(Error::invalid(
+            "quantized gemv",
+            format!("schedule {sched}: a folded norm needs one CTA per 16 rows"),
+        ));
+    }
+    Ok(())
 }
 
 fn out_shape(x: &Array, n: usize) -> Vec<i32> {
@@ -292,7 +392,7 @@ pub fn gemv_with(x: &Array, q: &Quantized, r: Option<&Array>, sched: Schedule) -
             ));
         }
     }
-    launch_plain(x, q, r, n, k, sched)
+    launch_plain(x, q, r, None, n, k, sched)
 }
 
 /// The plain kernel's launch for a checked call (N, K).
@@ -300,14 +400,22 @@ fn launch_plain(
     x: &Array,
     q: &Quantized,
     r: Option<&Array>,
+    norm: Option<FoldedNorm<'_>>,
     n: usize,
     k: usize,
     sched: Schedule,
 ) -> Result<Array> {
-    let inputs = [x, &q.w, &q.scales, &q.biases, r.unwrap_or(x)];
+    let inputs = [
+        x,
+        &q.w,
+        &q.scales,
+        &q.biases,
+        r.unwrap_or(x),
+        norm.map_or(x, |m| m.weight),
+    ];
     let (launch, shared) = launch(&inputs, x, n, k, q.group_size, 1, sched);
     let launch = launch.template("RESID", TemplateArg::Bool(r.is_some()));
-    run("qgemv4", shared, plain_source, &launch)
+    run("qgemv4", shared, plain_source, &with_norm(launch, norm))
 }
 
 /// The launch shared by both kernels over `mats` matrices of N x K (2 for gate/up): CTAs of
@@ -382,6 +490,12 @@ pub fn gemv_silu_mul_with(
     up: &Quantized,
     sched: Schedule,
 ) -> Result<Array> {
+    let (n, k) = checked_pair(x, gate, up)?;
+    launch_silu(x, gate, up, None, n, k, sched)
+}
+
+/// (N, K) of a gate/up pair the kernel takes, or the error saying why not.
+fn checked_pair(x: &Array, gate: &Quantized, up: &Quantized) -> Result<(usize, usize)> {
     let (n, k) = checked(x, gate, "gate")?;
     if checked(x, up, "up")? != (n, k) || up.group_size != gate.group_size {
         return Err(Error::invalid(
@@ -393,7 +507,7 @@ pub fn gemv_silu_mul_with(
             ),
         ));
     }
-    launch_silu(x, gate, up, n, k, sched)
+    Ok((n, k))
 }
 
 /// The gate/up kernel's launch for a checked call (N, K).
@@ -401,6 +515,7 @@ fn launch_silu(
     x: &Array,
     gate: &Quantized,
     up: &Quantized,
+    norm: Option<FoldedNorm<'_>>,
     n: usize,
     k: usize,
     sched: Schedule,
@@ -413,9 +528,20 @@ fn launch_silu(
         &up.w,
         &up.scales,
         &up.biases,
+        norm.map_or(x, |m| m.weight),
     ];
     let (launch, shared) = launch(&inputs, x, n, k, gate.group_size, 2, sched);
-    run("qgemv4_silu", shared, silu_source, &launch)
+    run("qgemv4_silu", shared, silu_source, &with_norm(launch, norm))
+}
+
+/// The folded norm's template arguments (`NORM`, and `EPS` as its f32 bits).
+fn with_norm<'a>(launch: Launch<'a>, norm: Option<FoldedNorm<'_>>) -> Launch<'a> {
+    launch
+        .template("NORM", TemplateArg::Bool(norm.is_some()))
+        .template(
+            "EPS",
+            TemplateArg::Int(norm.map_or(0, |m| m.eps.to_bits() as i32)),
+        )
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 // y [N] = x [K] W^T (+ r [N] when RESID: the residual add of o_proj / down_proj folded into
 // the epilogue) for 4-bit MLX-affine W (helpers and layout: qgemv4.cuh). One CTA of NW
 // warps per 16 rows. Inputs: x (fp16, K values), w uint32 [N, K/8], scales, biases fp16
-// [N, K/G], r fp16 [N] (read only when RESID). Output: y fp16 [N]. Template constants: G
-// (group size), NW (warps), S (ring stages; 0 = the batched schedule of U tiles in flight
-// per warp), U, RESID, SMEM, MB (ring only: the grid is capped and
+// [N, K/G], r fp16 [N] (read only when RESID), nw fp16 [K] (read only when NORM). Output: y
+// fp16 [N]. Template constants: G (group size), NW (warps), S (ring stages; 0 = the batched
+// schedule of U tiles in flight per warp), U, RESID, NORM and EPS (the folded RMSNorm),
+// SMEM, MB (ring only: the grid is capped and
 // each CTA owns several 16-row blocks, ring_blocks). Dynamic shared memory: the batched schedule K * 2 bytes (x in pair
 // order), the ring schedule as ring_rows16 says.
 constexpr int NT = NW * 32;
@@ -15,6 +16,12 @@ __shared__ float red[NW * 16];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = w_shape[1] * 8;
 const long long row0 = static_cast<long long>(blockIdx.x) * 16;
+// NORM: x is the residual stream and MLX's rms_norm(x, nw, eps) is applied while staging it
+// (stage_x_rms; EPS holds eps's f32 bits). Not with a capped grid (MB).
+static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
+const float eps = __int_as_float(EPS);
+__shared__ float nred[NORM ? NW : 1];
+const mlxcel_qmv::StageX<NORM, NT> stage{x, nw, eps, nred};
 if constexpr (S > 0 && MB) {
   // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
   __shared__ float red2[2 * NW * 16];
@@ -29,10 +36,11 @@ if constexpr (S > 0 && MB) {
   float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
   if constexpr (S > 0) {
     const mlxcel_qmv::QMat mats[1] = {{w, scales, biases}};
-    mlxcel_qmv::ring_rows16<G, NW, S, 1>(mats, x, smem, K, row0, tid, warp, lane, acc);
+    mlxcel_qmv::ring_rows16<G, NW, S, 1>(mats, stage, smem, K, row0, tid, warp, lane, acc);
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);
-    mlxcel_qmv::stage_x(x, xs, K, tid, NT);
+    if constexpr (NORM) mlxcel_qmv::stage_x_rms<NT>(x, nw, eps, xs, K, tid, nred);
+    else mlxcel_qmv::stage_x(x, xs, K, tid, NT);
     __syncthreads();
     mlxcel_qmv::rows16<G, NW, U>(w, scales, biases, xs, K, row0, warp, lane, acc[0]);
   }

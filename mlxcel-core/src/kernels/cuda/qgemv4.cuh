@@ -60,6 +60,83 @@ __device__ __forceinline__ void stage_x_vec(const __half* x, __half2* xs, int K,
   }
 }
 
+// x [K] (fp16) through MLX's rms_norm with weight nw [K] (fp16), into shared memory in pair
+// order as stage_x_vec: n = rsqrt(sum(x^2) / K + eps) in f32, then nw * fp16(x * n) in fp16,
+// the roundings of MLX's CUDA rms_norm (the sum's order differs, so n may differ in its last
+// bit). Why: a decode step's RMSNorms are MLX nodes and launches of their own, two per layer
+// plus the final one, ahead of GEMVs that read all of x anyway (NORM in qgemv4.cu /
+// qgemv4_silu.cu). Every CTA sums x^2 itself (8 KB from L2 at K = 4096; the second pass
+// reads it again from L1). `red` holds NT / 32 floats; the function ends after a barrier
+// that every thread reaches, and the caller's barrier after staging publishes xs.
+template <int NT>
+__device__ __forceinline__ void stage_x_rms(const __half* x, const __half* nw, float eps, __half2* xs, int K, int tid,
+                                            float* red) {
+  const bool vec = ((reinterpret_cast<unsigned long long>(x) | reinterpret_cast<unsigned long long>(nw)) & 15) == 0;
+  float ss = 0.0f;
+  if (vec) {
+    const uint4* x4 = reinterpret_cast<const uint4*>(x);
+#pragma unroll 2
+    for (int b = tid; b < K / 8; b += NT) {
+      const uint4 v = x4[b];
+      const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 f = __half22float2(h[e]);
+        ss = fmaf(f.x, f.x, ss);
+        ss = fmaf(f.y, f.y, ss);
+      }
+    }
+  } else {
+    for (int i = tid; i < K; i += NT) {
+      const float f = __half2float(x[i]);
+      ss = fmaf(f, f, ss);
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if ((tid & 31) == 0) red[tid >> 5] = ss;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < NT / 32; ++w) total += red[w];
+  const float n = rsqrtf(total / static_cast<float>(K) + eps);
+  auto norm1 = [n](__half xv, __half wv) { return __hmul(wv, __float2half(__half2float(xv) * n)); };
+  if (vec) {
+    const uint4* x4 = reinterpret_cast<const uint4*>(x);
+    const uint4* w4 = reinterpret_cast<const uint4*>(nw);
+    uint4* xs4 = reinterpret_cast<uint4*>(xs);
+#pragma unroll 2
+    for (int b = tid; b < K / 8; b += NT) {
+      uint4 v = x4[b];
+      const uint4 wv = w4[b];
+      __half* hx = reinterpret_cast<__half*>(&v);
+      const __half* hw = reinterpret_cast<const __half*>(&wv);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) hx[e] = norm1(hx[e], hw[e]);
+      xs4[b] = make_uint4(mlxcel_mma::prmt(v.x, v.z, 0x5410), mlxcel_mma::prmt(v.x, v.z, 0x7632),
+                          mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
+    }
+  } else {
+    for (int i = tid; i < K / 2; i += NT) {
+      const int b = i >> 2, j = i & 3;
+      xs[i] = __halves2half2(norm1(x[8 * b + j], nw[8 * b + j]), norm1(x[8 * b + j + 4], nw[8 * b + j + 4]));
+    }
+  }
+}
+
+// How a kernel stages x: as given (stage_x_vec), or through the folded RMSNorm
+// (stage_x_rms; NORM). ring_rows16 takes it so that the ring's first copies leave first.
+template <bool NORM, int NT>
+struct StageX {
+  const __half* x;
+  const __half* nw;  // NORM only
+  float eps;         // NORM only
+  float* red;        // NORM only: NT / 32 floats
+  __device__ __forceinline__ void operator()(__half2* xs, int K, int tid) const {
+    if constexpr (NORM) stage_x_rms<NT>(x, nw, eps, xs, K, tid, red);
+    else stage_x_vec(x, xs, K, tid, NT);
+  }
+};
+
 // Row stride (in half2) of the staged (scale, bias) table: >= K / G, and 4 mod 32 so that
 // the 8 rows a warp reads at once fall in 8 different banks.
 __device__ __forceinline__ int sb_stride(int kg) { return ((kg + 31) & ~31) + 4; }
@@ -190,8 +267,8 @@ struct QMat {
 // only the 2 x 16 bytes it copied itself, so its own cp.async.wait_group is the only
 // synchronisation the ring needs. Same tiles, same per-lane order of accumulation, same
 // arithmetic as rows16: bit-identical outputs.
-template <int G, int NW, int S, int MATS>
-__device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const __half* x, unsigned char* smem, int K,
+template <int G, int NW, int S, int MATS, typename Stage>
+__device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem, int K,
                                             long long row0, int tid, int warp, int lane, float (&acc)[MATS][4]) {
   constexpr int NT = NW * 32;
   constexpr int SS = S > 1 ? S : 2;  // S itself where the ring is used (S >= 2)
@@ -217,7 +294,7 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const __ha
   };
 #pragma unroll
   for (int j = 0; j < SS - 1; ++j) issue(j);
-  stage_x_vec(x, xs, K, tid, NT);
+  stage(xs, K, tid);
 #pragma unroll
   for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
   __syncthreads();

@@ -2,9 +2,9 @@
 // MLP's first half in one launch; helpers and layout: qgemv4.cuh). One CTA of NW warps per
 // 16 outputs: it computes those 16 rows of both projections, so the activation never
 // leaves the CTA and stays fp32 until the one rounding of y. Inputs: x (fp16, K values),
-// wg/wu uint32 [N, K/8], sg/su, bg/bu fp16 [N, K/G]. Output: y fp16 [N]. Template
-// constants and dynamic shared memory as qgemv4.cu (the ring schedule streams gate, then
-// up, through one ring and stages both scale tables).
+// wg/wu uint32 [N, K/8], sg/su, bg/bu fp16 [N, K/G], nw fp16 [K] (read only when NORM).
+// Output: y fp16 [N]. Template constants and dynamic shared memory as qgemv4.cu (the ring
+// schedule streams gate, then up, through one ring and stages both scale tables).
 constexpr int NT = NW * 32;
 // SMEM (the launch's dynamic shared memory) only names the kernel: see smem_arg in
 // quantized_gemv.rs.
@@ -15,6 +15,12 @@ __shared__ float gu[32];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = wg_shape[1] * 8;
 const long long row0 = static_cast<long long>(blockIdx.x) * 16;
+// NORM: x is the residual stream and MLX's rms_norm(x, nw, eps) is applied while staging it
+// (stage_x_rms; EPS holds eps's f32 bits). Not with a capped grid (MB).
+static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
+const float eps = __int_as_float(EPS);
+__shared__ float nred[NORM ? NW : 1];
+const mlxcel_qmv::StageX<NORM, NT> stage{x, nw, eps, nred};
 if constexpr (S > 0 && MB) {
   // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
   __shared__ float red2[2 * NW * 32];
@@ -28,10 +34,11 @@ if constexpr (S > 0 && MB) {
   float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
   if constexpr (S > 0) {
     const mlxcel_qmv::QMat mats[2] = {{wg, sg, bg}, {wu, su, bu}};
-    mlxcel_qmv::ring_rows16<G, NW, S, 2>(mats, x, smem, K, row0, tid, warp, lane, acc);
+    mlxcel_qmv::ring_rows16<G, NW, S, 2>(mats, stage, smem, K, row0, tid, warp, lane, acc);
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);
-    mlxcel_qmv::stage_x(x, xs, K, tid, NT);
+    if constexpr (NORM) mlxcel_qmv::stage_x_rms<NT>(x, nw, eps, xs, K, tid, nred);
+    else mlxcel_qmv::stage_x(x, xs, K, tid, NT);
     __syncthreads();
     mlxcel_qmv::rows16<G, NW, U>(wg, sg, bg, xs, K, row0, warp, lane, acc[0]);
     mlxcel_qmv::rows16<G, NW, U>(wu, su, bu, xs, K, row0, warp, lane, acc[1]);
