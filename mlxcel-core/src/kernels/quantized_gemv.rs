@@ -289,9 +289,8 @@ pub fn try_gemv_silu_mul_rms(
     }
 }
 
-/// `rms_norm(x) @ W^T` (`norm` given) or `x @ W^T` with an explicit schedule, whatever
-/// `MLXCEL_FUSED_NORM` says (tests and benchmarks). A capped-grid schedule with a norm is
-/// an error.
+/// `rms_norm(x) @ W^T` through the folded norm with an explicit schedule, whatever
+/// `MLXCEL_FUSED_NORM` says (tests and benchmarks). A capped-grid schedule is an error.
 pub fn gemv_rms_with(
     x: &Array,
     norm: FoldedNorm<'_>,

@@ -213,11 +213,13 @@ __device__ __forceinline__ void rope_warp(float (&x)[QE], int lane, float pos, c
 
 // Unnormalized Walsh-Hadamard transform of 32 * QE values held by one warp, lane l owning
 // elements [l * QE, (l + 1) * QE): butterflies inside the lane, then across lanes by shuffles
-// (no shared memory, no block barrier). Callers scale by 1/sqrt(32 * QE).
-template <int QE>
+// (no shared memory, no block barrier), stage by stage in the order of wht_shared (the same
+// bits). With GROUP < 32 * QE, independent transforms of each GROUP consecutive elements
+// (GROUP a power of two). Callers scale by 1/sqrt(GROUP).
+template <int QE, int GROUP = 32 * QE>
 __device__ __forceinline__ void wht_warp(float (&x)[QE], int lane) {
 #pragma unroll
-  for (int h = 1; h < QE; h <<= 1) {
+  for (int h = 1; h < QE && h < GROUP; h <<= 1) {
 #pragma unroll
     for (int e = 0; e < QE; ++e) {
       if ((e & h) == 0) {
@@ -228,7 +230,7 @@ __device__ __forceinline__ void wht_warp(float (&x)[QE], int lane) {
     }
   }
 #pragma unroll
-  for (int lm = 1; lm < 32; lm <<= 1) {
+  for (int lm = 1; lm < 32 && lm * QE < GROUP; lm <<= 1) {
 #pragma unroll
     for (int e = 0; e < QE; ++e) {
       const float other = __shfl_xor_sync(0xffffffffu, x[e], lm);

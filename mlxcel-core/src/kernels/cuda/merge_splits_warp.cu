@@ -12,8 +12,8 @@
 //     block barrier) and keeps the weights of its own splits in shared memory (__syncwarp).
 //  3. Warp p sums splits p, p + P, ... in that order (as thread (p, d) of merge_splits.cu).
 //  4. One barrier; warp 0 adds the P parts in order, divides, and applies the inverse
-//     rotation with in-lane butterflies, then shuffles (the stages in the same order and
-//     with the same operations as wht_shared: bit-identical).
+//     rotation with wht_warp (in-lane butterflies, then shuffles: the stages in the same
+//     order and with the same operations as wht_shared, so bit-identical).
 // The denominator is summed in merge_splits.cu's order (step 2). Needs D = 32 * QE and
 // GROUP_V a power of two that QE divides or that divides QE (the caller checks:
 // merge_warp_fits).
@@ -109,25 +109,7 @@ for (int e = 0; e < QE; ++e) {
 if constexpr (ROT_V) {
 #pragma unroll
   for (int e = 0; e < QE; ++e) y[e] *= rot_v[GROUP_V + (lane * QE + e) % GROUP_V];
-#pragma unroll
-  for (int h = 1; h < QE && h < GROUP_V; h <<= 1) {
-#pragma unroll
-    for (int e = 0; e < QE; ++e) {
-      if ((e & h) == 0) {
-        const float a = y[e], b = y[e + h];
-        y[e] = a + b;
-        y[e + h] = a - b;
-      }
-    }
-  }
-#pragma unroll
-  for (int lm = 1; lm * QE < GROUP_V; lm <<= 1) {
-#pragma unroll
-    for (int e = 0; e < QE; ++e) {
-      const float other = __shfl_xor_sync(0xffffffffu, y[e], lm);
-      y[e] = (lane & lm) ? other - y[e] : y[e] + other;
-    }
-  }
+  mlxcel_fd::wht_warp<QE, GROUP_V>(y, lane);
 #pragma unroll
   for (int e = 0; e < QE; ++e) y[e] = y[e] * rot_v[(lane * QE + e) % GROUP_V] * rsqrtf(static_cast<float>(GROUP_V));
 }
