@@ -129,7 +129,9 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
             names,
             [
                 "embed + head",
-                "norms",
+                // The RMSNorms run inside the parts that need them (qkv, mlp, embed + head):
+                // an inner part, left out of the sum below.
+                "inside: norms",
                 "qkv",
                 "kv append",
                 "attention",
@@ -143,7 +145,11 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
         let ops = profiled.stats.decode_ops_per_step_steady.unwrap();
         assert!(ops >= 20.0, "{kv}: {ops} ops per step");
         assert!(parts.iter().all(|(_, t)| *t > 0.0), "{kv}: {parts:?}");
-        let sum: f64 = parts.iter().map(|(_, t)| t).sum();
+        let sum: f64 = parts
+            .iter()
+            .filter(|(p, _)| !mlxcel_core::build_profile::is_inner(p))
+            .map(|(_, t)| t)
+            .sum();
         assert!(
             sum <= profiled.stats.decode_host_seconds_per_step_steady,
             "{kv}: parts {sum} s > host per step"
