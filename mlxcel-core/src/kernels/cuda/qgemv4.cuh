@@ -65,8 +65,8 @@ __device__ __forceinline__ void stage_x_vec(const __half* x, __half2* xs, int K,
 // the roundings of MLX's CUDA rms_norm (the sum's order differs, so n may differ in its last
 // bit). Why: a decode step's RMSNorms are MLX nodes and launches of their own, two per layer
 // plus the final one, ahead of GEMVs that read all of x anyway (NORM in qgemv4.cu /
-// qgemv4_silu.cu). Every CTA sums x^2 itself (8 KB from L2 at K = 4096; the second pass
-// reads it again from L1). `red` holds NT / 32 floats; the function ends after a barrier
+// qgemv4_silu.cu). Every CTA sums x^2 itself (8 KB from L2 at K = 4096), then reads x
+// again to stage it (a cache hit). `red` holds NT / 32 floats; the function ends after a barrier
 // that every thread reaches, and the caller's barrier after staging publishes xs.
 template <int NT>
 __device__ __forceinline__ void stage_x_rms(const __half* x, const __half* nw, float eps, __half2* xs, int K, int tid,
