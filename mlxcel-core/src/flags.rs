@@ -341,6 +341,18 @@ pub const FOLD_MERGE: Flag = Flag {
     slot: 20,
 };
 
+/// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
+/// is compressed (`mlx::graph_limits`). Off by default: at 128K the lift measured +27% for
+/// turbo4 in one H200 call and -24% in the next (host time per step differs by up to 45%
+/// between runs of one configuration, the lift or not), so no effect is shown; ADR 0007.
+/// 1 lifts.
+pub const LIFT_GRAPH_BYTES: Flag = Flag {
+    name: "MLXCEL_LIFT_GRAPH_BYTES",
+    default: false,
+    doc: "compressed KV caches on CUDA: lift MLX's per-graph byte limit (MLX_MAX_MB_PER_BUFFER) (1 = lift; off by default: no effect shown through the run-to-run spread, ADR 0007)",
+    slot: 21,
+};
+
 /// The split merge on warps (`merge_splits_warp.cu`): each warp computes the split weights
 /// itself and the inverse rotation runs on shuffles, so one block barrier remains instead of
 /// ten; the same operations in the same order as `merge_splits.cu`, so bit-identical.
@@ -368,18 +380,6 @@ pub const FUSED_NORM: Flag = Flag {
     default: false,
     doc: "decode-step RMSNorms folded into the next 4-bit GEMV's x staging on CUDA (1 = fold; not yet run on a GPU)",
     slot: 23,
-};
-
-/// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
-/// is compressed (`mlx::graph_limits`). Off by default: at 128K the lift measured +27% for
-/// turbo4 in one H200 call and -24% in the next (host time per step differs by up to 45%
-/// between runs of one configuration, the lift or not), so no effect is shown; ADR 0007.
-/// 1 lifts.
-pub const LIFT_GRAPH_BYTES: Flag = Flag {
-    name: "MLXCEL_LIFT_GRAPH_BYTES",
-    default: false,
-    doc: "compressed KV caches on CUDA: lift MLX's per-graph byte limit (MLX_MAX_MB_PER_BUFFER) (1 = lift; off by default: no effect shown through the run-to-run spread, ADR 0007)",
-    slot: 21,
 };
 
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).

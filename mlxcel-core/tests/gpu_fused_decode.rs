@@ -14,7 +14,7 @@ use mlxcel_core::kernels::decode_attention::{
     fused_decode, kernel_name, merge_warp_fits, mma_luts, mma_num_splits, mma_supported, num_splits,
 };
 use mlxcel_core::kv::mode::new_side;
-use mlxcel_core::kv::side::KvSide;
+use mlxcel_core::kv::side::{KvSide, RawSide};
 use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
 use mlxcel_core::kv::{KvMode, SideFormat};
 use mlxcel_core::mlx::kernel::KernelBackend;
@@ -70,6 +70,22 @@ fn clear_flags(names: &[&str]) {
         std::env::remove_var(name);
     }
     flags::reload();
+}
+
+/// `fused_decode` as f32 values, after setting `switches` (see [`set_flags`]): the A/B
+/// runs of the bit-identity tests.
+fn fused_values(
+    switches: &[(&str, bool)],
+    q: &Array,
+    (k, v): (&RawSide<'_>, &RawSide<'_>),
+    len: usize,
+    splits: Option<usize>,
+) -> mlxcel_core::Result<Vec<f32>> {
+    set_flags(switches);
+    let scale = 1.0 / (q.dim(-1) as f32).sqrt();
+    fused_decode(q, k, v, len, scale, splits)
+        .and_then(|o| o.astype(Dtype::F32))
+        .and_then(|o| o.to_vec::<f32>())
 }
 
 /// How many elements of `got` differ from `want` in their bits.
@@ -282,15 +298,15 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
         "MLXCEL_MMA_LUT_ONE",
         "MLXCEL_MMA_LUT_IMM",
     ];
-    let set4 = |k: bool, v: bool, one: bool, imm: bool| {
-        set_flags(&[
+    let switches = |k: bool, v: bool, one: bool, imm: bool| {
+        [
             (NAMES[0], k),
             (NAMES[1], v),
             (NAMES[2], one),
             (NAMES[3], imm),
-        ]);
+        ]
     };
-    let set = |k: bool, v: bool| set4(k, v, false, false);
+    let set = |k: bool, v: bool| set_flags(&switches(k, v, false, false));
     // Which sides use the table: V only alongside turbo4 K (alone it measured slower).
     for (mode, both, v_only) in [
         ("turbo4", (true, true), (false, false)),
@@ -309,14 +325,11 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
         for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (12, 3, 64)] {
             for len in [1usize, 17, 1000, 4097] {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
-                let scale = 1.0 / (d as f32).sqrt();
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let splits = len.div_ceil(64).min(40);
                 let run = |lk: bool, lv: bool, one: bool, imm: bool| {
-                    set4(lk, lv, one, imm);
-                    fused_decode(&q, &kr, &vr, len, scale, Some(splits))
-                        .and_then(|o| o.astype(Dtype::F32))
-                        .and_then(|o| o.to_vec::<f32>())
+                    let on = switches(lk, lv, one, imm);
+                    fused_values(&on, &q, (&kr, &vr), len, Some(splits))
                 };
                 if !on_cuda {
                     set(true, true);
@@ -380,13 +393,9 @@ fn warp_merge_matches_block_merge_bit_for_bit() {
                     continue; // the CPU checks the error path only: small caches suffice
                 }
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
-                let scale = 1.0 / (d as f32).sqrt();
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let run = |warp: bool| {
-                    set_flags(&[("MLXCEL_MERGE_WARP", warp)]);
-                    fused_decode(&q, &kr, &vr, len, scale, splits)
-                        .and_then(|o| o.astype(Dtype::F32))
-                        .and_then(|o| o.to_vec::<f32>())
+                    fused_values(&[("MLXCEL_MERGE_WARP", warp)], &q, (&kr, &vr), len, splits)
                 };
                 if !on_cuda {
                     let err = run(true).unwrap_err().to_string();
@@ -426,14 +435,11 @@ fn primitive_cache_launches_match_mlx_built_ones() {
     for mode in ["turbo4", "int8", "turbo4-asym"] {
         let (d, len) = (128usize, 3000);
         let (k, v, q) = random_case(&mut r, mode, (32, 8, d), len);
-        let scale = 1.0 / (d as f32).sqrt();
         let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
         for (n, splits) in [(len, None), (len, Some(7)), (1500, None), (17, None)] {
             let run = |cache: bool| {
-                set_flags(&[("MLXCEL_KERNEL_PRIMITIVE_CACHE", cache)]);
-                fused_decode(&q, &kr, &vr, n, scale, splits)
-                    .and_then(|o| o.astype(Dtype::F32))
-                    .and_then(|o| o.to_vec::<f32>())
+                let switches = [("MLXCEL_KERNEL_PRIMITIVE_CACHE", cache)];
+                fused_values(&switches, &q, (&kr, &vr), n, splits)
             };
             if !on_cuda {
                 for _ in 0..2 {

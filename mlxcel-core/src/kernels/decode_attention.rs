@@ -117,24 +117,9 @@ fn source() -> KernelSource {
     s
 }
 
-fn merge_source() -> KernelSource {
-    let mut s = KernelSource::new(
-        "mlxcel_merge_splits",
-        &["o_part", "ml", "rot_v"],
-        &["out"],
-        MERGE,
-    );
-    s.header = HEADER.to_string();
-    s
-}
-
-fn merge_warp_source() -> KernelSource {
-    let mut s = KernelSource::new(
-        "mlxcel_merge_splits_warp",
-        &["o_part", "ml", "rot_v"],
-        &["out"],
-        MERGE_WARP,
-    );
+/// A split-merge kernel (`merge_splits.cu` or `merge_splits_warp.cu`): same inputs and output.
+fn merge_source(name: &str, body: &str) -> KernelSource {
+    let mut s = KernelSource::new(name, &["o_part", "ml", "rot_v"], &["out"], body);
     s.header = HEADER.to_string();
     s
 }
@@ -401,15 +386,14 @@ fn merge(
     let (b, hq) = (s[0] as usize, s[1] as usize);
     let group_v = group_of(v, d);
     let (merge, threads) = if flags::MERGE_WARP.enabled() && merge_warp_fits(d, group_v) {
-        let kernel = cached_by_name(
-            KernelBackend::Cuda,
-            "merge_splits_warp",
-            0,
-            merge_warp_source,
-        )?;
+        let kernel = cached_by_name(KernelBackend::Cuda, "merge_splits_warp", 0, || {
+            merge_source("mlxcel_merge_splits_warp", MERGE_WARP)
+        })?;
         (kernel, 32 * MERGE_WARP_WARPS)
     } else {
-        let kernel = cached_by_name(KernelBackend::Cuda, "merge_splits", 0, merge_source)?;
+        let kernel = cached_by_name(KernelBackend::Cuda, "merge_splits", 0, || {
+            merge_source("mlxcel_merge_splits", MERGE)
+        })?;
         (kernel, MERGE_THREADS_PER_DIM * d)
     };
     let launch = Launch::new(

@@ -245,32 +245,35 @@ pub struct FoldedNorm<'a> {
     pub eps: f32,
 }
 
-/// The schedule for a GEMV with a folded norm when it applies: `MLXCEL_FUSED_NORM` on, the
-/// weight fp16 [K], and a schedule with one CTA per 16 rows (a capped grid stages x once
-/// per CTA for several blocks and has no NORM variant).
-fn norm_schedule(norm: &FoldedNorm<'_>, k: usize) -> Result<Option<Schedule>> {
-    if !flags::FUSED_NORM.enabled()
-        || norm.weight.dtype() != Dtype::F16
-        || norm.weight.size() != k
-        || !norm.eps.is_finite()
-    {
+/// (N, K) and the schedule of a GEMV with a folded norm where it applies: `MLXCEL_FUSED_NORM`
+/// on (checked first: with the flag off, the default, a decode step's projections pay
+/// nothing here before their plain GEMV), the kernel's `plan` (N, K), the weight fp16 [K],
+/// and a schedule with one CTA per 16 rows (a capped grid stages x once per CTA for several
+/// blocks and has no NORM variant).
+fn norm_plan(
+    norm: &FoldedNorm<'_>,
+    plan: impl FnOnce() -> Option<(usize, usize)>,
+) -> Result<Option<(usize, usize, Schedule)>> {
+    if !flags::FUSED_NORM.enabled() {
+        return Ok(None);
+    }
+    let Some((n, k)) = plan() else {
+        return Ok(None);
+    };
+    if norm.weight.dtype() != Dtype::F16 || norm.weight.size() != k || !norm.eps.is_finite() {
         return Ok(None);
     }
     let sched = Schedule::current()?;
-    Ok((!sched.multi_block()).then_some(sched))
+    Ok((!sched.multi_block()).then_some((n, k, sched)))
 }
 
 /// `rms_norm(x) @ W^T` for one row of x (the residual stream) in one launch where the kernel
 /// and [`FoldedNorm`] apply (see [`flags::FUSED_NORM`]); `None` where not (the caller
 /// normalizes and calls [`try_gemv`]).
 pub fn try_gemv_rms(x: &Array, norm: FoldedNorm<'_>, q: &Quantized) -> Result<Option<Array>> {
-    let Some((n, k)) = plan(x, q) else {
-        return Ok(None);
-    };
-    match norm_schedule(&norm, k)? {
-        Some(sched) => launch_plain(x, q, None, Some(norm), n, k, sched).map(Some),
-        None => Ok(None),
-    }
+    norm_plan(&norm, || plan(x, q))?
+        .map(|(n, k, sched)| launch_plain(x, q, None, Some(norm), n, k, sched))
+        .transpose()
 }
 
 /// [`try_gemv_silu_mul`] of `rms_norm(x)` in one launch, as [`try_gemv_rms`].
@@ -280,13 +283,9 @@ pub fn try_gemv_silu_mul_rms(
     gate: &Quantized,
     up: &Quantized,
 ) -> Result<Option<Array>> {
-    let Some((n, k)) = plan_silu(x, gate, up) else {
-        return Ok(None);
-    };
-    match norm_schedule(&norm, k)? {
-        Some(sched) => launch_silu(x, gate, up, Some(norm), n, k, sched).map(Some),
-        None => Ok(None),
-    }
+    norm_plan(&norm, || plan_silu(x, gate, up))?
+        .map(|(n, k, sched)| launch_silu(x, gate, up, Some(norm), n, k, sched))
+        .transpose()
 }
 
 /// `rms_norm(x) @ W^T` through the folded norm with an explicit schedule, whatever
