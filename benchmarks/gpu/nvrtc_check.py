@@ -204,8 +204,16 @@ def main():
                       f"constexpr int EPS = 0x3727c5ac; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
-                   "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y) {\n" + consts + read("qgemv4.cu") + "\n}\n")
+                   "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y) {\n" + consts
+                   + read("qgemv4_store.cu") + read("qgemv4.cu") + "\n}\n")
             ok &= compile_one(f"qgemv4 {tag}", src)
+            # The stacked qkv projection's three outputs (MLXCEL_QKV_PARTS; never with RESID).
+            if g != 64:
+                src = (qmv_header + SHAPE + "__global__ void p(const __half* x, const uint32_t* w, const Shape w_shape, "
+                       "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y, __half* yk, "
+                       "__half* yv) {\n" + consts + "constexpr int NQ = 4096; constexpr int NK = 1024;\n"
+                       + read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + "\n}\n")
+                ok &= compile_one(f"qgemv4 qkv {tag}", src)
             src = (qmv_header + SHAPE + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
                    "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
                    + consts + read("qgemv4_silu.cu") + "\n}\n")

@@ -372,14 +372,29 @@ pub const MERGE_WARP: Flag = Flag {
 /// `rms_norm(x, w, eps)` instead of x (`stage_x_rms` in `cuda/qgemv4.cuh`), with MLX's
 /// roundings. Why: two MLX nodes and launches per layer plus the final norm (65 per step of
 /// the 8B model, ~270 us of rms_norm kernels at 128K in session 11's ncu), on a decode
-/// loop whose host spends ~7 us inside MLX's `async_eval` per node at 32K (session 12).
-/// Written in session 12 after its last device call: NVRTC-checked, CPU-tested for the
-/// dispatch, not yet run on a GPU, so off by default. 1 folds.
+/// loop whose host spends ~5-7 us inside MLX's `async_eval` per node at 32K (session 12).
+/// Session 13 (H200): outputs identical to MLX's norm + the kernel (relative RMS 0.0 in
+/// all 9 shape/schedule cases), greedy tokens identical, turbo4 at 32K 302 -> 315 tok/s
+/// (medians of 3, submit 1.97 -> 1.62 ms per step). (Session 5's first version, a second
+/// pass over x in every CTA of the batched schedule, cost +14 us per call and was
+/// reverted; ADR 0005.) 0 runs MLX's `rms_norm` first.
 pub const FUSED_NORM: Flag = Flag {
     name: "MLXCEL_FUSED_NORM",
-    default: false,
-    doc: "decode-step RMSNorms folded into the next 4-bit GEMV's x staging on CUDA (1 = fold; not yet run on a GPU)",
+    default: true,
+    doc: "decode-step RMSNorms folded into the next 4-bit GEMV's x staging on CUDA (0 = MLX's rms_norm, then the GEMV)",
     slot: 23,
+};
+
+/// The stacked qkv GEMV of a decode step writes q, k and v as three output arrays of their
+/// head shapes (`[B, H, 1, D]`) instead of one row that MLX then reshapes and splits. Why:
+/// the reshape and the three slices are four MLX nodes per layer (128 per step of the 8B
+/// model) that move no data but each pass through MLX's graph building and `async_eval`.
+/// Same kernel body and roundings: bit-identical. 0 = one output, then reshape and split.
+pub const QKV_PARTS: Flag = Flag {
+    name: "MLXCEL_QKV_PARTS",
+    default: true,
+    doc: "the stacked qkv GEMV on CUDA writes q, k and v as three outputs (0 = one output, then MLX's reshape and split)",
+    slot: 24,
 };
 
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
@@ -445,6 +460,7 @@ pub const ALL: &[Flag] = &[
     LIFT_GRAPH_BYTES,
     MERGE_WARP,
     FUSED_NORM,
+    QKV_PARTS,
 ];
 
 #[cfg(test)]

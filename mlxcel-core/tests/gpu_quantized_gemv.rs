@@ -12,7 +12,8 @@ use common::{randn, rng};
 use mlxcel_core::flags;
 use mlxcel_core::kernels::quantized_gemv::{
     applies, applies_add, applies_silu, gemv, gemv_add, gemv_rms_with, gemv_silu_mul,
-    gemv_silu_mul_rms_with, gemv_silu_mul_with, gemv_with, try_gemv_rms, FoldedNorm, Schedule,
+    gemv_silu_mul_rms_with, gemv_silu_mul_with, gemv_with, parts_plan, try_gemv_parts,
+    try_gemv_rms, FoldedNorm, Schedule,
 };
 use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::kernel::KernelBackend;
@@ -294,6 +295,116 @@ fn folded_rms_norm_matches_norm_then_gemv_or_is_not_used() {
     }
     if on_cuda {
         eprintln!("folded norm: worst relative RMS {worst:.2e}");
+    }
+}
+
+/// `MLXCEL_QKV_PARTS`: the stacked qkv GEMV written as three arrays `[1, H, 1, D]` must be
+/// bit-identical to the one-output kernel's row reshaped and split (same body, only the
+/// store differs), with and without the folded norm, for every schedule (capped grids
+/// without the norm: they have no NORM variant, and `try_gemv_parts` says so with `None`).
+/// Shapes: Llama-3-8B's (32 + 8 + 8 heads of 128) and a head_dim-64 GQA-7 one (28 + 4 + 4
+/// heads of 64). On the CPU: never planned, whatever the flag says.
+#[test]
+fn qkv_parts_are_the_split_of_one_output_or_are_not_used() {
+    let mut r = rng("qkv_parts_are_the_split_of_one_output_or_are_not_used");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let eps = 1e-5f32;
+    let cases: &[([i32; 3], i32, i32)] = &[([32, 8, 8], 128, 64), ([28, 4, 4], 64, 32)];
+    let mut checked = 0;
+    for &(heads, d, g) in cases {
+        let n = (heads.iter().sum::<i32>() * d) as usize;
+        let k = 2048;
+        let (q, _) = weight(&mut r, n, k, g);
+        let xs: Vec<f32> = randn(&mut r, k).iter().map(|v| v * 8.0).collect();
+        let x = Array::from_slice(&xs, &[1, 1, k as i32])
+            .unwrap()
+            .astype(Dtype::F16)
+            .unwrap();
+        let ws: Vec<f32> = randn(&mut r, k).iter().map(|v| 1.0 + 0.3 * v).collect();
+        let w = Array::from_slice(&ws, &[k as i32])
+            .unwrap()
+            .astype(Dtype::F16)
+            .unwrap();
+        let norm = FoldedNorm { weight: &w, eps };
+        let shapes = heads.map(|h| [1, h, 1, d]);
+        let shape_refs = shapes.each_ref().map(|s| &s[..]);
+        std::env::set_var("MLXCEL_QKV_PARTS", "1");
+        std::env::set_var("MLXCEL_FUSED_NORM", "1");
+        flags::reload();
+        let plan = parts_plan(&x, &q, shape_refs);
+        let wrong_sizes = [[1, heads[0], 1, d], [1, 1, 1, d], [1, 1, 1, d]];
+        let wrong = parts_plan(&x, &q, wrong_sizes.each_ref().map(|s| &s[..])).is_none();
+        let normed = rms_norm(&x, Some(&w), eps).unwrap();
+        let mut results = Vec::new();
+        if let Some(plan) = &plan {
+            for s in schedules() {
+                std::env::set_var("MLXCEL_QMV_SCHEDULE", s.to_string());
+                flags::reload();
+                let folded = try_gemv_parts(&x, Some(norm), &q, plan).unwrap();
+                let plain = try_gemv_parts(&normed, None, &q, plan).unwrap();
+                let single = gemv_with(&normed, &q, None, s).unwrap();
+                let single_folded = (s.grid == 0).then(|| gemv_rms_with(&x, norm, &q, s).unwrap());
+                results.push((s, folded, plain, single, single_folded));
+            }
+        }
+        std::env::remove_var("MLXCEL_QMV_SCHEDULE");
+        std::env::remove_var("MLXCEL_QKV_PARTS");
+        std::env::remove_var("MLXCEL_FUSED_NORM");
+        flags::reload();
+        if !on_cuda {
+            assert!(plan.is_none(), "the parts must not apply on the CPU");
+            continue;
+        }
+        assert!(
+            plan.is_some(),
+            "{heads:?} x {d}: the parts must apply on CUDA"
+        );
+        assert!(
+            wrong,
+            "parts whose sizes do not add up to N must not be planned"
+        );
+        let split = |y: &Array| -> Vec<Vec<half::f16>> {
+            let all = y.to_vec::<half::f16>().unwrap();
+            let (a, b) = (
+                (heads[0] * d) as usize,
+                ((heads[0] + heads[1]) * d) as usize,
+            );
+            vec![all[..a].to_vec(), all[a..b].to_vec(), all[b..].to_vec()]
+        };
+        for (s, folded, plain, single, single_folded) in results {
+            let plain = plain.expect("parts without a norm always launch");
+            for (i, p) in plain.iter().enumerate() {
+                assert_eq!(p.shape(), shapes[i].to_vec(), "{s}: part {i}'s shape");
+            }
+            let bits = |ps: &[Array; 3]| -> Vec<Vec<half::f16>> {
+                ps.iter()
+                    .map(|p| p.to_vec::<half::f16>().unwrap())
+                    .collect()
+            };
+            assert!(
+                bits(&plain) == split(&single),
+                "{heads:?} x {d} {s}: parts differ from the split of one output"
+            );
+            match (folded, single_folded) {
+                (Some(f), Some(sf)) => {
+                    assert!(
+                        bits(&f) == split(&sf),
+                        "{heads:?} x {d} {s}: folded parts differ from the folded one output"
+                    );
+                    checked += 1;
+                }
+                (None, None) => {}
+                (f, sf) => panic!(
+                    "{s}: the folded parts ran: {}, the folded single output ran: {}",
+                    f.is_some(),
+                    sf.is_some()
+                ),
+            }
+            checked += 1;
+        }
+    }
+    if on_cuda {
+        eprintln!("qkv parts: {checked} launches bit-identical to the split of one output");
     }
 }
 

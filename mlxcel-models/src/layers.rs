@@ -116,6 +116,34 @@ impl Linear {
         self.forward(input.normed()?)
     }
 
+    /// [`Linear::forward_prenormed`] written as three arrays of `shapes` (a decode step's
+    /// stacked q, k and v as `[B, H, 1, D]`) by one launch, where the GEMV kernel takes it
+    /// (`MLXCEL_QKV_PARTS`); `None` where not (the caller reshapes and splits one output).
+    pub fn forward_prenormed_parts(
+        &self,
+        input: &PreNormed<'_>,
+        shapes: &[[i32; 4]; 3],
+    ) -> Result<Option<[Array; 3]>> {
+        let (Tensor::Quantized(q), None) = (&self.weight, &self.bias) else {
+            return Ok(None);
+        };
+        let Some(plan) = quantized_gemv::parts_plan(input.x, q, shapes.each_ref().map(|s| &s[..]))
+        else {
+            return Ok(None);
+        };
+        if let Some(p) =
+            quantized_gemv::try_gemv_parts(input.x, Some(input.norm.folded()), q, &plan)?
+        {
+            return Ok(Some(p));
+        }
+        Ok(quantized_gemv::try_gemv_parts(
+            input.normed()?,
+            None,
+            q,
+            &plan,
+        )?)
+    }
+
     pub fn forward(&self, x: &Array) -> Result<Array> {
         let y = match &self.weight {
             Tensor::Dense(w) => x.matmul(&w.t()?)?,

@@ -126,6 +126,12 @@ impl QkvProjections {
                 ))
             }
             QkvProjections::Stacked { qkv } => {
+                if l == 1 {
+                    let shapes = n.map(|h| [b, h, 1, hd]);
+                    if let Some([q, k, v]) = qkv.forward_prenormed_parts(input, &shapes)? {
+                        return Ok((q, k, v));
+                    }
+                }
                 let y = heads(qkv.forward_prenormed(input)?, n[0] + n[1] + n[2])?;
                 let axis = if l == 1 { 1 } else { 2 };
                 let parts: [Array; 3] = y

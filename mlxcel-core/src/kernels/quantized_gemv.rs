@@ -71,14 +71,15 @@ impl Schedule {
         }
     }
 
-    /// Parses `batched`, `ring`, `ring:WARPS:STAGES` (e.g. `ring:4:8`) or
-    /// `ring:WARPS:STAGES:GRID` (at most GRID CTAs, each owning several 16-row blocks).
+    /// Parses `batched`, `batched:WARPS`, `ring`, `ring:WARPS:STAGES` (e.g. `ring:4:8`) or
+    /// `ring:WARPS:STAGES:GRID` (at most GRID CTAs, each owning several 16-row blocks): every
+    /// form [`Schedule`]'s `Display` prints.
     pub fn parse(s: &str) -> Result<Schedule> {
         let bad = || {
             Error::invalid(
                 "gemv schedule",
                 format!(
-                    "{s:?}: expected batched, ring or ring:WARPS:STAGES[:GRID] (WARPS 1-16, STAGES 2-16, GRID 1-65535)"
+                    "{s:?}: expected batched[:WARPS], ring or ring:WARPS:STAGES[:GRID] (WARPS 1-16, STAGES 2-16, GRID 1-65535)"
                 ),
             )
         };
@@ -90,6 +91,10 @@ impl Schedule {
         };
         match s.split(':').collect::<Vec<_>>().as_slice() {
             ["batched"] => Ok(Schedule::BATCHED),
+            ["batched", w] => Ok(Schedule {
+                warps: num(w, 1..=16)?,
+                ..Schedule::BATCHED
+            }),
             ["ring"] => Ok(Schedule::RING),
             ["ring", w, st, grid @ ..] if grid.len() <= 1 => Ok(Schedule {
                 warps: num(w, 1..=16)?,
@@ -146,7 +151,27 @@ fn plain_source(shared: usize) -> KernelSource {
         "mlxcel_qgemv4",
         &["x", "w", "scales", "biases", "r", "nw"],
         &["y"],
-        include_str!("cuda/qgemv4.cu"),
+        &format!(
+            "{}{}",
+            include_str!("cuda/qgemv4_store.cu"),
+            include_str!("cuda/qgemv4.cu")
+        ),
+    );
+    s.header = format!("{MMA_HEADER}\n{HEADER}");
+    s.shared_memory = shared as i32;
+    s
+}
+
+fn qkv_source(shared: usize) -> KernelSource {
+    let mut s = KernelSource::new(
+        "mlxcel_qgemv4_qkv",
+        &["x", "w", "scales", "biases", "r", "nw"],
+        &["y", "yk", "yv"],
+        &format!(
+            "{}{}",
+            include_str!("cuda/qgemv4_store_qkv.cu"),
+            include_str!("cuda/qgemv4.cu")
+        ),
     );
     s.header = format!("{MMA_HEADER}\n{HEADER}");
     s.shared_memory = shared as i32;
@@ -403,6 +428,22 @@ fn launch_plain(
     k: usize,
     sched: Schedule,
 ) -> Result<Array> {
+    let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched);
+    run("qgemv4", shared, plain_source, &launch)?
+        .pop()
+        .ok_or_else(|| Error::invalid("quantized gemv", "no output"))
+}
+
+/// The plain kernel's [`Launch`] (one output, `x`'s shape with N last) and its shared memory.
+fn plain_launch<'a>(
+    x: &'a Array,
+    q: &'a Quantized,
+    r: Option<&'a Array>,
+    norm: Option<FoldedNorm<'a>>,
+    n: usize,
+    k: usize,
+    sched: Schedule,
+) -> (Launch<'a>, usize) {
     let inputs = [
         x,
         &q.w,
@@ -413,7 +454,82 @@ fn launch_plain(
     ];
     let (launch, shared) = launch(&inputs, x, n, k, q.group_size, 1, sched);
     let launch = launch.template("RESID", TemplateArg::Bool(r.is_some()));
-    run("qgemv4", shared, plain_source, &with_norm(launch, norm))
+    (with_norm(launch, norm), shared)
+}
+
+/// A GEMV whose N output rows go to three arrays ([`try_gemv_parts`]): the stacked qkv
+/// projection of a decode step, checked by [`parts_plan`].
+pub struct PartsPlan<'s> {
+    n: usize,
+    k: usize,
+    /// Each output's shape; their sizes add up to N.
+    shapes: [&'s [i32]; 3],
+}
+
+/// The [`PartsPlan`] of `x @ W^T` written as three arrays of `shapes` (row `i` of the
+/// product is element `i` of the parts in order, e.g. q, k, v as `[B, H, 1, D]`), where that
+/// applies: `MLXCEL_QKV_PARTS` on, the kernel's [`plan`], and sizes that add up to N. `None`
+/// where not (the caller splits the one output itself).
+pub fn parts_plan<'s>(x: &Array, q: &Quantized, shapes: [&'s [i32]; 3]) -> Option<PartsPlan<'s>> {
+    if !flags::QKV_PARTS.enabled() {
+        return None;
+    }
+    let (n, k) = plan(x, q)?;
+    let sizes = shapes.map(|s| s.iter().map(|&d| d as i64).product::<i64>());
+    (sizes.iter().all(|&s| s > 0) && sizes.iter().sum::<i64>() == n as i64).then_some(PartsPlan {
+        n,
+        k,
+        shapes,
+    })
+}
+
+/// `x @ W^T` (`rms_norm(x) @ W^T` with `norm`: the input is then the residual stream, as in
+/// [`try_gemv_rms`]) as the three arrays of `plan`, in one launch. With `norm`, `None` where
+/// the fold does not apply ([`flags::FUSED_NORM`] off, or a capped-grid schedule): the
+/// caller normalizes and calls again without it.
+pub fn try_gemv_parts(
+    x: &Array,
+    norm: Option<FoldedNorm<'_>>,
+    q: &Quantized,
+    plan: &PartsPlan<'_>,
+) -> Result<Option<[Array; 3]>> {
+    let sched = match norm {
+        Some(m) => match norm_plan(&m, || Some((plan.n, plan.k)))? {
+            Some((_, _, sched)) => sched,
+            None => return Ok(None),
+        },
+        None => Schedule::current()?,
+    };
+    if x.dtype() != Dtype::F16 || x.size() != plan.k {
+        return Err(Error::invalid(
+            "quantized gemv",
+            format!(
+                "parts: x {:?} {:?}, expected {} f16 values",
+                x.shape(),
+                x.dtype(),
+                plan.k
+            ),
+        ));
+    }
+    let (mut launch, shared) = plain_launch(x, q, None, norm, plan.n, plan.k, sched);
+    launch.outputs = plan
+        .shapes
+        .iter()
+        .map(|s| (s.to_vec(), Dtype::F16))
+        .collect();
+    let rows = plan.shapes.map(|s| s.iter().product::<i32>());
+    let launch = launch
+        .template("NQ", TemplateArg::Int(rows[0]))
+        .template("NK", TemplateArg::Int(rows[1]));
+    let parts: [Array; 3] = run("qgemv4_qkv", shared, qkv_source, &launch)?
+        .try_into()
+        .map_err(|v: Vec<Array>| {
+            Error::invalid(
+                "quantized gemv",
+                format!("parts: {} outputs, expected 3", v.len()),
+            )
+        })?;
+    Ok(Some(parts))
 }
 
 /// The launch shared by both kernels over `mats` matrices of N x K (2 for gate/up): CTAs of
@@ -457,23 +573,20 @@ fn smem_arg(shared: usize) -> TemplateArg {
 const MAX_SHARED: usize = 227 * 1024;
 
 /// Calls the kernel `name` built for `shared` bytes of dynamic shared memory (one build per
-/// size).
+/// size); returns its outputs.
 fn run(
     name: &'static str,
     shared: usize,
     source: fn(usize) -> KernelSource,
     launch: &Launch<'_>,
-) -> Result<Array> {
+) -> Result<Vec<Array>> {
     if shared > MAX_SHARED {
         return Err(Error::invalid(
             "quantized gemv",
             format!("{name}: {shared} bytes of shared memory per CTA (at most {MAX_SHARED}); use fewer warps or stages"),
         ));
     }
-    cached_by_name(KernelBackend::Cuda, name, shared as u64, || source(shared))?
-        .call(launch)?
-        .pop()
-        .ok_or_else(|| Error::invalid("quantized gemv", "no output"))
+    cached_by_name(KernelBackend::Cuda, name, shared as u64, || source(shared))?.call(launch)
 }
 
 /// `silu(x @ Wg^T) * (x @ Wu^T)` for one row of x -> `[..., N]` fp16, in one launch.
@@ -529,7 +642,9 @@ fn launch_silu(
         norm.map_or(x, |m| m.weight),
     ];
     let (launch, shared) = launch(&inputs, x, n, k, gate.group_size, 2, sched);
-    run("qgemv4_silu", shared, silu_source, &with_norm(launch, norm))
+    run("qgemv4_silu", shared, silu_source, &with_norm(launch, norm))?
+        .pop()
+        .ok_or_else(|| Error::invalid("quantized gemv", "no output"))
 }
 
 /// The folded norm's template arguments (`NORM`, and `EPS` as its f32 bits).
@@ -552,7 +667,17 @@ mod tests {
         assert_eq!(Schedule::parse("ring").unwrap(), Schedule::RING);
         let s = Schedule::parse("ring:4:8").unwrap();
         assert_eq!((s.warps, s.stages), (4, 8));
-        assert_eq!(Schedule::parse(&s.to_string()).unwrap(), s);
+        // Every schedule parses back from what it prints (tests pass schedules to
+        // MLXCEL_QMV_SCHEDULE that way).
+        for s in [
+            s,
+            Schedule::BATCHED,
+            Schedule::RING,
+            Schedule::parse("batched:4").unwrap(),
+            Schedule::parse("ring:8:4:264").unwrap(),
+        ] {
+            assert_eq!(Schedule::parse(&s.to_string()).unwrap(), s, "{s}");
+        }
         for bad in [
             "",
             "ring:0:4",
@@ -560,10 +685,12 @@ mod tests {
             "ring:8:1",
             "ring:8",
             "ring:a:4",
+            "batched:0",
+            "batched:8:2",
             "fast",
         ] {
             let e = Schedule::parse(bad).unwrap_err().to_string();
-            assert!(e.contains("expected batched, ring"), "{bad:?}: {e}");
+            assert!(e.contains("expected batched[:WARPS], ring"), "{bad:?}: {e}");
         }
     }
 

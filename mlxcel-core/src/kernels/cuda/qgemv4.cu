@@ -7,6 +7,9 @@
 // SMEM, MB (ring only: the grid is capped and
 // each CTA owns several 16-row blocks, ring_blocks). Dynamic shared memory: the batched schedule K * 2 bytes (x in pair
 // order), the ring schedule as ring_rows16 says.
+// Outputs are written through put(row, value), defined in front of this body by
+// qgemv4_store.cu (y[row]) or qgemv4_store_qkv.cu (the stacked qkv projection's three
+// outputs, MLXCEL_QKV_PARTS).
 constexpr int NT = NW * 32;
 // SMEM (the launch's dynamic shared memory) only names the kernel: see smem_arg in
 // quantized_gemv.rs.
@@ -30,7 +33,7 @@ if constexpr (S > 0 && MB) {
                                        [&](long long row, const float (&v)[1]) {
                                          float o = v[0];
                                          if constexpr (RESID) o += __half2float(r[row]);
-                                         y[row] = __float2half_rn(o);
+                                         put(row, __float2half_rn(o));
                                        });
 } else {
   float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
@@ -48,6 +51,6 @@ if constexpr (S > 0 && MB) {
   if (tid < 16) {
     float v = s;
     if constexpr (RESID) v += __half2float(r[row0 + tid]);
-    y[row0 + tid] = __float2half_rn(v);
+    put(row0 + tid, __float2half_rn(v));
   }
 }
