@@ -387,9 +387,12 @@ pub const FUSED_NORM: Flag = Flag {
 
 /// The stacked qkv GEMV of a decode step writes q, k and v as three output arrays of their
 /// head shapes (`[B, H, 1, D]`) instead of one row that MLX then reshapes and splits. Why:
-/// the reshape and the three slices are four MLX nodes per layer (128 per step of the 8B
-/// model) that move no data but each pass through MLX's graph building and `async_eval`.
-/// Same kernel body and roundings: bit-identical. 0 = one output, then reshape and split.
+/// the reshape and the split are two MLX nodes per layer (64 per step of the 8B model) that
+/// move no data but each pass through MLX's graph building and `async_eval`. Only the
+/// kernel's store differs (`cuda/qgemv4_store_qkv.cu`). Session 13 (H200): 16 launches
+/// bit-identical to the split of one output, greedy tokens identical; no end-to-end change
+/// showed through that machine's host spread (ADR 0011). 0 = one output, then MLX's reshape
+/// and split.
 pub const QKV_PARTS: Flag = Flag {
     name: "MLXCEL_QKV_PARTS",
     default: true,
