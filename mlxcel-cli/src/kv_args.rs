@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use mlxcel_core::flags;
-use mlxcel_core::kv::mode::DEFAULT_BOUNDARY_LAYERS;
+use mlxcel_core::kv::mode::{check_boundary_mode, DEFAULT_BOUNDARY_LAYERS, DEFAULT_BOUNDARY_MODE};
 use mlxcel_core::kv::KvMode;
 use mlxcel_models::KvConfig;
 
@@ -23,10 +23,31 @@ pub struct KvArgs {
     /// Value storage (fp16, int8, turbo2, turbo3, turbo4, turbo4-delegated).
     #[arg(long, value_name = "TYPE", requires = "cache_type_k")]
     pub cache_type_v: Option<String>,
-    /// First and last N layers keep an fp16 cache in turbo modes
-    /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
+    /// First and last N layers keep an fp16 cache in turbo modes (or int8, see
+    /// --kv-boundary-type) [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
     #[arg(long, value_name = "N")]
     pub kv_boundary_layers: Option<usize>,
+    /// Cache of the boundary layers in turbo modes: fp16, or int8 (half the bytes, and the
+    /// fused int8 kernel on CUDA; near-lossless) [env: MLXCEL_KV_BOUNDARY_TYPE]
+    /// [default: fp16]
+    #[arg(long, value_name = "TYPE")]
+    pub kv_boundary_type: Option<String>,
+}
+
+/// The boundary layers' mode: `arg`, else `MLXCEL_KV_BOUNDARY_TYPE`, else fp16; fp16 or
+/// int8 only, and an error says where a bad value came from.
+pub fn boundary_mode(arg: Option<&str>) -> Result<KvMode> {
+    let (given, from) = match arg {
+        Some(a) => (a.to_string(), "--kv-boundary-type"),
+        None => match std::env::var(flags::KV_BOUNDARY_TYPE) {
+            Ok(v) if !v.trim().is_empty() => (v, flags::KV_BOUNDARY_TYPE),
+            _ => return Ok(DEFAULT_BOUNDARY_MODE),
+        },
+    };
+    let mode = KvMode::parse(given.trim())
+        .and_then(|m| check_boundary_mode(m).map(|_| m))
+        .map_err(|e| anyhow::anyhow!("{from}: {e}"))?;
+    Ok(mode)
 }
 
 impl KvArgs {
@@ -45,6 +66,7 @@ impl KvArgs {
         Ok(KvConfig {
             mode,
             boundary_layers,
+            boundary_mode: boundary_mode(self.kv_boundary_type.as_deref())?,
         })
     }
 
@@ -73,5 +95,26 @@ impl KvArgs {
             .filter(|m| !m.trim().is_empty())
             .map(|m| one(m).config_for(head_dim))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::boundary_mode;
+    use mlxcel_core::kv::KvMode;
+
+    #[test]
+    fn boundary_layers_take_fp16_or_int8_and_errors_name_the_option() {
+        assert_eq!(
+            boundary_mode(Some("int8")).unwrap(),
+            KvMode::parse("int8").unwrap()
+        );
+        assert_eq!(boundary_mode(Some("fp16")).unwrap(), KvMode::FP16);
+        for bad in ["turbo4", "turbo4-asym", "q4"] {
+            let e = boundary_mode(Some(bad)).unwrap_err().to_string();
+            assert!(e.starts_with("--kv-boundary-type: "), "{bad}: {e}");
+        }
+        let e = boundary_mode(Some("turbo4")).unwrap_err().to_string();
+        assert!(e.contains("fp16 or int8"), "{e}");
     }
 }

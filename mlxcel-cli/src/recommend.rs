@@ -30,6 +30,10 @@ pub struct RecommendArgs {
     /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2].
     #[arg(long, value_name = "N")]
     pub kv_boundary_layers: Option<usize>,
+    /// Cache of the boundary layers: fp16 or int8 [env: MLXCEL_KV_BOUNDARY_TYPE]
+    /// [default: fp16].
+    #[arg(long, value_name = "TYPE")]
+    pub kv_boundary_type: Option<String>,
 }
 
 /// The memory to plan with and where the number came from.
@@ -81,6 +85,7 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         boundary_layers: args
             .kv_boundary_layers
             .unwrap_or_else(|| flags::kv_boundary_layers(DEFAULT_BOUNDARY_LAYERS)),
+        boundary_mode: crate::kv_args::boundary_mode(args.kv_boundary_type.as_deref())?,
     };
     let weights = facts.weight_bytes as f64;
     let advice = advise(&shape, weights, context, budget_bytes);

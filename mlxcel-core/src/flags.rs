@@ -412,6 +412,10 @@ pub fn kv_boundary_layers(default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The boundary layers' cache mode in turbo modes (`fp16` or `int8`; see
+/// `kv::mode::check_boundary_mode`). Read by the CLI when `--kv-boundary-type` is not given.
+pub const KV_BOUNDARY_TYPE: &str = "MLXCEL_KV_BOUNDARY_TYPE";
+
 /// Offset added to the turbo rotation seeds (numeric, default 0): lets experiments measure
 /// how much a result depends on the particular random rotation.
 pub const TURBO_SEED: &str = "MLXCEL_TURBO_SEED";

@@ -325,6 +325,7 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         num_layers: 6,
         head_dim: 64,
         boundary_layers: 2,
+        boundary_mode: KvMode::FP16,
     };
     let caches = make_caches(&spec).unwrap();
     let names: Vec<String> = caches.iter().map(|c| c.mode_name()).collect();
@@ -352,4 +353,31 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         .unwrap()
         .iter()
         .all(|c| c.mode_name() == "turbo4"));
+    // int8 boundary layers; anything coarser is refused by name.
+    let int8_ends = CacheSpec {
+        boundary_mode: KvMode::parse("int8").unwrap(),
+        ..spec
+    };
+    let names: Vec<String> = make_caches(&int8_ends)
+        .unwrap()
+        .iter()
+        .map(|c| c.mode_name())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["int8", "int8", "turbo4", "turbo4", "int8", "int8"]
+    );
+    for bad in ["turbo4", "turbo4-asym", "int8+turbo4"] {
+        let e = make_caches(&CacheSpec {
+            boundary_mode: KvMode::parse(bad).unwrap(),
+            ..spec
+        })
+        .err()
+        .expect("a turbo boundary mode must be refused")
+        .to_string();
+        assert!(
+            e.contains("boundary layers take fp16 or int8"),
+            "{bad}: {e}"
+        );
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use mlxcel_core::kv::mode::DEFAULT_BOUNDARY_LAYERS;
+use mlxcel_core::kv::mode::{DEFAULT_BOUNDARY_LAYERS, DEFAULT_BOUNDARY_MODE};
 use mlxcel_core::kv::{make_caches, CacheSpec, KvCache, KvMode};
 use mlxcel_core::Array;
 
@@ -35,20 +35,30 @@ impl Default for LoadOptions {
     }
 }
 
-/// The KV cache settings of a run (`--kv`, `--kv-boundary-layers`).
+/// The KV cache settings of a run (`--kv`, `--kv-boundary-layers`, `--kv-boundary-type`).
 #[derive(Debug, Clone, Copy)]
 pub struct KvConfig {
     pub mode: KvMode,
-    /// First and last layers kept fp16 in turbo modes.
+    /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
+    /// fp16 (the default) or int8.
+    pub boundary_mode: KvMode,
+}
+
+impl KvConfig {
+    /// `mode` with the default boundary layers (two fp16 layers at each end).
+    pub fn new(mode: KvMode) -> KvConfig {
+        KvConfig {
+            mode,
+            boundary_layers: DEFAULT_BOUNDARY_LAYERS,
+            boundary_mode: DEFAULT_BOUNDARY_MODE,
+        }
+    }
 }
 
 impl Default for KvConfig {
     fn default() -> Self {
-        KvConfig {
-            mode: KvMode::FP16,
-            boundary_layers: DEFAULT_BOUNDARY_LAYERS,
-        }
+        KvConfig::new(KvMode::FP16)
     }
 }
 
@@ -214,6 +224,7 @@ impl Model {
             num_layers: self.config().num_layers,
             head_dim: self.config().head_dim,
             boundary_layers: kv.boundary_layers,
+            boundary_mode: kv.boundary_mode,
         })?)
     }
 

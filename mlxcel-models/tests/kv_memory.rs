@@ -33,10 +33,7 @@ fn decode_peak_memory_shows_the_compression() {
             26 * kvh * (d * 2 + 32 + 2) + 4 * 2 * kvh * d * 2,
         ),
     ] {
-        let kv = KvConfig {
-            mode: KvMode::parse(mode).unwrap(),
-            boundary_layers: 2,
-        };
+        let kv = KvConfig::new(KvMode::parse(mode).unwrap());
         let mut caches = m.new_caches(&kv).unwrap();
         for chunk in prompt.chunks(512) {
             m.forward(chunk, &mut caches, true).unwrap().eval().unwrap();

@@ -38,10 +38,7 @@ fn model() -> Model {
 }
 
 fn kv(mode: &str) -> KvConfig {
-    KvConfig {
-        mode: KvMode::parse(mode).unwrap(),
-        boundary_layers: 2,
-    }
+    KvConfig::new(KvMode::parse(mode).unwrap())
 }
 
 #[test]

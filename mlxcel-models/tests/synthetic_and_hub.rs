@@ -104,8 +104,10 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
                 max_tokens: 10,
                 prefill_chunk: 8,
                 kv: mlxcel_models::model::KvConfig {
-                    mode: mlxcel_core::kv::KvMode::parse(kv).unwrap(),
                     boundary_layers: 0,
+                    ..mlxcel_models::model::KvConfig::new(
+                        mlxcel_core::kv::KvMode::parse(kv).unwrap(),
+                    )
                 },
                 pipelined: Some(pipelined),
                 build_profile: Some(build_profile),
@@ -218,8 +220,8 @@ fn random_kv_fill_gives_the_caches_a_prefill_would() {
     let prompt: Vec<u32> = (0..41).map(|i| (i * 13) % 256).collect();
     for mode in ["fp16", "int8", "turbo4", "turbo3-asym"] {
         let kv = KvConfig {
-            mode: KvMode::parse(mode).unwrap(),
             boundary_layers: 1,
+            ..KvConfig::new(KvMode::parse(mode).unwrap())
         };
         let run = |fill: PromptFill| {
             let params = GenerateParams {

@@ -20,8 +20,10 @@ pub struct CacheShape {
     pub num_layers: usize,
     pub num_kv_heads: usize,
     pub head_dim: usize,
-    /// First and last layers kept fp16 in turbo modes.
+    /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
+    /// fp16 or int8 (see `mode::check_boundary_mode`).
+    pub boundary_mode: KvMode,
 }
 
 /// Up to this context fp16 is the pick whenever it fits (no compressed mode was reliably
@@ -45,7 +47,7 @@ pub const QUALITY_ORDER: &[&str] = &[
 ];
 
 /// Bytes a cache of `mode` holds at `context` positions (K and V, every layer; turbo modes
-/// keep `boundary_layers` fp16 layers at each end, as `make_caches` does).
+/// keep `boundary_layers` layers of `boundary_mode` at each end, as `make_caches` does).
 pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
     let per_layer = |m: KvMode| {
         2.0 * (shape.num_kv_heads * shape.head_dim * context) as f64
@@ -57,7 +59,7 @@ pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
     } else {
         0
     };
-    boundary as f64 * per_layer(KvMode::FP16)
+    boundary as f64 * per_layer(shape.boundary_mode)
         + (shape.num_layers - boundary) as f64 * per_layer(mode)
 }
 
@@ -183,6 +185,7 @@ mod tests {
         num_kv_heads: 8,
         head_dim: 128,
         boundary_layers: 2,
+        boundary_mode: KvMode::FP16,
     };
 
     #[test]
@@ -200,6 +203,13 @@ mod tests {
         let want = 4.0 * 2.0 * 8.0 * 256.0 + 28.0 * 2.0 * 8.0 * (64.0 + 2.0);
         assert_eq!(kv_bytes(t4, &LLAMA8B, 1), want);
         assert_eq!(kv_bytes(t4, &LLAMA8B, 1000), 1000.0 * want);
+        // int8 boundary layers: 4 layers of 128 + 2 bytes per vector instead of 256.
+        let int8_ends = CacheShape {
+            boundary_mode: int8,
+            ..LLAMA8B
+        };
+        let want = 4.0 * 2.0 * 8.0 * (128.0 + 2.0) + 28.0 * 2.0 * 8.0 * (64.0 + 2.0);
+        assert_eq!(kv_bytes(t4, &int8_ends, 1), want);
     }
 
     #[test]
