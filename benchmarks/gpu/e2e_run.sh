@@ -85,3 +85,37 @@ ncu_attention() {
   grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Eligible Warps|Stall|Warp Cycles Per Issued" \
     "$R/$dir/details.txt" | sed -E 's/ +/ /g' | head -16
 }
+
+# `tokens_ab VAR KV TAG`: two short greedy runs at 1K (32 tokens) with VAR=0 (tag `TAG0`) and
+# VAR=1 (`TAG1`), then whether their tokens match (one line). For flags whose two paths
+# compute the same values (bit-identical kernels, folded ops with the same roundings).
+tokens_ab() {
+  local var=$1 kv=$2 tag=$3
+  TOKENS=32 timed 60 "${tag}0" "$kv" 1024 "$var=0"
+  TOKENS=32 timed 60 "${tag}1" "$kv" 1024 "$var=1"
+  python3 -c 'import json, sys
+a, b = (json.load(open(f))["tokens"] for f in sys.argv[1:3])
+d = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+print(sys.argv[3], sys.argv[4], "off/on tokens:", "match" if not d and len(a) == len(b) else f"first difference at {d[:1]}", len(a), len(b))' \
+    "$R/${tag}0-$kv-1024.json" "$R/${tag}1-$kv-1024.json" "$kv" "$var" 2>&1 | tail -1
+}
+
+# `flag_rounds VAR NEED CTX...`: three interleaved rounds per CTX of turbo4 and fp16 with VAR=1
+# (tags on<round>) and VAR=0 (off<round>), the order flipped each round; each run needs NEED
+# seconds of $BUDGET.
+flag_rounds() {
+  local var=$1 need=$2 ctx round kv; shift 2
+  for ctx in "$@"; do
+    for round in 1 2 3; do
+      for kv in turbo4 fp16; do
+        if ((round % 2)); then
+          timed "$need" "on$round" "$kv" "$ctx" "$var=1"
+          timed "$need" "off$round" "$kv" "$ctx" "$var=0"
+        else
+          timed "$need" "off$round" "$kv" "$ctx" "$var=0"
+          timed "$need" "on$round" "$kv" "$ctx" "$var=1"
+        fi
+      done
+    done
+  done
+}

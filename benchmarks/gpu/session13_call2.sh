@@ -19,28 +19,8 @@ timeout 120 .devcarry/bin/tests/gpu_quantized_gemv --test-threads=1 --nocapture 
 echo "parts test rc=$? $(grep -E 'test result|panicked|qkv parts' "$R/test-parts.txt" | tr '\n' ' ' | cut -c1-500)"
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1 MLXCEL_BUILD_PROFILE=1"
 export BUDGET=${BUDGET:-500}
-for kv in turbo4 fp16; do
-  TOKENS=32 timed 60 parts0 "$kv" 1024 MLXCEL_QKV_PARTS=0
-  TOKENS=32 timed 60 parts1 "$kv" 1024 MLXCEL_QKV_PARTS=1
-  python3 -c 'import json, sys
-a, b = (json.load(open(f))["tokens"] for f in sys.argv[1:3])
-d = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
-print(sys.argv[3], "parts off/on tokens:", "match" if not d and len(a) == len(b) else f"first difference at {d[:1]}", len(a), len(b))' \
-    "$R/parts0-$kv-1024.json" "$R/parts1-$kv-1024.json" "$kv" 2>&1 | tail -1
-done
+for kv in turbo4 fp16; do tokens_ab MLXCEL_QKV_PARTS "$kv" parts; done
 export FILL=random-kv
 RUN_TIMEOUT=80
-for ctx in ${CTX_BIG:-32768} ${CTX_SMALL:-4096}; do
-  for round in 1 2 3; do
-    for kv in turbo4 fp16; do
-      if ((round % 2)); then
-        timed 20 "on$round" "$kv" "$ctx" MLXCEL_QKV_PARTS=1
-        timed 20 "off$round" "$kv" "$ctx" MLXCEL_QKV_PARTS=0
-      else
-        timed 20 "off$round" "$kv" "$ctx" MLXCEL_QKV_PARTS=0
-        timed 20 "on$round" "$kv" "$ctx" MLXCEL_QKV_PARTS=1
-      fi
-    done
-  done
-done
+flag_rounds MLXCEL_QKV_PARTS 20 "${CTX_BIG:-32768}" "${CTX_SMALL:-4096}"
 echo "done at t=${SECONDS}s"

@@ -197,6 +197,21 @@ fn rms_reference(xv: &[f32], wv: &[f32], eps: f32) -> Vec<f32> {
         .collect()
 }
 
+/// A residual-stream-like x `[1, 1, k]` (x 8, so the fp16 products would round differently
+/// if a norm's scale were applied in the wrong place) and an RMSNorm weight `[k]` around 1,
+/// both fp16.
+fn residual_and_norm_weight(r: &mut rand::rngs::StdRng, k: usize) -> (Array, Array) {
+    let xs: Vec<f32> = randn(r, k).iter().map(|v| v * 8.0).collect();
+    let ws: Vec<f32> = randn(r, k).iter().map(|v| 1.0 + 0.3 * v).collect();
+    let f16 = |v: &[f32], shape: &[i32]| {
+        Array::from_slice(v, shape)
+            .unwrap()
+            .astype(Dtype::F16)
+            .unwrap()
+    };
+    (f16(&xs, &[1, 1, k as i32]), f16(&ws, &[k as i32]))
+}
+
 /// `MLXCEL_FUSED_NORM`'s kernels: `rms_norm(x) W^T` and the gate/up pair of `rms_norm(x)`
 /// with the norm in the kernels' x staging, against the float64 reference of the normalized
 /// product (within TOL) and against MLX's `rms_norm` followed by the plain kernel (within
@@ -216,17 +231,8 @@ fn folded_rms_norm_matches_norm_then_gemv_or_is_not_used() {
     for &(n, k, g) in shapes {
         let (q, dense) = weight(&mut r, n, k, g);
         let (qu, du) = weight(&mut r, n, k, g);
-        let xs: Vec<f32> = randn(&mut r, k).iter().map(|v| v * 8.0).collect();
-        let x = Array::from_slice(&xs, &[1, 1, k as i32])
-            .unwrap()
-            .astype(Dtype::F16)
-            .unwrap();
+        let (x, w) = residual_and_norm_weight(&mut r, k);
         let xv = x.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
-        let ws: Vec<f32> = randn(&mut r, k).iter().map(|v| 1.0 + 0.3 * v).collect();
-        let w = Array::from_slice(&ws, &[k as i32])
-            .unwrap()
-            .astype(Dtype::F16)
-            .unwrap();
         let wv = w.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
         let norm = FoldedNorm { weight: &w, eps };
         let xn = rms_reference(&xv, &wv, eps);
@@ -315,16 +321,7 @@ fn qkv_parts_are_the_split_of_one_output_or_are_not_used() {
         let n = (heads.iter().sum::<i32>() * d) as usize;
         let k = 2048;
         let (q, _) = weight(&mut r, n, k, g);
-        let xs: Vec<f32> = randn(&mut r, k).iter().map(|v| v * 8.0).collect();
-        let x = Array::from_slice(&xs, &[1, 1, k as i32])
-            .unwrap()
-            .astype(Dtype::F16)
-            .unwrap();
-        let ws: Vec<f32> = randn(&mut r, k).iter().map(|v| 1.0 + 0.3 * v).collect();
-        let w = Array::from_slice(&ws, &[k as i32])
-            .unwrap()
-            .astype(Dtype::F16)
-            .unwrap();
+        let (x, w) = residual_and_norm_weight(&mut r, k);
         let norm = FoldedNorm { weight: &w, eps };
         let shapes = heads.map(|h| [1, h, 1, d]);
         let shape_refs = shapes.each_ref().map(|s| &s[..]);

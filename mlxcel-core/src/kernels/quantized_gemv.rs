@@ -146,48 +146,55 @@ impl std::fmt::Display for Schedule {
     }
 }
 
-fn plain_source(shared: usize) -> KernelSource {
-    let mut s = KernelSource::new(
-        "mlxcel_qgemv4",
-        &["x", "w", "scales", "biases", "r", "nw"],
-        &["y"],
-        &format!(
-            "{}{}",
-            include_str!("cuda/qgemv4_store.cu"),
-            include_str!("cuda/qgemv4.cu")
-        ),
-    );
+/// A GEMV kernel's source: `body` after the shared headers, with the launch's dynamic
+/// shared memory.
+fn gemv_source(
+    name: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    body: &str,
+    shared: usize,
+) -> KernelSource {
+    let mut s = KernelSource::new(name, inputs, outputs, body);
     s.header = format!("{MMA_HEADER}\n{HEADER}");
     s.shared_memory = shared as i32;
     s
 }
 
-fn qkv_source(shared: usize) -> KernelSource {
-    let mut s = KernelSource::new(
-        "mlxcel_qgemv4_qkv",
-        &["x", "w", "scales", "biases", "r", "nw"],
-        &["y", "yk", "yv"],
-        &format!(
-            "{}{}",
-            include_str!("cuda/qgemv4_store_qkv.cu"),
-            include_str!("cuda/qgemv4.cu")
-        ),
+const PLAIN_INPUTS: &[&str] = &["x", "w", "scales", "biases", "r", "nw"];
+
+fn plain_source(shared: usize) -> KernelSource {
+    let body = concat!(
+        include_str!("cuda/qgemv4_store.cu"),
+        include_str!("cuda/qgemv4.cu")
     );
-    s.header = format!("{MMA_HEADER}\n{HEADER}");
-    s.shared_memory = shared as i32;
-    s
+    gemv_source("mlxcel_qgemv4", PLAIN_INPUTS, &["y"], body, shared)
+}
+
+/// The plain kernel with the stacked qkv projection's three outputs ([`try_gemv_parts`]).
+fn qkv_source(shared: usize) -> KernelSource {
+    let body = concat!(
+        include_str!("cuda/qgemv4_store_qkv.cu"),
+        include_str!("cuda/qgemv4.cu")
+    );
+    gemv_source(
+        "mlxcel_qgemv4_qkv",
+        PLAIN_INPUTS,
+        &["y", "yk", "yv"],
+        body,
+        shared,
+    )
 }
 
 fn silu_source(shared: usize) -> KernelSource {
-    let mut s = KernelSource::new(
+    let inputs = ["x", "wg", "sg", "bg", "wu", "su", "bu", "nw"];
+    gemv_source(
         "mlxcel_qgemv4_silu",
-        &["x", "wg", "sg", "bg", "wu", "su", "bu", "nw"],
+        &inputs,
         &["y"],
         include_str!("cuda/qgemv4_silu.cu"),
-    );
-    s.header = format!("{MMA_HEADER}\n{HEADER}");
-    s.shared_memory = shared as i32;
-    s
+        shared,
+    )
 }
 
 /// (N, K) of `q` if the kernels take it: 4-bit, a group size of 32, 64 or 128, fp16 scales
@@ -429,7 +436,12 @@ fn launch_plain(
     sched: Schedule,
 ) -> Result<Array> {
     let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched);
-    run("qgemv4", shared, plain_source, &launch)?
+    one(run("qgemv4", shared, plain_source, &launch)?)
+}
+
+/// The output of a one-output launch.
+fn one(mut outputs: Vec<Array>) -> Result<Array> {
+    outputs
         .pop()
         .ok_or_else(|| Error::invalid("quantized gemv", "no output"))
 }
@@ -642,9 +654,12 @@ fn launch_silu(
         norm.map_or(x, |m| m.weight),
     ];
     let (launch, shared) = launch(&inputs, x, n, k, gate.group_size, 2, sched);
-    run("qgemv4_silu", shared, silu_source, &with_norm(launch, norm))?
-        .pop()
-        .ok_or_else(|| Error::invalid("quantized gemv", "no output"))
+    one(run(
+        "qgemv4_silu",
+        shared,
+        silu_source,
+        &with_norm(launch, norm),
+    )?)
 }
 
 /// The folded norm's template arguments (`NORM`, and `EPS` as its f32 bits).
