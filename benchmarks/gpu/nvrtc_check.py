@@ -4,6 +4,7 @@ registers / spills / shared memory per variant. The kernels are wrapped in a sig
 the one MLX's cuda_kernel generates.
 
     python benchmarks/gpu/nvrtc_check.py
+    NVRTC_ONLY="qkv encode" python benchmarks/gpu/nvrtc_check.py   # only variants whose name has it
 """
 import glob
 import os
@@ -24,6 +25,8 @@ def row(fmt, d):
 
 
 def compile_one(name, src):
+    if os.environ.get("NVRTC_ONLY", "") not in name:
+        return True
     err, prog = nvrtc.nvrtcCreateProgram(src.encode(), name.encode(), 0, [], [])
     opts = [b"--gpu-architecture=sm_90", b"-std=c++17", b"--ptxas-options=-v", b"-default-device"]
     opts += [("-I" + os.path.abspath(p)).encode() for p in INC]
@@ -218,6 +221,22 @@ def main():
                    "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
                    + consts + read("qgemv4_silu.cu") + "\n}\n")
             ok &= compile_one(f"qgemv4 silu {tag}", src)
+    # The qkv GEMV with the turbo4 K+V append folded in (MLXCEL_QKV_ENCODE): Llama-3-8B's parts
+    # at D = 128, a GQA-7 head_dim-64 model's at D = 64.
+    qkv_enc = read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + read("qgemv4_qkv_encode.cu")
+    for d, nq, nk in ((128, 4096, 1024), (64, 1792, 256)):
+        for norm, rope, trad in (("false", "false", "false"), ("true", "true", "false"), ("true", "true", "true")):
+            consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = 4; constexpr int U = 4; constexpr bool MB = false; "
+                      f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
+                      f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; constexpr int TICKETS = 1024;\n")
+            src = (enc_header + "\n" + qmv_header + "\ntypedef unsigned char uint8_t;\n" + SHAPE
+                   + "__global__ void q(const __half* x, const uint32_t* w, const Shape w_shape, const __half* scales, const __half* biases, "
+                   "const __half* r, const __half* nw, const float* k_mids, const float* k_lut, const float* k_signs, const float* v_mids, "
+                   "const float* v_lut, const float* v_signs, const uint8_t* k_packed, const Shape k_packed_shape, const __half* k_norms, "
+                   "const uint8_t* v_packed, const __half* v_norms, const uint8_t* pos_marker, const Shape pos_marker_shape, "
+                   "const int* k_after, const int* v_after, const float* inv_freq, const uint32_t* tickets, const uint8_t* slot_marker, "
+                   "const Shape slot_marker_shape, __half* y, __half* yk, __half* yv, int* done) {\n" + consts + qkv_enc + "\n}\n")
+            ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad}", src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")

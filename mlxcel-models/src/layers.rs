@@ -5,8 +5,10 @@ use std::cell::OnceCell;
 
 use mlxcel_core::build_profile;
 use mlxcel_core::kernels::quantized_gemv::{self, FoldedNorm};
+use mlxcel_core::kernels::turbo_encode::PairTarget;
 use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::ops::{concatenate, Quantized};
+use mlxcel_core::rope::RopeSpec;
 use mlxcel_core::{Array, Dtype};
 
 use crate::error::Result;
@@ -142,6 +144,47 @@ impl Linear {
             q,
             &plan,
         )?)
+    }
+
+    /// [`Linear::forward_prenormed_parts`] with the decode step's cache append folded into
+    /// the launch (`MLXCEL_QKV_ENCODE`): parts 1 and 2 (k, v) are also written into
+    /// `target`'s cache buffers. Returns q and the write's token; `None` where the fold does
+    /// not apply (the caller projects and appends apart).
+    pub fn forward_prenormed_parts_encode(
+        &self,
+        input: &PreNormed<'_>,
+        shapes: &[[i32; 4]; 3],
+        target: &PairTarget,
+        rope: &RopeSpec,
+    ) -> Result<Option<(Array, Array)>> {
+        let (Tensor::Quantized(q), None) = (&self.weight, &self.bias) else {
+            return Ok(None);
+        };
+        let Some(plan) = quantized_gemv::parts_plan(input.x, q, shapes.each_ref().map(|s| &s[..]))
+        else {
+            return Ok(None);
+        };
+        let folded = input.norm.folded();
+        let rope = Some(rope);
+        let out = match quantized_gemv::try_gemv_parts_encode(
+            input.x,
+            Some(folded),
+            q,
+            &plan,
+            target,
+            rope,
+        )? {
+            Some(out) => Some(out),
+            None => quantized_gemv::try_gemv_parts_encode(
+                input.normed()?,
+                None,
+                q,
+                &plan,
+                target,
+                rope,
+            )?,
+        };
+        Ok(out.map(|([q, _, _], token)| (q, token)))
     }
 
     pub fn forward(&self, x: &Array) -> Result<Array> {

@@ -205,6 +205,38 @@ impl Attention {
     /// `residual + attention(x)` for `x = norm(input) [B, L, hidden]` (the residual add
     /// folded into o_proj where the GEMV kernel takes it); appends this block's K/V to
     /// `cache`.
+    /// A decode step's q, with k and v appended to `cache` by the same launch (the stacked
+    /// qkv GEMV writing the cache, `MLXCEL_QKV_ENCODE`): one token, a stacked projection, no
+    /// q/k norms, and a cache that offers the append ([`KvCache::fused_append_target`]).
+    /// `None`, with nothing appended, where that does not apply.
+    fn project_and_append(
+        &self,
+        input: &PreNormed<'_>,
+        rope: &RopeSpec,
+        cache: &mut dyn KvCache,
+    ) -> Result<Option<Array>> {
+        let QkvProjections::Stacked { qkv } = &self.qkv else {
+            return Ok(None);
+        };
+        if input.x.dim(1) != 1 || self.q_norm.is_some() || self.k_norm.is_some() {
+            return Ok(None);
+        }
+        let _s = build_profile::span("qkv");
+        let b = input.x.dim(0);
+        let kv_shape = [b, self.n_kv_heads, 1, self.head_dim];
+        let Some(target) = cache.fused_append_target(kv_shape, rope)? else {
+            return Ok(None);
+        };
+        let shapes = [[b, self.n_heads, 1, self.head_dim], kv_shape, kv_shape];
+        match qkv.forward_prenormed_parts_encode(input, &shapes, &target, rope)? {
+            Some((q, token)) => {
+                cache.commit_fused_append(token)?;
+                Ok(Some(q))
+            }
+            None => Ok(None),
+        }
+    }
+
     pub fn forward(
         &self,
         input: &PreNormed<'_>,
@@ -227,25 +259,30 @@ impl Attention {
                 t.transpose(&[0, 2, 1, 3])?
             })
         };
-        let (q, k, v) = {
-            let _s = build_profile::span("qkv");
-            let (q, k, v) = self.qkv.forward_heads(
-                input,
-                [self.n_heads, self.n_kv_heads, self.n_kv_heads],
-                self.head_dim,
-            )?;
-            (
-                finish(q, &self.q_norm)?,
-                finish(k, &self.k_norm)?,
-                finish(v, &None)?,
-            )
+        let q = match self.project_and_append(input, rope, cache)? {
+            Some(q) => q,
+            None => {
+                let (q, k, v) = {
+                    let _s = build_profile::span("qkv");
+                    let (q, k, v) = self.qkv.forward_heads(
+                        input,
+                        [self.n_heads, self.n_kv_heads, self.n_kv_heads],
+                        self.head_dim,
+                    )?;
+                    (
+                        finish(q, &self.q_norm)?,
+                        finish(k, &self.k_norm)?,
+                        finish(v, &None)?,
+                    )
+                };
+                // RoPE goes with the cache calls: fused kernels apply it themselves, other
+                // paths run MLX's rope first (same positions: the new block starts at the
+                // cache length).
+                let _s = build_profile::span("kv append");
+                cache.append_rope(&k, &v, rope)?;
+                q
+            }
         };
-        // RoPE goes with the cache calls: fused kernels apply it themselves, other paths
-        // run MLX's rope first (same positions: the new block starts at the cache length).
-        {
-            let _s = build_profile::span("kv append");
-            cache.append_rope(&k, &v, rope)?;
-        }
         // [B, L, Hq * D]: fused decode paths declare this shape, no reshape node.
         let o = {
             let _s = build_profile::span("attention");

@@ -194,6 +194,8 @@ enum Placeholder {
     Marker,
     /// The arrival counters of the folded split merge (see [`fold_inputs`]).
     Tickets,
+    /// The arrival counters of the qkv GEMV's folded cache append ([`qkv_encode_tickets`]).
+    QkvTickets,
     /// The tickets input of a launch that does not fold: the kernel source still names the
     /// buffer as `unsigned int*` outside the `FOLD` branch, so the stub keeps that type.
     TicketsStub,
@@ -311,7 +313,21 @@ thread_local! {
 /// The folded merge's inputs: the zero-initialised tickets (reset by each call's last CTA)
 /// and this call's slot as the shape of a marker view (`[slot + 1]`, nothing uploaded).
 fn fold_inputs() -> Result<(Array, Array)> {
-    let tickets = dummy(Placeholder::Tickets, || {
+    tickets_and_slot(Placeholder::Tickets)
+}
+
+/// The tickets and slot of a qkv GEMV with the cache append folded in
+/// (`cuda/qgemv4_qkv_encode.cu`; its own counters, `FOLD_MAX_BH` per slot, at most that many
+/// K and V heads), as [`fold_inputs`].
+pub(crate) fn qkv_encode_tickets() -> Result<(Array, Array)> {
+    tickets_and_slot(Placeholder::QkvTickets)
+}
+
+/// Most K plus V heads a folded qkv append takes (its tickets per slot).
+pub(crate) const QKV_ENCODE_MAX_HEADS: usize = FOLD_MAX_BH;
+
+fn tickets_and_slot(key: Placeholder) -> Result<(Array, Array)> {
+    let tickets = dummy(key, || {
         Array::zeros(&[(FOLD_SLOTS * FOLD_MAX_BH) as i32], Dtype::U32)
     })?;
     let slot = FOLD_CALLS.with(|c| {

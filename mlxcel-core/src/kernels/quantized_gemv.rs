@@ -186,6 +186,44 @@ fn qkv_source(shared: usize) -> KernelSource {
     )
 }
 
+/// The qkv kernel with a turbo4 K+V cache append folded into its tail
+/// ([`try_gemv_parts_encode`], `cuda/qgemv4_qkv_encode.cu`).
+fn qkv_encode_source(shared: usize) -> KernelSource {
+    let body = concat!(
+        include_str!("cuda/qgemv4_store_qkv.cu"),
+        include_str!("cuda/qgemv4.cu"),
+        include_str!("cuda/qgemv4_qkv_encode.cu")
+    );
+    let inputs = [
+        "x",
+        "w",
+        "scales",
+        "biases",
+        "r",
+        "nw",
+        "k_mids",
+        "k_lut",
+        "k_signs",
+        "v_mids",
+        "v_lut",
+        "v_signs",
+        "k_packed",
+        "k_norms",
+        "v_packed",
+        "v_norms",
+        "pos_marker",
+        "k_after",
+        "v_after",
+        "inv_freq",
+        "tickets",
+        "slot_marker",
+    ];
+    let outputs = ["y", "yk", "yv", "done"];
+    let mut s = gemv_source("mlxcel_qgemv4_qkv_enc", &inputs, &outputs, body, shared);
+    s.header = format!("{}\n{}", crate::kernels::turbo_encode::helpers(), s.header);
+    s
+}
+
 fn silu_source(shared: usize) -> KernelSource {
     let inputs = ["x", "wg", "sg", "bg", "wu", "su", "bu", "nw"];
     gemv_source(
@@ -437,6 +475,102 @@ fn launch_plain(
 ) -> Result<Array> {
     let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched);
     one(run("qgemv4", shared, plain_source, &launch)?)
+}
+
+/// [`try_gemv_parts`] with the decode step's turbo4 K+V cache append folded into the same
+/// launch (`MLXCEL_QKV_ENCODE`; `cuda/qgemv4_qkv_encode.cu`): k and v (parts 1 and 2, each
+/// `[1, heads, 1, head_dim]` of `target`) are also encoded into `target`'s cache buffers at
+/// its position, the keys rotated by `rope` first. Returns the three parts and the write's
+/// token (`[4]` int32, for the cache's [`crate::kv::pending::PendingWrite`]). `None` where
+/// it does not apply (the flag off, parts that are not the target's heads, a capped-grid
+/// schedule, a RoPE the encoder's warp layout cannot take, or with `norm` where the fold
+/// does not apply): the caller then runs the projection and the append apart, and the
+/// target's position stays unwritten.
+pub fn try_gemv_parts_encode(
+    x: &Array,
+    norm: Option<FoldedNorm<'_>>,
+    q: &Quantized,
+    plan: &PartsPlan<'_>,
+    target: &crate::kernels::turbo_encode::PairTarget,
+    rope: Option<&crate::rope::RopeSpec>,
+) -> Result<Option<([Array; 3], Array)>> {
+    use crate::kernels::decode_attention::{
+        length_marker, qkv_encode_tickets, unused_f32, wait_for, QKV_ENCODE_MAX_HEADS,
+    };
+    let kv_shape = [1, target.heads, 1, target.head_dim as i32];
+    let applies = flags::QKV_ENCODE.enabled()
+        && plan.shapes[1] == kv_shape
+        && plan.shapes[2] == kv_shape
+        && plan.shapes[0].first() == Some(&1)
+        && 2 * target.heads as usize <= QKV_ENCODE_MAX_HEADS
+        && rope.is_none_or(|r| r.fits_warp_layout(target.head_dim));
+    if !applies {
+        return Ok(None);
+    }
+    let sched = match norm {
+        Some(m) => match norm_plan(&m, || Some((plan.n, plan.k)))? {
+            Some((_, _, sched)) => sched,
+            None => return Ok(None),
+        },
+        None => Schedule::current()?,
+    };
+    if sched.multi_block() {
+        return Ok(None);
+    }
+    if x.dtype() != Dtype::F16 || x.size() != plan.k {
+        return Err(Error::invalid(
+            "quantized gemv",
+            format!(
+                "parts + encode: x {:?} {:?}, expected {} f16 values",
+                x.shape(),
+                x.dtype(),
+                plan.k
+            ),
+        ));
+    }
+    let (k, v) = (&target.k, &target.v);
+    let marker = length_marker(target.pos + 1)?;
+    let afters = [wait_for(k.after.as_ref())?, wait_for(v.after.as_ref())?];
+    let unused;
+    let inv_freq = match rope {
+        Some(r) => r.inv_freq(),
+        None => {
+            unused = unused_f32()?;
+            &unused
+        }
+    };
+    let (tickets, slot) = qkv_encode_tickets()?;
+    let (mut launch, shared) = plain_launch(x, q, None, norm, plan.n, plan.k, sched);
+    launch.inputs.extend([
+        &k.mids, &k.lut, &k.signs, &v.mids, &v.lut, &v.signs, &k.packed, &k.norms, &v.packed,
+        &v.norms, &marker, &afters[0], &afters[1], inv_freq, &tickets, &slot,
+    ]);
+    launch.outputs = plan
+        .shapes
+        .iter()
+        .map(|s| (s.to_vec(), Dtype::F16))
+        .collect();
+    launch.outputs.push((vec![4], Dtype::I32));
+    let rows = plan.shapes.map(|s| s.iter().product::<i32>());
+    let launch = launch
+        .template("NQ", TemplateArg::Int(rows[0]))
+        .template("NK", TemplateArg::Int(rows[1]))
+        .template("D", TemplateArg::Int(target.head_dim as i32))
+        .template("ROPE", TemplateArg::Bool(rope.is_some()))
+        .template(
+            "TRAD",
+            TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
+        )
+        .template("TICKETS", TemplateArg::Int(QKV_ENCODE_MAX_HEADS as i32));
+    let mut out = run("qgemv4_qkv_enc", shared, qkv_encode_source, &launch)?;
+    let token = out
+        .pop()
+        .filter(|_| out.len() == 3)
+        .ok_or_else(|| Error::invalid("quantized gemv", "parts + encode: expected 4 outputs"))?;
+    let parts: [Array; 3] = out
+        .try_into()
+        .map_err(|_| Error::invalid("quantized gemv", "parts + encode: expected 4 outputs"))?;
+    Ok(Some((parts, token)))
 }
 
 /// The output of a one-output launch.

@@ -15,7 +15,7 @@ use crate::{Error, Result};
 const BODY: &str = include_str!("cuda/turbo_encode.cu");
 
 /// The warp-level helpers (Walsh-Hadamard, RoPE) and the one-vector encoder.
-fn helpers() -> String {
+pub(crate) fn helpers() -> String {
     format!(
         "{}\n{}\n{}",
         include_str!("cuda/decode_attention.cuh"),
@@ -174,6 +174,55 @@ fn source_kv() -> KernelSource {
     );
     spec.header = helpers();
     spec
+}
+
+/// A decode step's symmetric turbo4 K+V append that another launch performs (the qkv GEMV
+/// with `MLXCEL_QKV_ENCODE`, `quantized_gemv::try_gemv_parts_encode`): both sides'
+/// reserved cache buffers and codecs, the position and the sides' previous write tokens
+/// (`kv::pending`). The arrays are owned (reference-counted handles), so the cache is not
+/// borrowed while the model runs the projection.
+pub struct PairTarget {
+    pub k: SideTarget,
+    pub v: SideTarget,
+    /// The cache position the launch writes.
+    pub pos: usize,
+    /// KV heads and head_dim of the new position (`[1, heads, 1, head_dim]` per side).
+    pub heads: i32,
+    pub head_dim: usize,
+}
+
+/// One side of a [`PairTarget`]: the codec's arrays, the whole cache buffers
+/// (`packed [1, H, cap, D/2]` u8, `norms [1, H, cap, 1]` f16) and the previous write token.
+pub struct SideTarget {
+    pub mids: Array,
+    pub lut: Array,
+    pub signs: Array,
+    pub packed: Array,
+    pub norms: Array,
+    pub after: Option<Array>,
+}
+
+impl SideTarget {
+    /// The side of `codec` writing into `packed` / `norms` after `after`, if they fit one
+    /// position of `[1, heads, 1, head_dim]` at `pos` (else `None`).
+    pub fn new(
+        codec: &TurboCodec,
+        packed: Array,
+        norms: Array,
+        after: Option<Array>,
+        heads: i32,
+        pos: usize,
+    ) -> Option<SideTarget> {
+        let xs = [1, heads, 1, codec.head_dim as i32];
+        side_fits(codec, &xs, &packed, &norms, pos).then(|| SideTarget {
+            mids: codec.midpoints().clone(),
+            lut: codec.lut16().clone(),
+            signs: codec.rotation.signs_array().clone(),
+            packed,
+            norms,
+            after,
+        })
+    }
 }
 
 /// One side's cache buffers and codec for [`fused_encode_kv_into`].

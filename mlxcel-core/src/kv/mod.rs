@@ -59,6 +59,28 @@ pub trait KvCache {
         flatten_heads(&self.attend_rope(q, scale, rope)?)
     }
 
+    /// A decode step's append that the launch computing k and v performs itself (the qkv
+    /// GEMV with `MLXCEL_QKV_ENCODE`): the next position of `[B, H, 1, D]` keys (before
+    /// `rope`) and values is reserved and its buffers handed out. Nothing counts as appended
+    /// until [`KvCache::commit_fused_append`]; a target that is not used leaves the cache as
+    /// it was. `None` (the default) where the cache cannot take such an append.
+    fn fused_append_target(
+        &mut self,
+        _kv_shape: [i32; 4],
+        _rope: &RopeSpec,
+    ) -> Result<Option<crate::kernels::turbo_encode::PairTarget>> {
+        Ok(None)
+    }
+
+    /// Counts the position [`KvCache::fused_append_target`] handed out as written by the
+    /// launch whose token is `token` (later readers run after it).
+    fn commit_fused_append(&mut self, _token: Array) -> Result<()> {
+        Err(crate::Error::invalid(
+            "kv append",
+            format!("{} caches take no folded appends", self.mode_name()),
+        ))
+    }
+
     /// Number of cached positions.
     fn len(&self) -> usize;
 

@@ -133,12 +133,21 @@ pub fn pair_step_applies(
     lens: [usize; 2],
     rope: Option<&crate::rope::RopeSpec>,
 ) -> bool {
+    xv.shape() == xk.shape() && pair_shape_applies(&xk.shape(), lens, rope)
+}
+
+/// [`pair_step_applies`] for K and V of one shape `kv_shape`, given as a shape (an append
+/// whose k and v another launch computes).
+pub fn pair_shape_applies(
+    kv_shape: &[i32],
+    lens: [usize; 2],
+    rope: Option<&crate::rope::RopeSpec>,
+) -> bool {
     crate::flags::FUSED_KV_APPEND.enabled()
-        && xk.ndim() == 4
-        && xk.dim(2) == 1
-        && xv.shape() == xk.shape()
+        && kv_shape.len() == 4
+        && kv_shape[2] == 1
         && lens[0] == lens[1]
-        && rope.is_none_or(|r| r.fits_warp_layout(xk.dim(3) as usize))
+        && rope.is_none_or(|r| r.fits_warp_layout(kv_shape[3] as usize))
 }
 
 /// One side of [`append_pair_one`]: its last-write token and its buffers (`aux`: none for

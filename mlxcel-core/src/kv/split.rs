@@ -97,6 +97,31 @@ impl KvCache for SplitKvCache {
         self.attend_before_rope_as(q, scale, rope, true)
     }
 
+    fn fused_append_target(
+        &mut self,
+        kv_shape: [i32; 4],
+        rope: &RopeSpec,
+    ) -> Result<Option<crate::kernels::turbo_encode::PairTarget>> {
+        // The folded append rotates the keys itself, as the other in-kernel RoPE paths do.
+        if !crate::flags::FUSED_ROPE.enabled() {
+            return Ok(None);
+        }
+        match (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
+            (Some(kt), Some(vt)) => TurboSide::pair_target(kt, vt, kv_shape, rope),
+            _ => Ok(None),
+        }
+    }
+
+    fn commit_fused_append(&mut self, token: Array) -> Result<()> {
+        match (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
+            (Some(kt), Some(vt)) => TurboSide::commit_pair(kt, vt, token),
+            _ => Err(Error::invalid(
+                "kv append",
+                format!("{} caches take no folded appends", self.name),
+            )),
+        }
+    }
+
     fn append(&mut self, k: &Array, v: &Array) -> Result<()> {
         check_shapes(k, v)?;
         if self.append_pair(k, v, None)? {

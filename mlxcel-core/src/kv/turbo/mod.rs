@@ -123,6 +123,63 @@ impl TurboSide {
         Ok(true)
     }
 
+    /// The next position of a symmetric turbo4 cache (key side `k`, value side `v`) for an
+    /// append that the qkv GEMV performs (`MLXCEL_QKV_ENCODE`,
+    /// `kernels::quantized_gemv::try_gemv_parts_encode`): both sides reserve it and hand out
+    /// their buffers, codecs and last tokens; [`TurboSide::commit_pair`] counts it. `None`,
+    /// with nothing appended, where the in-place pair append would not apply to
+    /// `[1, H, 1, D]` keys and values (or the flag is off).
+    pub fn pair_target(
+        k: &mut TurboSide,
+        v: &mut TurboSide,
+        kv_shape: [i32; 4],
+        rope: &RopeSpec,
+    ) -> Result<Option<crate::kernels::turbo_encode::PairTarget>> {
+        use crate::kernels::turbo_encode::{applies_in_place, PairTarget, SideTarget};
+        use crate::kv::pending::pair_shape_applies;
+        let d = k.codec.head_dim;
+        if !(crate::flags::QKV_ENCODE.enabled()
+            && kv_shape[0] == 1
+            && kv_shape[3] as usize == d
+            && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
+            && applies_in_place(&k.codec)
+            && applies_in_place(&v.codec)
+            && v.codec.head_dim == d)
+        {
+            return Ok(None);
+        }
+        let bh = [kv_shape[0], kv_shape[1]];
+        let side = |s: &mut TurboSide| -> Result<(Option<SideTarget>, usize)> {
+            let widths = [(s.codec.head_dim / 2) as i32, 1];
+            let (packed, norms, pos) =
+                s.pending
+                    .reserve_one(&mut s.packed, &mut s.norms, bh, widths)?;
+            let after = s.pending.token().cloned();
+            let t = SideTarget::new(&s.codec, packed, norms, after, kv_shape[1], pos);
+            Ok((t, pos))
+        };
+        let (kt, pos) = side(k)?;
+        let (vt, v_pos) = side(v)?;
+        match (kt, vt) {
+            (Some(kt), Some(vt)) if pos == v_pos => Ok(Some(PairTarget {
+                k: kt,
+                v: vt,
+                pos,
+                heads: kv_shape[1],
+                head_dim: d,
+            })),
+            _ => Ok(None),
+        }
+    }
+
+    /// Counts the position [`TurboSide::pair_target`] reserved on both sides as written by
+    /// the launch whose token is `token`.
+    pub fn commit_pair(k: &mut TurboSide, v: &mut TurboSide, token: Array) -> Result<()> {
+        k.pending
+            .commit_one(&mut k.packed, &mut k.norms, token.clone())?;
+        v.pending.commit_one(&mut v.packed, &mut v.norms, token)
+    }
+
     /// Appends one decode-step position to a turbo4-asym cache, fp16 key side `k` and turbo4
     /// value side `v`, with one launch (`kernels::turbo_encode::fused_append_asym_into`);
     /// with `rope`, `xk` is the key before RoPE. Returns false, having appended nothing,

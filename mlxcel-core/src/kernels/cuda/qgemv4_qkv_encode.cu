@@ -1,0 +1,53 @@
+// The turbo4 K+V cache append of a decode step, folded into the stacked qkv GEMV
+// (MLXCEL_QKV_ENCODE; appended after qgemv4_store_qkv.cu + qgemv4.cu). Why: the separate
+// in-place append launch (turbo_encode_kv.cu) took 7.3 us per layer in situ (session 11's
+// ncu) for 16 warps of work, and one MLX node per layer; here the encode is the tail of the
+// CTAs that produce the last rows of each K and V head.
+// Each CTA whose 16 rows are K or V (row0 >= NQ; uniform per CTA, parts are multiples of
+// 16) takes a ticket after its stores; the last of a head's D / 16 CTAs copies the head from
+// yk / yv (the other CTAs' stores, read from L2) into shared memory and encodes it on warp 0
+// exactly as turbo_encode_kv.cu does (mlxcel_enc::turbo4_row: K rotated by RoPE at pos
+// first when ROPE), into the cache buffers at head * cap + pos (B = 1), in place.
+// Extra inputs: k_mids, k_lut, k_signs, v_mids, v_lut, v_signs (the codecs); k_packed,
+// k_norms, v_packed, v_norms (the cache buffers, written through the const pointers);
+// pos_marker (pos = pos_marker_shape[0] - 1); k_after, v_after (the sides' previous write
+// tokens: inputs only to order this launch after them); inv_freq; tickets (persistent
+// arrival counters, zero between calls) and slot_marker (this call's slot: slot_marker_shape[0]
+// - 1, rotated by mlxcel so calls that may run concurrently never share counters). Extra
+// output: done [4] int32, the token of both sides' write (kv/pending.rs).
+// Template constants: D (64 or 128), ROPE, TRAD, TICKETS (counters per slot), plus the qkv
+// parts' NQ, NK.
+static_assert(!MB, "the folded append needs one CTA per 16 rows");
+static_assert(NK % D == 0 && D % 16 == 0, "K and V parts are whole heads of 16-row blocks");
+static_assert(2 * (NK / D) <= TICKETS, "one ticket per K and V head");
+if (blockIdx.x == 0 && tid == 0) done[0] = 1;
+if (row0 >= NQ) {
+  const bool is_v = row0 >= NQ + NK;
+  const int head = static_cast<int>((row0 - (is_v ? NQ + NK : NQ)) / D);
+  __shared__ int enc_last;
+  __shared__ __align__(16) __half enc_x[D];
+  unsigned int* ticket = const_cast<unsigned int*>(tickets) + static_cast<long long>(slot_marker_shape[0] - 1) * TICKETS +
+                         (is_v ? NK / D : 0) + head;
+  __threadfence();  // this CTA's rows (stored by tid < 16) are visible device-wide before its ticket
+  __syncthreads();
+  if (tid == 0) {
+    enc_last = atomicAdd(ticket, 1u) + 1 == static_cast<unsigned int>(D / 16);
+    if (enc_last) atomicExch(ticket, 0u);  // every CTA of the head has arrived: ready for the next call
+  }
+  __syncthreads();
+  if (enc_last && warp == 0) {
+    __threadfence();
+    const unsigned short* src = reinterpret_cast<const unsigned short*>(is_v ? yv : yk) + static_cast<long long>(head) * D;
+    for (int i = lane; i < D; i += 32) enc_x[i] = __ushort_as_half(__ldcg(src + i));
+    __syncwarp();
+    const long long pos = pos_marker_shape[0] - 1;
+    const long long dst = static_cast<long long>(head) * k_packed_shape[2] + pos;
+    if (is_v) {
+      mlxcel_enc::turbo4_row<D, false, false>(enc_x, lane, v_mids, v_lut, v_signs, 0.0f, inv_freq,
+                                              const_cast<unsigned char*>(v_packed), const_cast<__half*>(v_norms), dst);
+    } else {
+      mlxcel_enc::turbo4_row<D, ROPE, TRAD>(enc_x, lane, k_mids, k_lut, k_signs, static_cast<float>(pos), inv_freq,
+                                            const_cast<unsigned char*>(k_packed), const_cast<__half*>(k_norms), dst);
+    }
+  }
+}

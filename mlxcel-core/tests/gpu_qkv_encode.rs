@@ -1,0 +1,170 @@
+//! The qkv GEMV with a decode step's turbo4 K+V cache append folded in
+//! (`MLXCEL_QKV_ENCODE`, `cuda/qgemv4_qkv_encode.cu`) against the same projection and the
+//! separate in-place append (`turbo_encode_kv.cu`), on fresh random data. On the GPU host the
+//! three projection parts and every cache position written (codes and norms of K and V) must
+//! be bit-identical over three consecutive steps (the arrival counters are reused and reset
+//! by each call), for Llama-3-8B's heads at head_dim 128 and a GQA-7 head_dim-64 shape, with
+//! RoPE in both layouts. On the CPU (CI) the fold is never offered and the cache is left as
+//! it was.
+
+mod common;
+
+use common::{randn, rng};
+use mlxcel_core::flags;
+use mlxcel_core::kernels::quantized_gemv::{
+    parts_plan, try_gemv_parts, try_gemv_parts_encode, FoldedNorm,
+};
+use mlxcel_core::kv::mode::new_side;
+use mlxcel_core::kv::split::SplitKvCache;
+use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
+use mlxcel_core::kv::{KvCache, SideFormat};
+use mlxcel_core::mlx::kernel::KernelBackend;
+use mlxcel_core::mlx::ops::quantize;
+use mlxcel_core::rope::RopeSpec;
+use mlxcel_core::{Array, Dtype};
+
+fn f16(v: &[f32], shape: &[i32]) -> Array {
+    Array::from_slice(v, shape)
+        .unwrap()
+        .astype(Dtype::F16)
+        .unwrap()
+}
+
+/// A turbo4 cache of `hkv` heads of `d` holding `prefill_k` / `prefill_v`.
+fn turbo4_cache(d: usize, prefill_k: &Array, prefill_v: &Array) -> SplitKvCache {
+    let mut k = new_side(SideFormat::Turbo(4), d, K_SEED).unwrap();
+    let mut v = new_side(SideFormat::Turbo(4), d, V_SEED).unwrap();
+    k.append(prefill_k).unwrap();
+    v.append(prefill_v).unwrap();
+    SplitKvCache::new(k, v, "turbo4".into())
+}
+
+/// A side's codes and norms at positions `[0, len)`, after its last write ran.
+fn stored(side: &dyn mlxcel_core::kv::side::KvSide, len: i32) -> (Vec<u8>, Vec<half::f16>) {
+    let raw = side.raw().expect("a turbo side has raw buffers");
+    if let Some(t) = raw.pending {
+        t.eval().unwrap();
+    }
+    let s = raw.data.shape();
+    let codes = raw
+        .data
+        .slice(&[0, 0, 0, 0], &[s[0], s[1], len, s[3]])
+        .unwrap()
+        .to_vec::<u8>()
+        .unwrap();
+    let aux = raw.aux.unwrap();
+    let a = aux.shape();
+    let norms = aux
+        .slice(&[0, 0, 0, 0], &[a[0], a[1], len, a[3]])
+        .unwrap()
+        .to_vec::<half::f16>()
+        .unwrap();
+    (codes, norms)
+}
+
+#[test]
+fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
+    let mut r = rng("folded_append_writes_what_the_separate_append_writes_or_is_not_offered");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    std::env::set_var("MLXCEL_QKV_ENCODE", "1");
+    flags::reload();
+    let eps = 1e-5f32;
+    let k_in = 2048usize;
+    let prefill = 5;
+    let mut steps_checked = 0;
+    // (q heads, KV heads, head_dim, group, RoPE traditional)
+    for &(nq, nkv, d, g, trad) in &[(32, 8, 128usize, 64, false), (28, 4, 64, 32, true)] {
+        let pre = [1, nkv as i32, prefill, d as i32];
+        let pk = f16(&randn(&mut r, nkv * prefill as usize * d), &pre);
+        let pv = f16(&randn(&mut r, nkv * prefill as usize * d), &pre);
+        let (mut a, mut b) = (turbo4_cache(d, &pk, &pv), turbo4_cache(d, &pk, &pv));
+        let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
+        let kv_shape = [1, nkv as i32, 1, d as i32];
+        let shapes = [[1, nq as i32, 1, d as i32], kv_shape, kv_shape];
+        if !on_cuda {
+            let target = a.fused_append_target(kv_shape, &rope).unwrap();
+            assert!(
+                target.is_none(),
+                "the folded append must not be offered on the CPU"
+            );
+            assert_eq!(
+                a.len(),
+                prefill as usize,
+                "an unused target appends nothing"
+            );
+            continue;
+        }
+        let n = (nq + 2 * nkv) * d;
+        let w = f16(
+            &randn(&mut r, n * k_in)
+                .iter()
+                .map(|v| v * 0.02)
+                .collect::<Vec<_>>(),
+            &[n as i32, k_in as i32],
+        );
+        let q = quantize(&w, g, 4).unwrap();
+        let nw = f16(
+            &randn(&mut r, k_in)
+                .iter()
+                .map(|v| 1.0 + 0.3 * v)
+                .collect::<Vec<_>>(),
+            &[k_in as i32],
+        );
+        let norm = FoldedNorm { weight: &nw, eps };
+        for step in 0..3 {
+            let xs: Vec<f32> = randn(&mut r, k_in).iter().map(|v| v * 8.0).collect();
+            let x = f16(&xs, &[1, 1, k_in as i32]);
+            let target = a.fused_append_target(kv_shape, &rope).unwrap();
+            if !on_cuda {
+                assert!(
+                    target.is_none(),
+                    "the folded append must not be offered on the CPU"
+                );
+                assert_eq!(
+                    a.len(),
+                    prefill as usize,
+                    "an unused target appends nothing"
+                );
+                break;
+            }
+            let target = target.expect("the folded append must be offered on CUDA");
+            assert_eq!(target.pos, prefill as usize + step);
+            let plan = parts_plan(&x, &q, shapes.each_ref().map(|s| &s[..]))
+                .expect("the qkv parts must apply on CUDA");
+            let (parts, token) =
+                try_gemv_parts_encode(&x, Some(norm), &q, &plan, &target, Some(&rope))
+                    .unwrap()
+                    .expect("the folded append must apply");
+            a.commit_fused_append(token).unwrap();
+            // The reference: the same projection, then the in-place pair append.
+            let plain = try_gemv_parts(&x, Some(norm), &q, &plan)
+                .unwrap()
+                .expect("the folded norm applies");
+            b.append_rope(&plain[1], &plain[2], &rope).unwrap();
+            for (i, (p, want)) in parts.iter().zip(&plain).enumerate() {
+                assert!(
+                    p.to_vec::<half::f16>().unwrap() == want.to_vec::<half::f16>().unwrap(),
+                    "{nq}:{nkv}:{d} step {step}: part {i} differs"
+                );
+            }
+            let len = (prefill as usize + step + 1) as i32;
+            assert_eq!((a.len(), b.len()), (len as usize, len as usize));
+            for (name, sa, sb) in [("K", &a.k, &b.k), ("V", &a.v, &b.v)] {
+                let (ca, na) = stored(sa.as_ref(), len);
+                let (cb, nb) = stored(sb.as_ref(), len);
+                let diff = ca.iter().zip(&cb).filter(|(x, y)| x != y).count();
+                assert!(
+                    diff == 0 && na == nb,
+                    "{nq}:{nkv}:{d} step {step}: {name} differs from the separate append ({diff} code bytes, norms equal: {})",
+                    na == nb
+                );
+            }
+            steps_checked += 1;
+        }
+    }
+    std::env::remove_var("MLXCEL_QKV_ENCODE");
+    flags::reload();
+    if on_cuda {
+        eprintln!("qkv encode: {steps_checked} steps bit-identical to the projection and the separate append");
+    }
+}
