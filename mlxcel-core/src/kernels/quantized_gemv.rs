@@ -502,6 +502,8 @@ pub fn try_gemv_parts_encode(
         && plan.shapes[1] == kv_shape
         && plan.shapes[2] == kv_shape
         && plan.shapes[0].first() == Some(&1)
+        // The kernel writes both sides at head * capacity + pos with K's capacity.
+        && target.k.packed.shape() == target.v.packed.shape()
         && 2 * target.heads as usize <= QKV_ENCODE_MAX_HEADS
         && rope.is_none_or(|r| r.fits_warp_layout(target.head_dim));
     if !applies {
