@@ -1,7 +1,8 @@
-//! The qkv GEMV with a decode step's turbo4 K+V cache append folded in
+//! The qkv GEMV with a decode step's turbo4 (and turbo4-asym) K+V cache append folded in
 //! (`MLXCEL_QKV_ENCODE`, `cuda/qgemv4_qkv_encode.cu`) against the same projection and the
-//! separate in-place append (`turbo_encode_kv.cu`), on fresh random data. On the GPU host the
-//! three projection parts and every cache position written (codes and norms of K and V) must
+//! separate in-place append (`turbo_encode_kv.cu`, `turbo_encode_kv_asym.cu`), on fresh
+//! random data. On the GPU host the
+//! three projection parts and every cache position written (codes and norms, fp16 keys) must
 //! be bit-identical over three consecutive steps (the arrival counters are reused and reset
 //! by each call), for Llama-3-8B's heads at head_dim 128 and a GQA-7 head_dim-64 shape, with
 //! RoPE in both layouts. On the CPU (CI) the fold is never offered and the cache is left as
@@ -15,9 +16,10 @@ use mlxcel_core::kernels::quantized_gemv::{
     parts_plan, try_gemv_parts, try_gemv_parts_encode, FoldedNorm,
 };
 use mlxcel_core::kv::mode::new_side;
+use mlxcel_core::kv::side::KvSide;
 use mlxcel_core::kv::split::SplitKvCache;
 use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
-use mlxcel_core::kv::{KvCache, SideFormat};
+use mlxcel_core::kv::{KvCache, KvMode};
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::ops::quantize;
 use mlxcel_core::rope::RopeSpec;
@@ -30,36 +32,44 @@ fn f16(v: &[f32], shape: &[i32]) -> Array {
         .unwrap()
 }
 
-/// A turbo4 cache of `hkv` heads of `d` holding `prefill_k` / `prefill_v`.
-fn turbo4_cache(d: usize, prefill_k: &Array, prefill_v: &Array) -> SplitKvCache {
-    let mut k = new_side(SideFormat::Turbo(4), d, K_SEED).unwrap();
-    let mut v = new_side(SideFormat::Turbo(4), d, V_SEED).unwrap();
+/// A cache of `mode` (turbo4 or turbo4-asym) for heads of `d` holding `prefill_k` /
+/// `prefill_v`.
+fn cache(mode: &str, d: usize, prefill_k: &Array, prefill_v: &Array) -> SplitKvCache {
+    let m = KvMode::parse(mode).unwrap();
+    let mut k = new_side(m.k, d, K_SEED).unwrap();
+    let mut v = new_side(m.v, d, V_SEED).unwrap();
     k.append(prefill_k).unwrap();
     v.append(prefill_v).unwrap();
-    SplitKvCache::new(k, v, "turbo4".into())
+    SplitKvCache::new(k, v, mode.into())
 }
 
-/// A side's codes and norms at positions `[0, len)`, after its last write ran.
-fn stored(side: &dyn mlxcel_core::kv::side::KvSide, len: i32) -> (Vec<u8>, Vec<half::f16>) {
-    let raw = side.raw().expect("a turbo side has raw buffers");
+/// A side's stored bits at positions `[0, len)` after its last write ran: its data (turbo
+/// codes or fp16 keys) and its aux buffer (turbo norms; none for fp16), widened to u32.
+fn stored(side: &dyn KvSide, len: i32) -> (Vec<u32>, Vec<u32>) {
+    let raw = side.raw().expect("turbo and fp16 sides have raw buffers");
     if let Some(t) = raw.pending {
         t.eval().unwrap();
     }
-    let s = raw.data.shape();
-    let codes = raw
-        .data
-        .slice(&[0, 0, 0, 0], &[s[0], s[1], len, s[3]])
-        .unwrap()
-        .to_vec::<u8>()
-        .unwrap();
-    let aux = raw.aux.unwrap();
-    let a = aux.shape();
-    let norms = aux
-        .slice(&[0, 0, 0, 0], &[a[0], a[1], len, a[3]])
-        .unwrap()
-        .to_vec::<half::f16>()
-        .unwrap();
-    (codes, norms)
+    let bits = |a: &Array| -> Vec<u32> {
+        let s = a.shape();
+        let a = a.slice(&[0, 0, 0, 0], &[s[0], s[1], len, s[3]]).unwrap();
+        match a.dtype() {
+            Dtype::U8 => a
+                .to_vec::<u8>()
+                .unwrap()
+                .into_iter()
+                .map(u32::from)
+                .collect(),
+            Dtype::F16 => a
+                .to_vec::<half::f16>()
+                .unwrap()
+                .into_iter()
+                .map(|h| u32::from(h.to_bits()))
+                .collect(),
+            d => panic!("unexpected cache dtype {d:?}"),
+        }
+    };
+    (bits(raw.data), raw.aux.map(bits).unwrap_or_default())
 }
 
 #[test]
@@ -72,12 +82,18 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
     let k_in = 2048usize;
     let prefill = 5;
     let mut steps_checked = 0;
-    // (q heads, KV heads, head_dim, group, RoPE traditional)
-    for &(nq, nkv, d, g, trad) in &[(32, 8, 128usize, 64, false), (28, 4, 64, 32, true)] {
+    // (mode, q heads, KV heads, head_dim, group, RoPE traditional)
+    let cases = [
+        ("turbo4", 32, 8, 128usize, 64, false),
+        ("turbo4", 28, 4, 64, 32, true),
+        ("turbo4-asym", 32, 8, 128, 64, false),
+        ("turbo4-asym", 28, 4, 64, 32, true),
+    ];
+    for &(mode, nq, nkv, d, g, trad) in &cases {
         let pre = [1, nkv as i32, prefill, d as i32];
         let pk = f16(&randn(&mut r, nkv * prefill as usize * d), &pre);
         let pv = f16(&randn(&mut r, nkv * prefill as usize * d), &pre);
-        let (mut a, mut b) = (turbo4_cache(d, &pk, &pv), turbo4_cache(d, &pk, &pv));
+        let (mut a, mut b) = (cache(mode, d, &pk, &pv), cache(mode, d, &pk, &pv));
         let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
         let kv_shape = [1, nkv as i32, 1, d as i32];
         let shapes = [[1, nq as i32, 1, d as i32], kv_shape, kv_shape];
@@ -144,7 +160,7 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
             for (i, (p, want)) in parts.iter().zip(&plain).enumerate() {
                 assert!(
                     p.to_vec::<half::f16>().unwrap() == want.to_vec::<half::f16>().unwrap(),
-                    "{nq}:{nkv}:{d} step {step}: part {i} differs"
+                    "{mode} {nq}:{nkv}:{d} step {step}: part {i} differs"
                 );
             }
             let len = (prefill as usize + step + 1) as i32;
@@ -154,8 +170,8 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
                 let (cb, nb) = stored(sb.as_ref(), len);
                 let diff = ca.iter().zip(&cb).filter(|(x, y)| x != y).count();
                 assert!(
-                    diff == 0 && na == nb,
-                    "{nq}:{nkv}:{d} step {step}: {name} differs from the separate append ({diff} code bytes, norms equal: {})",
+                    diff == 0 && ca.len() == cb.len() && na == nb,
+                    "{mode} {nq}:{nkv}:{d} step {step}: {name} differs from the separate append ({diff} data elements, aux equal: {})",
                     na == nb
                 );
             }

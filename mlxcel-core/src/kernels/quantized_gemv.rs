@@ -186,7 +186,7 @@ fn qkv_source(shared: usize) -> KernelSource {
     )
 }
 
-/// The qkv kernel with a turbo4 K+V cache append folded into its tail
+/// The qkv kernel with a turbo4 (or turbo4-asym) K+V cache append folded into its tail
 /// ([`try_gemv_parts_encode`], `cuda/qgemv4_qkv_encode.cu`).
 fn qkv_encode_source(shared: usize) -> KernelSource {
     let body = concat!(
@@ -220,7 +220,12 @@ fn qkv_encode_source(shared: usize) -> KernelSource {
     ];
     let outputs = ["y", "yk", "yv", "done"];
     let mut s = gemv_source("mlxcel_qgemv4_qkv_enc", &inputs, &outputs, body, shared);
-    s.header = format!("{}\n{}", crate::kernels::turbo_encode::helpers(), s.header);
+    s.header = format!(
+        "{}\n{}\n{}",
+        crate::kernels::turbo_encode::helpers(),
+        include_str!("cuda/fp16_store.cuh"),
+        s.header
+    );
     s
 }
 
@@ -477,10 +482,11 @@ fn launch_plain(
     one(run("qgemv4", shared, plain_source, &launch)?)
 }
 
-/// [`try_gemv_parts`] with the decode step's turbo4 K+V cache append folded into the same
-/// launch (`MLXCEL_QKV_ENCODE`; `cuda/qgemv4_qkv_encode.cu`): k and v (parts 1 and 2, each
-/// `[1, heads, 1, head_dim]` of `target`) are also encoded into `target`'s cache buffers at
-/// its position, the keys rotated by `rope` first. Returns the three parts and the write's
+/// [`try_gemv_parts`] with the decode step's turbo4 (or turbo4-asym) K+V cache append folded
+/// into the same launch (`MLXCEL_QKV_ENCODE`; `cuda/qgemv4_qkv_encode.cu`): k and v (parts 1
+/// and 2, each `[1, heads, 1, head_dim]` of `target`) are also written into `target`'s cache
+/// buffers at its position (turbo4 codes, or fp16 keys for turbo4-asym), the keys rotated by
+/// `rope` first. Returns the three parts and the write's
 /// token (`[4]` int32, for the cache's [`crate::kv::pending::PendingWrite`]). `None` where
 /// it does not apply (the flag off, parts that are not the target's heads, a capped-grid
 /// schedule, a RoPE the encoder's warp layout cannot take, or with `norm` where the fold
@@ -503,7 +509,7 @@ pub fn try_gemv_parts_encode(
         && plan.shapes[2] == kv_shape
         && plan.shapes[0].first() == Some(&1)
         // The kernel writes both sides at head * capacity + pos with K's capacity.
-        && target.k.packed.shape() == target.v.packed.shape()
+        && target.k.packed.shape()[..3] == target.v.packed.shape()[..3]
         && 2 * target.heads as usize <= QKV_ENCODE_MAX_HEADS
         && rope.is_none_or(|r| r.fits_warp_layout(target.head_dim));
     if !applies {
@@ -563,6 +569,7 @@ pub fn try_gemv_parts_encode(
             "TRAD",
             TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
         )
+        .template("KFP16", TemplateArg::Bool(target.k_fp16))
         .template("TICKETS", TemplateArg::Int(QKV_ENCODE_MAX_HEADS as i32));
     let mut out = run("qgemv4_qkv_enc", shared, qkv_encode_source, &launch)?;
     let token = out

@@ -176,7 +176,7 @@ fn source_kv() -> KernelSource {
     spec
 }
 
-/// A decode step's symmetric turbo4 K+V append that another launch performs (the qkv GEMV
+/// A decode step's turbo4 or turbo4-asym K+V append that another launch performs (the qkv GEMV
 /// with `MLXCEL_QKV_ENCODE`, `quantized_gemv::try_gemv_parts_encode`): both sides'
 /// reserved cache buffers and codecs, the position and the sides' previous write tokens
 /// (`kv::pending`). The arrays are owned (reference-counted handles), so the cache is not
@@ -189,6 +189,8 @@ pub struct PairTarget {
     /// KV heads and head_dim of the new position (`[1, heads, 1, head_dim]` per side).
     pub heads: i32,
     pub head_dim: usize,
+    /// turbo4-asym: `k` is an fp16 key buffer ([`SideTarget::fp16`]).
+    pub k_fp16: bool,
 }
 
 /// One side of a [`PairTarget`]: the codec's arrays, the whole cache buffers
@@ -222,6 +224,33 @@ impl SideTarget {
             norms,
             after,
         })
+    }
+}
+
+impl SideTarget {
+    /// An fp16 key side (turbo4-asym): `buf [1, H, cap, head_dim]` f16 as `packed`, the
+    /// codec inputs and `norms` as placeholders the kernel does not read. `None` if `buf`
+    /// does not fit one position of `[1, heads, 1, head_dim]` at `pos`.
+    pub fn fp16(
+        buf: Array,
+        after: Option<Array>,
+        heads: i32,
+        head_dim: usize,
+        pos: usize,
+    ) -> Result<Option<SideTarget>> {
+        let xs = [1, heads, 1, head_dim as i32];
+        if !buffer_fits(&xs, &buf, head_dim as i32, Dtype::F16, pos) {
+            return Ok(None);
+        }
+        let unused = crate::kernels::decode_attention::unused_f32()?;
+        Ok(Some(SideTarget {
+            mids: unused.clone(),
+            lut: unused.clone(),
+            signs: unused.clone(),
+            packed: buf,
+            norms: unused,
+            after,
+        }))
     }
 }
 

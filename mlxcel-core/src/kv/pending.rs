@@ -74,7 +74,7 @@ impl PendingWrite {
 
     /// [`PendingWrite::reserve_one`] for a side with or without an aux buffer (an fp16
     /// side has none; `widths[1]` is then unused).
-    fn reserve(
+    pub(crate) fn reserve(
         &self,
         data: &mut GrowBuffer,
         mut aux: Option<&mut GrowBuffer>,
@@ -108,7 +108,8 @@ impl PendingWrite {
         self.commit(data, Some(aux), token)
     }
 
-    fn commit(
+    /// [`PendingWrite::commit_one`] for a side with or without an aux buffer.
+    pub(crate) fn commit(
         &mut self,
         data: &mut GrowBuffer,
         aux: Option<&mut GrowBuffer>,

@@ -106,15 +106,21 @@ impl KvCache for SplitKvCache {
         if !crate::flags::FUSED_ROPE.enabled() {
             return Ok(None);
         }
-        match (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
-            (Some(kt), Some(vt)) => TurboSide::pair_target(kt, vt, kv_shape, rope),
+        if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
+            return TurboSide::pair_target(kt, vt, kv_shape, rope);
+        }
+        match (self.k.as_fp16_mut(), self.v.as_turbo_mut()) {
+            (Some(kf), Some(vt)) => TurboSide::asym_pair_target(kf, vt, kv_shape, rope),
             _ => Ok(None),
         }
     }
 
     fn commit_fused_append(&mut self, token: Array) -> Result<()> {
-        match (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
-            (Some(kt), Some(vt)) => TurboSide::commit_pair(kt, vt, token),
+        if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
+            return TurboSide::commit_pair(kt, vt, token);
+        }
+        match (self.k.as_fp16_mut(), self.v.as_turbo_mut()) {
+            (Some(kf), Some(vt)) => TurboSide::commit_asym_pair(kf, vt, token),
             _ => Err(Error::invalid(
                 "kv append",
                 format!("{} caches take no folded appends", self.name),

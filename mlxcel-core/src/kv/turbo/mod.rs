@@ -167,9 +167,59 @@ impl TurboSide {
                 pos,
                 heads: kv_shape[1],
                 head_dim: d,
+                k_fp16: false,
             })),
             _ => Ok(None),
         }
+    }
+
+    /// [`TurboSide::pair_target`] for a turbo4-asym cache: fp16 key side `k` (stored by the
+    /// launch, rotated by RoPE), turbo4 value side `v`.
+    pub fn asym_pair_target(
+        k: &mut Fp16Side,
+        v: &mut TurboSide,
+        kv_shape: [i32; 4],
+        rope: &RopeSpec,
+    ) -> Result<Option<crate::kernels::turbo_encode::PairTarget>> {
+        use crate::kernels::turbo_encode::{applies_in_place, PairTarget, SideTarget};
+        use crate::kv::pending::pair_shape_applies;
+        let d = v.codec.head_dim;
+        if !(crate::flags::QKV_ENCODE.enabled()
+            && kv_shape[0] == 1
+            && kv_shape[3] as usize == d
+            && k.dtype() == Dtype::F16
+            && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
+            && applies_in_place(&v.codec))
+        {
+            return Ok(None);
+        }
+        let heads = kv_shape[1];
+        let (buf, pos, k_after) = k.reserve_for_launch(heads, d as i32)?;
+        let kt = SideTarget::fp16(buf, k_after, heads, d, pos)?;
+        let widths = [(d / 2) as i32, 1];
+        let (packed, norms, v_pos) =
+            v.pending
+                .reserve_one(&mut v.packed, &mut v.norms, [1, heads], widths)?;
+        let v_after = v.pending.token().cloned();
+        let vt = SideTarget::new(&v.codec, packed, norms, v_after, heads, v_pos);
+        match (kt, vt) {
+            (Some(kt), Some(vt)) if pos == v_pos => Ok(Some(PairTarget {
+                k: kt,
+                v: vt,
+                pos,
+                heads,
+                head_dim: d,
+                k_fp16: true,
+            })),
+            _ => Ok(None),
+        }
+    }
+
+    /// Counts the position [`TurboSide::asym_pair_target`] reserved as written by the launch
+    /// whose token is `token`.
+    pub fn commit_asym_pair(k: &mut Fp16Side, v: &mut TurboSide, token: Array) -> Result<()> {
+        k.commit_launch(token.clone())?;
+        v.pending.commit_one(&mut v.packed, &mut v.norms, token)
     }
 
     /// Counts the position [`TurboSide::pair_target`] reserved on both sides as written by
