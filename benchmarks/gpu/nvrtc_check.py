@@ -225,23 +225,26 @@ def main():
     # at D = 128, a GQA-7 head_dim-64 model's at D = 64.
     qkv_enc = read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + read("qgemv4_qkv_encode.cu")
     for d, nq, nk in ((128, 4096, 1024), (64, 1792, 256)):
-        for norm, rope, trad, kfp16 in (("false", "false", "false", "false"), ("true", "true", "false", "false"),
-                                        ("true", "true", "true", "false"), ("true", "true", "false", "true"),
-                                        ("false", "false", "false", "true")):
+        for norm, rope, trad, fmt in (("false", "false", "false", 0), ("true", "true", "false", 0), ("true", "true", "true", 0),
+                                      ("true", "true", "false", 1), ("false", "false", "false", 1), ("true", "true", "false", 2),
+                                      ("false", "false", "false", 2)):
             consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = 4; constexpr int U = 4; constexpr bool MB = false; "
                       f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                       f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
-                      f"constexpr bool KFP16 = {kfp16}; constexpr int TICKETS = 1024;\n")
-            # turbo4-asym: the key buffer is fp16 and the key codec inputs are f32 placeholders.
-            kbuf, knorms = ("const __half* k_packed", "const float* k_norms") if kfp16 == "true" else ("const uint8_t* k_packed", "const __half* k_norms")
-            src = (enc_header + "\n" + read("fp16_store.cuh") + "\n" + qmv_header + "\ntypedef unsigned char uint8_t;\n" + SHAPE
+                      f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024;\n")
+            # The buffers' types per format (turbo4, turbo4-asym, int8); unused codec inputs are f32 placeholders.
+            kbuf, knorms, vbuf = (("const uint8_t* k_packed", "const __half* k_norms", "const uint8_t* v_packed"),
+                                  ("const __half* k_packed", "const float* k_norms", "const uint8_t* v_packed"),
+                                  ("const int8_t* k_packed", "const __half* k_norms", "const int8_t* v_packed"))[fmt]
+            src = ("typedef signed char int8_t;\n" + enc_header + "\n" + read("fp16_store.cuh") + "\n" + read("int8_encode.cuh") + "\n"
+                   + qmv_header + "\ntypedef unsigned char uint8_t;\n" + SHAPE
                    + "__global__ void q(const __half* x, const uint32_t* w, const Shape w_shape, const __half* scales, const __half* biases, "
                    "const __half* r, const __half* nw, const float* k_mids, const float* k_lut, const float* k_signs, const float* v_mids, "
                    f"const float* v_lut, const float* v_signs, {kbuf}, const Shape k_packed_shape, {knorms}, "
-                   "const uint8_t* v_packed, const __half* v_norms, const uint8_t* pos_marker, const Shape pos_marker_shape, "
+                   f"{vbuf}, const __half* v_norms, const uint8_t* pos_marker, const Shape pos_marker_shape, "
                    "const int* k_after, const int* v_after, const float* inv_freq, const uint32_t* tickets, const uint8_t* slot_marker, "
                    "const Shape slot_marker_shape, __half* y, __half* yk, __half* yv, int* done) {\n" + consts + qkv_enc + "\n}\n")
-            ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kfp16={kfp16}", src)
+            ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}", src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")

@@ -1,12 +1,12 @@
-//! The qkv GEMV with a decode step's turbo4 (and turbo4-asym) K+V cache append folded in
-//! (`MLXCEL_QKV_ENCODE`, `cuda/qgemv4_qkv_encode.cu`) against the same projection and the
-//! separate in-place append (`turbo_encode_kv.cu`, `turbo_encode_kv_asym.cu`), on fresh
-//! random data. On the GPU host the
-//! three projection parts and every cache position written (codes and norms, fp16 keys) must
-//! be bit-identical over three consecutive steps (the arrival counters are reused and reset
-//! by each call), for Llama-3-8B's heads at head_dim 128 and a GQA-7 head_dim-64 shape, with
-//! RoPE in both layouts. On the CPU (CI) the fold is never offered and the cache is left as
-//! it was.
+//! The qkv GEMV with a decode step's K+V cache append folded in (turbo4, turbo4-asym, int8;
+//! `MLXCEL_QKV_ENCODE`, `cuda/qgemv4_qkv_encode.cu`) against the same projection and the
+//! separate in-place append (`turbo_encode_kv.cu`, `turbo_encode_kv_asym.cu`,
+//! `int8_encode_kv.cu`), on fresh random data. On the GPU host the three projection parts
+//! and every cache position written (turbo codes and norms, fp16 keys, int8 values and
+//! scales) must be bit-identical over three consecutive steps (the arrival counters are
+//! reused and reset by each call), for Llama-3-8B's heads at head_dim 128 and a GQA-7
+//! head_dim-64 shape, with RoPE in both layouts. On the CPU (CI) the fold is never offered
+//! and the cache is left as it was.
 
 mod common;
 
@@ -32,7 +32,7 @@ fn f16(v: &[f32], shape: &[i32]) -> Array {
         .unwrap()
 }
 
-/// A cache of `mode` (turbo4 or turbo4-asym) for heads of `d` holding `prefill_k` /
+/// A cache of `mode` (turbo4, turbo4-asym or int8) for heads of `d` holding `prefill_k` /
 /// `prefill_v`.
 fn cache(mode: &str, d: usize, prefill_k: &Array, prefill_v: &Array) -> SplitKvCache {
     let m = KvMode::parse(mode).unwrap();
@@ -44,7 +44,8 @@ fn cache(mode: &str, d: usize, prefill_k: &Array, prefill_v: &Array) -> SplitKvC
 }
 
 /// A side's stored bits at positions `[0, len)` after its last write ran: its data (turbo
-/// codes or fp16 keys) and its aux buffer (turbo norms; none for fp16), widened to u32.
+/// codes, int8 values or fp16 keys) and its aux buffer (turbo norms, int8 scales; none for
+/// fp16), widened to u32.
 fn stored(side: &dyn KvSide, len: i32) -> (Vec<u32>, Vec<u32>) {
     let raw = side.raw().expect("turbo and fp16 sides have raw buffers");
     if let Some(t) = raw.pending {
@@ -54,6 +55,12 @@ fn stored(side: &dyn KvSide, len: i32) -> (Vec<u32>, Vec<u32>) {
         let s = a.shape();
         let a = a.slice(&[0, 0, 0, 0], &[s[0], s[1], len, s[3]]).unwrap();
         match a.dtype() {
+            Dtype::I8 => a
+                .to_vec::<i8>()
+                .unwrap()
+                .into_iter()
+                .map(|b| u32::from(b as u8))
+                .collect(),
             Dtype::U8 => a
                 .to_vec::<u8>()
                 .unwrap()
@@ -88,6 +95,8 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
         ("turbo4", 28, 4, 64, 32, true),
         ("turbo4-asym", 32, 8, 128, 64, false),
         ("turbo4-asym", 28, 4, 64, 32, true),
+        ("int8", 32, 8, 128, 64, false),
+        ("int8", 28, 4, 64, 32, true),
     ];
     for &(mode, nq, nkv, d, g, trad) in &cases {
         let pre = [1, nkv as i32, prefill, d as i32];

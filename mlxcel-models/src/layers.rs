@@ -4,8 +4,8 @@
 use std::cell::OnceCell;
 
 use mlxcel_core::build_profile;
+use mlxcel_core::kernels::folded_append::PairTarget;
 use mlxcel_core::kernels::quantized_gemv::{self, FoldedNorm};
-use mlxcel_core::kernels::turbo_encode::PairTarget;
 use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::ops::{concatenate, Quantized};
 use mlxcel_core::rope::RopeSpec;

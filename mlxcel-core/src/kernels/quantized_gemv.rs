@@ -186,7 +186,7 @@ fn qkv_source(shared: usize) -> KernelSource {
     )
 }
 
-/// The qkv kernel with a turbo4 (or turbo4-asym) K+V cache append folded into its tail
+/// The qkv kernel with a turbo4, turbo4-asym or int8 K+V cache append folded into its tail
 /// ([`try_gemv_parts_encode`], `cuda/qgemv4_qkv_encode.cu`).
 fn qkv_encode_source(shared: usize) -> KernelSource {
     let body = concat!(
@@ -221,9 +221,10 @@ fn qkv_encode_source(shared: usize) -> KernelSource {
     let outputs = ["y", "yk", "yv", "done"];
     let mut s = gemv_source("mlxcel_qgemv4_qkv_enc", &inputs, &outputs, body, shared);
     s.header = format!(
-        "{}\n{}\n{}",
+        "{}\n{}\n{}\n{}",
         crate::kernels::turbo_encode::helpers(),
         include_str!("cuda/fp16_store.cuh"),
+        include_str!("cuda/int8_encode.cuh"),
         s.header
     );
     s
@@ -482,11 +483,11 @@ fn launch_plain(
     one(run("qgemv4", shared, plain_source, &launch)?)
 }
 
-/// [`try_gemv_parts`] with the decode step's turbo4 (or turbo4-asym) K+V cache append folded
-/// into the same launch (`MLXCEL_QKV_ENCODE`; `cuda/qgemv4_qkv_encode.cu`): k and v (parts 1
-/// and 2, each `[1, heads, 1, head_dim]` of `target`) are also written into `target`'s cache
-/// buffers at its position (turbo4 codes, or fp16 keys for turbo4-asym), the keys rotated by
-/// `rope` first. Returns the three parts and the write's
+/// [`try_gemv_parts`] with the decode step's K+V cache append folded into the same launch
+/// (`MLXCEL_QKV_ENCODE`; `cuda/qgemv4_qkv_encode.cu`): k and v (parts 1 and 2, each
+/// `[1, heads, 1, head_dim]` of `target`) are also written into `target`'s cache buffers at
+/// its position in the target's format (turbo4, turbo4-asym's fp16 keys, int8), the keys
+/// rotated by `rope` first. Returns the three parts and the write's
 /// token (`[4]` int32, for the cache's [`crate::kv::pending::PendingWrite`]). `None` where
 /// it does not apply (the flag off, parts that are not the target's heads, a capped-grid
 /// schedule, a RoPE the encoder's warp layout cannot take, or with `norm` where the fold
@@ -497,7 +498,7 @@ pub fn try_gemv_parts_encode(
     norm: Option<FoldedNorm<'_>>,
     q: &Quantized,
     plan: &PartsPlan<'_>,
-    target: &crate::kernels::turbo_encode::PairTarget,
+    target: &crate::kernels::folded_append::PairTarget,
     rope: Option<&crate::rope::RopeSpec>,
 ) -> Result<Option<([Array; 3], Array)>> {
     use crate::kernels::decode_attention::{
@@ -509,7 +510,7 @@ pub fn try_gemv_parts_encode(
         && plan.shapes[2] == kv_shape
         && plan.shapes[0].first() == Some(&1)
         // The kernel writes both sides at head * capacity + pos with K's capacity.
-        && target.k.packed.shape()[..3] == target.v.packed.shape()[..3]
+        && target.k.data.shape()[..3] == target.v.data.shape()[..3]
         && 2 * target.heads as usize <= QKV_ENCODE_MAX_HEADS
         && rope.is_none_or(|r| r.fits_warp_layout(target.head_dim));
     if !applies {
@@ -550,8 +551,8 @@ pub fn try_gemv_parts_encode(
     let (tickets, slot) = qkv_encode_tickets()?;
     let (mut launch, shared) = plain_launch(x, q, None, norm, plan.n, plan.k, sched);
     launch.inputs.extend([
-        &k.mids, &k.lut, &k.signs, &v.mids, &v.lut, &v.signs, &k.packed, &k.norms, &v.packed,
-        &v.norms, &marker, &afters[0], &afters[1], inv_freq, &tickets, &slot,
+        &k.mids, &k.lut, &k.signs, &v.mids, &v.lut, &v.signs, &k.data, &k.aux, &v.data, &v.aux,
+        &marker, &afters[0], &afters[1], inv_freq, &tickets, &slot,
     ]);
     launch.outputs = plan
         .shapes
@@ -569,7 +570,7 @@ pub fn try_gemv_parts_encode(
             "TRAD",
             TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
         )
-        .template("KFP16", TemplateArg::Bool(target.k_fp16))
+        .template("KVFMT", TemplateArg::Int(target.format as i32))
         .template("TICKETS", TemplateArg::Int(QKV_ENCODE_MAX_HEADS as i32));
     let mut out = run("qgemv4_qkv_enc", shared, qkv_encode_source, &launch)?;
     let token = out

@@ -84,7 +84,13 @@ pub fn applies_in_place(codec: &TurboCodec) -> bool {
 /// Whether the in-place encoders can write `x [B, H, L, head_dim]` (shape `xs`) with this
 /// codec into one side's buffers `packed [B, H, cap, head_dim/2]` (u8) and
 /// `norms [B, H, cap, 1]` (f16) at positions `pos..pos+L`.
-fn side_fits(codec: &TurboCodec, xs: &[i32], packed: &Array, norms: &Array, pos: usize) -> bool {
+pub(crate) fn side_fits(
+    codec: &TurboCodec,
+    xs: &[i32],
+    packed: &Array,
+    norms: &Array,
+    pos: usize,
+) -> bool {
     let d = codec.head_dim as i32;
     codec_fits(codec)
         && xs.get(3) == Some(&d)
@@ -174,84 +180,6 @@ fn source_kv() -> KernelSource {
     );
     spec.header = helpers();
     spec
-}
-
-/// A decode step's turbo4 or turbo4-asym K+V append that another launch performs (the qkv GEMV
-/// with `MLXCEL_QKV_ENCODE`, `quantized_gemv::try_gemv_parts_encode`): both sides'
-/// reserved cache buffers and codecs, the position and the sides' previous write tokens
-/// (`kv::pending`). The arrays are owned (reference-counted handles), so the cache is not
-/// borrowed while the model runs the projection.
-pub struct PairTarget {
-    pub k: SideTarget,
-    pub v: SideTarget,
-    /// The cache position the launch writes.
-    pub pos: usize,
-    /// KV heads and head_dim of the new position (`[1, heads, 1, head_dim]` per side).
-    pub heads: i32,
-    pub head_dim: usize,
-    /// turbo4-asym: `k` is an fp16 key buffer ([`SideTarget::fp16`]).
-    pub k_fp16: bool,
-}
-
-/// One side of a [`PairTarget`]: the codec's arrays, the whole cache buffers
-/// (`packed [1, H, cap, D/2]` u8, `norms [1, H, cap, 1]` f16) and the previous write token.
-pub struct SideTarget {
-    pub mids: Array,
-    pub lut: Array,
-    pub signs: Array,
-    pub packed: Array,
-    pub norms: Array,
-    pub after: Option<Array>,
-}
-
-impl SideTarget {
-    /// The side of `codec` writing into `packed` / `norms` after `after`, if they fit one
-    /// position of `[1, heads, 1, head_dim]` at `pos` (else `None`).
-    pub fn new(
-        codec: &TurboCodec,
-        packed: Array,
-        norms: Array,
-        after: Option<Array>,
-        heads: i32,
-        pos: usize,
-    ) -> Option<SideTarget> {
-        let xs = [1, heads, 1, codec.head_dim as i32];
-        side_fits(codec, &xs, &packed, &norms, pos).then(|| SideTarget {
-            mids: codec.midpoints().clone(),
-            lut: codec.lut16().clone(),
-            signs: codec.rotation.signs_array().clone(),
-            packed,
-            norms,
-            after,
-        })
-    }
-}
-
-impl SideTarget {
-    /// An fp16 key side (turbo4-asym): `buf [1, H, cap, head_dim]` f16 as `packed`, the
-    /// codec inputs and `norms` as placeholders the kernel does not read. `None` if `buf`
-    /// does not fit one position of `[1, heads, 1, head_dim]` at `pos`.
-    pub fn fp16(
-        buf: Array,
-        after: Option<Array>,
-        heads: i32,
-        head_dim: usize,
-        pos: usize,
-    ) -> Result<Option<SideTarget>> {
-        let xs = [1, heads, 1, head_dim as i32];
-        if !buffer_fits(&xs, &buf, head_dim as i32, Dtype::F16, pos) {
-            return Ok(None);
-        }
-        let unused = crate::kernels::decode_attention::unused_f32()?;
-        Ok(Some(SideTarget {
-            mids: unused.clone(),
-            lut: unused.clone(),
-            signs: unused.clone(),
-            packed: buf,
-            norms: unused,
-            after,
-        }))
-    }
 }
 
 /// One side's cache buffers and codec for [`fused_encode_kv_into`].

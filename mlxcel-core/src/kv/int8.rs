@@ -84,6 +84,59 @@ impl Int8Side {
         s.len() == 4 && s[2] == 1 && crate::kernels::int8_encode::applies_in_place(s[3] as usize)
     }
 
+    /// The next position of an int8 cache (key side `k`, value side `v`) for an append the
+    /// qkv GEMV performs (`MLXCEL_QKV_ENCODE`; see `TurboSide::pair_target`). `None`, with
+    /// nothing appended, where the in-place pair append would not apply to `[1, H, 1, D]`.
+    pub fn pair_target(
+        k: &mut Int8Side,
+        v: &mut Int8Side,
+        kv_shape: [i32; 4],
+        rope: &RopeSpec,
+    ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
+        use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
+        use crate::kv::pending::pair_shape_applies;
+        let d = kv_shape[3];
+        if !(crate::flags::QKV_ENCODE.enabled()
+            && kv_shape[0] == 1
+            && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
+            && crate::kernels::int8_encode::applies_in_place(d as usize))
+        {
+            return Ok(None);
+        }
+        let heads = kv_shape[1];
+        let side = |s: &mut Int8Side| -> Result<(Option<SideTarget>, usize)> {
+            let (q, scale, pos) =
+                s.pending
+                    .reserve_one(&mut s.q, &mut s.scale, [1, heads], [d, 1])?;
+            let after = s.pending.token().cloned();
+            Ok((
+                SideTarget::int8(q, scale, after, heads, d as usize, pos)?,
+                pos,
+            ))
+        };
+        let (kt, pos) = side(k)?;
+        let (vt, v_pos) = side(v)?;
+        match (kt, vt) {
+            (Some(kt), Some(vt)) if pos == v_pos => Ok(Some(PairTarget {
+                format: PairFormat::Int8,
+                k: kt,
+                v: vt,
+                pos,
+                heads,
+                head_dim: d as usize,
+            })),
+            _ => Ok(None),
+        }
+    }
+
+    /// Counts the position [`Int8Side::pair_target`] reserved on both sides as written by
+    /// the launch whose token is `token`.
+    pub fn commit_pair(k: &mut Int8Side, v: &mut Int8Side, token: Array) -> Result<()> {
+        k.pending
+            .commit_one(&mut k.q, &mut k.scale, token.clone())?;
+        v.pending.commit_one(&mut v.q, &mut v.scale, token)
+    }
+
     /// Appends one decode-step position to an int8 cache's key side `k` and value side `v`
     /// with one launch (`kernels::int8_encode::fused_encode_kv_into`); with `rope`, `xk` is
     /// the key before RoPE. Returns false, having appended nothing, where that path does not

@@ -68,7 +68,7 @@ pub trait KvCache {
         &mut self,
         _kv_shape: [i32; 4],
         _rope: &RopeSpec,
-    ) -> Result<Option<crate::kernels::turbo_encode::PairTarget>> {
+    ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         Ok(None)
     }
 

@@ -101,7 +101,7 @@ impl KvCache for SplitKvCache {
         &mut self,
         kv_shape: [i32; 4],
         rope: &RopeSpec,
-    ) -> Result<Option<crate::kernels::turbo_encode::PairTarget>> {
+    ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         // The folded append rotates the keys itself, as the other in-kernel RoPE paths do.
         if !crate::flags::FUSED_ROPE.enabled() {
             return Ok(None);
@@ -109,8 +109,11 @@ impl KvCache for SplitKvCache {
         if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
             return TurboSide::pair_target(kt, vt, kv_shape, rope);
         }
-        match (self.k.as_fp16_mut(), self.v.as_turbo_mut()) {
-            (Some(kf), Some(vt)) => TurboSide::asym_pair_target(kf, vt, kv_shape, rope),
+        if let (Some(kf), Some(vt)) = (self.k.as_fp16_mut(), self.v.as_turbo_mut()) {
+            return TurboSide::asym_pair_target(kf, vt, kv_shape, rope);
+        }
+        match (self.k.as_int8_mut(), self.v.as_int8_mut()) {
+            (Some(ki), Some(vi)) => Int8Side::pair_target(ki, vi, kv_shape, rope),
             _ => Ok(None),
         }
     }
@@ -119,8 +122,11 @@ impl KvCache for SplitKvCache {
         if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
             return TurboSide::commit_pair(kt, vt, token);
         }
-        match (self.k.as_fp16_mut(), self.v.as_turbo_mut()) {
-            (Some(kf), Some(vt)) => TurboSide::commit_asym_pair(kf, vt, token),
+        if let (Some(kf), Some(vt)) = (self.k.as_fp16_mut(), self.v.as_turbo_mut()) {
+            return TurboSide::commit_asym_pair(kf, vt, token);
+        }
+        match (self.k.as_int8_mut(), self.v.as_int8_mut()) {
+            (Some(ki), Some(vi)) => Int8Side::commit_pair(ki, vi, token),
             _ => Err(Error::invalid(
                 "kv append",
                 format!("{} caches take no folded appends", self.name),

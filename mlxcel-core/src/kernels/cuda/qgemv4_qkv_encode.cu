@@ -1,4 +1,5 @@
-// The turbo4 (or turbo4-asym) K+V cache append of a decode step, folded into the stacked qkv GEMV
+// The K+V cache append of a decode step (turbo4, turbo4-asym, int8), folded into the stacked
+// qkv GEMV
 // (MLXCEL_QKV_ENCODE; appended after qgemv4_store_qkv.cu + qgemv4.cu). Why: the separate
 // in-place append launch (turbo_encode_kv.cu) took 7.3 us per layer in situ (session 11's
 // ncu) for 16 warps of work, and one MLX node per layer; here the encode is the tail of the
@@ -7,10 +8,12 @@
 // 16) takes a ticket after its stores; the last of a head's D / 16 CTAs copies the head from
 // yk / yv (the other CTAs' stores, read from L2) into shared memory and encodes it on warp 0
 // exactly as turbo_encode_kv.cu does (mlxcel_enc::turbo4_row: K rotated by RoPE at pos
-// first when ROPE), into the cache buffers at head * cap + pos (B = 1), in place. With
-// KFP16 (turbo4-asym) the keys are stored as fp16 instead, as turbo_encode_kv_asym.cu does
-// (mlxcel_enc::fp16_row): k_packed is then the fp16 key buffer [1, H, cap, D] and the k codec
-// inputs are placeholders.
+// first when ROPE), into the cache buffers at head * cap + pos (B = 1), in place. KVFMT picks
+// the cache format: 0 turbo4 K and V; 1 turbo4-asym, the keys stored as fp16 as
+// turbo_encode_kv_asym.cu does (mlxcel_enc::fp16_row; k_packed is the fp16 key buffer
+// [1, H, cap, D]); 2 int8 K and V as int8_encode_kv.cu does (mlxcel_enc::int8_row; k_packed,
+// v_packed int8 [1, H, cap, D], k_norms, v_norms the fp16 scales). Codec inputs a format does
+// not use are placeholders.
 // Extra inputs: k_mids, k_lut, k_signs, v_mids, v_lut, v_signs (the codecs); k_packed,
 // k_norms, v_packed, v_norms (the cache buffers, written through the const pointers);
 // pos_marker (pos = pos_marker_shape[0] - 1); k_after, v_after (the sides' previous write
@@ -18,8 +21,8 @@
 // arrival counters, zero between calls) and slot_marker (this call's slot: slot_marker_shape[0]
 // - 1, rotated by mlxcel so calls that may run concurrently never share counters). Extra
 // output: done [4] int32, the token of both sides' write (kv/pending.rs).
-// Template constants: D (64 or 128), ROPE, TRAD, KFP16, TICKETS (counters per slot), plus
-// the qkv parts' NQ, NK.
+// Template constants: D (64 or 128), ROPE, TRAD, KVFMT, TICKETS (counters per slot), plus the
+// qkv parts' NQ, NK.
 static_assert(!MB, "the folded append needs one CTA per 16 rows");
 static_assert(NK % D == 0 && D % 16 == 0, "K and V parts are whole heads of 16-row blocks");
 static_assert(2 * (NK / D) <= TICKETS, "one ticket per K and V head");
@@ -45,15 +48,24 @@ if (row0 >= NQ) {
     __syncwarp();
     const long long pos = pos_marker_shape[0] - 1;
     const long long dst = static_cast<long long>(head) * k_packed_shape[2] + pos;
-    // The key buffers' element types differ with KFP16: reach them through void pointers.
+    // The buffers' element types depend on KVFMT: reach them through void pointers.
     void* const k_data = const_cast<void*>(static_cast<const void*>(k_packed));
     void* const k_aux = const_cast<void*>(static_cast<const void*>(k_norms));
-    if (is_v) {
+    void* const v_data = const_cast<void*>(static_cast<const void*>(v_packed));
+    __half* const v_aux = static_cast<__half*>(const_cast<void*>(static_cast<const void*>(v_norms)));
+    if constexpr (KVFMT == 2) {  // int8 keys and values (int8_encode_kv.cu)
+      if (is_v) {
+        mlxcel_enc::int8_row<D, false, false>(enc_x, lane, 0.0f, inv_freq, static_cast<int8_t*>(v_data), v_aux, dst);
+      } else {
+        mlxcel_enc::int8_row<D, ROPE, TRAD>(enc_x, lane, static_cast<float>(pos), inv_freq, static_cast<int8_t*>(k_data),
+                                            static_cast<__half*>(k_aux), dst);
+      }
+    } else if (is_v) {  // turbo4 values (turbo4 and turbo4-asym)
       mlxcel_enc::turbo4_row<D, false, false>(enc_x, lane, v_mids, v_lut, v_signs, 0.0f, inv_freq,
-                                              const_cast<unsigned char*>(v_packed), const_cast<__half*>(v_norms), dst);
-    } else if constexpr (KFP16) {
+                                              static_cast<unsigned char*>(v_data), v_aux, dst);
+    } else if constexpr (KVFMT == 1) {  // turbo4-asym: fp16 keys (turbo_encode_kv_asym.cu)
       mlxcel_enc::fp16_row<D, ROPE, TRAD>(enc_x, lane, static_cast<float>(pos), inv_freq, static_cast<__half*>(k_data), dst);
-    } else {
+    } else {  // turbo4 keys (turbo_encode_kv.cu)
       mlxcel_enc::turbo4_row<D, ROPE, TRAD>(enc_x, lane, k_mids, k_lut, k_signs, static_cast<float>(pos), inv_freq,
                                             static_cast<unsigned char*>(k_data), static_cast<__half*>(k_aux), dst);
     }

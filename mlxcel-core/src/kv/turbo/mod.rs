@@ -134,8 +134,9 @@ impl TurboSide {
         v: &mut TurboSide,
         kv_shape: [i32; 4],
         rope: &RopeSpec,
-    ) -> Result<Option<crate::kernels::turbo_encode::PairTarget>> {
-        use crate::kernels::turbo_encode::{applies_in_place, PairTarget, SideTarget};
+    ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
+        use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
+        use crate::kernels::turbo_encode::applies_in_place;
         use crate::kv::pending::pair_shape_applies;
         let d = k.codec.head_dim;
         if !(crate::flags::QKV_ENCODE.enabled()
@@ -155,19 +156,19 @@ impl TurboSide {
                 s.pending
                     .reserve_one(&mut s.packed, &mut s.norms, bh, widths)?;
             let after = s.pending.token().cloned();
-            let t = SideTarget::new(&s.codec, packed, norms, after, kv_shape[1], pos);
+            let t = SideTarget::turbo4(&s.codec, packed, norms, after, kv_shape[1], pos);
             Ok((t, pos))
         };
         let (kt, pos) = side(k)?;
         let (vt, v_pos) = side(v)?;
         match (kt, vt) {
             (Some(kt), Some(vt)) if pos == v_pos => Ok(Some(PairTarget {
+                format: PairFormat::Turbo4,
                 k: kt,
                 v: vt,
                 pos,
                 heads: kv_shape[1],
                 head_dim: d,
-                k_fp16: false,
             })),
             _ => Ok(None),
         }
@@ -180,8 +181,9 @@ impl TurboSide {
         v: &mut TurboSide,
         kv_shape: [i32; 4],
         rope: &RopeSpec,
-    ) -> Result<Option<crate::kernels::turbo_encode::PairTarget>> {
-        use crate::kernels::turbo_encode::{applies_in_place, PairTarget, SideTarget};
+    ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
+        use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
+        use crate::kernels::turbo_encode::applies_in_place;
         use crate::kv::pending::pair_shape_applies;
         let d = v.codec.head_dim;
         if !(crate::flags::QKV_ENCODE.enabled()
@@ -201,15 +203,15 @@ impl TurboSide {
             v.pending
                 .reserve_one(&mut v.packed, &mut v.norms, [1, heads], widths)?;
         let v_after = v.pending.token().cloned();
-        let vt = SideTarget::new(&v.codec, packed, norms, v_after, heads, v_pos);
+        let vt = SideTarget::turbo4(&v.codec, packed, norms, v_after, heads, v_pos);
         match (kt, vt) {
             (Some(kt), Some(vt)) if pos == v_pos => Ok(Some(PairTarget {
+                format: PairFormat::Turbo4Asym,
                 k: kt,
                 v: vt,
                 pos,
                 heads,
                 head_dim: d,
-                k_fp16: true,
             })),
             _ => Ok(None),
         }

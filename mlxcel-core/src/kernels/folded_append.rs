@@ -1,0 +1,121 @@
+//! The cache append of a decode step when another launch performs it: the qkv GEMV with
+//! `MLXCEL_QKV_ENCODE` (`quantized_gemv::try_gemv_parts_encode`,
+//! `cuda/qgemv4_qkv_encode.cu`) writes the new keys and values into the cache buffers
+//! itself. The cache reserves the position and hands out a [`PairTarget`]
+//! (`KvCache::fused_append_target`); the model runs the projection with it and the cache
+//! records the launch's token (`KvCache::commit_fused_append`). The arrays are owned
+//! (reference-counted handles), so the cache is not borrowed while the projection runs.
+
+use crate::kernels::decode_attention::unused_f32;
+use crate::kernels::in_place::buffer_fits;
+use crate::kernels::turbo_encode::side_fits;
+use crate::kv::turbo::codec::TurboCodec;
+use crate::mlx::{Array, Dtype};
+use crate::Result;
+
+/// The cache formats the folded append writes (the kernel's `KVFMT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairFormat {
+    /// turbo4 keys and values (`turbo_encode_kv.cu`'s writes).
+    Turbo4 = 0,
+    /// fp16 keys, turbo4 values (`turbo_encode_kv_asym.cu`'s writes).
+    Turbo4Asym = 1,
+    /// int8 keys and values with an fp16 scale per vector (`int8_encode_kv.cu`'s writes).
+    Int8 = 2,
+}
+
+/// A decode step's K+V append for another launch: both sides' reserved buffers, the
+/// position and the sides' previous write tokens (`kv::pending`).
+pub struct PairTarget {
+    pub format: PairFormat,
+    pub k: SideTarget,
+    pub v: SideTarget,
+    /// The cache position the launch writes.
+    pub pos: usize,
+    /// KV heads and head_dim of the new position (`[1, heads, 1, head_dim]` per side).
+    pub heads: i32,
+    pub head_dim: usize,
+}
+
+/// One side of a [`PairTarget`]: the whole cache buffers (`data [1, H, cap, _]`, `aux
+/// [1, H, cap, 1]` f16 norms or scales), the turbo codec's arrays (placeholders for other
+/// formats), and the previous write token.
+pub struct SideTarget {
+    pub mids: Array,
+    pub lut: Array,
+    pub signs: Array,
+    pub data: Array,
+    pub aux: Array,
+    pub after: Option<Array>,
+}
+
+impl SideTarget {
+    /// A turbo4 side of `codec` (`data` u8 codes `[1, H, cap, D/2]`, `aux` f16 norms). `None`
+    /// if the buffers do not fit one position of `[1, heads, 1, D]` at `pos`.
+    pub fn turbo4(
+        codec: &TurboCodec,
+        data: Array,
+        aux: Array,
+        after: Option<Array>,
+        heads: i32,
+        pos: usize,
+    ) -> Option<SideTarget> {
+        let xs = [1, heads, 1, codec.head_dim as i32];
+        side_fits(codec, &xs, &data, &aux, pos).then(|| SideTarget {
+            mids: codec.midpoints().clone(),
+            lut: codec.lut16().clone(),
+            signs: codec.rotation.signs_array().clone(),
+            data,
+            aux,
+            after,
+        })
+    }
+
+    /// An fp16 key side (turbo4-asym): `data [1, H, cap, head_dim]` f16, no aux.
+    pub fn fp16(
+        data: Array,
+        after: Option<Array>,
+        heads: i32,
+        head_dim: usize,
+        pos: usize,
+    ) -> Result<Option<SideTarget>> {
+        let xs = [1, heads, 1, head_dim as i32];
+        if !buffer_fits(&xs, &data, head_dim as i32, Dtype::F16, pos) {
+            return Ok(None);
+        }
+        let unused = unused_f32()?;
+        Ok(Some(SideTarget::placeholders(data, unused.clone(), after)?))
+    }
+
+    /// An int8 side: `data [1, H, cap, head_dim]` int8 and `aux [1, H, cap, 1]` f16 scales.
+    pub fn int8(
+        data: Array,
+        aux: Array,
+        after: Option<Array>,
+        heads: i32,
+        head_dim: usize,
+        pos: usize,
+    ) -> Result<Option<SideTarget>> {
+        let xs = [1, heads, 1, head_dim as i32];
+        if !(buffer_fits(&xs, &data, head_dim as i32, Dtype::I8, pos)
+            && buffer_fits(&xs, &aux, 1, Dtype::F16, pos))
+        {
+            return Ok(None);
+        }
+        Ok(Some(SideTarget::placeholders(data, aux, after)?))
+    }
+
+    /// A side without a turbo codec: its codec inputs are placeholders the kernel does not
+    /// read.
+    fn placeholders(data: Array, aux: Array, after: Option<Array>) -> Result<SideTarget> {
+        let unused = unused_f32()?;
+        Ok(SideTarget {
+            mids: unused.clone(),
+            lut: unused.clone(),
+            signs: unused,
+            data,
+            aux,
+            after,
+        })
+    }
+}
