@@ -400,16 +400,17 @@ pub const QKV_PARTS: Flag = Flag {
     slot: 24,
 };
 
-/// A decode step's turbo4 or turbo4-asym K+V cache append folded into the stacked qkv GEMV
-/// (`cuda/qgemv4_qkv_encode.cu`): the last CTA of each K and V head writes it into the
+/// A decode step's turbo4, turbo4-asym or int8 K+V cache append folded into the stacked qkv
+/// GEMV (`cuda/qgemv4_qkv_encode.cu`): the last CTA of each K and V head writes it into the
 /// cache buffers, so the separate in-place append launch (7.3 us per layer in situ, session
-/// 11's ncu) and its MLX node go. The writes are `turbo_encode_kv.cu`'s /
-/// `turbo_encode_kv_asym.cu`'s (`turbo4_row`, `fp16_row`) on the same fp16 k and v. Written after session 13's last device call: NVRTC-checked and
-/// CPU-tested for the dispatch, not yet run on a GPU, so off by default. 1 folds.
+/// 11's ncu) and its MLX node go. The writes are those of the separate launches
+/// (`turbo4_row`, `fp16_row`, `int8_row`) on the same fp16 k and v. Written after session
+/// 13's last device call: NVRTC-checked and CPU-tested for the dispatch, not yet run on a
+/// GPU, so off by default. 1 folds.
 pub const QKV_ENCODE: Flag = Flag {
     name: "MLXCEL_QKV_ENCODE",
     default: false,
-    doc: "turbo4 / turbo4-asym decode-step K+V appends folded into the qkv GEMV on CUDA (1 = fold; not yet run on a GPU)",
+    doc: "turbo4 / turbo4-asym / int8 decode-step K+V appends folded into the qkv GEMV on CUDA (1 = fold; not yet run on a GPU)",
     slot: 25,
 };
 
