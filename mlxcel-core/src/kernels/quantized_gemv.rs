@@ -194,30 +194,12 @@ fn qkv_encode_source(shared: usize) -> KernelSource {
         include_str!("cuda/qgemv4.cu"),
         include_str!("cuda/qgemv4_qkv_encode.cu")
     );
-    let inputs = [
-        "x",
-        "w",
-        "scales",
-        "biases",
-        "r",
-        "nw",
-        "k_mids",
-        "k_lut",
-        "k_signs",
-        "v_mids",
-        "v_lut",
-        "v_signs",
-        "k_packed",
-        "k_norms",
-        "v_packed",
-        "v_norms",
-        "pos_marker",
-        "k_after",
-        "v_after",
-        "inv_freq",
-        "tickets",
-        "slot_marker",
-    ];
+    let inputs: Vec<&str> = PLAIN_INPUTS
+        .iter()
+        .copied()
+        .chain(crate::kernels::turbo_encode::PAIR_APPEND_INPUTS)
+        .chain(["tickets", "slot_marker"])
+        .collect();
     let outputs = ["y", "yk", "yv", "done"];
     let mut s = gemv_source("mlxcel_qgemv4_qkv_enc", &inputs, &outputs, body, shared);
     s.header = format!(

@@ -154,27 +154,32 @@ pub fn fused_encode_into(
     )
 }
 
+/// The inputs of a K+V append after the new keys and values, in the order the pair kernels
+/// take them: both sides' codecs and buffers, the position marker, the sides' previous
+/// tokens, and `inv_freq` (`turbo_encode_kv.cu`; the qkv GEMV's folded append,
+/// `qgemv4_qkv_encode.cu`, takes them after its own).
+pub(crate) const PAIR_APPEND_INPUTS: [&str; 14] = [
+    "k_mids",
+    "k_lut",
+    "k_signs",
+    "v_mids",
+    "v_lut",
+    "v_signs",
+    "k_packed",
+    "k_norms",
+    "v_packed",
+    "v_norms",
+    "pos_marker",
+    "k_after",
+    "v_after",
+    "inv_freq",
+];
+
 fn source_kv() -> KernelSource {
+    let inputs: Vec<&str> = ["xk", "xv"].into_iter().chain(PAIR_APPEND_INPUTS).collect();
     let mut spec = KernelSource::new(
         "mlxcel_turbo_encode_kv",
-        &[
-            "xk",
-            "xv",
-            "k_mids",
-            "k_lut",
-            "k_signs",
-            "v_mids",
-            "v_lut",
-            "v_signs",
-            "k_packed",
-            "k_norms",
-            "v_packed",
-            "v_norms",
-            "pos_marker",
-            "k_after",
-            "v_after",
-            "inv_freq",
-        ],
+        &inputs,
         &["done"],
         include_str!("cuda/turbo_encode_kv.cu"),
     );
