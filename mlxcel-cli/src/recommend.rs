@@ -111,6 +111,10 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         gb(budget_bytes),
         100.0 * HEADROOM
     );
+    println!(
+        "boundary  turbo modes keep the first and last {} layers in {} (--kv-boundary-layers, --kv-boundary-type)",
+        shape.boundary_layers, shape.boundary_mode
+    );
     println!();
     println!(
         "{:<13} {:>10} {:>8} {:>11} {:>5} {:>14}",

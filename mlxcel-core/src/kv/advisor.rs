@@ -7,10 +7,11 @@
 //!   +0.15% (SmolLM2) / +0.68% (Qwen2.5-Coder-1.5B); turbo3-asym +1.4%; int8 +0.07% /
 //!   +3.39% (per-vector scales suffer from Qwen2.5's outlier key channels); turbo2-asym
 //!   +6.2%; turbo4 +4.5% / +6.6%; turbo3 +19% / +22%.
-//! - Speed (H200, `benchmarks/results/2026-11-30-h200-session8.md`): up to 32K no mode is
-//!   reliably faster than fp16 end to end (turbo4-asym 0.84-0.93x at 4K, 0.90x at 32K), so
-//!   fp16 stays the pick while it fits; from 32K on compressed caches decode faster (128K:
-//!   turbo4-asym 1.07-1.37x, int8 1.52-1.55x, turbo4 0.98-1.28x).
+//! - Speed (H200, end to end against fp16 on the same machine): up to 32K the ratio follows
+//!   the host (session 13: turbo4-asym 1.18x at 4K and 1.12x at 32K; session 12's slower
+//!   host: 0.86x and 1.00x), so fp16 stays the pick while it fits; at 128K compressed caches
+//!   decode faster on every machine measured (sessions 12-13: turbo4-asym 1.61-1.62x, int8
+//!   1.82-1.86x, turbo4 1.84-1.90x; `benchmarks/results/2026-11-30-h200-session13.md`).
 
 use super::mode::KvMode;
 
@@ -139,7 +140,7 @@ pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_byte
                 estimates,
                 pick: Some(m),
                 reason: format!(
-                    "the fp16 cache fits, and up to {}K tokens no compressed mode decoded reliably faster than fp16 (H200, session 8); compress only to fit more",
+                    "the fp16 cache fits, and up to {}K tokens no compressed mode decoded reliably faster than fp16 on every host (H200, sessions 12-13); compress only to fit more",
                     FP16_PREFERRED_MAX_CONTEXT / 1024
                 ),
             };
@@ -148,7 +149,7 @@ pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_byte
     for name in QUALITY_ORDER {
         if let Some(m) = fits(name) {
             let why = if fits("fp16").is_some() {
-                "beyond 32K compressed caches decoded at least as fast as fp16 on the H200 (128K: turbo4-asym 1.07-1.37x, int8 1.52-1.55x end to end) while holding less memory; this is the best-measured-quality mode"
+                "beyond 32K compressed caches decoded faster than fp16 on the H200 (128K: turbo4-asym 1.61-1.62x, int8 1.82-1.86x end to end, sessions 12-13) while holding less memory; this is the best-measured-quality mode"
             } else {
                 "the fp16 cache does not fit; this is the best-measured-quality mode that does"
             };
