@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{randn, rng};
+use common::{f16_array, randn, rng};
 use mlxcel_core::flags;
 use mlxcel_core::kernels::quantized_gemv::{
     parts_plan, try_gemv_parts, try_gemv_parts_encode, FoldedNorm,
@@ -24,13 +24,6 @@ use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::ops::quantize;
 use mlxcel_core::rope::RopeSpec;
 use mlxcel_core::{Array, Dtype};
-
-fn f16(v: &[f32], shape: &[i32]) -> Array {
-    Array::from_slice(v, shape)
-        .unwrap()
-        .astype(Dtype::F16)
-        .unwrap()
-}
 
 /// A cache of `mode` (turbo4, turbo4-asym or int8) for heads of `d` holding `prefill_k` /
 /// `prefill_v`.
@@ -100,8 +93,8 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
     ];
     for &(mode, nq, nkv, d, g, trad) in &cases {
         let pre = [1, nkv as i32, prefill, d as i32];
-        let pk = f16(&randn(&mut r, nkv * prefill as usize * d), &pre);
-        let pv = f16(&randn(&mut r, nkv * prefill as usize * d), &pre);
+        let pk = f16_array(&randn(&mut r, nkv * prefill as usize * d), &pre);
+        let pv = f16_array(&randn(&mut r, nkv * prefill as usize * d), &pre);
         let (mut a, mut b) = (cache(mode, d, &pk, &pv), cache(mode, d, &pk, &pv));
         let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
         let kv_shape = [1, nkv as i32, 1, d as i32];
@@ -120,7 +113,7 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
             continue;
         }
         let n = (nq + 2 * nkv) * d;
-        let w = f16(
+        let w = f16_array(
             &randn(&mut r, n * k_in)
                 .iter()
                 .map(|v| v * 0.02)
@@ -128,7 +121,7 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
             &[n as i32, k_in as i32],
         );
         let q = quantize(&w, g, 4).unwrap();
-        let nw = f16(
+        let nw = f16_array(
             &randn(&mut r, k_in)
                 .iter()
                 .map(|v| 1.0 + 0.3 * v)
@@ -138,7 +131,7 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
         let norm = FoldedNorm { weight: &nw, eps };
         for step in 0..3 {
             let xs: Vec<f32> = randn(&mut r, k_in).iter().map(|v| v * 8.0).collect();
-            let x = f16(&xs, &[1, 1, k_in as i32]);
+            let x = f16_array(&xs, &[1, 1, k_in as i32]);
             let target = a
                 .fused_append_target(kv_shape, &rope)
                 .unwrap()

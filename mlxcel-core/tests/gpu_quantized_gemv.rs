@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{randn, rng};
+use common::{f16_array, randn, rng};
 use mlxcel_core::flags;
 use mlxcel_core::kernels::quantized_gemv::{
     applies, applies_add, applies_silu, gemv, gemv_add, gemv_rms_with, gemv_silu_mul,
@@ -203,13 +203,10 @@ fn rms_reference(xv: &[f32], wv: &[f32], eps: f32) -> Vec<f32> {
 fn residual_and_norm_weight(r: &mut rand::rngs::StdRng, k: usize) -> (Array, Array) {
     let xs: Vec<f32> = randn(r, k).iter().map(|v| v * 8.0).collect();
     let ws: Vec<f32> = randn(r, k).iter().map(|v| 1.0 + 0.3 * v).collect();
-    let f16 = |v: &[f32], shape: &[i32]| {
-        Array::from_slice(v, shape)
-            .unwrap()
-            .astype(Dtype::F16)
-            .unwrap()
-    };
-    (f16(&xs, &[1, 1, k as i32]), f16(&ws, &[k as i32]))
+    (
+        f16_array(&xs, &[1, 1, k as i32]),
+        f16_array(&ws, &[k as i32]),
+    )
 }
 
 /// `MLXCEL_FUSED_NORM`'s kernels: `rms_norm(x) W^T` and the gate/up pair of `rms_norm(x)`

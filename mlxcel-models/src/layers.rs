@@ -5,7 +5,7 @@ use std::cell::OnceCell;
 
 use mlxcel_core::build_profile;
 use mlxcel_core::kernels::folded_append::PairTarget;
-use mlxcel_core::kernels::quantized_gemv::{self, FoldedNorm};
+use mlxcel_core::kernels::quantized_gemv::{self, FoldedNorm, PartsPlan};
 use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::ops::{concatenate, Quantized};
 use mlxcel_core::rope::RopeSpec;
@@ -126,24 +126,7 @@ impl Linear {
         input: &PreNormed<'_>,
         shapes: &[[i32; 4]; 3],
     ) -> Result<Option<[Array; 3]>> {
-        let (Tensor::Quantized(q), None) = (&self.weight, &self.bias) else {
-            return Ok(None);
-        };
-        let Some(plan) = quantized_gemv::parts_plan(input.x, q, shapes.each_ref().map(|s| &s[..]))
-        else {
-            return Ok(None);
-        };
-        if let Some(p) =
-            quantized_gemv::try_gemv_parts(input.x, Some(input.norm.folded()), q, &plan)?
-        {
-            return Ok(Some(p));
-        }
-        Ok(quantized_gemv::try_gemv_parts(
-            input.normed()?,
-            None,
-            q,
-            &plan,
-        )?)
+        self.prenormed_parts(input, shapes, quantized_gemv::try_gemv_parts)
     }
 
     /// [`Linear::forward_prenormed_parts`] with the decode step's cache append folded into
@@ -157,6 +140,26 @@ impl Linear {
         target: &PairTarget,
         rope: &RopeSpec,
     ) -> Result<Option<(Array, Array)>> {
+        let out = self.prenormed_parts(input, shapes, |x, norm, q, plan| {
+            quantized_gemv::try_gemv_parts_encode(x, norm, q, plan, target, Some(rope))
+        })?;
+        Ok(out.map(|([q, _, _], token)| (q, token)))
+    }
+
+    /// A parts launch (`launch(x, norm, weight, plan)`) of this layer for `norm(input)`: with
+    /// the norm folded into the kernel, or where the fold does not apply on `norm(x)` (made
+    /// once); `None` where the weight or the parts do not take the kernel.
+    fn prenormed_parts<T>(
+        &self,
+        input: &PreNormed<'_>,
+        shapes: &[[i32; 4]; 3],
+        launch: impl Fn(
+            &Array,
+            Option<FoldedNorm<'_>>,
+            &Quantized,
+            &PartsPlan<'_>,
+        ) -> mlxcel_core::Result<Option<T>>,
+    ) -> Result<Option<T>> {
         let (Tensor::Quantized(q), None) = (&self.weight, &self.bias) else {
             return Ok(None);
         };
@@ -164,27 +167,10 @@ impl Linear {
         else {
             return Ok(None);
         };
-        let folded = input.norm.folded();
-        let rope = Some(rope);
-        let out = match quantized_gemv::try_gemv_parts_encode(
-            input.x,
-            Some(folded),
-            q,
-            &plan,
-            target,
-            rope,
-        )? {
-            Some(out) => Some(out),
-            None => quantized_gemv::try_gemv_parts_encode(
-                input.normed()?,
-                None,
-                q,
-                &plan,
-                target,
-                rope,
-            )?,
-        };
-        Ok(out.map(|([q, _, _], token)| (q, token)))
+        if let Some(out) = launch(input.x, Some(input.norm.folded()), q, &plan)? {
+            return Ok(Some(out));
+        }
+        Ok(launch(input.normed()?, None, q, &plan)?)
     }
 
     pub fn forward(&self, x: &Array) -> Result<Array> {

@@ -37,6 +37,28 @@ pub struct PairTarget {
     pub head_dim: usize,
 }
 
+impl PairTarget {
+    /// Both sides of `format` at `pos` for `[1, heads, 1, head_dim]` keys and values; `None`
+    /// where a side's buffers did not fit (its constructor said so).
+    pub fn new(
+        format: PairFormat,
+        k: Option<SideTarget>,
+        v: Option<SideTarget>,
+        pos: usize,
+        heads: i32,
+        head_dim: usize,
+    ) -> Option<PairTarget> {
+        Some(PairTarget {
+            format,
+            k: k?,
+            v: v?,
+            pos,
+            heads,
+            head_dim,
+        })
+    }
+}
+
 /// One side of a [`PairTarget`]: the whole cache buffers (`data [1, H, cap, _]`, `aux
 /// [1, H, cap, 1]` f16 norms or scales), the turbo codec's arrays (placeholders for other
 /// formats), and the previous write token.
@@ -83,8 +105,7 @@ impl SideTarget {
         if !buffer_fits(&xs, &data, head_dim as i32, Dtype::F16, pos) {
             return Ok(None);
         }
-        let unused = unused_f32()?;
-        Ok(Some(SideTarget::placeholders(data, unused.clone(), after)?))
+        Ok(Some(SideTarget::placeholders(data, None, after)?))
     }
 
     /// An int8 side: `data [1, H, cap, head_dim]` int8 and `aux [1, H, cap, 1]` f16 scales.
@@ -102,19 +123,19 @@ impl SideTarget {
         {
             return Ok(None);
         }
-        Ok(Some(SideTarget::placeholders(data, aux, after)?))
+        Ok(Some(SideTarget::placeholders(data, Some(aux), after)?))
     }
 
-    /// A side without a turbo codec: its codec inputs are placeholders the kernel does not
-    /// read.
-    fn placeholders(data: Array, aux: Array, after: Option<Array>) -> Result<SideTarget> {
+    /// A side without a turbo codec: its codec inputs (and a missing `aux`) are placeholders
+    /// the kernel does not read.
+    fn placeholders(data: Array, aux: Option<Array>, after: Option<Array>) -> Result<SideTarget> {
         let unused = unused_f32()?;
         Ok(SideTarget {
             mids: unused.clone(),
             lut: unused.clone(),
+            aux: aux.unwrap_or_else(|| unused.clone()),
             signs: unused,
             data,
-            aux,
             after,
         })
     }

@@ -465,106 +465,6 @@ fn launch_plain(
     one(run("qgemv4", shared, plain_source, &launch)?)
 }
 
-/// [`try_gemv_parts`] with the decode step's K+V cache append folded into the same launch
-/// (`MLXCEL_QKV_ENCODE`; `cuda/qgemv4_qkv_encode.cu`): k and v (parts 1 and 2, each
-/// `[1, heads, 1, head_dim]` of `target`) are also written into `target`'s cache buffers at
-/// its position in the target's format (turbo4, turbo4-asym's fp16 keys, int8), the keys
-/// rotated by `rope` first. Returns the three parts and the write's
-/// token (`[4]` int32, for the cache's [`crate::kv::pending::PendingWrite`]). `None` where
-/// it does not apply (the flag off, parts that are not the target's heads, a capped-grid
-/// schedule, a RoPE the encoder's warp layout cannot take, or with `norm` where the fold
-/// does not apply): the caller then runs the projection and the append apart, and the
-/// target's position stays unwritten.
-pub fn try_gemv_parts_encode(
-    x: &Array,
-    norm: Option<FoldedNorm<'_>>,
-    q: &Quantized,
-    plan: &PartsPlan<'_>,
-    target: &crate::kernels::folded_append::PairTarget,
-    rope: Option<&crate::rope::RopeSpec>,
-) -> Result<Option<([Array; 3], Array)>> {
-    use crate::kernels::decode_attention::{
-        length_marker, qkv_encode_tickets, unused_f32, wait_for, QKV_ENCODE_MAX_HEADS,
-    };
-    let kv_shape = [1, target.heads, 1, target.head_dim as i32];
-    let applies = flags::QKV_ENCODE.enabled()
-        && plan.shapes[1] == kv_shape
-        && plan.shapes[2] == kv_shape
-        && plan.shapes[0].first() == Some(&1)
-        // The kernel writes both sides at head * capacity + pos with K's capacity.
-        && target.k.data.shape()[..3] == target.v.data.shape()[..3]
-        && 2 * target.heads as usize <= QKV_ENCODE_MAX_HEADS
-        && rope.is_none_or(|r| r.fits_warp_layout(target.head_dim));
-    if !applies {
-        return Ok(None);
-    }
-    let sched = match norm {
-        Some(m) => match norm_plan(&m, || Some((plan.n, plan.k)))? {
-            Some((_, _, sched)) => sched,
-            None => return Ok(None),
-        },
-        None => Schedule::current()?,
-    };
-    if sched.multi_block() {
-        return Ok(None);
-    }
-    if x.dtype() != Dtype::F16 || x.size() != plan.k {
-        return Err(Error::invalid(
-            "quantized gemv",
-            format!(
-                "parts + encode: x {:?} {:?}, expected {} f16 values",
-                x.shape(),
-                x.dtype(),
-                plan.k
-            ),
-        ));
-    }
-    let (k, v) = (&target.k, &target.v);
-    let marker = length_marker(target.pos + 1)?;
-    let afters = [wait_for(k.after.as_ref())?, wait_for(v.after.as_ref())?];
-    let unused;
-    let inv_freq = match rope {
-        Some(r) => r.inv_freq(),
-        None => {
-            unused = unused_f32()?;
-            &unused
-        }
-    };
-    let (tickets, slot) = qkv_encode_tickets()?;
-    let (mut launch, shared) = plain_launch(x, q, None, norm, plan.n, plan.k, sched);
-    launch.inputs.extend([
-        &k.mids, &k.lut, &k.signs, &v.mids, &v.lut, &v.signs, &k.data, &k.aux, &v.data, &v.aux,
-        &marker, &afters[0], &afters[1], inv_freq, &tickets, &slot,
-    ]);
-    launch.outputs = plan
-        .shapes
-        .iter()
-        .map(|s| (s.to_vec(), Dtype::F16))
-        .collect();
-    launch.outputs.push((vec![4], Dtype::I32));
-    let rows = plan.shapes.map(|s| s.iter().product::<i32>());
-    let launch = launch
-        .template("NQ", TemplateArg::Int(rows[0]))
-        .template("NK", TemplateArg::Int(rows[1]))
-        .template("D", TemplateArg::Int(target.head_dim as i32))
-        .template("ROPE", TemplateArg::Bool(rope.is_some()))
-        .template(
-            "TRAD",
-            TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
-        )
-        .template("KVFMT", TemplateArg::Int(target.format as i32))
-        .template("TICKETS", TemplateArg::Int(QKV_ENCODE_MAX_HEADS as i32));
-    let mut out = run("qgemv4_qkv_enc", shared, qkv_encode_source, &launch)?;
-    let token = out
-        .pop()
-        .filter(|_| out.len() == 3)
-        .ok_or_else(|| Error::invalid("quantized gemv", "parts + encode: expected 4 outputs"))?;
-    let parts: [Array; 3] = out
-        .try_into()
-        .map_err(|_| Error::invalid("quantized gemv", "parts + encode: expected 4 outputs"))?;
-    Ok(Some((parts, token)))
-}
-
 /// The output of a one-output launch.
 fn one(mut outputs: Vec<Array>) -> Result<Array> {
     outputs
@@ -631,13 +531,39 @@ pub fn try_gemv_parts(
     q: &Quantized,
     plan: &PartsPlan<'_>,
 ) -> Result<Option<[Array; 3]>> {
-    let sched = match norm {
-        Some(m) => match norm_plan(&m, || Some((plan.n, plan.k)))? {
-            Some((_, _, sched)) => sched,
-            None => return Ok(None),
-        },
-        None => Schedule::current()?,
+    let Some(sched) = parts_schedule(norm, plan)? else {
+        return Ok(None);
     };
+    let (launch, shared) = parts_launch(x, norm, q, plan, sched)?;
+    let parts: [Array; 3] = run("qgemv4_qkv", shared, qkv_source, &launch)?
+        .try_into()
+        .map_err(|v: Vec<Array>| {
+            Error::invalid(
+                "quantized gemv",
+                format!("parts: {} outputs, expected 3", v.len()),
+            )
+        })?;
+    Ok(Some(parts))
+}
+
+/// The schedule of a parts launch: with `norm`, the folded norm's ([`norm_plan`]; `None`
+/// where the fold does not apply), else the current one.
+fn parts_schedule(norm: Option<FoldedNorm<'_>>, plan: &PartsPlan<'_>) -> Result<Option<Schedule>> {
+    match norm {
+        Some(m) => Ok(norm_plan(&m, || Some((plan.n, plan.k)))?.map(|(_, _, sched)| sched)),
+        None => Schedule::current().map(Some),
+    }
+}
+
+/// The plain kernel's launch with `plan`'s three outputs and their `NQ` / `NK` (the qkv
+/// kernels; x checked), and its shared memory.
+fn parts_launch<'a>(
+    x: &'a Array,
+    norm: Option<FoldedNorm<'a>>,
+    q: &'a Quantized,
+    plan: &PartsPlan<'_>,
+    sched: Schedule,
+) -> Result<(Launch<'a>, usize)> {
     if x.dtype() != Dtype::F16 || x.size() != plan.k {
         return Err(Error::invalid(
             "quantized gemv",
@@ -659,15 +585,83 @@ pub fn try_gemv_parts(
     let launch = launch
         .template("NQ", TemplateArg::Int(rows[0]))
         .template("NK", TemplateArg::Int(rows[1]));
-    let parts: [Array; 3] = run("qgemv4_qkv", shared, qkv_source, &launch)?
-        .try_into()
-        .map_err(|v: Vec<Array>| {
-            Error::invalid(
-                "quantized gemv",
-                format!("parts: {} outputs, expected 3", v.len()),
-            )
-        })?;
-    Ok(Some(parts))
+    Ok((launch, shared))
+}
+
+/// [`try_gemv_parts`] with the decode step's K+V cache append folded into the same launch
+/// (`MLXCEL_QKV_ENCODE`; `cuda/qgemv4_qkv_encode.cu`): k and v (parts 1 and 2, each
+/// `[1, heads, 1, head_dim]` of `target`) are also written into `target`'s cache buffers at
+/// its position in the target's format (turbo4, turbo4-asym's fp16 keys, int8), the keys
+/// rotated by `rope` first. Returns the three parts and the write's
+/// token (`[4]` int32, for the cache's [`crate::kv::pending::PendingWrite`]). `None` where
+/// it does not apply (the flag off, parts that are not the target's heads, a capped-grid
+/// schedule, a RoPE the encoder's warp layout cannot take, or with `norm` where the fold
+/// does not apply): the caller then runs the projection and the append apart, and the
+/// target's position stays unwritten.
+pub fn try_gemv_parts_encode(
+    x: &Array,
+    norm: Option<FoldedNorm<'_>>,
+    q: &Quantized,
+    plan: &PartsPlan<'_>,
+    target: &crate::kernels::folded_append::PairTarget,
+    rope: Option<&crate::rope::RopeSpec>,
+) -> Result<Option<([Array; 3], Array)>> {
+    use crate::kernels::decode_attention::{
+        length_marker, qkv_encode_tickets, unused_f32, wait_for, QKV_ENCODE_MAX_HEADS,
+    };
+    let kv_shape = [1, target.heads, 1, target.head_dim as i32];
+    let applies = flags::QKV_ENCODE.enabled()
+        && plan.shapes[1] == kv_shape
+        && plan.shapes[2] == kv_shape
+        && plan.shapes[0].first() == Some(&1)
+        // The kernel writes both sides at head * capacity + pos with K's capacity.
+        && target.k.data.shape()[..3] == target.v.data.shape()[..3]
+        && 2 * target.heads as usize <= QKV_ENCODE_MAX_HEADS
+        && rope.is_none_or(|r| r.fits_warp_layout(target.head_dim));
+    if !applies {
+        return Ok(None);
+    }
+    let sched = match parts_schedule(norm, plan)? {
+        Some(s) if !s.multi_block() => s,
+        _ => return Ok(None),
+    };
+    let (k, v) = (&target.k, &target.v);
+    let marker = length_marker(target.pos + 1)?;
+    let afters = [wait_for(k.after.as_ref())?, wait_for(v.after.as_ref())?];
+    let unused;
+    let inv_freq = match rope {
+        Some(r) => r.inv_freq(),
+        None => {
+            unused = unused_f32()?;
+            &unused
+        }
+    };
+    let (tickets, slot) = qkv_encode_tickets()?;
+    let (mut launch, shared) = parts_launch(x, norm, q, plan, sched)?;
+    launch.inputs.extend([
+        &k.mids, &k.lut, &k.signs, &v.mids, &v.lut, &v.signs, &k.data, &k.aux, &v.data, &v.aux,
+        &marker, &afters[0], &afters[1], inv_freq, &tickets, &slot,
+    ]);
+    launch.outputs.push((vec![4], Dtype::I32));
+    let launch = launch
+        .template("D", TemplateArg::Int(target.head_dim as i32))
+        .template("ROPE", TemplateArg::Bool(rope.is_some()))
+        .template(
+            "TRAD",
+            TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
+        )
+        .template("KVFMT", TemplateArg::Int(target.format as i32))
+        .template("TICKETS", TemplateArg::Int(QKV_ENCODE_MAX_HEADS as i32));
+    let [yq, yk, yv, token]: [Array; 4] =
+        run("qgemv4_qkv_enc", shared, qkv_encode_source, &launch)?
+            .try_into()
+            .map_err(|v: Vec<Array>| {
+                Error::invalid(
+                    "quantized gemv",
+                    format!("parts + encode: {} outputs, expected 4", v.len()),
+                )
+            })?;
+    Ok(Some(([yq, yk, yv], token)))
 }
 
 /// The launch shared by both kernels over `mats` matrices of N x K (2 for gate/up): CTAs of

@@ -32,26 +32,6 @@ impl Fp16Side {
 
     /// This side's state for [`crate::kv::pending::append_pair_one`] (vectors of `d`
     /// values; no aux buffer).
-    /// Reserves the next position of `[1, heads, 1, d]` for an append another launch writes
-    /// (`kv::turbo::TurboSide::asym_pair_target`): the whole buffer, the position and the
-    /// last write's token.
-    pub(crate) fn reserve_for_launch(
-        &mut self,
-        heads: i32,
-        d: i32,
-    ) -> Result<(Array, usize, Option<Array>)> {
-        let (buf, _, pos) = self
-            .pending
-            .reserve(&mut self.buf, None, [1, heads], [d, 0])?;
-        Ok((buf, pos, self.pending.token().cloned()))
-    }
-
-    /// Counts the position [`Fp16Side::reserve_for_launch`] reserved as written by the launch
-    /// whose token is `token`.
-    pub(crate) fn commit_launch(&mut self, token: Array) -> Result<()> {
-        self.pending.commit(&mut self.buf, None, token)
-    }
-
     pub(crate) fn pair_side(&mut self, d: i32) -> PairSide<'_> {
         PairSide {
             pending: &mut self.pending,

@@ -94,47 +94,33 @@ impl Int8Side {
         rope: &RopeSpec,
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
-        use crate::kv::pending::pair_shape_applies;
+        use crate::kv::pending::{pair_shape_applies, reserve_pair};
         let d = kv_shape[3];
-        if !(crate::flags::QKV_ENCODE.enabled()
-            && kv_shape[0] == 1
+        if !(kv_shape[0] == 1
             && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
             && crate::kernels::int8_encode::applies_in_place(d as usize))
         {
             return Ok(None);
         }
         let heads = kv_shape[1];
-        let side = |s: &mut Int8Side| -> Result<(Option<SideTarget>, usize)> {
-            let (q, scale, pos) =
-                s.pending
-                    .reserve_one(&mut s.q, &mut s.scale, [1, heads], [d, 1])?;
-            let after = s.pending.token().cloned();
-            Ok((
-                SideTarget::int8(q, scale, after, heads, d as usize, pos)?,
-                pos,
-            ))
-        };
-        let (kt, pos) = side(k)?;
-        let (vt, v_pos) = side(v)?;
-        match (kt, vt) {
-            (Some(kt), Some(vt)) if pos == v_pos => Ok(Some(PairTarget {
-                format: PairFormat::Int8,
-                k: kt,
-                v: vt,
-                pos,
-                heads,
-                head_dim: d as usize,
-            })),
-            _ => Ok(None),
-        }
+        let (mut kp, mut vp) = (k.pair_side(d), v.pair_side(d));
+        let ([kq, ks], [vq, vs], pos) = reserve_pair(&mut kp, &mut vp, [1, heads])?;
+        let (k_after, v_after) = (kp.pending.token().cloned(), vp.pending.token().cloned());
+        let hd = d as usize;
+        Ok(PairTarget::new(
+            PairFormat::Int8,
+            SideTarget::int8(kq, ks, k_after, heads, hd, pos)?,
+            SideTarget::int8(vq, vs, v_after, heads, hd, pos)?,
+            pos,
+            heads,
+            hd,
+        ))
     }
 
     /// Counts the position [`Int8Side::pair_target`] reserved on both sides as written by
-    /// the launch whose token is `token`.
+    /// the launch whose token is `token` (the widths only matter to a reservation).
     pub fn commit_pair(k: &mut Int8Side, v: &mut Int8Side, token: Array) -> Result<()> {
-        k.pending
-            .commit_one(&mut k.q, &mut k.scale, token.clone())?;
-        v.pending.commit_one(&mut v.q, &mut v.scale, token)
+        crate::kv::pending::commit_pair(k.pair_side(0), v.pair_side(0), token)
     }
 
     /// Appends one decode-step position to an int8 cache's key side `k` and value side `v`

@@ -74,7 +74,7 @@ impl PendingWrite {
 
     /// [`PendingWrite::reserve_one`] for a side with or without an aux buffer (an fp16
     /// side has none; `widths[1]` is then unused).
-    pub(crate) fn reserve(
+    fn reserve(
         &self,
         data: &mut GrowBuffer,
         mut aux: Option<&mut GrowBuffer>,
@@ -109,7 +109,7 @@ impl PendingWrite {
     }
 
     /// [`PendingWrite::commit_one`] for a side with or without an aux buffer.
-    pub(crate) fn commit(
+    fn commit(
         &mut self,
         data: &mut GrowBuffer,
         aux: Option<&mut GrowBuffer>,
@@ -164,16 +164,36 @@ pub struct PairSide<'a> {
 /// with `data` again in place of a missing aux.
 type Reserved<'a> = [&'a Array; 2];
 
-/// A key side and a value side each get one position from one launch: both reserve it,
-/// `write(k_buffers, v_buffers, pos, [k_token, v_token])` queues the launch and returns its
-/// token, and both sides commit that token (it took both previous tokens as inputs).
-/// `bh` = `[B, H]` of both sides.
+/// A key side and a value side each get one position from one launch: both sides reserve
+/// it ([`reserve_pair`]), `write(k_buffers, v_buffers, pos, [k_token, v_token])` queues the
+/// launch and returns its token, and both sides commit that token (it took both previous
+/// tokens as inputs). `bh` = `[B, H]` of both sides.
 pub fn append_pair_one(
     mut k: PairSide<'_>,
     mut v: PairSide<'_>,
     bh: [i32; 2],
     write: impl FnOnce(Reserved<'_>, Reserved<'_>, usize, [Option<&Array>; 2]) -> Result<Array>,
 ) -> Result<()> {
+    let ([kd, ka], [vd, va], pos) = reserve_pair(&mut k, &mut v, bh)?;
+    let token = write(
+        [&kd, &ka],
+        [&vd, &va],
+        pos,
+        [k.pending.token(), v.pending.token()],
+    )?;
+    commit_pair(k, v, token)
+}
+
+/// Both sides reserve the next position (waiting for their last write where a buffer grows)
+/// and hand out their whole buffers `[data, aux]` (`data` again for a side without aux) and
+/// the position, for a launch that writes it: [`append_pair_one`], or a launch the model
+/// queues (the qkv GEMV's folded append, `KvCache::fused_append_target`). Nothing counts
+/// until [`commit_pair`]. Sides at different lengths are an error.
+pub fn reserve_pair(
+    k: &mut PairSide<'_>,
+    v: &mut PairSide<'_>,
+    bh: [i32; 2],
+) -> Result<([Array; 2], [Array; 2], usize)> {
     let (kd, ka, pos) = k
         .pending
         .reserve(k.data, k.aux.as_deref_mut(), bh, k.widths)?;
@@ -186,12 +206,14 @@ pub fn append_pair_one(
             format!("key and value sides at different lengths ({pos} and {v_pos})"),
         ));
     }
-    let token = write(
-        [&kd, ka.as_ref().unwrap_or(&kd)],
-        [&vd, va.as_ref().unwrap_or(&vd)],
-        pos,
-        [k.pending.token(), v.pending.token()],
-    )?;
+    let ka = ka.unwrap_or_else(|| kd.clone());
+    let va = va.unwrap_or_else(|| vd.clone());
+    Ok(([kd, ka], [vd, va], pos))
+}
+
+/// Counts the position [`reserve_pair`] reserved on both sides as written by the launch whose
+/// token is `token` (it took both sides' previous tokens as inputs).
+pub fn commit_pair(k: PairSide<'_>, v: PairSide<'_>, token: Array) -> Result<()> {
     k.pending.commit(k.data, k.aux, token.clone())?;
     v.pending.commit(v.data, v.aux, token)
 }

@@ -102,8 +102,9 @@ impl KvCache for SplitKvCache {
         kv_shape: [i32; 4],
         rope: &RopeSpec,
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
+        // The flag first: with it off (the default) a decode step's layers pay nothing more.
         // The folded append rotates the keys itself, as the other in-kernel RoPE paths do.
-        if !crate::flags::FUSED_ROPE.enabled() {
+        if !crate::flags::QKV_ENCODE.enabled() || !crate::flags::FUSED_ROPE.enabled() {
             return Ok(None);
         }
         if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {

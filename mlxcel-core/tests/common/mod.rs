@@ -99,3 +99,11 @@ pub fn rel_rms(a: &mlxcel_core::Array, b: &mlxcel_core::Array) -> f32 {
     };
     (mean_sq(&a.subtract(b).unwrap()) / mean_sq(b)).sqrt()
 }
+
+/// `values` as an fp16 array of `shape`.
+pub fn f16_array(values: &[f32], shape: &[i32]) -> mlxcel_core::Array {
+    mlxcel_core::Array::from_slice(values, shape)
+        .unwrap()
+        .astype(mlxcel_core::Dtype::F16)
+        .unwrap()
+}

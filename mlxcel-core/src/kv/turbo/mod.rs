@@ -124,11 +124,11 @@ impl TurboSide {
     }
 
     /// The next position of a symmetric turbo4 cache (key side `k`, value side `v`) for an
-    /// append that the qkv GEMV performs (`MLXCEL_QKV_ENCODE`,
-    /// `kernels::quantized_gemv::try_gemv_parts_encode`): both sides reserve it and hand out
-    /// their buffers, codecs and last tokens; [`TurboSide::commit_pair`] counts it. `None`,
-    /// with nothing appended, where the in-place pair append would not apply to
-    /// `[1, H, 1, D]` keys and values (or the flag is off).
+    /// append that the qkv GEMV performs (`MLXCEL_QKV_ENCODE`, checked by the caller,
+    /// `kv::split`; `kernels::quantized_gemv::try_gemv_parts_encode`): both sides reserve it
+    /// and hand out their buffers, codecs and last tokens (`kv::pending::reserve_pair`);
+    /// [`TurboSide::commit_pair`] counts it. `None`, with nothing appended, where the
+    /// in-place pair append would not apply to `[1, H, 1, D]` keys and values.
     pub fn pair_target(
         k: &mut TurboSide,
         v: &mut TurboSide,
@@ -137,10 +137,9 @@ impl TurboSide {
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
         use crate::kernels::turbo_encode::applies_in_place;
-        use crate::kv::pending::pair_shape_applies;
+        use crate::kv::pending::{pair_shape_applies, reserve_pair};
         let d = k.codec.head_dim;
-        if !(crate::flags::QKV_ENCODE.enabled()
-            && kv_shape[0] == 1
+        if !(kv_shape[0] == 1
             && kv_shape[3] as usize == d
             && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
             && applies_in_place(&k.codec)
@@ -149,29 +148,18 @@ impl TurboSide {
         {
             return Ok(None);
         }
-        let bh = [kv_shape[0], kv_shape[1]];
-        let side = |s: &mut TurboSide| -> Result<(Option<SideTarget>, usize)> {
-            let widths = [(s.codec.head_dim / 2) as i32, 1];
-            let (packed, norms, pos) =
-                s.pending
-                    .reserve_one(&mut s.packed, &mut s.norms, bh, widths)?;
-            let after = s.pending.token().cloned();
-            let t = SideTarget::turbo4(&s.codec, packed, norms, after, kv_shape[1], pos);
-            Ok((t, pos))
-        };
-        let (kt, pos) = side(k)?;
-        let (vt, v_pos) = side(v)?;
-        match (kt, vt) {
-            (Some(kt), Some(vt)) if pos == v_pos => Ok(Some(PairTarget {
-                format: PairFormat::Turbo4,
-                k: kt,
-                v: vt,
-                pos,
-                heads: kv_shape[1],
-                head_dim: d,
-            })),
-            _ => Ok(None),
-        }
+        let heads = kv_shape[1];
+        let ((kc, mut kp), (vc, mut vp)) = (k.pair_side(), v.pair_side());
+        let ([kd, ka], [vd, va], pos) = reserve_pair(&mut kp, &mut vp, [1, heads])?;
+        let (k_after, v_after) = (kp.pending.token().cloned(), vp.pending.token().cloned());
+        Ok(PairTarget::new(
+            PairFormat::Turbo4,
+            SideTarget::turbo4(kc, kd, ka, k_after, heads, pos),
+            SideTarget::turbo4(vc, vd, va, v_after, heads, pos),
+            pos,
+            heads,
+            d,
+        ))
     }
 
     /// [`TurboSide::pair_target`] for a turbo4-asym cache: fp16 key side `k` (stored by the
@@ -184,10 +172,9 @@ impl TurboSide {
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
         use crate::kernels::turbo_encode::applies_in_place;
-        use crate::kv::pending::pair_shape_applies;
+        use crate::kv::pending::{pair_shape_applies, reserve_pair};
         let d = v.codec.head_dim;
-        if !(crate::flags::QKV_ENCODE.enabled()
-            && kv_shape[0] == 1
+        if !(kv_shape[0] == 1
             && kv_shape[3] as usize == d
             && k.dtype() == Dtype::F16
             && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
@@ -196,40 +183,30 @@ impl TurboSide {
             return Ok(None);
         }
         let heads = kv_shape[1];
-        let (buf, pos, k_after) = k.reserve_for_launch(heads, d as i32)?;
-        let kt = SideTarget::fp16(buf, k_after, heads, d, pos)?;
-        let widths = [(d / 2) as i32, 1];
-        let (packed, norms, v_pos) =
-            v.pending
-                .reserve_one(&mut v.packed, &mut v.norms, [1, heads], widths)?;
-        let v_after = v.pending.token().cloned();
-        let vt = SideTarget::turbo4(&v.codec, packed, norms, v_after, heads, v_pos);
-        match (kt, vt) {
-            (Some(kt), Some(vt)) if pos == v_pos => Ok(Some(PairTarget {
-                format: PairFormat::Turbo4Asym,
-                k: kt,
-                v: vt,
-                pos,
-                heads,
-                head_dim: d,
-            })),
-            _ => Ok(None),
-        }
+        let (mut kp, (vc, mut vp)) = (k.pair_side(d as i32), v.pair_side());
+        let ([kd, _], [vd, va], pos) = reserve_pair(&mut kp, &mut vp, [1, heads])?;
+        let (k_after, v_after) = (kp.pending.token().cloned(), vp.pending.token().cloned());
+        Ok(PairTarget::new(
+            PairFormat::Turbo4Asym,
+            SideTarget::fp16(kd, k_after, heads, d, pos)?,
+            SideTarget::turbo4(vc, vd, va, v_after, heads, pos),
+            pos,
+            heads,
+            d,
+        ))
     }
 
     /// Counts the position [`TurboSide::asym_pair_target`] reserved as written by the launch
     /// whose token is `token`.
     pub fn commit_asym_pair(k: &mut Fp16Side, v: &mut TurboSide, token: Array) -> Result<()> {
-        k.commit_launch(token.clone())?;
-        v.pending.commit_one(&mut v.packed, &mut v.norms, token)
+        let d = v.codec.head_dim as i32;
+        crate::kv::pending::commit_pair(k.pair_side(d), v.pair_side().1, token)
     }
 
     /// Counts the position [`TurboSide::pair_target`] reserved on both sides as written by
     /// the launch whose token is `token`.
     pub fn commit_pair(k: &mut TurboSide, v: &mut TurboSide, token: Array) -> Result<()> {
-        k.pending
-            .commit_one(&mut k.packed, &mut k.norms, token.clone())?;
-        v.pending.commit_one(&mut v.packed, &mut v.norms, token)
+        crate::kv::pending::commit_pair(k.pair_side().1, v.pair_side().1, token)
     }
 
     /// Appends one decode-step position to a turbo4-asym cache, fp16 key side `k` and turbo4
