@@ -9,7 +9,8 @@ use mlxcel_models::KvConfig;
 
 #[derive(Args, Debug, Clone)]
 pub struct KvArgs {
-    /// KV cache mode: fp16 (default); int8 (int8 + fp16 per-vector scale); turbo4-asym
+    /// KV cache mode: fp16 (default); int8 (int8 + fp16 per-vector scale); int8r (int8 of the rotated vector: for
+    /// models with large key channels such as Qwen2.5; no fused CUDA kernel yet); turbo4-asym
     /// (= fp16+turbo4: fp16 K, 4-bit turbo V); turbo4 (4-bit K and V); turbo4-delegated
     /// (fp16 K, fp16 recent-V window, older V in turbo4); turbo3-asym, turbo2-asym (fp16 K,
     /// 3/2-bit V); turbo3, turbo2 (3/2-bit K and V: large quality loss). Turbo = random
@@ -17,25 +18,27 @@ pub struct KvArgs {
     /// (`perplexity` and `niah` take a comma-separated list and compare the modes in one run.)
     #[arg(long, value_name = "MODE")]
     pub kv: Option<String>,
-    /// Key storage (fp16, int8, turbo2, turbo3, turbo4); use with --cache-type-v instead of --kv.
+    /// Key storage (fp16, int8, int8r, turbo2, turbo3, turbo4); use with --cache-type-v instead of --kv.
     #[arg(long, value_name = "TYPE", requires = "cache_type_v")]
     pub cache_type_k: Option<String>,
-    /// Value storage (fp16, int8, turbo2, turbo3, turbo4, turbo4-delegated).
+    /// Value storage (fp16, int8, int8r, turbo2, turbo3, turbo4, turbo4-delegated).
     #[arg(long, value_name = "TYPE", requires = "cache_type_k")]
     pub cache_type_v: Option<String>,
     /// First and last N layers keep an fp16 cache in turbo modes (or int8, see
     /// --kv-boundary-type) [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
     #[arg(long, value_name = "N")]
     pub kv_boundary_layers: Option<usize>,
-    /// Cache of the boundary layers in turbo modes: fp16, or int8 (half the bytes, and the
-    /// fused int8 kernel on CUDA; near-lossless) [env: MLXCEL_KV_BOUNDARY_TYPE]
+    /// Cache of the boundary layers in turbo modes: fp16; int8 (half the bytes and the fused
+    /// int8 kernel on CUDA: turbo4 at 128K 1.84x -> 2.14x fp16's speed on the H200, but a large
+    /// quality loss on Qwen2.5, whose boundary keys have large channels); or int8r (rotated
+    /// int8: for such models; no fused CUDA kernel yet) [env: MLXCEL_KV_BOUNDARY_TYPE]
     /// [default: fp16]
     #[arg(long, value_name = "TYPE")]
     pub kv_boundary_type: Option<String>,
 }
 
-/// The boundary layers' mode: `arg`, else `MLXCEL_KV_BOUNDARY_TYPE`, else fp16; fp16 or
-/// int8 only, and an error says where a bad value came from.
+/// The boundary layers' mode: `arg`, else `MLXCEL_KV_BOUNDARY_TYPE`, else fp16; fp16, int8
+/// or int8r only, and an error says where a bad value came from.
 pub fn boundary_mode(arg: Option<&str>) -> Result<KvMode> {
     let (given, from) = match arg {
         Some(a) => (a.to_string(), "--kv-boundary-type"),
@@ -109,12 +112,20 @@ mod tests {
             boundary_mode(Some("int8")).unwrap(),
             KvMode::parse("int8").unwrap()
         );
+        assert_eq!(
+            boundary_mode(Some("int8r")).unwrap(),
+            KvMode::parse("int8-rotated").unwrap()
+        );
+        assert_ne!(
+            boundary_mode(Some("int8r")).unwrap(),
+            KvMode::parse("int8").unwrap()
+        );
         assert_eq!(boundary_mode(Some("fp16")).unwrap(), KvMode::FP16);
         for bad in ["turbo4", "turbo4-asym", "q4"] {
             let e = boundary_mode(Some(bad)).unwrap_err().to_string();
             assert!(e.starts_with("--kv-boundary-type: "), "{bad}: {e}");
         }
         let e = boundary_mode(Some("turbo4")).unwrap_err().to_string();
-        assert!(e.contains("fp16 or int8"), "{e}");
+        assert!(e.contains("fp16, int8 or int8r"), "{e}");
     }
 }

@@ -190,6 +190,60 @@ fn int8_error_is_within_half_a_step() {
 }
 
 #[test]
+fn rotated_int8_is_within_half_a_rotated_step_and_beats_int8_on_a_large_channel() {
+    // Vectors with one channel ~40x the others (Qwen2.5's keys have a few such channels):
+    // int8's step is set by that channel; int8r rotates first, so every coordinate shares it.
+    let mut r = rng("rotated_int8_is_within_half_a_rotated_step_and_beats_int8_on_a_large_channel");
+    let (rows, d) = (8usize, 128usize);
+    let mut x = randn(&mut r, rows * d);
+    for row in 0..rows {
+        x[row * d + 5] = 40.0 * if row % 2 == 0 { 1.0 } else { -1.0 };
+    }
+    let xa = arr(&x, &[1, 1, rows as i32, d as i32]);
+    let mut plain = Int8Side::new();
+    let mut rotated = Int8Side::rotated(d, K_SEED).unwrap();
+    plain.append(&xa).unwrap();
+    rotated.append(&xa).unwrap();
+    assert_eq!(rotated.name(), "int8r");
+    assert_eq!(rotated.bytes(), plain.bytes(), "same storage as int8");
+    assert!(rotated.rotation().is_some() && rotated.raw().is_none());
+    let rms = |side: &Int8Side| {
+        let rec = side.dense(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+        (rec.iter()
+            .zip(&x)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f32>()
+            / x.len() as f32)
+            .sqrt()
+    };
+    let (e_plain, e_rot) = (rms(&plain), rms(&rotated));
+    eprintln!("int8 RMS error {e_plain:.4}, int8r {e_rot:.4}");
+    assert!(
+        e_rot < 0.6 * e_plain,
+        "int8r error {e_rot} is not well below int8's {e_plain} on a large channel"
+    );
+    // In the stored (rotated) basis every coordinate is within half of its row's step.
+    let rot = Rotation::new(K_SEED, 128).unwrap();
+    let want = rot.forward(&xa).unwrap().to_vec::<f32>().unwrap();
+    let got = rotated
+        .dense_rotated(Dtype::F32)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    for row in 0..rows {
+        let w = &want[row * d..(row + 1) * d];
+        let step = w.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
+        for i in 0..d {
+            let e = (got[row * d + i] - w[i]).abs();
+            assert!(
+                e <= 0.5 * step * 1.01 + 1e-3 * step,
+                "row {row}: rotated error {e} > half step {step}"
+            );
+        }
+    }
+}
+
+#[test]
 fn delegated_keeps_a_hot_fp16_window_and_folds_blocks() {
     let mut r = rng("delegated_keeps_a_hot_fp16_window_and_folds_blocks");
     let d = 64;
@@ -233,6 +287,7 @@ fn rotated_path_equals_dequant_path_over_decode_steps_with_gqa() {
         "turbo2-asym",
         "turbo4-delegated",
         "fp16+turbo3",
+        "int8r",
     ] {
         for (hq, hkv, d) in [(8usize, 2usize, 64usize), (7, 1, 128)] {
             let m = KvMode::parse(mode).unwrap();
@@ -367,7 +422,20 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         names,
         vec!["int8", "int8", "turbo4", "turbo4", "int8", "int8"]
     );
-    for bad in ["turbo4", "turbo4-asym", "int8+turbo4"] {
+    let int8r_ends = CacheSpec {
+        boundary_mode: KvMode::parse("int8r").unwrap(),
+        ..spec
+    };
+    let names: Vec<String> = make_caches(&int8r_ends)
+        .unwrap()
+        .iter()
+        .map(|c| c.mode_name())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["int8r", "int8r", "turbo4", "turbo4", "int8r", "int8r"]
+    );
+    for bad in ["turbo4", "turbo4-asym", "int8+turbo4", "int8+int8r"] {
         let e = make_caches(&CacheSpec {
             boundary_mode: KvMode::parse(bad).unwrap(),
             ..spec
@@ -376,7 +444,7 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         .expect("a turbo boundary mode must be refused")
         .to_string();
         assert!(
-            e.contains("boundary layers take fp16 or int8"),
+            e.contains("boundary layers take fp16, int8 or int8r"),
             "{bad}: {e}"
         );
     }

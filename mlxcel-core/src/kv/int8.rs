@@ -1,4 +1,5 @@
-//! int8 storage with one fp16 scale per vector (`absmax / 127`, symmetric).
+//! int8 storage with one fp16 scale per vector (`absmax / 127`, symmetric), optionally of
+//! the rotated vector (`int8r`: the turbo codec's randomized Hadamard rotation first).
 
 use crate::kv::buffer::GrowBuffer;
 use crate::kv::pending::{PairSide, PendingWrite};
@@ -15,6 +16,13 @@ pub struct Int8Side {
     q: GrowBuffer,
     scale: GrowBuffer,
     pending: PendingWrite,
+    /// `int8r`: vectors are stored as int8 of `R x`. A per-vector absmax scale spends its
+    /// range on the largest channel; the rotation spreads a few large channels (Qwen2.5's
+    /// keys) over all coordinates first. The CUDA encoders and the fused decode kernel do not
+    /// take a rotated int8 side yet (never run on a GPU), so such a side has no in-place
+    /// appends and no raw buffers: it is encoded by MLX ops and attended by the
+    /// rotated-SDPA path on every backend.
+    rotation: Option<Rotation>,
 }
 
 impl Default for Int8Side {
@@ -29,7 +37,18 @@ impl Int8Side {
             q: GrowBuffer::new(Dtype::I8),
             scale: GrowBuffer::new(Dtype::F16),
             pending: PendingWrite::default(),
+            rotation: None,
         }
+    }
+
+    /// A rotated int8 side (`int8r`) for head vectors of `head_dim`: the turbo rotation of
+    /// group `group_for(head_dim)` with signs from `seed`.
+    pub fn rotated(head_dim: usize, seed: u64) -> Result<Int8Side> {
+        let group = crate::kv::turbo::codec::group_for(head_dim)?;
+        Ok(Int8Side {
+            rotation: Some(Rotation::new(seed, group)?),
+            ..Int8Side::new()
+        })
     }
 
     /// `(q, scale)` of `x [.., D]`: `x ~ q * scale`, `scale = absmax / 127` (fp16).
@@ -79,9 +98,14 @@ impl Int8Side {
         }
     }
 
-    fn in_place_applies(x: &Array) -> bool {
+    /// Whether a decode-step append of `x` goes to the in-place CUDA encoder (never for a
+    /// rotated side: that encoder does not rotate).
+    fn in_place_applies(&self, x: &Array) -> bool {
         let s = x.shape();
-        s.len() == 4 && s[2] == 1 && crate::kernels::int8_encode::applies_in_place(s[3] as usize)
+        self.rotation.is_none()
+            && s.len() == 4
+            && s[2] == 1
+            && crate::kernels::int8_encode::applies_in_place(s[3] as usize)
     }
 
     /// The next position of an int8 cache (key side `k`, value side `v`) for an append the
@@ -97,6 +121,8 @@ impl Int8Side {
         use crate::kv::pending::{pair_shape_applies, reserve_pair};
         let d = kv_shape[3];
         if !(kv_shape[0] == 1
+            && k.rotation.is_none()
+            && v.rotation.is_none()
             && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
             && crate::kernels::int8_encode::applies_in_place(d as usize))
         {
@@ -136,7 +162,10 @@ impl Int8Side {
     ) -> Result<bool> {
         use crate::kernels::int8_encode::{fused_encode_kv_into, SideBuffers};
         use crate::kv::pending::{append_pair_one, pair_step_applies};
-        if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope) && Self::in_place_applies(xk)) {
+        if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope)
+            && k.in_place_applies(xk)
+            && v.in_place_applies(xv))
+        {
             return Ok(false);
         }
         let s = xk.shape();
@@ -169,7 +198,7 @@ impl KvSide for Int8Side {
     }
 
     fn append_before_rope(&mut self, x: &Array, rope: &RopeSpec) -> Result<bool> {
-        if Self::in_place_applies(x)
+        if self.in_place_applies(x)
             && crate::flags::FUSED_ROPE.enabled()
             && rope.fits_warp_layout(x.dim(3) as usize)
         {
@@ -180,11 +209,14 @@ impl KvSide for Int8Side {
     }
 
     fn append(&mut self, x: &Array) -> Result<()> {
-        if Self::in_place_applies(x) {
+        if self.in_place_applies(x) {
             return self.append_in_place(x, None);
         }
         self.pending.settle()?;
-        let (q, s) = Self::quantize(x)?;
+        let (q, s) = match &self.rotation {
+            Some(r) => Self::quantize(&r.forward(&x.astype(Dtype::F32)?)?)?,
+            None => Self::quantize(x)?,
+        };
         self.q.append(&q)?;
         self.scale.append(&s)
     }
@@ -202,14 +234,26 @@ impl KvSide for Int8Side {
     }
 
     fn name(&self) -> &'static str {
-        "int8"
+        if self.rotation.is_some() {
+            "int8r"
+        } else {
+            "int8"
+        }
     }
 
     fn rotation(&self) -> Option<&Rotation> {
-        None
+        self.rotation.as_ref()
     }
 
     fn dense(&self, dtype: Dtype) -> Result<Array> {
+        let stored = self.dense_rotated(dtype)?;
+        match &self.rotation {
+            Some(r) => r.inverse(&stored),
+            None => Ok(stored),
+        }
+    }
+
+    fn dense_rotated(&self, dtype: Dtype) -> Result<Array> {
         self.pending.settle()?;
         let q = self
             .q
@@ -222,11 +266,10 @@ impl KvSide for Int8Side {
         q.astype(dtype)?.multiply(&s.astype(dtype)?)
     }
 
-    fn dense_rotated(&self, dtype: Dtype) -> Result<Array> {
-        self.dense(dtype)
-    }
-
     fn raw(&self) -> Option<RawSide<'_>> {
+        if self.rotation.is_some() {
+            return None;
+        }
         Some(RawSide {
             format: FORMAT_INT8,
             data: self.q.full()?,

@@ -20,6 +20,11 @@ use crate::{Error, Result};
 pub enum SideFormat {
     Fp16,
     Int8,
+    /// int8 of the randomized-Hadamard-rotated vector (the turbo codec's rotation): the
+    /// rotation spreads a few large channels (Qwen2.5's keys) over all coordinates before the
+    /// per-vector absmax scale is taken. On CUDA it has no fused kernel yet: attention takes
+    /// the rotated-SDPA path.
+    Int8Rotated,
     Turbo(u32),
     /// fp16 hot window + turbo4 cold blocks (values only).
     Turbo4Delegated,
@@ -30,6 +35,7 @@ impl SideFormat {
         Some(match s {
             "fp16" | "f16" | "float16" => SideFormat::Fp16,
             "int8" | "i8" | "q8" => SideFormat::Int8,
+            "int8r" | "int8-rotated" => SideFormat::Int8Rotated,
             "turbo4" => SideFormat::Turbo(4),
             "turbo3" => SideFormat::Turbo(3),
             "turbo2" => SideFormat::Turbo(2),
@@ -46,7 +52,7 @@ impl SideFormat {
     pub fn bits_per_element(self, head_dim: usize) -> f64 {
         match self {
             SideFormat::Fp16 => 16.0,
-            SideFormat::Int8 => 8.0 + 16.0 / head_dim as f64,
+            SideFormat::Int8 | SideFormat::Int8Rotated => 8.0 + 16.0 / head_dim as f64,
             SideFormat::Turbo(b) => {
                 let g = group_for(head_dim).unwrap_or(head_dim);
                 b as f64 + 16.0 / g as f64
@@ -63,6 +69,7 @@ impl fmt::Display for SideFormat {
         match self {
             SideFormat::Fp16 => f.write_str("fp16"),
             SideFormat::Int8 => f.write_str("int8"),
+            SideFormat::Int8Rotated => f.write_str("int8r"),
             SideFormat::Turbo(b) => write!(f, "turbo{b}"),
             SideFormat::Turbo4Delegated => f.write_str("turbo4-delegated"),
         }
@@ -77,7 +84,8 @@ pub struct KvMode {
 }
 
 /// The `--kv` names, for help texts and errors.
-pub const MODE_NAMES: &str = "fp16, int8, turbo4-asym (= fp16+turbo4), turbo4, turbo4-delegated, \
+pub const MODE_NAMES: &str =
+    "fp16, int8, int8r (rotated int8), turbo4-asym (= fp16+turbo4), turbo4, turbo4-delegated, \
      turbo3-asym (= fp16+turbo3), turbo2-asym (= fp16+turbo2), turbo3, turbo2";
 
 impl KvMode {
@@ -93,6 +101,7 @@ impl KvMode {
         let pair = match s.as_str() {
             "fp16" | "f16" => (Fp16, Fp16),
             "int8" | "q8" => (Int8, Int8),
+            "int8r" | "int8-rotated" => (Int8Rotated, Int8Rotated),
             "turbo4-asym" | "fp16+turbo4" => (Fp16, Turbo(4)),
             "turbo3-asym" | "fp16+turbo3" => (Fp16, Turbo(3)),
             "turbo2-asym" | "fp16+turbo2" => (Fp16, Turbo(2)),
@@ -125,7 +134,7 @@ impl KvMode {
     pub fn from_side_names(k: &str, v: &str) -> Result<KvMode> {
         let parse = |flag: &str, s: &str| {
             SideFormat::parse(&s.trim().to_ascii_lowercase()).ok_or_else(|| {
-                Error::invalid("kv", format!("{flag} '{s}' is not one of fp16, int8, turbo2, turbo3, turbo4, turbo4-delegated"))
+                Error::invalid("kv", format!("{flag} '{s}' is not one of fp16, int8, int8r, turbo2, turbo3, turbo4, turbo4-delegated"))
             })
         };
         KvMode::from_sides(parse("--cache-type-k", k)?, parse("--cache-type-v", v)?)
@@ -141,6 +150,11 @@ impl KvMode {
         Ok(KvMode { k, v })
     }
 
+    /// True when any side is rotated int8 (which needs a rotation group, as turbo does).
+    fn is_rotated_int8(&self) -> bool {
+        self.k == SideFormat::Int8Rotated || self.v == SideFormat::Int8Rotated
+    }
+
     /// True when any side is turbo (then boundary layers apply).
     pub fn has_turbo(&self) -> bool {
         self.k.is_turbo() || self.v.is_turbo()
@@ -152,6 +166,7 @@ impl KvMode {
         match (self.k, self.v) {
             (Fp16, Fp16) => "fp16".into(),
             (Int8, Int8) => "int8".into(),
+            (Int8Rotated, Int8Rotated) => "int8r".into(),
             (Fp16, Turbo(b)) => format!("turbo{b}-asym"),
             (Turbo(a), Turbo(b)) if a == b => format!("turbo{a}"),
             (Fp16, Turbo4Delegated) => "turbo4-delegated".into(),
@@ -161,7 +176,7 @@ impl KvMode {
 
     /// Checks the mode against a model; returns warnings to show the user.
     pub fn validate(&self, head_dim: usize) -> Result<Vec<String>> {
-        if self.has_turbo() {
+        if self.has_turbo() || self.is_rotated_int8() {
             group_for(head_dim)?;
         }
         let mut warnings = Vec::new();
@@ -197,7 +212,7 @@ pub struct CacheSpec {
     pub head_dim: usize,
     /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
-    /// The boundary layers' mode: fp16 or int8 ([`check_boundary_mode`]).
+    /// The boundary layers' mode: fp16, int8 or int8r ([`check_boundary_mode`]).
     pub boundary_mode: KvMode,
 }
 
@@ -209,14 +224,15 @@ pub const DEFAULT_BOUNDARY_LAYERS: usize = 2;
 pub const DEFAULT_BOUNDARY_MODE: KvMode = KvMode::FP16;
 
 /// Boundary layers exist to protect the layers most sensitive to KV error, so they take
-/// fp16 or int8 (near-lossless: +0.07% PPL on SmolLM2 as the whole cache) and nothing
-/// coarser; an error names the mode given.
+/// fp16, int8 (near-lossless on SmolLM2, but not on Qwen2.5, whose boundary layers' keys
+/// have large channels) or rotated int8, and nothing coarser; an error names the mode given.
 pub fn check_boundary_mode(mode: KvMode) -> Result<()> {
+    use SideFormat::*;
     match (mode.k, mode.v) {
-        (SideFormat::Fp16, SideFormat::Fp16) | (SideFormat::Int8, SideFormat::Int8) => Ok(()),
+        (Fp16, Fp16) | (Int8, Int8) | (Int8Rotated, Int8Rotated) => Ok(()),
         _ => Err(Error::invalid(
             "kv boundary layers",
-            format!("boundary layers take fp16 or int8, not {mode}"),
+            format!("boundary layers take fp16, int8 or int8r, not {mode}"),
         )),
     }
 }
@@ -226,6 +242,7 @@ pub fn new_side(f: SideFormat, head_dim: usize, seed: u64) -> Result<Box<dyn KvS
     Ok(match f {
         SideFormat::Fp16 => Box::new(Fp16Side::new(Dtype::F16)),
         SideFormat::Int8 => Box::new(Int8Side::new()),
+        SideFormat::Int8Rotated => Box::new(Int8Side::rotated(head_dim, seed)?),
         SideFormat::Turbo(b) => Box::new(TurboSide::new(b, head_dim, seed)?),
         SideFormat::Turbo4Delegated => Box::new(DelegatedSide::new(head_dim, seed)?),
     })
