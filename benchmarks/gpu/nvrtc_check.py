@@ -179,12 +179,15 @@ def main():
     i8kv = read("int8_encode_kv.cu")
     for d in (64, 128):
         for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
-            src = ("typedef signed char int8_t;\n" + i8_header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
-                   "__global__ void e(const __half* xk, const Shape xk_shape, const int xk_ndim, const __half* xv, "
-                   "const int8_t* k_q, const Shape k_q_shape, const __half* k_scale, const int8_t* v_q, const __half* v_scale, "
-                   "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
-                   + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + i8kv + "\n}\n")
-            ok &= compile_one(f"int8_encode_kv d{d} rope={rope} trad={trad}", src)
+            for rot in (False, True):  # int8r: MLXCEL_INT8_ROT rotates each vector first
+                src = (("#define MLXCEL_INT8_ROT\n" if rot else "") + "typedef signed char int8_t;\n" + i8_header
+                       + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                       "__global__ void e(const __half* xk, const Shape xk_shape, const int xk_ndim, const __half* xv, "
+                       "const int8_t* k_q, const Shape k_q_shape, const __half* k_scale, const int8_t* v_q, const __half* v_scale, "
+                       "const float* k_signs, const float* v_signs, "
+                       "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
+                       + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + i8kv + "\n}\n")
+                ok &= compile_one(f"int8_encode_kv d{d} rope={rope} trad={trad} rot={rot}", src)
     for d in (64, 128):
         for name, text in (("merge", merge), ("merge_warp", read("merge_splits_warp.cu"))):
             for group in sorted({min(d, 128), 32}):

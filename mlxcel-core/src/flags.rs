@@ -415,6 +415,19 @@ pub const QKV_ENCODE: Flag = Flag {
     slot: 25,
 };
 
+/// Rotated int8 sides (`int8r`) on the CUDA kernels: a decode step's K+V append rotates and
+/// quantizes in the int8 pair launch (`cuda/int8_encode_kv.cu` with `MLXCEL_INT8_ROT`), and
+/// the fused decode kernel reads the side, rotating q for K and the output for V as it does
+/// for turbo sides. Written after session 14's last device call: NVRTC-checked, never run on
+/// a GPU, so off by default; off, int8r is encoded by MLX ops and attended by the
+/// rotated-SDPA path on every backend (correct, slow on long caches). 1 turns it on.
+pub const INT8R_FUSED: Flag = Flag {
+    name: "MLXCEL_INT8R_FUSED",
+    default: false,
+    doc: "int8r (rotated int8) caches on the CUDA encoders and fused decode kernel (1 = on; not yet run on a GPU)",
+    slot: 26,
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -484,6 +497,7 @@ pub const ALL: &[Flag] = &[
     FUSED_NORM,
     QKV_PARTS,
     QKV_ENCODE,
+    INT8R_FUSED,
 ];
 
 #[cfg(test)]

@@ -52,6 +52,8 @@ fn source_kv() -> KernelSource {
             "k_scale",
             "v_q",
             "v_scale",
+            "k_signs",
+            "v_signs",
             "pos_marker",
             "k_after",
             "v_after",
@@ -61,6 +63,15 @@ fn source_kv() -> KernelSource {
         include_str!("cuda/int8_encode_kv.cu"),
     );
     spec.header = helpers();
+    spec
+}
+
+/// The K+V launch for rotated int8 sides (`int8r`): each vector is rotated by its side's
+/// signs before it is quantized.
+fn source_kv_rot() -> KernelSource {
+    let mut spec = source_kv();
+    spec.name = "mlxcel_int8_encode_kv_rot".into();
+    spec.header = format!("#define MLXCEL_INT8_ROT\n{}", helpers());
     spec
 }
 
@@ -133,6 +144,9 @@ pub struct SideBuffers<'a> {
     pub scale: &'a Array,
     /// The side's previous write token.
     pub after: Option<&'a Array>,
+    /// An `int8r` side's rotation signs (`[2, D]` f32, `Rotation::signs_array`; one group of
+    /// D), or `None` for plain int8. Both sides of a launch are rotated or neither is.
+    pub signs: Option<&'a Array>,
 }
 
 /// A decode step's keys `xk` and values `xv` (`[B, H, L, D]`, one shape) quantized by one
@@ -148,26 +162,42 @@ pub fn fused_encode_kv_into(
     rope: Option<&RopeSpec>,
 ) -> Result<Array> {
     let xs = xk.shape();
+    let d = xs.get(3).copied().unwrap_or(0);
+    let signs_fit =
+        |s: Option<&Array>| s.is_none_or(|a| a.shape() == [2, d] && a.dtype() == Dtype::F32);
     let fits = side_fits(&xs, k.q, k.scale, pos)
         && side_fits(&xs, v.q, v.scale, pos)
-        && v.q.shape() == k.q.shape();
+        && v.q.shape() == k.q.shape()
+        && k.signs.is_some() == v.signs.is_some()
+        && signs_fit(k.signs)
+        && signs_fit(v.signs);
     if !fits {
         return Err(Error::invalid(
             "int8 encode",
             format!(
-                "K and V in place: x {xs:?} / {:?} into q {:?} / {:?} at {pos}",
+                "K and V in place: x {xs:?} / {:?} into q {:?} / {:?} at {pos} (rotation signs {:?} / {:?})",
                 xv.shape(),
                 k.q.shape(),
-                v.q.shape()
+                v.q.shape(),
+                k.signs.map(|a| a.shape()),
+                v.signs.map(|a| a.shape()),
             ),
         ));
     }
+    let placeholder;
+    let (name, src, ks, vs): (_, fn() -> KernelSource, _, _) = match (k.signs, v.signs) {
+        (Some(ks), Some(vs)) => ("int8_encode_kv_rot", source_kv_rot, ks, vs),
+        _ => {
+            placeholder = crate::kernels::decode_attention::unused_f32()?;
+            ("int8_encode_kv", source_kv, &placeholder, &placeholder)
+        }
+    };
     in_place::write_pair(
-        "int8_encode_kv",
-        source_kv,
+        name,
+        src,
         xk,
         xv,
-        &[k.q, k.scale, v.q, v.scale],
+        &[k.q, k.scale, v.q, v.scale, ks, vs],
         pos,
         [k.after, v.after],
         rope,

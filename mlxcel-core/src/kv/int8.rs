@@ -18,10 +18,10 @@ pub struct Int8Side {
     pending: PendingWrite,
     /// `int8r`: vectors are stored as int8 of `R x`. A per-vector absmax scale spends its
     /// range on the largest channel; the rotation spreads a few large channels (Qwen2.5's
-    /// keys) over all coordinates first. The CUDA encoders and the fused decode kernel do not
-    /// take a rotated int8 side yet (never run on a GPU), so such a side has no in-place
-    /// appends and no raw buffers: it is encoded by MLX ops and attended by the
-    /// rotated-SDPA path on every backend.
+    /// keys) over all coordinates first. Only with `MLXCEL_INT8R_FUSED` (opt-in: never run on
+    /// a GPU) does such a side take the CUDA pair append and expose raw buffers to the fused
+    /// decode kernel; otherwise it is encoded by MLX ops and attended by the rotated-SDPA path
+    /// on every backend.
     rotation: Option<Rotation>,
 }
 
@@ -98,14 +98,29 @@ impl Int8Side {
         }
     }
 
-    /// Whether a decode-step append of `x` goes to the in-place CUDA encoder (never for a
-    /// rotated side: that encoder does not rotate).
+    /// Whether a decode-step append of `x` goes to the one-side in-place CUDA encoder
+    /// (never for a rotated side: that encoder does not rotate).
     fn in_place_applies(&self, x: &Array) -> bool {
+        self.rotation.is_none() && Self::in_place_shape(x)
+    }
+
+    fn in_place_shape(x: &Array) -> bool {
         let s = x.shape();
-        self.rotation.is_none()
-            && s.len() == 4
-            && s[2] == 1
-            && crate::kernels::int8_encode::applies_in_place(s[3] as usize)
+        s.len() == 4 && s[2] == 1 && crate::kernels::int8_encode::applies_in_place(s[3] as usize)
+    }
+
+    /// Whether this side's CUDA kernels apply to head vectors of `d`: always for plain int8;
+    /// for int8r only with `MLXCEL_INT8R_FUSED` and one rotation group per head (the pair
+    /// encoder rotates one warp's vector, the decode kernel needs group == head_dim).
+    fn kernels_apply(&self, d: usize) -> bool {
+        self.rotation
+            .as_ref()
+            .is_none_or(|r| crate::flags::INT8R_FUSED.enabled() && r.group == d)
+    }
+
+    /// The rotation signs the pair encoder takes (`None` for plain int8).
+    fn signs(&self) -> Option<&Array> {
+        self.rotation.as_ref().map(|r| r.signs_array())
     }
 
     /// The next position of an int8 cache (key side `k`, value side `v`) for an append the
@@ -162,13 +177,17 @@ impl Int8Side {
     ) -> Result<bool> {
         use crate::kernels::int8_encode::{fused_encode_kv_into, SideBuffers};
         use crate::kv::pending::{append_pair_one, pair_step_applies};
+        let d = xk.dim(-1) as usize;
         if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope)
-            && k.in_place_applies(xk)
-            && v.in_place_applies(xv))
+            && Self::in_place_shape(xk)
+            && k.kernels_apply(d)
+            && v.kernels_apply(d)
+            && k.rotation.is_some() == v.rotation.is_some())
         {
             return Ok(false);
         }
         let s = xk.shape();
+        let (k_signs, v_signs) = (k.signs().cloned(), v.signs().cloned());
         let (kp, vp) = (k.pair_side(s[3]), v.pair_side(s[3]));
         append_pair_one(kp, vp, [s[0], s[1]], |[kq, ks], [vq, vs], pos, [ka, va]| {
             fused_encode_kv_into(
@@ -178,11 +197,13 @@ impl Int8Side {
                     q: kq,
                     scale: ks,
                     after: ka,
+                    signs: k_signs.as_ref(),
                 },
                 SideBuffers {
                     q: vq,
                     scale: vs,
                     after: va,
+                    signs: v_signs.as_ref(),
                 },
                 pos,
                 rope,
@@ -267,7 +288,8 @@ impl KvSide for Int8Side {
     }
 
     fn raw(&self) -> Option<RawSide<'_>> {
-        if self.rotation.is_some() {
+        let d = self.q.full()?.dim(-1) as usize;
+        if !self.kernels_apply(d) {
             return None;
         }
         Some(RawSide {
@@ -276,7 +298,7 @@ impl KvSide for Int8Side {
             aux: Some(self.scale.full()?),
             capacity: self.q.capacity(),
             lut_array: None,
-            rotation: None,
+            rotation: self.rotation.as_ref(),
             pending: self.pending.token(),
         })
     }

@@ -9,13 +9,23 @@ namespace mlxcel_enc {
 
 // Encodes x_row[0..D) (lane l owning [l * D/32, (l + 1) * D/32)) into q[dst * D ..] and
 // scale[dst]. With ROPE, x_row is a key before RoPE and is rotated at position pos first
-// (inv_freq: D/2 f32). Every lane of the warp must call it.
-template <int D, bool ROPE, bool TRAD, typename T>
+// (inv_freq: D/2 f32). With ROT (int8r), the vector is first rotated by the side's
+// randomized Hadamard transform of one group of D (signs: s1 then s2, 2 * D f32), as
+// Rotation::forward does: R x = s2 * H(s1 * x) / sqrt(D). Every lane of the warp must call it.
+template <int D, bool ROPE, bool TRAD, bool ROT = false, typename T>
 __device__ __forceinline__ void int8_row(const T* x_row, int lane, float pos, const float* inv_freq, int8_t* q,
-                                         __half* scale, long long dst) {
+                                         __half* scale, long long dst, const float* signs = nullptr) {
   constexpr int QE = D / 32;
   float v[QE];
   load_row<QE, ROPE, TRAD>(x_row, lane, pos, inv_freq, v);
+  if constexpr (ROT) {
+#pragma unroll
+    for (int e = 0; e < QE; ++e) v[e] *= signs[lane * QE + e];
+    mlxcel_fd::wht_warp<QE>(v, lane);
+    const float inv = rsqrtf(static_cast<float>(D));
+#pragma unroll
+    for (int e = 0; e < QE; ++e) v[e] = v[e] * inv * signs[D + lane * QE + e];
+  }
   float amax = 0.0f;
 #pragma unroll
   for (int e = 0; e < QE; ++e) amax = fmaxf(amax, fabsf(v[e]));
