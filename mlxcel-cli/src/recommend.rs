@@ -8,6 +8,7 @@ use clap::Args;
 use mlxcel_core::flags;
 use mlxcel_core::kv::advisor::{advise, CacheShape, FP16_PREFERRED_MAX_CONTEXT, HEADROOM};
 use mlxcel_core::kv::mode::DEFAULT_BOUNDARY_LAYERS;
+use mlxcel_core::kv::KvMode;
 use mlxcel_core::mlx::device::{self, DeviceKind};
 use mlxcel_models::model::inspect;
 
@@ -30,7 +31,8 @@ pub struct RecommendArgs {
     /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2].
     #[arg(long, value_name = "N")]
     pub kv_boundary_layers: Option<usize>,
-    /// Cache of the boundary layers: fp16 or int8 [env: MLXCEL_KV_BOUNDARY_TYPE]
+    /// Cache of the boundary layers: fp16, int8 or int8r (smaller and faster at long
+    /// contexts; quality cost in docs/kv-cache.md) [env: MLXCEL_KV_BOUNDARY_TYPE]
     /// [default: fp16].
     #[arg(long, value_name = "TYPE")]
     pub kv_boundary_type: Option<String>,
@@ -115,6 +117,12 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         "boundary  turbo modes keep the first and last {} layers in {} (--kv-boundary-layers, --kv-boundary-type)",
         shape.boundary_layers, shape.boundary_mode
     );
+    if shape.boundary_mode != KvMode::FP16 {
+        println!(
+            "          (H200, 128K: int8 ends took turbo4 from 1.84-1.87x to 2.14-2.18x of fp16, but on Qwen2.5 \
+             they multiplied turbo4-asym's KLD by 8.7, int8r ends by 2.3: measure with `mlxcel perplexity --kv-boundary-type`)"
+        );
+    }
     println!();
     println!(
         "{:<13} {:>10} {:>8} {:>11} {:>5} {:>14}",

@@ -10,8 +10,11 @@
 //! - Speed (H200, end to end against fp16 on the same machine): up to 32K the ratio follows
 //!   the host (session 13: turbo4-asym 1.18x at 4K and 1.12x at 32K; session 12's slower
 //!   host: 0.86x and 1.00x), so fp16 stays the pick while it fits; at 128K compressed caches
-//!   decode faster on every machine measured (sessions 12-13: turbo4-asym 1.61-1.62x, int8
-//!   1.82-1.86x, turbo4 1.84-1.90x; `benchmarks/results/2026-11-30-h200-session13.md`).
+//!   decode faster on every machine measured (sessions 12-14: turbo4-asym 1.49-1.62x, int8
+//!   1.62-1.86x, turbo4 1.84-1.90x; `benchmarks/results/2026-11-30-h200-session14.md`).
+//! - `int8r` (rotated int8) has int8's size and near turbo4-asym's quality (Qwen2.5 +0.64%,
+//!   KLD 6x below int8's), but its CUDA kernels have not run on a GPU yet (without
+//!   `MLXCEL_INT8R_FUSED` it takes the slow rotated-SDPA path), so it is not in the order.
 
 use super::mode::KvMode;
 
@@ -149,7 +152,7 @@ pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_byte
     for name in QUALITY_ORDER {
         if let Some(m) = fits(name) {
             let why = if fits("fp16").is_some() {
-                "beyond 32K compressed caches decoded faster than fp16 on the H200 (128K: turbo4-asym 1.61-1.62x, int8 1.82-1.86x end to end, sessions 12-13) while holding less memory; this is the best-measured-quality mode"
+                "beyond 32K compressed caches decoded faster than fp16 on the H200 (128K: turbo4-asym 1.49-1.62x, int8 1.62-1.86x end to end, sessions 12-14) while holding less memory; this is the best-measured-quality mode"
             } else {
                 "the fp16 cache does not fit; this is the best-measured-quality mode that does"
             };
