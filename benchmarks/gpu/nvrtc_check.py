@@ -96,12 +96,14 @@ def main():
            "const float* rot_v, const unsigned int* tickets, const unsigned char* epoch_marker, const Shape epoch_marker_shape, "
            "float* o_part, float* ml")
     v3 = [(0, 0), (1, 1), (0, 4), (4, 4), (0, 3), (3, 3), (0, 2), (2, 2)] if len(sys.argv) == 1 else []
-    for kf, vf in v3:
+    for kf, vf in v3 + ([("1r", 1)] if v3 else []):  # 1r: int8r (int8 K with ROT_Q)
+        rot = kf == "1r" or kf >= 2
+        kf = 1 if kf == "1r" else kf
         for d, gqa in [(128, 4), (128, 8), (64, 3), (64, 7), (128, 1)]:
             gk = 128 if d == 128 else 64
-            consts = f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; constexpr int GQA = {gqa}; constexpr int GROUP_K = {gk}; constexpr int GROUP_V = {gk}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'};\n"
+            consts = f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; constexpr int GQA = {gqa}; constexpr int GROUP_K = {gk}; constexpr int GROUP_V = {gk}; constexpr bool ROT_Q = {b(rot)};\n"
             src = header + SHAPE + "\n__global__ void k(" + sig + ") {\n" + consts + body + "\n}\n"
-            ok &= compile_one(f"decode k{kf} v{vf} d{d} g{gqa}", src)
+            ok &= compile_one(f"decode k{kf} v{vf} d{d} g{gqa}" + (" rot" if rot and kf == 1 else ""), src)
     mma_header = header + "\n#include <cuda_bf16.h>\n" + read("decode_attention_mma.cuh")
     mma_body = read("decode_attention_mma.cu")
     sel = sys.argv[1:] or None
@@ -115,17 +117,22 @@ def main():
                     continue
                 stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
                 stages = min(6, max(3, -(-8192 // stage) + 1))
+                # int8 K with ROT_Q: rotated int8 (int8r) sides, in the default build's variant.
+                rots = [kf >= 2] + ([True] if kf == 1 else [])
                 for v in MMA_VARIANTS:
-                    rope, trad, fold, swz, lutk, lutv, lut1, luti = (b(v[f]) for f in MMA_FLAGS)
-                    if rope == "true" and qt != "__half":
-                        continue
-                    consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
-                              f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {'true' if kf >= 2 else 'false'}; "
-                              f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
-                              f"constexpr bool FOLD = {fold}; using T_q = {qt};\n")
-                    src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
-                           + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
-                    ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{lut1}/{luti}", src)
+                    for rot in rots:
+                        if rot and kf == 1 and v != MMA_VARIANTS[-1]:
+                            continue
+                        rope, trad, fold, swz, lutk, lutv, lut1, luti = (b(v[f]) for f in MMA_FLAGS)
+                        if rope == "true" and qt != "__half":
+                            continue
+                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                                  f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot)}; "
+                                  f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
+                                  f"constexpr bool FOLD = {fold}; using T_q = {qt};\n")
+                        src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
+                               + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
+                        ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{lut1}/{luti}" + (" rot" if rot and kf == 1 else ""), src)
     enc = read("turbo_encode.cu")
     enc_header = header + "\n" + read("kv_pair.cuh") + "\n" + read("turbo_encode.cuh")
     for d in (64, 128):
