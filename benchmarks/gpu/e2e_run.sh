@@ -119,3 +119,29 @@ flag_rounds() {
     done
   done
 }
+
+# `ends_round ROUND CTX NEED CONFIG...`: one round at CTX of the configs "KV ENDS" (ENDS: the
+# boundary layers' cache, fp16, int8 or int8r, set through MLXCEL_KV_BOUNDARY_TYPE; int8r
+# also with MLXCEL_INT8R_FUSED=1), their order rotated by ROUND so that no configuration
+# always runs first; tags r<round> (fp16 ends), r<round>i8, r<round>i8r (repeats_summary.py).
+ends_round() {
+  local round=$1 ctx=$2 need=$3 i kv ends; shift 3
+  local configs=("$@")
+  for ((i = 0; i < ${#configs[@]}; i++)); do
+    read -r kv ends <<< "${configs[$(((i + round) % ${#configs[@]}))]}"
+    case $ends in
+      int8) timed "$need" "r${round}i8" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=int8 ;;
+      int8r) timed "$need" "r${round}i8r" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=int8r MLXCEL_INT8R_FUSED=1 ;;
+      *) timed "$need" "r$round" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=fp16 ;;
+    esac
+  done
+}
+
+# `gpu_test NAME SECONDS PATTERN`: runs the staged GPU test binary NAME
+# (.devcarry/bin/tests/NAME, benchmarks/gpu/stage.sh) one test at a time into $R/test-NAME.txt
+# and prints its exit status with the lines matching PATTERN (and the test summary).
+gpu_test() {
+  local name=$1 secs=$2 pattern=$3
+  timeout "$secs" ".devcarry/bin/tests/$name" --test-threads=1 --nocapture > "$R/test-$name.txt" 2>&1
+  echo "$name rc=$? $(grep -E "test result|panicked|$pattern" "$R/test-$name.txt" | tr '\n' ' ' | cut -c1-600)"
+}

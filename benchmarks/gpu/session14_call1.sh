@@ -26,16 +26,7 @@ RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
 export BUDGET=${BUDGET:-540} FILL=random-kv
 RUN_TIMEOUT=80
 for ctx in ${CTXS:-131072 32768}; do
-  for round in 1 2 3; do
-    configs=("turbo4 fp16" "turbo4 int8" "fp16 -")
-    for i in 0 1 2; do
-      read -r kv ends <<< "${configs[$(((i + round) % 3))]}"
-      case $ends in
-        int8) timed 32 "r${round}i8" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=int8 ;;
-        *) timed 32 "r$round" "$kv" "$ctx" ;;
-      esac
-    done
-  done
+  for round in 1 2 3; do ends_round "$round" "$ctx" 32 "turbo4 fp16" "turbo4 int8" "fp16 fp16"; done
 done
 python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
 cat "$R/summary.md"

@@ -53,16 +53,7 @@ export BUDGET=${BUDGET:-545} FILL=random-kv
 RUN_TIMEOUT=80
 for ctx in ${CTXS:-131072 32768}; do
   need=34; [ "$ctx" -ge 131072 ] || need=22
-  for round in 1 2; do
-    configs=("turbo4 fp16" "turbo4 int8" "fp16 -")
-    for i in 0 1 2; do
-      read -r kv ends <<< "${configs[$(((i + round) % 3))]}"
-      case $ends in
-        int8) TOKENS=64 timed $need "r${round}i8" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=int8 ;;
-        *) TOKENS=64 timed $need "r$round" "$kv" "$ctx" ;;
-      esac
-    done
-  done
+  for round in 1 2; do TOKENS=64 ends_round "$round" "$ctx" "$need" "turbo4 fp16" "turbo4 int8" "fp16 fp16"; done
 done
 python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
 cat "$R/summary.md"

@@ -20,14 +20,7 @@ for round in 1 2; do
     configs=("fp16 fp16" "turbo4 fp16" "turbo4 int8" "turbo4-asym fp16" "int8 fp16")
     need=16
     if [ "$ctx" -ge 131072 ]; then configs+=("turbo4-asym int8"); need=24; fi
-    n=${#configs[@]}
-    for ((i = 0; i < n; i++)); do
-      read -r kv ends <<< "${configs[$(((i + round) % n))]}"
-      case $ends in
-        int8) timed $need "r${round}i8" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=int8 ;;
-        *) timed $need "r$round" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=fp16 ;;
-      esac
-    done
+    ends_round "$round" "$ctx" "$need" "${configs[@]}"
   done
 done
 python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1

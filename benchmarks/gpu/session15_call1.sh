@@ -24,8 +24,7 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s15c1
-timeout 150 .devcarry/bin/tests/gpu_int8r --test-threads=1 --nocapture > "$R/test-int8r.txt" 2>&1
-echo "int8r test rc=$? $(grep -E 'test result|panicked|int8r:' "$R/test-int8r.txt" | tr '\n' ' ' | cut -c1-600)"
+gpu_test gpu_int8r 150 'int8r:'
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1 MLXCEL_KV_BOUNDARY_TYPE=int8r"
 export BUDGET=${BUDGET:-545}
 tokens_ab MLXCEL_INT8R_FUSED turbo4 i8r
@@ -34,17 +33,7 @@ export FILL=random-kv TOKENS=64
 RUN_TIMEOUT=80
 for ctx in ${CTXS:-131072 32768}; do
   need=34; [ "$ctx" -ge 131072 ] || need=22
-  for round in 1 2; do
-    configs=("turbo4 fp16" "turbo4 int8" "turbo4 int8r" "fp16 fp16")
-    for i in 0 1 2 3; do
-      read -r kv ends <<< "${configs[$(((i + round) % 4))]}"
-      case $ends in
-        int8) timed $need "r${round}i8" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=int8 ;;
-        int8r) timed $need "r${round}i8r" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=int8r MLXCEL_INT8R_FUSED=1 ;;
-        *) timed $need "r$round" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=fp16 ;;
-      esac
-    done
-  done
+  for round in 1 2; do ends_round "$round" "$ctx" "$need" "turbo4 fp16" "turbo4 int8" "turbo4 int8r" "fp16 fp16"; done
 done
 python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
 cat "$R/summary.md"

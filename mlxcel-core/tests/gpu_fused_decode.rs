@@ -243,13 +243,7 @@ fn fused_decode_matches_split_paths_or_falls_back() {
                     scale,
                 )
                 .unwrap();
-                let nan = fused
-                    .isnan()
-                    .unwrap()
-                    .any(&[0, 1, 2, 3], false)
-                    .unwrap()
-                    .item::<bool>()
-                    .unwrap();
+                let nan = common::has_nan(&fused);
                 assert!(
                     !nan,
                     "{mode} hq={hq} hkv={hkv} d={d} len={len}: unwritten (NaN) outputs"

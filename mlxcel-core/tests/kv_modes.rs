@@ -408,33 +408,18 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         .unwrap()
         .iter()
         .all(|c| c.mode_name() == "turbo4"));
-    // int8 boundary layers; anything coarser is refused by name.
-    let int8_ends = CacheSpec {
-        boundary_mode: KvMode::parse("int8").unwrap(),
-        ..spec
-    };
-    let names: Vec<String> = make_caches(&int8_ends)
+    // int8 and rotated-int8 boundary layers; anything coarser is refused by name.
+    for ends in ["int8", "int8r"] {
+        let names: Vec<String> = make_caches(&CacheSpec {
+            boundary_mode: KvMode::parse(ends).unwrap(),
+            ..spec
+        })
         .unwrap()
         .iter()
         .map(|c| c.mode_name())
         .collect();
-    assert_eq!(
-        names,
-        vec!["int8", "int8", "turbo4", "turbo4", "int8", "int8"]
-    );
-    let int8r_ends = CacheSpec {
-        boundary_mode: KvMode::parse("int8r").unwrap(),
-        ..spec
-    };
-    let names: Vec<String> = make_caches(&int8r_ends)
-        .unwrap()
-        .iter()
-        .map(|c| c.mode_name())
-        .collect();
-    assert_eq!(
-        names,
-        vec!["int8r", "int8r", "turbo4", "turbo4", "int8r", "int8r"]
-    );
+        assert_eq!(names, [ends, ends, "turbo4", "turbo4", ends, ends]);
+    }
     for bad in ["turbo4", "turbo4-asym", "int8+turbo4", "int8+int8r"] {
         let e = make_caches(&CacheSpec {
             boundary_mode: KvMode::parse(bad).unwrap(),

@@ -100,6 +100,17 @@ pub fn rel_rms(a: &mlxcel_core::Array, b: &mlxcel_core::Array) -> f32 {
     (mean_sq(&a.subtract(b).unwrap()) / mean_sq(b)).sqrt()
 }
 
+/// Whether a 4-d array holds any NaN: the fused kernels' outputs are poisoned with NaN
+/// (MLX's init value), so an unwritten element shows as one.
+pub fn has_nan(a: &mlxcel_core::Array) -> bool {
+    a.isnan()
+        .unwrap()
+        .any(&[0, 1, 2, 3], false)
+        .unwrap()
+        .item::<bool>()
+        .unwrap()
+}
+
 /// `values` as an fp16 array of `shape`.
 pub fn f16_array(values: &[f32], shape: &[i32]) -> mlxcel_core::Array {
     mlxcel_core::Array::from_slice(values, shape)

@@ -239,4 +239,19 @@ __device__ __forceinline__ void wht_warp(float (&x)[QE], int lane) {
   }
 }
 
+// The randomized Hadamard rotation of one group of 32 * QE values held by one warp (lane l
+// owning [l * QE, (l + 1) * QE)), as Rotation::forward computes it: R x = s2 * H(s1 * x) /
+// sqrt(32 * QE), with signs = s1 then s2 (2 * 32 * QE f32). The multiply by s2 * 1/sqrt(n)
+// is exact in either order (s2 is +-1).
+template <int QE>
+__device__ __forceinline__ void rotate_warp(float (&x)[QE], int lane, const float* signs) {
+  constexpr int N = 32 * QE;
+#pragma unroll
+  for (int e = 0; e < QE; ++e) x[e] *= signs[lane * QE + e];
+  wht_warp<QE>(x, lane);
+  const float inv = rsqrtf(static_cast<float>(N));
+#pragma unroll
+  for (int e = 0; e < QE; ++e) x[e] *= signs[N + lane * QE + e] * inv;
+}
+
 }  // namespace mlxcel_fd

@@ -103,14 +103,7 @@ for (int g = warp; g < 8; g += NW) {
     // q before RoPE: rotate it at the new token's position (len - 1), MLX's formula.
     mlxcel_fd::rope_warp<QE, TRAD>(x, lane, static_cast<float>(len - 1), inv_freq);
   }
-  if constexpr (ROT_Q) {
-#pragma unroll
-    for (int e = 0; e < QE; ++e) x[e] *= rot_k[lane * QE + e];
-    mlxcel_fd::wht_warp<QE>(x, lane);
-    const float inv = rsqrtf(static_cast<float>(D));
-#pragma unroll
-    for (int e = 0; e < QE; ++e) x[e] *= rot_k[D + lane * QE + e] * inv;
-  }
+  if constexpr (ROT_Q) mlxcel_fd::rotate_warp<QE>(x, lane, rot_k);
 #pragma unroll
   for (int e = 0; e < QE; ++e) qs[g * D + lane * QE + e] = x[e];
 }

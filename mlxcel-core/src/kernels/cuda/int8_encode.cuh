@@ -18,14 +18,7 @@ __device__ __forceinline__ void int8_row(const T* x_row, int lane, float pos, co
   constexpr int QE = D / 32;
   float v[QE];
   load_row<QE, ROPE, TRAD>(x_row, lane, pos, inv_freq, v);
-  if constexpr (ROT) {
-#pragma unroll
-    for (int e = 0; e < QE; ++e) v[e] *= signs[lane * QE + e];
-    mlxcel_fd::wht_warp<QE>(v, lane);
-    const float inv = rsqrtf(static_cast<float>(D));
-#pragma unroll
-    for (int e = 0; e < QE; ++e) v[e] = v[e] * inv * signs[D + lane * QE + e];
-  }
+  if constexpr (ROT) mlxcel_fd::rotate_warp<QE>(v, lane, signs);
   float amax = 0.0f;
 #pragma unroll
   for (int e = 0; e < QE; ++e) amax = fmaxf(amax, fabsf(v[e]));
