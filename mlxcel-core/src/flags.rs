@@ -428,6 +428,20 @@ pub const INT8R_FUSED: Flag = Flag {
     slot: 26,
 };
 
+/// The tensor-core decode kernel's cp.async copies with their addressing set up once
+/// (`HOIST` in `cuda/decode_attention_mma.cu`): per-lane global pointers that advance by one
+/// tile stride and a slot pointer instead of `i % STAGES`. ncu found the kernel issue-bound
+/// (session 14: 3.43 cycles per issued instruction, dependent-latency stalls first); NVRTC's
+/// SASS of the default turbo4 D=128 loop falls from 427 to 404 instructions per tile. Same
+/// bytes to the same places, so bit-identical outputs are expected. Written after session
+/// 14's last device call, never run on a GPU: off by default. 1 turns it on.
+pub const MMA_HOIST: Flag = Flag {
+    name: "MLXCEL_MMA_HOIST",
+    default: false,
+    doc: "tensor-core decode kernel: copy addressing hoisted out of the tile loop (1 = on; not yet run on a GPU)",
+    slot: 27,
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -498,6 +512,7 @@ pub const ALL: &[Flag] = &[
     QKV_PARTS,
     QKV_ENCODE,
     INT8R_FUSED,
+    MMA_HOIST,
 ];
 
 #[cfg(test)]

@@ -360,6 +360,51 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
     eprintln!("pair table: {checked} bit-identity checks on CUDA");
 }
 
+/// `MLXCEL_MMA_HOIST`: the tensor-core kernel with its copy addressing hoisted out of the
+/// tile loop copies the same bytes to the same places, so with a fixed split count its
+/// outputs must be bit-identical to the default kernel's, for every format it serves, head
+/// dims 64 and 128, and lengths inside one tile, across tiles and across the ring's wrap.
+/// On the CPU both end in MLX's "CUDA" error.
+#[test]
+fn hoisted_copy_addressing_is_bit_identical() {
+    let mut r = rng("hoisted_copy_addressing_is_bit_identical");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let mut checked = 0;
+    for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
+        for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (28, 4, 128)] {
+            for len in [1usize, 17, 1000, 4097] {
+                let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
+                let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+                let splits = len.div_ceil(64).min(40);
+                let run = |on: bool| {
+                    fused_values(
+                        &[("MLXCEL_MMA_HOIST", on)],
+                        &q,
+                        (&kr, &vr),
+                        len,
+                        Some(splits),
+                    )
+                };
+                if !on_cuda {
+                    let err = run(true).unwrap_err().to_string();
+                    assert!(err.contains("CUDA"), "{err}");
+                    continue;
+                }
+                let differing = differing_bits(&run(false).unwrap(), &run(true).unwrap());
+                eprintln!(
+                    "{mode} hq={hq} hkv={hkv} d={d} len={len} hoist: {differing} differing outputs"
+                );
+                assert_eq!(differing, 0, "{mode} hq={hq} d={d} len={len}");
+                checked += 1;
+            }
+        }
+    }
+    clear_flags(&["MLXCEL_MMA_HOIST"]);
+    if on_cuda {
+        eprintln!("hoisted copies: {checked} bit-identity checks on CUDA");
+    }
+}
+
 /// `MLXCEL_MERGE_WARP`: the warp merge must give the block merge's bits (same operations in
 /// the same order) for both kernels (turbo3 goes to the CUDA-core one), rotated and plain V,
 /// head dims 64 and 128, split counts within and beyond the partials it loads ahead (12 per

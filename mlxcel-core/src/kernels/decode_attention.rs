@@ -625,6 +625,7 @@ pub fn fused_decode_rope(
                     "LUTI",
                     TemplateArg::Bool(table && !one_table && flags::MMA_LUT_IMM.enabled()),
                 )
+                .template("HOIST", TemplateArg::Bool(flags::MMA_HOIST.enabled()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",

@@ -20,7 +20,8 @@
 // through the shared-memory pair table of decode_attention_mma.cuh instead of byte permutes),
 // LUT1 (that table with 128-byte rows, one for both sides: their codebooks are equal),
 // LUTI (256-byte-row lookups address the table by an immediate offset, no per-lookup add;
-// decode_attention_mma.cuh, DYN_SMEM_BASE), KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
+// decode_attention_mma.cuh, DYN_SMEM_BASE), HOIST (the ring copies' addressing set up once, below),
+// KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
 // is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
 // dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
@@ -168,6 +169,41 @@ auto issue = [&](int i) {
   }
 };
 
+// HOIST: the same copies with their addressing set up once. issue() is called for tiles 0, 1,
+// 2, ... in order, so each stream keeps a per-lane global pointer that advances by one tile
+// stride (NW tiles of 16 rows) per call, and the slot offsets (lane constants) are computed
+// from compile-time trip counts; ncu found the kernel issue-bound and NVRTC's SASS spent ~70
+// of its ~427 loop instructions per tile on recomputing these 64-bit addresses. Same bytes
+// copied to the same places: the outputs are bit-identical.
+constexpr int TSTRIDE = NW * 16;  // tokens from one of this warp's tiles to its next
+int next_t0 = (tb + warp) * 16;
+const unsigned char* kp = kg + static_cast<long long>(next_t0) * KROW + lane * 16;
+const unsigned char* vp = vg + static_cast<long long>(next_t0) * VROW + lane * 16;
+const unsigned char* fp = (lane < 2 ? kag + lane * 16 : vag + (lane - 2) * 16) + static_cast<long long>(next_t0) * 2;
+auto issue_next = [&](unsigned char* st) {
+  const int rem = len - next_t0;  // rows of this tile inside the sequence
+#pragma unroll
+  for (int j = 0; j < KROW / 32; ++j) {
+    const int ch = lane + 32 * j, row = ch * 16 / KROW;
+    mlxcel_mma::cp_async16(st + swz_chunk(ch, k_swz(row, ch)) * 16, kp + 512 * j, row < rem);
+  }
+#pragma unroll
+  for (int j = 0; j < VROW / 32; ++j) {
+    const int ch = lane + 32 * j, row = ch * 16 / VROW;
+    mlxcel_mma::cp_async16(st + K_BYTES + swz_chunk(ch, v_swz(row)) * 16, vp + 512 * j, row < rem);
+  }
+  if constexpr (KFMT != 0) {
+    if (lane < 2) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + lane * 16, fp, next_t0 + 8 * lane < cap);
+  }
+  if constexpr (VFMT != 0) {
+    if (lane >= 2 && lane < 4) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + KA_BYTES + (lane - 2) * 16, fp, next_t0 + 8 * (lane - 2) < cap);
+  }
+  kp += static_cast<long long>(TSTRIDE) * KROW;
+  vp += static_cast<long long>(TSTRIDE) * VROW;
+  fp += TSTRIDE * 2;
+  next_t0 += TSTRIDE;
+};
+
 float o[MT][4];
 #pragma unroll
 for (int j = 0; j < MT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
@@ -175,14 +211,18 @@ float m_run = mlxcel_fd::neg_inf(), l_run = 0.0f;
 
 #pragma unroll
 for (int i = 0; i < STAGES - 1; ++i) {
-  if (i < count) issue(i);
+  if (i < count) {
+    if constexpr (HOIST) issue_next(my_ring + i * STAGE);
+    else issue(i);
+  }
   mlxcel_mma::cp_commit();
 }
 
+unsigned char* cur = my_ring;  // HOIST: slot i % STAGES, advanced without the division
 for (int i = 0; i < count; ++i) {
   mlxcel_mma::cp_wait<STAGES - 2>();
   __syncwarp();
-  const unsigned char* st = my_ring + (i % STAGES) * STAGE;
+  const unsigned char* st = HOIST ? cur : my_ring + (i % STAGES) * STAGE;
   const int t0 = (tb + warp + i * NW) * 16;
 
   // ---- S = q K^T for tokens [t0, t0 + 16): two n-tiles of 8 tokens.
@@ -324,7 +364,13 @@ for (int i = 0; i < count; ++i) {
   }
 
   __syncwarp();  // every lane is done with this slot before it is refilled
-  if (i + STAGES - 1 < count) issue(i + STAGES - 1);
+  if constexpr (HOIST) {
+    // Tile i + STAGES - 1 goes to slot (i - 1) % STAGES, the one before this tile's.
+    if (i + STAGES - 1 < count) issue_next(cur == my_ring ? my_ring + (STAGES - 1) * STAGE : cur - STAGE);
+    cur = cur + STAGE == my_ring + STAGES * STAGE ? my_ring : cur + STAGE;
+  } else {
+    if (i + STAGES - 1 < count) issue(i + STAGES - 1);
+  }
   mlxcel_mma::cp_commit();
 }
 mlxcel_mma::cp_wait<0>();
