@@ -79,7 +79,11 @@ impl KvArgs {
             bail!("this command takes one --kv mode");
         }
         let c = self.config()?;
-        for w in c.mode.validate(head_dim)? {
+        let mut warnings = c.mode.validate(head_dim)?;
+        if c.mode.has_turbo() && c.boundary_layers > 0 {
+            warnings.extend(c.boundary_mode.validate(head_dim)?);
+        }
+        for w in warnings {
             tracing::warn!("{w}");
         }
         Ok(c)

@@ -180,6 +180,18 @@ impl KvMode {
             group_for(head_dim)?;
         }
         let mut warnings = Vec::new();
+        if self.is_rotated_int8()
+            && crate::mlx::kernel::KernelBackend::current()
+                == Some(crate::mlx::kernel::KernelBackend::Cuda)
+            && !crate::flags::INT8R_FUSED.enabled()
+        {
+            warnings.push(format!(
+                "{}: int8r has no fused CUDA kernel by default yet (MLXCEL_INT8R_FUSED=1 turns on one \
+                 that has not been run on a GPU); it runs the rotated-SDPA path, which dequantizes the \
+                 whole cache every step and is slow on long contexts",
+                self.name()
+            ));
+        }
         if let SideFormat::Turbo(b) = self.k {
             if b < 4 {
                 warnings.push(format!(
