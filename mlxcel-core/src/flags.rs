@@ -442,6 +442,21 @@ pub const MMA_HOIST: Flag = Flag {
     slot: 27,
 };
 
+/// The tensor-core decode kernel's tile loop software-pipelined (`PIPE` in
+/// `cuda/decode_attention_mma.cu`): tile i + 1's K phase (table decode and the S mma chain)
+/// sits in the same basic block as tile i's V phase, so ptxas interleaves two independent
+/// chains (NVRTC's SASS shows the S and O mma's interleaved). ncu at 128K (session 14) put
+/// dependent-instruction stalls first, with 2 warps per scheduler. Each tile's softmax keeps
+/// its place relative to o, so the outputs are expected to be bit-identical; one copy fewer
+/// is in flight (the wait covers two tiles). Written after session 14's last device call,
+/// never run on a GPU: off by default. 1 turns it on.
+pub const MMA_PIPE: Flag = Flag {
+    name: "MLXCEL_MMA_PIPE",
+    default: false,
+    doc: "tensor-core decode kernel: the next tile's K phase interleaved with this tile's V phase (1 = on; not yet run on a GPU)",
+    slot: 28,
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -513,6 +528,7 @@ pub const ALL: &[Flag] = &[
     QKV_ENCODE,
     INT8R_FUSED,
     MMA_HOIST,
+    MMA_PIPE,
 ];
 
 #[cfg(test)]

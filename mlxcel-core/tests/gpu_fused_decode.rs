@@ -360,14 +360,17 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
     eprintln!("pair table: {checked} bit-identity checks on CUDA");
 }
 
-/// `MLXCEL_MMA_HOIST`: the tensor-core kernel with its copy addressing hoisted out of the
-/// tile loop copies the same bytes to the same places, so with a fixed split count its
-/// outputs must be bit-identical to the default kernel's, for every format it serves, head
-/// dims 64 and 128, and lengths inside one tile, across tiles and across the ring's wrap.
-/// On the CPU both end in MLX's "CUDA" error.
+/// `MLXCEL_MMA_HOIST` (the copy addressing hoisted out of the tile loop: the same bytes to
+/// the same places) and `MLXCEL_MMA_PIPE` (the next tile's K phase next to this tile's V
+/// phase: the same operations per tile in the same order relative to the running softmax),
+/// alone and together: with a fixed split count the outputs must be bit-identical to the
+/// default kernel's, for every format it serves, head dims 64 and 128, and lengths inside
+/// one tile, across tiles and across the ring's wrap. On the CPU both end in MLX's "CUDA"
+/// error.
 #[test]
-fn hoisted_copy_addressing_is_bit_identical() {
-    let mut r = rng("hoisted_copy_addressing_is_bit_identical");
+fn hoisted_and_pipelined_loops_are_bit_identical() {
+    let mut r = rng("hoisted_and_pipelined_loops_are_bit_identical");
+    const NAMES: [&str; 2] = ["MLXCEL_MMA_HOIST", "MLXCEL_MMA_PIPE"];
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let mut checked = 0;
     for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
@@ -376,32 +379,31 @@ fn hoisted_copy_addressing_is_bit_identical() {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let splits = len.div_ceil(64).min(40);
-                let run = |on: bool| {
-                    fused_values(
-                        &[("MLXCEL_MMA_HOIST", on)],
-                        &q,
-                        (&kr, &vr),
-                        len,
-                        Some(splits),
-                    )
+                let run = |hoist: bool, pipe: bool| {
+                    let on = [(NAMES[0], hoist), (NAMES[1], pipe)];
+                    fused_values(&on, &q, (&kr, &vr), len, Some(splits))
                 };
                 if !on_cuda {
-                    let err = run(true).unwrap_err().to_string();
+                    let err = run(true, true).unwrap_err().to_string();
                     assert!(err.contains("CUDA"), "{err}");
                     continue;
                 }
-                let differing = differing_bits(&run(false).unwrap(), &run(true).unwrap());
-                eprintln!(
-                    "{mode} hq={hq} hkv={hkv} d={d} len={len} hoist: {differing} differing outputs"
-                );
-                assert_eq!(differing, 0, "{mode} hq={hq} d={d} len={len}");
-                checked += 1;
+                let base = run(false, false).unwrap();
+                for (hoist, pipe) in [(true, false), (false, true), (true, true)] {
+                    let differing = differing_bits(&base, &run(hoist, pipe).unwrap());
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} hoist={hoist} pipe={pipe}: {differing} differing outputs");
+                    assert_eq!(
+                        differing, 0,
+                        "{mode} hq={hq} d={d} len={len} hoist={hoist} pipe={pipe}"
+                    );
+                    checked += 1;
+                }
             }
         }
     }
-    clear_flags(&["MLXCEL_MMA_HOIST"]);
+    clear_flags(&NAMES);
     if on_cuda {
-        eprintln!("hoisted copies: {checked} bit-identity checks on CUDA");
+        eprintln!("hoisted / pipelined loops: {checked} bit-identity checks on CUDA");
     }
 }
 

@@ -626,6 +626,7 @@ pub fn fused_decode_rope(
                     TemplateArg::Bool(table && !one_table && flags::MMA_LUT_IMM.enabled()),
                 )
                 .template("HOIST", TemplateArg::Bool(flags::MMA_HOIST.enabled()))
+                .template("PIPE", TemplateArg::Bool(flags::MMA_PIPE.enabled()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",

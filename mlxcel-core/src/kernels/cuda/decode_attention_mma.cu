@@ -21,6 +21,7 @@
 // LUT1 (that table with 128-byte rows, one for both sides: their codebooks are equal),
 // LUTI (256-byte-row lookups address the table by an immediate offset, no per-lookup add;
 // decode_attention_mma.cuh, DYN_SMEM_BASE), HOIST (the ring copies' addressing set up once, below),
+// PIPE (tile i + 1's K phase next to tile i's V phase, the tile loop below),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
 // is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
@@ -218,15 +219,13 @@ for (int i = 0; i < STAGES - 1; ++i) {
   mlxcel_mma::cp_commit();
 }
 
-unsigned char* cur = my_ring;  // HOIST: slot i % STAGES, advanced without the division
-for (int i = 0; i < count; ++i) {
-  mlxcel_mma::cp_wait<STAGES - 2>();
-  __syncwarp();
-  const unsigned char* st = HOIST ? cur : my_ring + (i % STAGES) * STAGE;
-  const int t0 = (tb + warp + i * NW) * 16;
-
+// This lane's tokens of a tile in S's C fragment and P^T's B fragment.
+const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
+// One tile in three phases (the loop below runs them in this order; with PIPE, tile i + 1's
+// K phase is issued next to tile i's V phase).
+// K phase: S = q K^T for the tile's 16 tokens.
+auto k_phase = [&](const unsigned char* st, float (&sacc)[2][4]) {
   // ---- S = q K^T for tokens [t0, t0 + 16): two n-tiles of 8 tokens.
-  float sacc[2][4];
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
     sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.0f;
@@ -266,6 +265,10 @@ for (int i = 0; i < count; ++i) {
       }
     }
   }
+};
+// Softmax: scores scaled by the K factors, masked past len, the running max and sum, o
+// rescaled when the max grew; P^T's B fragments with the V factors folded in.
+auto softmax_phase = [&](const unsigned char* st, int t0, float (&sacc)[2][4], mlxcel_mma::u32& pb0, mlxcel_mma::u32& pb1) {
   // Scores of head r for tile tokens 2c, 2c+1, 8+2c, 9+2c.
   float sc[4] = {sacc[0][0], sacc[0][1], sacc[1][0], sacc[1][1]};
   float vf[4] = {1.0f, 1.0f, 1.0f, 1.0f};
@@ -279,7 +282,6 @@ for (int i = 0; i < count; ++i) {
     const float2 f0 = __half22float2(va[c]), f1 = __half22float2(va[4 + c]);
     vf[0] = f0.x; vf[1] = f0.y; vf[2] = f1.x; vf[3] = f1.y;
   }
-  const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
   float mx = mlxcel_fd::neg_inf();
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
@@ -308,9 +310,11 @@ for (int i = 0; i < count; ++i) {
     }
   }
   // B fragments of P^T (k = tokens, n = heads), V factor folded in; masked tokens exactly 0.
-  const mlxcel_mma::u32 pb0 = mlxcel_mma::pack_half2(p[0] > 0.0f ? p[0] * vf[0] : 0.0f, p[1] > 0.0f ? p[1] * vf[1] : 0.0f);
-  const mlxcel_mma::u32 pb1 = mlxcel_mma::pack_half2(p[2] > 0.0f ? p[2] * vf[2] : 0.0f, p[3] > 0.0f ? p[3] * vf[3] : 0.0f);
-
+  pb0 = mlxcel_mma::pack_half2(p[0] > 0.0f ? p[0] * vf[0] : 0.0f, p[1] > 0.0f ? p[1] * vf[1] : 0.0f);
+  pb1 = mlxcel_mma::pack_half2(p[2] > 0.0f ? p[2] * vf[2] : 0.0f, p[3] > 0.0f ? p[3] * vf[3] : 0.0f);
+};
+// V phase: O^T += V^T P^T.
+auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32 pb1) {
   // ---- O^T += V^T P^T: A = V^T of tokens (2c, 2c+1) and (8+2c, 9+2c), dims r*DV + [0, DV).
   mlxcel_mma::u32 va[4][VW];
 #pragma unroll
@@ -362,16 +366,66 @@ for (int i = 0; i < count; ++i) {
   for (int j = 0; j < MT; ++j) {
     mlxcel_mma::mma(o[j], pairs[0][2 * j], pairs[0][2 * j + 1], pairs[1][2 * j], pairs[1][2 * j + 1], pb0, pb1);
   }
+};
 
-  __syncwarp();  // every lane is done with this slot before it is refilled
-  if constexpr (HOIST) {
-    // Tile i + STAGES - 1 goes to slot (i - 1) % STAGES, the one before this tile's.
-    if (i + STAGES - 1 < count) issue_next(cur == my_ring ? my_ring + (STAGES - 1) * STAGE : cur - STAGE);
-    cur = cur + STAGE == my_ring + STAGES * STAGE ? my_ring : cur + STAGE;
-  } else {
-    if (i + STAGES - 1 < count) issue(i + STAGES - 1);
+if constexpr (!PIPE) {
+  unsigned char* cur = my_ring;  // HOIST: slot i % STAGES, advanced without the division
+  for (int i = 0; i < count; ++i) {
+    mlxcel_mma::cp_wait<STAGES - 2>();
+    __syncwarp();
+    const unsigned char* st = HOIST ? cur : my_ring + (i % STAGES) * STAGE;
+    const int t0 = (tb + warp + i * NW) * 16;
+
+    float sacc[2][4];
+    k_phase(st, sacc);
+    mlxcel_mma::u32 pb0, pb1;
+    softmax_phase(st, t0, sacc, pb0, pb1);
+    v_phase(st, pb0, pb1);
+
+    __syncwarp();  // every lane is done with this slot before it is refilled
+    if constexpr (HOIST) {
+      // Tile i + STAGES - 1 goes to slot (i - 1) % STAGES, the one before this tile's.
+      if (i + STAGES - 1 < count) issue_next(cur == my_ring ? my_ring + (STAGES - 1) * STAGE : cur - STAGE);
+      cur = cur + STAGE == my_ring + STAGES * STAGE ? my_ring : cur + STAGE;
+    } else {
+      if (i + STAGES - 1 < count) issue(i + STAGES - 1);
+    }
+    mlxcel_mma::cp_commit();
   }
-  mlxcel_mma::cp_commit();
+} else {
+  // PIPE: tile i + 1's K phase is issued next to tile i's V phase (independent work, in one
+  // basic block for ptxas to interleave; ncu found the kernel stalled on dependent
+  // instructions with 2 warps per scheduler). Each tile's phases keep their order relative to
+  // the running max, sum and o (softmax of tile i + 1 after o += V P of tile i), so the outputs
+  // are those of the loop above. Tile i + 1 must have landed before it: the wait allows one
+  // group fewer in flight (STAGES - 3).
+  static_assert(STAGES >= 3, "PIPE reads two slots while STAGES - 2 copies are in flight");
+  auto next_slot = [&](unsigned char* p) { return p + STAGE == my_ring + STAGES * STAGE ? my_ring : p + STAGE; };
+  unsigned char* cur = my_ring;  // slot of tile i
+  float sacc[2][4];
+  mlxcel_mma::u32 pb0 = 0u, pb1 = 0u;
+  if (count > 0) {
+    mlxcel_mma::cp_wait<STAGES - 2>();
+    __syncwarp();
+    k_phase(cur, sacc);
+    softmax_phase(cur, (tb + warp) * 16, sacc, pb0, pb1);
+  }
+  for (int i = 0; i + 1 < count; ++i) {
+    mlxcel_mma::cp_wait<STAGES - 3>();
+    __syncwarp();
+    unsigned char* nx = next_slot(cur);
+    v_phase(cur, pb0, pb1);
+    k_phase(nx, sacc);
+    __syncwarp();  // every lane is done with slot (i - 1) % STAGES before it is refilled
+    if (i + STAGES - 1 < count) {
+      if constexpr (HOIST) issue_next(cur == my_ring ? my_ring + (STAGES - 1) * STAGE : cur - STAGE);
+      else issue(i + STAGES - 1);
+    }
+    mlxcel_mma::cp_commit();
+    softmax_phase(nx, (tb + warp + (i + 1) * NW) * 16, sacc, pb0, pb1);
+    cur = nx;
+  }
+  if (count > 0) v_phase(cur, pb0, pb1);
 }
 mlxcel_mma::cp_wait<0>();
 
