@@ -361,6 +361,13 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("head_dim 80"), "{e}");
+    let e = KvMode::parse("int8r")
+        .unwrap()
+        .validate(80)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("int8r") && e.contains("head_dim is 80"), "{e}");
+    assert!(KvMode::parse("int8").unwrap().validate(80).is_ok());
     assert!(
         !KvMode::parse("turbo3")
             .unwrap()

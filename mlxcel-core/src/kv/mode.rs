@@ -176,8 +176,17 @@ impl KvMode {
 
     /// Checks the mode against a model; returns warnings to show the user.
     pub fn validate(&self, head_dim: usize) -> Result<Vec<String>> {
-        if self.has_turbo() || self.is_rotated_int8() {
+        if self.has_turbo() {
             group_for(head_dim)?;
+        }
+        if self.is_rotated_int8() && group_for(head_dim).is_err() {
+            return Err(Error::invalid(
+                "kv",
+                format!(
+                    "{}: int8r rotates each head vector in groups of 64 or 128, but head_dim is {head_dim}",
+                    self.name()
+                ),
+            ));
         }
         let mut warnings = Vec::new();
         if self.is_rotated_int8()
