@@ -137,11 +137,12 @@ ends_round() {
   done
 }
 
-# `gpu_test NAME SECONDS PATTERN`: runs the staged GPU test binary NAME
-# (.devcarry/bin/tests/NAME, benchmarks/gpu/stage.sh) one test at a time into $R/test-NAME.txt
-# and prints its exit status with the lines matching PATTERN (and the test summary).
+# `gpu_test NAME SECONDS PATTERN [FILTER]`: runs the staged GPU test binary NAME
+# (.devcarry/bin/tests/NAME, benchmarks/gpu/stage.sh; only the tests matching FILTER if given)
+# one test at a time into $R/test-NAME.txt and prints its exit status with the lines matching
+# PATTERN (and the test summary).
 gpu_test() {
   local name=$1 secs=$2 pattern=$3
-  timeout "$secs" ".devcarry/bin/tests/$name" --test-threads=1 --nocapture > "$R/test-$name.txt" 2>&1
+  timeout "$secs" ".devcarry/bin/tests/$name" --test-threads=1 --nocapture ${4:+"$4"} > "$R/test-$name.txt" 2>&1
   echo "$name rc=$? $(grep -E "test result|panicked|$pattern" "$R/test-$name.txt" | tr '\n' ' ' | cut -c1-600)"
 }

@@ -23,8 +23,7 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s15c3
-timeout 200 .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture hoisted > "$R/test-gpu_fused_decode.txt" 2>&1
-echo "hoist/pipe test rc=$? $(grep -E 'test result|panicked|pipelined loops' "$R/test-gpu_fused_decode.txt" | tr '\n' ' ' | cut -c1-600)"
+gpu_test gpu_fused_decode 200 'pipelined loops' hoisted
 bench_ab MLXCEL_MMA_HOIST hoist
 bench_ab MLXCEL_MMA_PIPE pipe
 export BUDGET=${BUDGET:-520}

@@ -7,9 +7,8 @@
 
 mod common;
 
-use common::{randn, rel_rms, rng};
+use common::{clear_flags, randn, rel_rms, rng, set_flags};
 use mlxcel_core::attention::{attend_with, fused_applies, select_path, AttentionPath};
-use mlxcel_core::flags;
 use mlxcel_core::kernels::decode_attention::{
     fused_decode, kernel_name, merge_warp_fits, mma_luts, mma_num_splits, mma_supported, num_splits,
 };
@@ -53,23 +52,6 @@ fn random_case(
         .astype(Dtype::F16)
         .unwrap();
     (k, v, q)
-}
-
-/// Sets `MLXCEL_*` switches for this process (on = "1", off = "0") and has mlxcel read them
-/// again: flags are kept after their first read.
-fn set_flags(switches: &[(&str, bool)]) {
-    for (name, on) in switches {
-        std::env::set_var(name, if *on { "1" } else { "0" });
-    }
-    flags::reload();
-}
-
-/// Unsets `MLXCEL_*` switches (back to their defaults), likewise re-read.
-fn clear_flags(names: &[&str]) {
-    for name in names {
-        std::env::remove_var(name);
-    }
-    flags::reload();
 }
 
 /// `fused_decode` as f32 values, after setting `switches` (see [`set_flags`]): the A/B

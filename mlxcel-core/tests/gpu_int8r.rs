@@ -10,9 +10,8 @@
 
 mod common;
 
-use common::{randn, rel_rms, rng};
+use common::{clear_flags, randn, rel_rms, rng, set_flags};
 use mlxcel_core::attention::{attend_with, select_path, AttentionPath};
-use mlxcel_core::flags;
 use mlxcel_core::kv::int8::Int8Side;
 use mlxcel_core::kv::side::KvSide;
 use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
@@ -58,8 +57,7 @@ fn stored_gap(a: &Int8Side, b: &Int8Side, d: usize) -> (f32, f32) {
 fn int8r_kernels_match_the_mlx_ops_paths_or_are_not_used() {
     let mut r = rng("int8r_kernels_match_the_mlx_ops_paths_or_are_not_used");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    std::env::set_var("MLXCEL_INT8R_FUSED", "1");
-    flags::reload();
+    set_flags(&[("MLXCEL_INT8R_FUSED", true)]);
     let contexts: &[usize] = if on_cuda { &[1, 17, 1000, 4097] } else { &[5] };
     let (mut worst_attn, mut worst_step, mut cases) = (0f32, 0f32, 0);
     for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (28, 4, 128)] {
@@ -126,8 +124,7 @@ fn int8r_kernels_match_the_mlx_ops_paths_or_are_not_used() {
             cases += 1;
         }
     }
-    std::env::remove_var("MLXCEL_INT8R_FUSED");
-    flags::reload();
+    clear_flags(&["MLXCEL_INT8R_FUSED"]);
     if on_cuda {
         eprintln!(
             "int8r: {cases} cases, worst attention relative RMS {worst_attn:.2e}, stored values within {worst_step:.2} steps"

@@ -11,7 +11,6 @@
 mod common;
 
 use common::{f16_array, randn, rng};
-use mlxcel_core::flags;
 use mlxcel_core::kernels::quantized_gemv::{
     parts_plan, try_gemv_parts, try_gemv_parts_encode, FoldedNorm,
 };
@@ -76,8 +75,7 @@ fn stored(side: &dyn KvSide, len: i32) -> (Vec<u32>, Vec<u32>) {
 fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
     let mut r = rng("folded_append_writes_what_the_separate_append_writes_or_is_not_offered");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    std::env::set_var("MLXCEL_QKV_ENCODE", "1");
-    flags::reload();
+    common::set_flags(&[("MLXCEL_QKV_ENCODE", true)]);
     let eps = 1e-5f32;
     let k_in = 2048usize;
     let prefill = 5;
@@ -170,8 +168,7 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
             steps_checked += 1;
         }
     }
-    std::env::remove_var("MLXCEL_QKV_ENCODE");
-    flags::reload();
+    common::clear_flags(&["MLXCEL_QKV_ENCODE"]);
     if on_cuda {
         eprintln!("qkv encode: {steps_checked} steps bit-identical to the projection and the separate append");
     }

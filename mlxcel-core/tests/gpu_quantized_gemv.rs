@@ -253,11 +253,9 @@ fn folded_rms_norm_matches_norm_then_gemv_or_is_not_used() {
         let capped = Schedule::parse("ring:8:4:64").unwrap();
         let err = gemv_rms_with(&x, norm, &q, capped).unwrap_err().to_string();
         assert!(err.contains("one CTA per 16 rows"), "{err}");
-        std::env::set_var("MLXCEL_FUSED_NORM", "1");
-        flags::reload();
+        common::set_flags(&[("MLXCEL_FUSED_NORM", true)]);
         let folds = try_gemv_rms(&x, norm, &q);
-        std::env::remove_var("MLXCEL_FUSED_NORM");
-        flags::reload();
+        common::clear_flags(&["MLXCEL_FUSED_NORM"]);
         if !on_cuda {
             assert!(
                 folds.unwrap().is_none(),
@@ -322,9 +320,7 @@ fn qkv_parts_are_the_split_of_one_output_or_are_not_used() {
         let norm = FoldedNorm { weight: &w, eps };
         let shapes = heads.map(|h| [1, h, 1, d]);
         let shape_refs = shapes.each_ref().map(|s| &s[..]);
-        std::env::set_var("MLXCEL_QKV_PARTS", "1");
-        std::env::set_var("MLXCEL_FUSED_NORM", "1");
-        flags::reload();
+        common::set_flags(&[("MLXCEL_QKV_PARTS", true), ("MLXCEL_FUSED_NORM", true)]);
         let plan = parts_plan(&x, &q, shape_refs);
         let wrong_sizes = [[1, heads[0], 1, d], [1, 1, 1, d], [1, 1, 1, d]];
         let wrong = parts_plan(&x, &q, wrong_sizes.each_ref().map(|s| &s[..])).is_none();
@@ -341,10 +337,11 @@ fn qkv_parts_are_the_split_of_one_output_or_are_not_used() {
                 results.push((s, folded, plain, single, single_folded));
             }
         }
-        std::env::remove_var("MLXCEL_QMV_SCHEDULE");
-        std::env::remove_var("MLXCEL_QKV_PARTS");
-        std::env::remove_var("MLXCEL_FUSED_NORM");
-        flags::reload();
+        common::clear_flags(&[
+            "MLXCEL_QMV_SCHEDULE",
+            "MLXCEL_QKV_PARTS",
+            "MLXCEL_FUSED_NORM",
+        ]);
         if !on_cuda {
             assert!(plan.is_none(), "the parts must not apply on the CPU");
             continue;

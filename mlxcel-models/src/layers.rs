@@ -126,33 +126,58 @@ impl Linear {
         input: &PreNormed<'_>,
         shapes: &[[i32; 4]; 3],
     ) -> Result<Option<[Array; 3]>> {
-        self.prenormed_parts(input, shapes, quantized_gemv::try_gemv_parts)
+        let Some((q, plan)) = self.parts_plan(input, shapes) else {
+            return Ok(None);
+        };
+        self.prenormed_parts(input, q, &plan, quantized_gemv::try_gemv_parts)
     }
 
     /// [`Linear::forward_prenormed_parts`] with the decode step's cache append folded into
-    /// the launch (`MLXCEL_QKV_ENCODE`): parts 1 and 2 (k, v) are also written into
-    /// `target`'s cache buffers. Returns q and the write's token; `None` where the fold does
-    /// not apply (the caller projects and appends apart).
+    /// the launch (`MLXCEL_QKV_ENCODE`): parts 1 and 2 (k, v) are also written into the
+    /// cache buffers of the target `target()` reserves, which it is asked for only once this
+    /// layer takes the parts kernel. Returns q and the write's token; `None` where the fold
+    /// does not apply (the caller projects and appends apart).
     pub fn forward_prenormed_parts_encode(
         &self,
         input: &PreNormed<'_>,
         shapes: &[[i32; 4]; 3],
-        target: &PairTarget,
+        target: impl FnOnce() -> Result<Option<PairTarget>>,
         rope: &RopeSpec,
     ) -> Result<Option<(Array, Array)>> {
-        let out = self.prenormed_parts(input, shapes, |x, norm, q, plan| {
-            quantized_gemv::try_gemv_parts_encode(x, norm, q, plan, target, Some(rope))
+        let Some((q, plan)) = self.parts_plan(input, shapes) else {
+            return Ok(None);
+        };
+        let Some(target) = target()? else {
+            return Ok(None);
+        };
+        let out = self.prenormed_parts(input, q, &plan, |x, norm, q, plan| {
+            quantized_gemv::try_gemv_parts_encode(x, norm, q, plan, &target, Some(rope))
         })?;
         Ok(out.map(|([q, _, _], token)| (q, token)))
     }
 
+    /// This layer's weight and [`PartsPlan`] for `input` written as three arrays of `shapes`;
+    /// `None` where the weight or the parts do not take the kernel.
+    fn parts_plan<'s>(
+        &self,
+        input: &PreNormed<'_>,
+        shapes: &'s [[i32; 4]; 3],
+    ) -> Option<(&Quantized, PartsPlan<'s>)> {
+        let (Tensor::Quantized(q), None) = (&self.weight, &self.bias) else {
+            return None;
+        };
+        let plan = quantized_gemv::parts_plan(input.x, q, shapes.each_ref().map(|s| &s[..]))?;
+        Some((q, plan))
+    }
+
     /// A parts launch (`launch(x, norm, weight, plan)`) of this layer for `norm(input)`: with
     /// the norm folded into the kernel, or where the fold does not apply on `norm(x)` (made
-    /// once); `None` where the weight or the parts do not take the kernel.
+    /// once).
     fn prenormed_parts<T>(
         &self,
         input: &PreNormed<'_>,
-        shapes: &[[i32; 4]; 3],
+        q: &Quantized,
+        plan: &PartsPlan<'_>,
         launch: impl Fn(
             &Array,
             Option<FoldedNorm<'_>>,
@@ -160,17 +185,10 @@ impl Linear {
             &PartsPlan<'_>,
         ) -> mlxcel_core::Result<Option<T>>,
     ) -> Result<Option<T>> {
-        let (Tensor::Quantized(q), None) = (&self.weight, &self.bias) else {
-            return Ok(None);
-        };
-        let Some(plan) = quantized_gemv::parts_plan(input.x, q, shapes.each_ref().map(|s| &s[..]))
-        else {
-            return Ok(None);
-        };
-        if let Some(out) = launch(input.x, Some(input.norm.folded()), q, &plan)? {
+        if let Some(out) = launch(input.x, Some(input.norm.folded()), q, plan)? {
             return Ok(Some(out));
         }
-        Ok(launch(input.normed()?, None, q, &plan)?)
+        Ok(launch(input.normed()?, None, q, plan)?)
     }
 
     pub fn forward(&self, x: &Array) -> Result<Array> {

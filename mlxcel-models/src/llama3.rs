@@ -202,9 +202,6 @@ impl Attention {
         })
     }
 
-    /// `residual + attention(x)` for `x = norm(input) [B, L, hidden]` (the residual add
-    /// folded into o_proj where the GEMV kernel takes it); appends this block's K/V to
-    /// `cache`.
     /// A decode step's q, with k and v appended to `cache` by the same launch (the stacked
     /// qkv GEMV writing the cache, `MLXCEL_QKV_ENCODE`): one token, a stacked projection, no
     /// q/k norms, and a cache that offers the append ([`KvCache::fused_append_target`]).
@@ -224,11 +221,10 @@ impl Attention {
         let _s = build_profile::span("qkv");
         let b = input.x.dim(0);
         let kv_shape = [b, self.n_kv_heads, 1, self.head_dim];
-        let Some(target) = cache.fused_append_target(kv_shape, rope)? else {
-            return Ok(None);
-        };
         let shapes = [[b, self.n_heads, 1, self.head_dim], kv_shape, kv_shape];
-        match qkv.forward_prenormed_parts_encode(input, &shapes, &target, rope)? {
+        // The cache reserves its position only once the projection takes the parts kernel.
+        let target = || Ok(cache.fused_append_target(kv_shape, rope)?);
+        match qkv.forward_prenormed_parts_encode(input, &shapes, target, rope)? {
             Some((q, token)) => {
                 cache.commit_fused_append(token)?;
                 Ok(Some(q))
@@ -237,6 +233,9 @@ impl Attention {
         }
     }
 
+    /// `residual + attention(x)` for `x = norm(input) [B, L, hidden]` (the residual add
+    /// folded into o_proj where the GEMV kernel takes it); appends this block's K/V to
+    /// `cache`.
     pub fn forward(
         &self,
         input: &PreNormed<'_>,

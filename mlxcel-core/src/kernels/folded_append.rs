@@ -101,11 +101,7 @@ impl SideTarget {
         head_dim: usize,
         pos: usize,
     ) -> Result<Option<SideTarget>> {
-        let xs = [1, heads, 1, head_dim as i32];
-        if !buffer_fits(&xs, &data, head_dim as i32, Dtype::F16, pos) {
-            return Ok(None);
-        }
-        Ok(Some(SideTarget::placeholders(data, None, after)?))
+        SideTarget::plain(data, Dtype::F16, None, after, heads, head_dim, pos)
     }
 
     /// An int8 side: `data [1, H, cap, head_dim]` int8 and `aux [1, H, cap, 1]` f16 scales.
@@ -117,26 +113,38 @@ impl SideTarget {
         head_dim: usize,
         pos: usize,
     ) -> Result<Option<SideTarget>> {
+        SideTarget::plain(data, Dtype::I8, Some(aux), after, heads, head_dim, pos)
+    }
+
+    /// A side without a turbo codec: `data [1, H, cap, head_dim]` of `dtype` and an optional
+    /// `aux [1, H, cap, 1]` f16, checked for `[1, heads, 1, head_dim]` at `pos` (`None` where
+    /// they do not fit). Its codec inputs (and a missing `aux`) are placeholders the kernel
+    /// does not read.
+    fn plain(
+        data: Array,
+        dtype: Dtype,
+        aux: Option<Array>,
+        after: Option<Array>,
+        heads: i32,
+        head_dim: usize,
+        pos: usize,
+    ) -> Result<Option<SideTarget>> {
         let xs = [1, heads, 1, head_dim as i32];
-        if !(buffer_fits(&xs, &data, head_dim as i32, Dtype::I8, pos)
-            && buffer_fits(&xs, &aux, 1, Dtype::F16, pos))
+        if !(buffer_fits(&xs, &data, head_dim as i32, dtype, pos)
+            && aux
+                .as_ref()
+                .is_none_or(|a| buffer_fits(&xs, a, 1, Dtype::F16, pos)))
         {
             return Ok(None);
         }
-        Ok(Some(SideTarget::placeholders(data, Some(aux), after)?))
-    }
-
-    /// A side without a turbo codec: its codec inputs (and a missing `aux`) are placeholders
-    /// the kernel does not read.
-    fn placeholders(data: Array, aux: Option<Array>, after: Option<Array>) -> Result<SideTarget> {
         let unused = unused_f32()?;
-        Ok(SideTarget {
+        Ok(Some(SideTarget {
             mids: unused.clone(),
             lut: unused.clone(),
             aux: aux.unwrap_or_else(|| unused.clone()),
             signs: unused,
             data,
             after,
-        })
+        }))
     }
 }

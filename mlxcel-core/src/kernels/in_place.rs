@@ -2,7 +2,9 @@
 //! per new head vector, the new positions written straight into the cache buffers, ordered
 //! by a position marker and the previous write's token ([`crate::kv::pending`] has the rules).
 
-use crate::kernels::decode_attention::{length_marker, wait_for};
+use std::borrow::Cow;
+
+use crate::kernels::decode_attention::{length_marker, unused_f32, wait_for};
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
 use crate::rope::RopeSpec;
@@ -20,6 +22,32 @@ pub(crate) fn buffer_fits(xs: &[i32], buf: &Array, width: i32, dtype: Dtype, pos
         && buf.dtype() == dtype
         && xs[2] > 0
         && pos + xs[2] as usize <= bs[2] as usize
+}
+
+/// The names of a K+V writer's ordering inputs, after its data and buffers (the order
+/// [`write_pair`] passes them): the position marker, the sides' previous tokens, and RoPE's
+/// inverse frequencies.
+pub(crate) const PAIR_ORDER_INPUTS: [&str; 4] = ["pos_marker", "k_after", "v_after", "inv_freq"];
+
+/// A writer's ordering inputs for a write at `pos`: the position marker
+/// (`pos_marker_shape[0] - 1` is `pos`) and one input per side ordering it after that
+/// side's previous write (`afters`; a placeholder where there is none).
+pub(crate) fn order_inputs(pos: usize, afters: &[Option<&Array>]) -> Result<(Array, Vec<Array>)> {
+    let marker = length_marker(pos + 1)?;
+    let afters = afters
+        .iter()
+        .map(|a| wait_for(*a))
+        .collect::<Result<Vec<Array>>>()?;
+    Ok((marker, afters))
+}
+
+/// RoPE's inverse frequencies for a writer kernel, or without `rope` a cached f32 placeholder
+/// (the kernel then does not read it).
+pub(crate) fn inv_freq_input(rope: Option<&RopeSpec>) -> Result<Cow<'_, Array>> {
+    Ok(match rope {
+        Some(r) => Cow::Borrowed(r.inv_freq()),
+        None => Cow::Owned(unused_f32()?),
+    })
 }
 
 /// Queues kernel `name` (built by `source`) over `rows` head vectors of `head_dim`, writing
@@ -71,11 +99,7 @@ pub(crate) fn write_sides(
     tail: &[&Array],
     templates: &[(&str, TemplateArg)],
 ) -> Result<Array> {
-    let marker = length_marker(pos + 1)?;
-    let afters = afters
-        .iter()
-        .map(|a| wait_for(*a))
-        .collect::<Result<Vec<Array>>>()?;
+    let (marker, afters) = order_inputs(pos, afters)?;
     let mut all = inputs.to_vec();
     all.push(&marker);
     all.extend(afters.iter());
@@ -123,14 +147,7 @@ pub(crate) fn write_pair(
             ),
         ));
     }
-    let unused;
-    let inv_freq = match rope {
-        Some(r) => r.inv_freq(),
-        None => {
-            unused = crate::kernels::decode_attention::unused_f32()?;
-            &unused
-        }
-    };
+    let inv_freq = inv_freq_input(rope)?;
     let mut inputs = vec![xk, xv];
     inputs.extend_from_slice(buffers);
     write_sides(
@@ -141,7 +158,7 @@ pub(crate) fn write_pair(
         xs[3] as usize,
         pos,
         &afters,
-        &[inv_freq],
+        &[&inv_freq],
         &[
             ("ROPE", TemplateArg::Bool(rope.is_some())),
             (

@@ -43,22 +43,15 @@ fn source_rope() -> KernelSource {
 }
 
 fn source_kv() -> KernelSource {
+    let inputs: Vec<&str> = [
+        "xk", "xv", "k_q", "k_scale", "v_q", "v_scale", "k_signs", "v_signs",
+    ]
+    .into_iter()
+    .chain(in_place::PAIR_ORDER_INPUTS)
+    .collect();
     let mut spec = KernelSource::new(
         "mlxcel_int8_encode_kv",
-        &[
-            "xk",
-            "xv",
-            "k_q",
-            "k_scale",
-            "v_q",
-            "v_scale",
-            "k_signs",
-            "v_signs",
-            "pos_marker",
-            "k_after",
-            "v_after",
-            "inv_freq",
-        ],
+        &inputs,
         &["done"],
         include_str!("cuda/int8_encode_kv.cu"),
     );

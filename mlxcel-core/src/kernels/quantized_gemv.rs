@@ -197,7 +197,7 @@ fn qkv_encode_source(shared: usize) -> KernelSource {
     let inputs: Vec<&str> = PLAIN_INPUTS
         .iter()
         .copied()
-        .chain(crate::kernels::turbo_encode::PAIR_APPEND_INPUTS)
+        .chain(crate::kernels::turbo_encode::pair_append_inputs())
         .chain(["tickets", "slot_marker"])
         .collect();
     let outputs = ["y", "yk", "yv", "done"];
@@ -466,10 +466,19 @@ fn launch_plain(
 }
 
 /// The output of a one-output launch.
-fn one(mut outputs: Vec<Array>) -> Result<Array> {
-    outputs
-        .pop()
-        .ok_or_else(|| Error::invalid("quantized gemv", "no output"))
+fn one(outputs: Vec<Array>) -> Result<Array> {
+    let [y] = exactly(outputs, "one")?;
+    Ok(y)
+}
+
+/// A launch's `N` outputs as an array; `what` names the launch in the error.
+fn exactly<const N: usize>(outputs: Vec<Array>, what: &str) -> Result<[Array; N]> {
+    outputs.try_into().map_err(|v: Vec<Array>| {
+        Error::invalid(
+            "quantized gemv",
+            format!("{what}: {} outputs, expected {N}", v.len()),
+        )
+    })
 }
 
 /// The plain kernel's [`Launch`] (one output, `x`'s shape with N last) and its shared memory.
@@ -535,14 +544,7 @@ pub fn try_gemv_parts(
         return Ok(None);
     };
     let (launch, shared) = parts_launch(x, norm, q, plan, sched)?;
-    let parts: [Array; 3] = run("qgemv4_qkv", shared, qkv_source, &launch)?
-        .try_into()
-        .map_err(|v: Vec<Array>| {
-            Error::invalid(
-                "quantized gemv",
-                format!("parts: {} outputs, expected 3", v.len()),
-            )
-        })?;
+    let parts = exactly(run("qgemv4_qkv", shared, qkv_source, &launch)?, "parts")?;
     Ok(Some(parts))
 }
 
@@ -606,9 +608,8 @@ pub fn try_gemv_parts_encode(
     target: &crate::kernels::folded_append::PairTarget,
     rope: Option<&crate::rope::RopeSpec>,
 ) -> Result<Option<([Array; 3], Array)>> {
-    use crate::kernels::decode_attention::{
-        length_marker, qkv_encode_tickets, unused_f32, wait_for, QKV_ENCODE_MAX_HEADS,
-    };
+    use crate::kernels::decode_attention::{qkv_encode_tickets, QKV_ENCODE_MAX_HEADS};
+    use crate::kernels::in_place::{inv_freq_input, order_inputs};
     let kv_shape = [1, target.heads, 1, target.head_dim as i32];
     let applies = flags::QKV_ENCODE.enabled()
         && plan.shapes[1] == kv_shape
@@ -626,21 +627,13 @@ pub fn try_gemv_parts_encode(
         _ => return Ok(None),
     };
     let (k, v) = (&target.k, &target.v);
-    let marker = length_marker(target.pos + 1)?;
-    let afters = [wait_for(k.after.as_ref())?, wait_for(v.after.as_ref())?];
-    let unused;
-    let inv_freq = match rope {
-        Some(r) => r.inv_freq(),
-        None => {
-            unused = unused_f32()?;
-            &unused
-        }
-    };
+    let (marker, afters) = order_inputs(target.pos, &[k.after.as_ref(), v.after.as_ref()])?;
+    let inv_freq = inv_freq_input(rope)?;
     let (tickets, slot) = qkv_encode_tickets()?;
     let (mut launch, shared) = parts_launch(x, norm, q, plan, sched)?;
     launch.inputs.extend([
         &k.mids, &k.lut, &k.signs, &v.mids, &v.lut, &v.signs, &k.data, &k.aux, &v.data, &v.aux,
-        &marker, &afters[0], &afters[1], inv_freq, &tickets, &slot,
+        &marker, &afters[0], &afters[1], &inv_freq, &tickets, &slot,
     ]);
     launch.outputs.push((vec![4], Dtype::I32));
     let launch = launch
@@ -652,15 +645,10 @@ pub fn try_gemv_parts_encode(
         )
         .template("KVFMT", TemplateArg::Int(target.format as i32))
         .template("TICKETS", TemplateArg::Int(QKV_ENCODE_MAX_HEADS as i32));
-    let [yq, yk, yv, token]: [Array; 4] =
-        run("qgemv4_qkv_enc", shared, qkv_encode_source, &launch)?
-            .try_into()
-            .map_err(|v: Vec<Array>| {
-                Error::invalid(
-                    "quantized gemv",
-                    format!("parts + encode: {} outputs, expected 4", v.len()),
-                )
-            })?;
+    let [yq, yk, yv, token] = exactly(
+        run("qgemv4_qkv_enc", shared, qkv_encode_source, &launch)?,
+        "parts + encode",
+    )?;
     Ok(Some(([yq, yk, yv], token)))
 }
 

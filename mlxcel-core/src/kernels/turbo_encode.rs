@@ -5,7 +5,7 @@
 //! layer and decode step) outweighed what the fused attention kernel saves at 4K-32K.
 
 use crate::flags;
-use crate::kernels::in_place::buffer_fits;
+use crate::kernels::in_place::{buffer_fits, PAIR_ORDER_INPUTS};
 use crate::kv::turbo::codec::{Encoded, TurboCodec};
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
@@ -155,28 +155,23 @@ pub fn fused_encode_into(
 }
 
 /// The inputs of a K+V append after the new keys and values, in the order the pair kernels
-/// take them: both sides' codecs and buffers, the position marker, the sides' previous
-/// tokens, and `inv_freq` (`turbo_encode_kv.cu`; the qkv GEMV's folded append,
+/// take them: both sides' codecs and buffers, then the ordering inputs
+/// ([`PAIR_ORDER_INPUTS`]) (`turbo_encode_kv.cu`; the qkv GEMV's folded append,
 /// `qgemv4_qkv_encode.cu`, takes them after its own).
-pub(crate) const PAIR_APPEND_INPUTS: [&str; 14] = [
-    "k_mids",
-    "k_lut",
-    "k_signs",
-    "v_mids",
-    "v_lut",
-    "v_signs",
-    "k_packed",
-    "k_norms",
-    "v_packed",
-    "v_norms",
-    "pos_marker",
-    "k_after",
-    "v_after",
-    "inv_freq",
-];
+pub(crate) fn pair_append_inputs() -> impl Iterator<Item = &'static str> {
+    [
+        "k_mids", "k_lut", "k_signs", "v_mids", "v_lut", "v_signs", "k_packed", "k_norms",
+        "v_packed", "v_norms",
+    ]
+    .into_iter()
+    .chain(PAIR_ORDER_INPUTS)
+}
 
 fn source_kv() -> KernelSource {
-    let inputs: Vec<&str> = ["xk", "xv"].into_iter().chain(PAIR_APPEND_INPUTS).collect();
+    let inputs: Vec<&str> = ["xk", "xv"]
+        .into_iter()
+        .chain(pair_append_inputs())
+        .collect();
     let mut spec = KernelSource::new(
         "mlxcel_turbo_encode_kv",
         &inputs,
@@ -248,22 +243,15 @@ pub fn fused_encode_kv_into(
 }
 
 fn source_kv_asym() -> KernelSource {
+    let inputs: Vec<&str> = [
+        "xk", "xv", "v_mids", "v_lut", "v_signs", "k_buf", "v_packed", "v_norms",
+    ]
+    .into_iter()
+    .chain(PAIR_ORDER_INPUTS)
+    .collect();
     let mut spec = KernelSource::new(
         "mlxcel_turbo_encode_kv_asym",
-        &[
-            "xk",
-            "xv",
-            "v_mids",
-            "v_lut",
-            "v_signs",
-            "k_buf",
-            "v_packed",
-            "v_norms",
-            "pos_marker",
-            "k_after",
-            "v_after",
-            "inv_freq",
-        ],
+        &inputs,
         &["done"],
         include_str!("cuda/turbo_encode_kv_asym.cu"),
     );

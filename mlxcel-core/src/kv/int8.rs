@@ -133,7 +133,7 @@ impl Int8Side {
         rope: &RopeSpec,
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
-        use crate::kv::pending::{pair_shape_applies, reserve_pair};
+        use crate::kv::pending::{pair_shape_applies, reserve_queued};
         let d = kv_shape[3];
         if !(kv_shape[0] == 1
             && k.rotation.is_none()
@@ -145,8 +145,8 @@ impl Int8Side {
         }
         let heads = kv_shape[1];
         let (mut kp, mut vp) = (k.pair_side(d), v.pair_side(d));
-        let ([kq, ks], [vq, vs], pos) = reserve_pair(&mut kp, &mut vp, [1, heads])?;
-        let (k_after, v_after) = (kp.pending.token().cloned(), vp.pending.token().cloned());
+        let ([kq, ks], [vq, vs], pos, [k_after, v_after]) =
+            reserve_queued(&mut kp, &mut vp, [1, heads])?;
         let hd = d as usize;
         Ok(PairTarget::new(
             PairFormat::Int8,

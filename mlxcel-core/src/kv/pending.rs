@@ -211,6 +211,23 @@ pub fn reserve_pair(
     Ok(([kd, ka], [vd, va], pos))
 }
 
+/// A side's reserved buffers `[data, aux]`, the position, and both sides' last write tokens
+/// (owned): what [`reserve_queued`] hands a launch the model queues.
+pub type QueuedPair = ([Array; 2], [Array; 2], usize, [Option<Array>; 2]);
+
+/// [`reserve_pair`] for a launch the model queues itself (the qkv GEMV's folded append,
+/// `KvCache::fused_append_target`): the same reservation, with both sides' last write tokens
+/// cloned out, since that launch takes them as inputs after the sides are released.
+pub fn reserve_queued(
+    k: &mut PairSide<'_>,
+    v: &mut PairSide<'_>,
+    bh: [i32; 2],
+) -> Result<QueuedPair> {
+    let (kb, vb, pos) = reserve_pair(k, v, bh)?;
+    let afters = [k.pending.token().cloned(), v.pending.token().cloned()];
+    Ok((kb, vb, pos, afters))
+}
+
 /// Counts the position [`reserve_pair`] reserved on both sides as written by the launch whose
 /// token is `token` (it took both sides' previous tokens as inputs).
 pub fn commit_pair(k: PairSide<'_>, v: PairSide<'_>, token: Array) -> Result<()> {

@@ -118,3 +118,20 @@ pub fn f16_array(values: &[f32], shape: &[i32]) -> mlxcel_core::Array {
         .astype(mlxcel_core::Dtype::F16)
         .unwrap()
 }
+
+/// Sets `MLXCEL_*` switches for this process (on = "1", off = "0") and has mlxcel read them
+/// again: flags are kept after their first read.
+pub fn set_flags(switches: &[(&str, bool)]) {
+    for (name, on) in switches {
+        std::env::set_var(name, if *on { "1" } else { "0" });
+    }
+    mlxcel_core::flags::reload();
+}
+
+/// Unsets `MLXCEL_*` switches (back to their defaults), likewise re-read.
+pub fn clear_flags(names: &[&str]) {
+    for name in names {
+        std::env::remove_var(name);
+    }
+    mlxcel_core::flags::reload();
+}

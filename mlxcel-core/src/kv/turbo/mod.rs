@@ -137,7 +137,7 @@ impl TurboSide {
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
         use crate::kernels::turbo_encode::applies_in_place;
-        use crate::kv::pending::{pair_shape_applies, reserve_pair};
+        use crate::kv::pending::{pair_shape_applies, reserve_queued};
         let d = k.codec.head_dim;
         if !(kv_shape[0] == 1
             && kv_shape[3] as usize == d
@@ -150,8 +150,8 @@ impl TurboSide {
         }
         let heads = kv_shape[1];
         let ((kc, mut kp), (vc, mut vp)) = (k.pair_side(), v.pair_side());
-        let ([kd, ka], [vd, va], pos) = reserve_pair(&mut kp, &mut vp, [1, heads])?;
-        let (k_after, v_after) = (kp.pending.token().cloned(), vp.pending.token().cloned());
+        let ([kd, ka], [vd, va], pos, [k_after, v_after]) =
+            reserve_queued(&mut kp, &mut vp, [1, heads])?;
         Ok(PairTarget::new(
             PairFormat::Turbo4,
             SideTarget::turbo4(kc, kd, ka, k_after, heads, pos),
@@ -172,7 +172,7 @@ impl TurboSide {
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
         use crate::kernels::turbo_encode::applies_in_place;
-        use crate::kv::pending::{pair_shape_applies, reserve_pair};
+        use crate::kv::pending::{pair_shape_applies, reserve_queued};
         let d = v.codec.head_dim;
         if !(kv_shape[0] == 1
             && kv_shape[3] as usize == d
@@ -184,8 +184,8 @@ impl TurboSide {
         }
         let heads = kv_shape[1];
         let (mut kp, (vc, mut vp)) = (k.pair_side(d as i32), v.pair_side());
-        let ([kd, _], [vd, va], pos) = reserve_pair(&mut kp, &mut vp, [1, heads])?;
-        let (k_after, v_after) = (kp.pending.token().cloned(), vp.pending.token().cloned());
+        let ([kd, _], [vd, va], pos, [k_after, v_after]) =
+            reserve_queued(&mut kp, &mut vp, [1, heads])?;
         Ok(PairTarget::new(
             PairFormat::Turbo4Asym,
             SideTarget::fp16(kd, k_after, heads, d, pos)?,
