@@ -43,8 +43,9 @@ enum Command {
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("MLXCEL_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,mlxcel_models=info")),
+            tracing_subscriber::EnvFilter::try_from_env("MLXCEL_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("warn,mlxcel_models=info,mlxcel=info")
+            }),
         )
         .without_time()
         .with_target(false)

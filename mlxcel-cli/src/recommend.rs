@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use mlxcel_core::flags;
 use mlxcel_core::kv::advisor::{advise, CacheShape, FP16_PREFERRED_MAX_CONTEXT, HEADROOM};
-use mlxcel_core::kv::mode::DEFAULT_BOUNDARY_LAYERS;
+use mlxcel_core::kv::mode::{int8r_fused_available, DEFAULT_BOUNDARY_LAYERS};
 use mlxcel_core::kv::KvMode;
 use mlxcel_core::mlx::device::{self, DeviceKind};
 use mlxcel_models::model::inspect;
@@ -33,7 +33,7 @@ pub struct RecommendArgs {
     pub kv_boundary_layers: Option<usize>,
     /// Cache of the boundary layers: fp16, int8 or int8r (smaller and faster at long
     /// contexts; quality cost in docs/kv-cache.md) [env: MLXCEL_KV_BOUNDARY_TYPE]
-    /// [default: fp16].
+    /// [default: int8r for turbo2/3/4 on CUDA (fused int8r kernels), else fp16].
     #[arg(long, value_name = "TYPE")]
     pub kv_boundary_type: Option<String>,
 }
@@ -88,6 +88,7 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
             .kv_boundary_layers
             .unwrap_or_else(|| flags::kv_boundary_layers(DEFAULT_BOUNDARY_LAYERS)),
         boundary_mode: crate::kv_args::boundary_mode(args.kv_boundary_type.as_deref())?,
+        fused_int8r: int8r_fused_available(),
     };
     let weights = facts.weight_bytes as f64;
     let advice = advise(&shape, weights, context, budget_bytes);
@@ -113,14 +114,26 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         gb(budget_bytes),
         100.0 * HEADROOM
     );
-    println!(
-        "boundary  turbo modes keep the first and last {} layers in {} (--kv-boundary-layers, --kv-boundary-type)",
-        shape.boundary_layers, shape.boundary_mode
-    );
-    if shape.boundary_mode != KvMode::FP16 {
+    match shape.boundary_mode {
+        Some(m) => println!(
+            "boundary  turbo modes keep the first and last {} layers in {m} (--kv-boundary-layers, --kv-boundary-type)",
+            shape.boundary_layers
+        ),
+        None if shape.fused_int8r => println!(
+            "boundary  turbo modes keep the first and last {} layers: int8r for turbo2/3/4 (fused int8r \
+             kernels here), fp16 for the asymmetric modes (--kv-boundary-layers, --kv-boundary-type)",
+            shape.boundary_layers
+        ),
+        None => println!(
+            "boundary  turbo modes keep the first and last {} layers in fp16 (--kv-boundary-layers, --kv-boundary-type)",
+            shape.boundary_layers
+        ),
+    }
+    if shape.boundary_mode.is_some_and(|m| m != KvMode::FP16) || shape.fused_int8r {
         println!(
-            "          (H200, 128K: int8 ends took turbo4 from 1.84-1.87x to 2.14-2.18x of fp16, but on Qwen2.5 \
-             they multiplied turbo4-asym's KLD by 8.7, int8r ends by 2.3: measure with `mlxcel perplexity --kv-boundary-type`)"
+            "          (H200, 128K: int8 or int8r ends took turbo4 from 1.93x to 2.22x of fp16 (session 15); on \
+             Qwen2.5 int8r ends raised turbo4's KLD by 8.6% and turbo4-asym's 2.3x, int8 ends turbo4-asym's \
+             8.7x: measure with `mlxcel perplexity --kv-boundary-type`)"
         );
     }
     println!();

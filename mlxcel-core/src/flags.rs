@@ -418,13 +418,15 @@ pub const QKV_ENCODE: Flag = Flag {
 /// Rotated int8 sides (`int8r`) on the CUDA kernels: a decode step's K+V append rotates and
 /// quantizes in the int8 pair launch (`cuda/int8_encode_kv.cu` with `MLXCEL_INT8_ROT`), and
 /// the fused decode kernel reads the side, rotating q for K and the output for V as it does
-/// for turbo sides. Written after session 14's last device call: NVRTC-checked, never run on
-/// a GPU, so off by default; off, int8r is encoded by MLX ops and attended by the
-/// rotated-SDPA path on every backend (correct, slow on long caches). 1 turns it on.
+/// for turbo sides. On the H200 (session 15, session15_call1.sh): stored values equal to the MLX-ops
+/// encoder's, attention within 3.4e-4 relative RMS of the f32 reference (12 cases), greedy
+/// tokens equal to the unfused path's; turbo4 with int8r ends ran as fast as with int8 ends
+/// (128K: 4.25 ms device span per step for both). 0 = int8r encoded by MLX ops and attended
+/// by the rotated-SDPA path (correct, slow on long caches; the path of every other backend).
 pub const INT8R_FUSED: Flag = Flag {
     name: "MLXCEL_INT8R_FUSED",
-    default: false,
-    doc: "int8r (rotated int8) caches on the CUDA encoders and fused decode kernel (1 = on; not yet run on a GPU)",
+    default: true,
+    doc: "int8r (rotated int8) caches on the CUDA encoders and fused decode kernel (0 = MLX-ops encode and the rotated-SDPA path)",
     slot: 26,
 };
 
@@ -432,28 +434,28 @@ pub const INT8R_FUSED: Flag = Flag {
 /// (`HOIST` in `cuda/decode_attention_mma.cu`): per-lane global pointers that advance by one
 /// tile stride and a slot pointer instead of `i % STAGES`. ncu found the kernel issue-bound
 /// (session 14: 3.43 cycles per issued instruction, dependent-latency stalls first); NVRTC's
-/// SASS of the default turbo4 D=128 loop falls from 427 to 404 instructions per tile. Same
-/// bytes to the same places, so bit-identical outputs are expected. Written after session
-/// 14's last device call, never run on a GPU: off by default. 1 turns it on.
+/// SASS of the turbo4 D=128 loop falls from 427 to 404 instructions per tile. On the H200
+/// (session 15, session15_call3.sh): bit-identical outputs (144 checks), ncu at 128K 52.5 -> 50.8 us per
+/// call, `bench attention` 66.8 -> 63.9 us at 128K. 0 = the per-tile addressing.
 pub const MMA_HOIST: Flag = Flag {
     name: "MLXCEL_MMA_HOIST",
-    default: false,
-    doc: "tensor-core decode kernel: copy addressing hoisted out of the tile loop (1 = on; not yet run on a GPU)",
+    default: true,
+    doc: "tensor-core decode kernel: copy addressing hoisted out of the tile loop (0 = per-tile addressing)",
     slot: 27,
 };
 
 /// The tensor-core decode kernel's tile loop software-pipelined (`PIPE` in
 /// `cuda/decode_attention_mma.cu`): tile i + 1's K phase (table decode and the S mma chain)
 /// sits in the same basic block as tile i's V phase, so ptxas interleaves two independent
-/// chains (NVRTC's SASS shows the S and O mma's interleaved). ncu at 128K (session 14) put
-/// dependent-instruction stalls first, with 2 warps per scheduler. Each tile's softmax keeps
-/// its place relative to o, so the outputs are expected to be bit-identical; one copy fewer
-/// is in flight (the wait covers two tiles). Written after session 14's last device call,
-/// never run on a GPU: off by default. 1 turns it on.
+/// chains. Each tile's softmax keeps its place relative to o, and the outputs were
+/// bit-identical on the H200 (session 15), but the kernel was slower: ncu at 128K 52.5 ->
+/// 55.9 us per call (54.8 with HOIST against HOIST's 50.8); one copy fewer is in flight
+/// and the stall profile did not change (3.46 vs 3.47 cycles per issued instruction). Kept
+/// off for A/B. 1 turns it on.
 pub const MMA_PIPE: Flag = Flag {
     name: "MLXCEL_MMA_PIPE",
     default: false,
-    doc: "tensor-core decode kernel: the next tile's K phase interleaved with this tile's V phase (1 = on; not yet run on a GPU)",
+    doc: "tensor-core decode kernel: the next tile's K phase interleaved with this tile's V phase (1 = on; measured slower)",
     slot: 28,
 };
 

@@ -13,10 +13,12 @@
 //!   decode faster on every machine measured (sessions 12-14: turbo4-asym 1.49-1.62x, int8
 //!   1.62-1.86x, turbo4 1.84-1.90x; `benchmarks/results/2026-11-30-h200-session14.md`).
 //! - `int8r` (rotated int8) has int8's size and near turbo4-asym's quality (Qwen2.5 +0.64%,
-//!   KLD 6x below int8's), but its CUDA kernels have not run on a GPU yet (without
-//!   `MLXCEL_INT8R_FUSED` it takes the slow rotated-SDPA path), so it is not in the order.
+//!   KLD 0.0054 against int8's 0.033 and turbo4-asym's 0.0042; SmolLM2 KLD 0.0002). Where it
+//!   runs on fused kernels (CUDA, `MLXCEL_INT8R_FUSED`; checked on the H200 in session 15)
+//!   it takes int8's place, right after turbo4-asym; elsewhere it is attended by
+//!   dequantizing the whole cache each step, so it is left out.
 
-use super::mode::KvMode;
+use super::mode::{default_boundary_mode, KvMode};
 
 /// What the advice needs to know about the model's cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,8 +28,12 @@ pub struct CacheShape {
     pub head_dim: usize,
     /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
-    /// fp16 or int8 (see `mode::check_boundary_mode`).
-    pub boundary_mode: KvMode,
+    /// fp16, int8 or int8r (see `mode::check_boundary_mode`); None: each mode's default
+    /// (`mode::default_boundary_mode`).
+    pub boundary_mode: Option<KvMode>,
+    /// Whether int8r runs on fused kernels here (`mode::int8r_fused_available`): it decides
+    /// the default boundary mode and whether int8r is in the order.
+    pub fused_int8r: bool,
 }
 
 /// Up to this context fp16 is the pick whenever it fits (no compressed mode was reliably
@@ -50,6 +56,30 @@ pub const QUALITY_ORDER: &[&str] = &[
     "turbo2",
 ];
 
+/// [`QUALITY_ORDER`] where int8r runs on fused kernels: int8r (as small as int8, Qwen2.5
+/// +0.64% PPL against turbo3-asym's +1.4%) comes right after turbo4-asym, which is larger.
+/// int8 stays for head_dims without a rotation group (int8r needs 64 or 128); elsewhere it
+/// fits exactly when int8r does, so it is never the pick.
+pub const QUALITY_ORDER_FUSED_INT8R: &[&str] = &[
+    "turbo4-asym",
+    "int8r",
+    "turbo3-asym",
+    "int8",
+    "turbo2-asym",
+    "turbo4",
+    "turbo3",
+    "turbo2",
+];
+
+/// The order the advice follows for `shape`.
+pub fn quality_order(shape: &CacheShape) -> &'static [&'static str] {
+    if shape.fused_int8r {
+        QUALITY_ORDER_FUSED_INT8R
+    } else {
+        QUALITY_ORDER
+    }
+}
+
 /// Bytes a cache of `mode` holds at `context` positions (K and V, every layer; turbo modes
 /// keep `boundary_layers` layers of `boundary_mode` at each end, as `make_caches` does).
 pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
@@ -63,7 +93,10 @@ pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
     } else {
         0
     };
-    boundary as f64 * per_layer(shape.boundary_mode)
+    let boundary_mode = shape
+        .boundary_mode
+        .unwrap_or_else(|| default_boundary_mode(mode, shape.fused_int8r));
+    boundary as f64 * per_layer(boundary_mode)
         + (shape.num_layers - boundary) as f64 * per_layer(mode)
 }
 
@@ -94,7 +127,7 @@ pub struct Advice {
 pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_bytes: f64) -> Advice {
     let usable = budget_bytes * (1.0 - HEADROOM);
     let modes: Vec<KvMode> = std::iter::once("fp16")
-        .chain(QUALITY_ORDER.iter().copied())
+        .chain(quality_order(shape).iter().copied())
         .filter_map(|n| KvMode::parse(n).ok())
         .filter(|m| m.validate(shape.head_dim).is_ok())
         .collect();
@@ -149,7 +182,7 @@ pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_byte
             };
         }
     }
-    for name in QUALITY_ORDER {
+    for name in quality_order(shape) {
         if let Some(m) = fits(name) {
             let why = if fits("fp16").is_some() {
                 "beyond 32K compressed caches decoded faster than fp16 on the H200 (128K: turbo4-asym 1.49-1.62x, int8 1.62-1.86x end to end, sessions 12-14) while holding less memory; this is the best-measured-quality mode"
@@ -189,7 +222,8 @@ mod tests {
         num_kv_heads: 8,
         head_dim: 128,
         boundary_layers: 2,
-        boundary_mode: KvMode::FP16,
+        boundary_mode: None,
+        fused_int8r: false,
     };
 
     #[test]
@@ -209,7 +243,7 @@ mod tests {
         assert_eq!(kv_bytes(t4, &LLAMA8B, 1000), 1000.0 * want);
         // int8 boundary layers: 4 layers of 128 + 2 bytes per vector instead of 256.
         let int8_ends = CacheShape {
-            boundary_mode: int8,
+            boundary_mode: Some(int8),
             ..LLAMA8B
         };
         let want = 4.0 * 2.0 * 8.0 * (128.0 + 2.0) + 28.0 * 2.0 * 8.0 * (64.0 + 2.0);
@@ -275,5 +309,34 @@ mod tests {
             a.estimates
         );
         assert_eq!(a.pick.map(|m| m.name()), Some("int8".into()));
+    }
+
+    #[test]
+    fn where_int8r_is_fused_it_follows_turbo4_asym_and_is_the_default_symmetric_turbo_ends() {
+        let gb = 1e9;
+        let cuda = CacheShape {
+            fused_int8r: true,
+            ..LLAMA8B
+        };
+        // turbo4 with int8r ends: 4 layers of 128 + 2 bytes per vector; turbo4-asym keeps
+        // fp16 ends.
+        let t4 = KvMode::parse("turbo4").unwrap();
+        let want = 4.0 * 2.0 * 8.0 * (128.0 + 2.0) + 28.0 * 2.0 * 8.0 * (64.0 + 2.0);
+        assert_eq!(kv_bytes(t4, &cuda, 1), want);
+        let asym = KvMode::parse("turbo4-asym").unwrap();
+        assert_eq!(kv_bytes(asym, &cuda, 1), kv_bytes(asym, &LLAMA8B, 1));
+        // 32K in 8 GB: turbo4-asym does not fit, int8r does and is picked before int8.
+        let a = advise(&cuda, 4.5 * gb, 32768, 8.0 * gb);
+        assert_eq!(a.pick.map(|m| m.name()), Some("int8r".into()));
+        // head_dim 80 has no rotation group: int8 still is the pick.
+        let odd = CacheShape {
+            head_dim: 80,
+            ..cuda
+        };
+        let a = advise(&odd, 1e9, 65536, 100e9);
+        assert_eq!(a.pick.map(|m| m.name()), Some("int8".into()));
+        // Off the fused kernels the order has no int8r.
+        let a = advise(&LLAMA8B, 4.5 * gb, 32768, 8.0 * gb);
+        assert!(a.estimates.iter().all(|e| e.mode.name() != "int8r"));
     }
 }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Session 15's fourth device call (H200; timeout_s 600), after benchmarks/gpu/stage.sh with the
+# new defaults (carry .devcarry/mlx-cuda, .devcarry/bin):
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session15_call4.sh
+# The shipped defaults after session 15's first three calls: MLXCEL_MMA_HOIST and
+# MLXCEL_INT8R_FUSED on, turbo2/3/4 with int8r boundary layers on CUDA (ADR 0012 addendum).
+# No MLXCEL_* variable is set here except the device clock: this is what a user gets.
+# fp16 / turbo4 / turbo4-asym / int8r (whole cache), two interleaved rounds at 128K and 32K,
+# one at 4K; the first run's log must name turbo4's boundary storage (int8r).
+# CPU dry run: MODEL=synthetic:/tmp/tiny.json CTXS="512 256" SHORT=128 BIN=target/release/mlxcel
+set -uo pipefail
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s15c4
+RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
+export BUDGET=${BUDGET:-570} FILL=random-kv TOKENS=64
+RUN_TIMEOUT=80
+configs=(fp16 turbo4 turbo4-asym int8r)
+for ctx in ${CTXS:-131072 32768}; do
+  need=36; [ "$ctx" -ge 131072 ] || need=22
+  for round in 1 2; do
+    for ((i = 0; i < ${#configs[@]}; i++)); do
+      timed "$need" "r$round" "${configs[$(((i + round) % ${#configs[@]}))]}" "$ctx"
+    done
+  done
+done
+for kv in "${configs[@]}"; do timed 16 r1 "$kv" "${SHORT:-4096}"; done
+grep -h "boundary layers (the first" "$R"/*turbo4-*.err | sort | uniq -c
+python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
+cat "$R/summary.md"
+echo "done at t=${SECONDS}s"
