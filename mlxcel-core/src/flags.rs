@@ -342,14 +342,13 @@ pub const FOLD_MERGE: Flag = Flag {
 };
 
 /// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
-/// is compressed (`mlx::graph_limits`). Off by default: at 128K the lift measured +27% for
-/// turbo4 in one H200 call and -24% in the next (host time per step differs by up to 45%
-/// between runs of one configuration, the lift or not), so no effect is shown; ADR 0007.
-/// 1 lifts.
+/// is compressed (`mlx::graph_limits`). Off by default: three interleaved rounds at 128K with
+/// the device clock (session 15) made turbo4's step 0.19 ms longer lifted (5.44 against
+/// 5.25 ms device span, 0.29 ms of idle between steps against 0.02); ADR 0007. 1 lifts.
 pub const LIFT_GRAPH_BYTES: Flag = Flag {
     name: "MLXCEL_LIFT_GRAPH_BYTES",
     default: false,
-    doc: "compressed KV caches on CUDA: lift MLX's per-graph byte limit (MLX_MAX_MB_PER_BUFFER) (1 = lift; off by default: no effect shown through the run-to-run spread, ADR 0007)",
+    doc: "compressed KV caches on CUDA: lift MLX's per-graph byte limit (MLX_MAX_MB_PER_BUFFER) (1 = lift; off by default: slower in session 15's interleaved A/B, ADR 0007)",
     slot: 21,
 };
 

@@ -11,7 +11,9 @@
 //! host-bound. Lifting the limit is opt-in (`MLXCEL_LIFT_GRAPH_BYTES=1`): on the H200 it
 //! measured 127.7 -> 162.5 tok/s in one call and 150.6 -> 115.1 in the next, because host
 //! time per step varies between runs of one configuration by more than the effect
-//! (session 8, `benchmarks/results/2026-11-30-h200-session8.md`, ADR 0007).
+//! (session 8, `benchmarks/results/2026-11-30-h200-session8.md`, ADR 0007). Session 15's
+//! interleaved A/B with the device clock settled it: lifted, turbo4's 128K step was 0.19 ms
+//! longer (the device idles while the larger graphs are built).
 //!
 //! MLX reads the variable once, when its CUDA command encoder is created, so
 //! [`lift_for_compressed_kv`] must run before the first GPU operation. It leaves fp16
