@@ -129,7 +129,11 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
             shape.boundary_layers
         ),
     }
-    if shape.boundary_mode.is_some_and(|m| m != KvMode::FP16) || shape.fused_int8r {
+    let compressed_ends = match shape.boundary_mode {
+        Some(m) => m != KvMode::FP16,
+        None => shape.fused_int8r,
+    };
+    if compressed_ends {
         println!(
             "          (H200, 128K: int8 or int8r ends took turbo4 from 1.93x to 2.22x of fp16 (session 15); on \
              Qwen2.5 int8r ends raised turbo4's KLD by 8.6% and turbo4-asym's 2.3x, int8 ends turbo4-asym's \

@@ -417,11 +417,12 @@ pub const QKV_ENCODE: Flag = Flag {
 /// Rotated int8 sides (`int8r`) on the CUDA kernels: a decode step's K+V append rotates and
 /// quantizes in the int8 pair launch (`cuda/int8_encode_kv.cu` with `MLXCEL_INT8_ROT`), and
 /// the fused decode kernel reads the side, rotating q for K and the output for V as it does
-/// for turbo sides. On the H200 (session 15, session15_call1.sh): stored values equal to the MLX-ops
-/// encoder's, attention within 3.4e-4 relative RMS of the f32 reference (12 cases), greedy
-/// tokens equal to the unfused path's; turbo4 with int8r ends ran as fast as with int8 ends
-/// (128K: 4.25 ms device span per step for both). 0 = int8r encoded by MLX ops and attended
-/// by the rotated-SDPA path (correct, slow on long caches; the path of every other backend).
+/// for turbo sides. On the H200 (session 15, `session15_call1.sh`): stored values equal to
+/// the MLX-ops encoder's, attention within 3.4e-4 relative RMS of the f32 reference (12
+/// cases), greedy tokens equal to the unfused path's; turbo4 with int8r ends ran as fast as
+/// with int8 ends (128K: 4.25 ms device span per step for both). 0 = int8r encoded by MLX
+/// ops and attended by the rotated-SDPA path (correct, slow on long caches; the path of every
+/// other backend).
 pub const INT8R_FUSED: Flag = Flag {
     name: "MLXCEL_INT8R_FUSED",
     default: true,
@@ -434,8 +435,9 @@ pub const INT8R_FUSED: Flag = Flag {
 /// tile stride and a slot pointer instead of `i % STAGES`. ncu found the kernel issue-bound
 /// (session 14: 3.43 cycles per issued instruction, dependent-latency stalls first); NVRTC's
 /// SASS of the turbo4 D=128 loop falls from 427 to 404 instructions per tile. On the H200
-/// (session 15, session15_call3.sh): bit-identical outputs (144 checks), ncu at 128K 52.5 -> 50.8 us per
-/// call, `bench attention` 66.8 -> 63.9 us at 128K. 0 = the per-tile addressing.
+/// (session 15, `session15_call3.sh`): bit-identical outputs (144 checks), ncu at 128K 52.5
+/// -> 50.8 us per call, `bench attention` 66.8 -> 63.9 us at 128K. 0 = the per-tile
+/// addressing.
 pub const MMA_HOIST: Flag = Flag {
     name: "MLXCEL_MMA_HOIST",
     default: true,

@@ -15,8 +15,8 @@
 //! - `int8r` (rotated int8) has int8's size and near turbo4-asym's quality (Qwen2.5 +0.64%,
 //!   KLD 0.0054 against int8's 0.033 and turbo4-asym's 0.0042; SmolLM2 KLD 0.0002). Where it
 //!   runs on fused kernels (CUDA, `MLXCEL_INT8R_FUSED`; checked on the H200 in session 15)
-//!   it takes int8's place, right after turbo4-asym; elsewhere it is attended by
-//!   dequantizing the whole cache each step, so it is left out.
+//!   it comes right after turbo4-asym (128K: 1.70x fp16's decode speed, session 15);
+//!   elsewhere it is attended by dequantizing the whole cache each step, so it is left out.
 
 use super::mode::{default_boundary_mode, KvMode};
 
@@ -56,28 +56,17 @@ pub const QUALITY_ORDER: &[&str] = &[
     "turbo2",
 ];
 
-/// [`QUALITY_ORDER`] where int8r runs on fused kernels: int8r (as small as int8, Qwen2.5
-/// +0.64% PPL against turbo3-asym's +1.4%) comes right after turbo4-asym, which is larger.
-/// int8 stays for head_dims without a rotation group (int8r needs 64 or 128); elsewhere it
-/// fits exactly when int8r does, so it is never the pick.
-pub const QUALITY_ORDER_FUSED_INT8R: &[&str] = &[
-    "turbo4-asym",
-    "int8r",
-    "turbo3-asym",
-    "int8",
-    "turbo2-asym",
-    "turbo4",
-    "turbo3",
-    "turbo2",
-];
-
-/// The order the advice follows for `shape`.
-pub fn quality_order(shape: &CacheShape) -> &'static [&'static str] {
+/// The order the advice follows for `shape`: [`QUALITY_ORDER`], and where int8r runs on fused
+/// kernels int8r (as small as int8, Qwen2.5 +0.64% PPL against turbo3-asym's +1.4%) right
+/// after turbo4-asym, which is larger. int8 stays for head_dims without a rotation group
+/// (int8r needs 64 or 128); elsewhere it fits exactly when int8r does, so it is never the
+/// pick.
+pub fn quality_order(shape: &CacheShape) -> Vec<&'static str> {
+    let mut order = QUALITY_ORDER.to_vec();
     if shape.fused_int8r {
-        QUALITY_ORDER_FUSED_INT8R
-    } else {
-        QUALITY_ORDER
+        order.insert(1, "int8r");
     }
+    order
 }
 
 /// Bytes a cache of `mode` holds at `context` positions (K and V, every layer; turbo modes
@@ -127,7 +116,7 @@ pub struct Advice {
 pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_bytes: f64) -> Advice {
     let usable = budget_bytes * (1.0 - HEADROOM);
     let modes: Vec<KvMode> = std::iter::once("fp16")
-        .chain(quality_order(shape).iter().copied())
+        .chain(quality_order(shape))
         .filter_map(|n| KvMode::parse(n).ok())
         .filter(|m| m.validate(shape.head_dim).is_ok())
         .collect();
@@ -185,7 +174,7 @@ pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_byte
     for name in quality_order(shape) {
         if let Some(m) = fits(name) {
             let why = if fits("fp16").is_some() {
-                "beyond 32K compressed caches decoded faster than fp16 on the H200 (128K: turbo4-asym 1.49-1.62x, int8 1.62-1.86x end to end, sessions 12-14) while holding less memory; this is the best-measured-quality mode"
+                "beyond 32K compressed caches decoded faster than fp16 on the H200 (128K: turbo4-asym 1.49-1.62x, int8 1.62-1.86x, int8r 1.70x end to end, sessions 12-15) while holding less memory; this is the best-measured-quality mode"
             } else {
                 "the fp16 cache does not fit; this is the best-measured-quality mode that does"
             };
