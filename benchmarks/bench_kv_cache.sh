@@ -8,7 +8,7 @@
 #   benchmarks/bench_kv_cache.sh [options]
 #     --model M       model (default with a GPU backend: synthetic:llama3-8b-4bit, random
 #                     weights of Llama-3-8B's shapes; on MLX's CPU backend give a small one)
-#     --modes LIST    KV modes, space- or comma-separated (default: fp16 int8 turbo4-asym turbo4)
+#     --modes LIST    KV modes, space- or comma-separated (default: fp16 int8 int8r turbo4-asym turbo4)
 #     --contexts LIST prompt lengths (default: 4096 32768 131072)
 #     --tokens N      tokens generated per run (default 128; tok/s is over the second half)
 #     --repeats N     interleaved rounds (default 3)
@@ -28,7 +28,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 command_line="benchmarks/bench_kv_cache.sh $*"
-model="" modes="fp16 int8 turbo4-asym turbo4" contexts="4096 32768 131072" tokens=128 repeats=3
+model="" modes="fp16 int8 int8r turbo4-asym turbo4" contexts="4096 32768 131072" tokens=128 repeats=3
 fill=random-kv out="" bin="" timeout_s=900
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do

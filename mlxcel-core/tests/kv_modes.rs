@@ -206,7 +206,18 @@ fn rotated_int8_is_within_half_a_rotated_step_and_beats_int8_on_a_large_channel(
     rotated.append(&xa).unwrap();
     assert_eq!(rotated.name(), "int8r");
     assert_eq!(rotated.bytes(), plain.bytes(), "same storage as int8");
-    assert!(rotated.rotation().is_some() && rotated.raw().is_none());
+    assert!(rotated.rotation().is_some());
+    // The fused kernels may read an int8r side only with MLXCEL_INT8R_FUSED (default on); the
+    // path stays rotated SDPA on this CPU backend either way.
+    assert_eq!(
+        rotated.raw().is_some(),
+        mlxcel_core::flags::INT8R_FUSED.enabled()
+    );
+    let q = arr(&randn(&mut r, 4 * d), &[1, 4, 1, d as i32]);
+    assert_eq!(
+        mlxcel_core::attention::select_path(&q, &rotated, &rotated),
+        AttentionPath::RotatedSdpa
+    );
     let rms = |side: &Int8Side| {
         let rec = side.dense(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
         (rec.iter()

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Next session's first device call (H200, ~5 min; timeout_s 420), after benchmarks/gpu/stage.sh
+# (carry .devcarry/mlx-cuda, .devcarry/bin):
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session16_call1.sh
+# Why (NOTES "Next lever (after session 15)", item 1): turbo4-asym is 1.59x fp16 at 128K and
+# 1.17x at 32K against the issue's 2x / 1.3x. The estimate says its attention kernel is already
+# at 87-90% of the copy roofline (session 10) and the rest of its 5.97-ms step is the GEMVs
+# (~1.9 ms), the 4 fp16-end SDPAs (~0.5 ms) and small kernels. Confirm the split before any work:
+# 1. in-situ kernel sums (ncu_e2e.sh, 2 steps) of turbo4-asym and turbo4 at 128K;
+# 2. `bench attention` turbo4-asym / turbo4 / int8r at 32K and 128K (per call, % of copy);
+# 3. `bench gemv` (the layer GEMVs' per-call times at the default schedule).
+# CPU dry run: not meaningful (ncu and bench need CUDA).
+set -uo pipefail
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s16c1
+if command -v ncu > /dev/null; then
+  FILL=random-kv NCU_OUT="$R/asym" timeout 150 bash benchmarks/gpu/ncu_e2e.sh turbo4-asym,turbo4 131072 8,2 2>&1 | tail -34
+  gzip -9 "$R"/asym/ncu-e2e/*.csv 2> /dev/null
+fi
+timeout 120 .devcarry/bin/mlxcel bench attention --contexts 32768,131072 --modes turbo4-asym,turbo4,int8r \
+  --shapes 32:8:128 --split-modes none --iters 50 --out "$R/bench-attn" > /dev/null 2> "$R/bench-attn.err"
+echo "bench attention rc=$?"; grep -E " us \(host|error" "$R/bench-attn.err"
+timeout 100 .devcarry/bin/mlxcel bench gemv --iters 40 --out "$R/bench-gemv" > "$R/bench-gemv.out" 2> "$R/bench-gemv.err"
+echo "bench gemv rc=$?"; grep -E "us \(host|error" "$R/bench-gemv.err" | head -20
+echo "done at t=${SECONDS}s"
