@@ -3,9 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use mlxcel_core::flags;
-use mlxcel_core::kv::mode::{
-    check_boundary_mode, default_boundary_mode, int8r_fused_available, DEFAULT_BOUNDARY_LAYERS,
-};
+use mlxcel_core::kv::mode::{check_boundary_mode, DEFAULT_BOUNDARY_LAYERS, DEFAULT_BOUNDARY_MODE};
 use mlxcel_core::kv::KvMode;
 use mlxcel_models::KvConfig;
 
@@ -26,35 +24,33 @@ pub struct KvArgs {
     /// Value storage (fp16, int8, int8r, turbo2, turbo3, turbo4, turbo4-delegated).
     #[arg(long, value_name = "TYPE", requires = "cache_type_k")]
     pub cache_type_v: Option<String>,
-    /// First and last N layers keep an fp16 (or int8r, see --kv-boundary-type) cache in turbo
-    /// modes [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
+    /// First and last N layers keep an fp16 cache in turbo modes (or int8 / int8r, see
+    /// --kv-boundary-type) [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
     #[arg(long, value_name = "N")]
     pub kv_boundary_layers: Option<usize>,
-    /// Cache of the boundary layers in turbo modes: fp16; int8 (half the bytes, fused kernels
-    /// on CUDA, but a large quality loss on Qwen2.5, whose boundary keys have large
-    /// channels); or int8r (rotated int8: int8's bytes and speed, most of fp16's quality).
-    /// [default: int8r for turbo2/3/4 on CUDA (H200, 128K: turbo4 1.93x -> 2.22x fp16's
-    /// speed; Qwen2.5 KLD +8.6%), fp16 for the asymmetric modes and without fused int8r
-    /// kernels] [env: MLXCEL_KV_BOUNDARY_TYPE]
+    /// Cache of the boundary layers in turbo modes: fp16; int8r (rotated int8: half the bytes
+    /// and the fused kernel on CUDA: turbo4 at 128K 1.93x -> 2.22x fp16's speed on the H200,
+    /// at a model-dependent quality cost: turbo4's PPL penalty +6.4% -> +6.5% on
+    /// Qwen2.5-Coder-1.5B, +6.7% -> +11.4% on Qwen2.5-Coder-0.5B); or int8 (as fast, worse
+    /// on models with large key channels) [env: MLXCEL_KV_BOUNDARY_TYPE] [default: fp16]
     #[arg(long, value_name = "TYPE")]
     pub kv_boundary_type: Option<String>,
 }
 
-/// The boundary layers' mode given by `arg`, else by `MLXCEL_KV_BOUNDARY_TYPE`; None when
-/// neither gives one (each mode then takes [`default_boundary_mode`]). fp16, int8 or int8r
-/// only, and an error says where a bad value came from.
-pub fn boundary_mode(arg: Option<&str>) -> Result<Option<KvMode>> {
+/// The boundary layers' mode: `arg`, else `MLXCEL_KV_BOUNDARY_TYPE`, else fp16; fp16, int8
+/// or int8r only, and an error says where a bad value came from.
+pub fn boundary_mode(arg: Option<&str>) -> Result<KvMode> {
     let (given, from) = match arg {
         Some(a) => (a.to_string(), "--kv-boundary-type"),
         None => match std::env::var(flags::KV_BOUNDARY_TYPE) {
             Ok(v) if !v.trim().is_empty() => (v, flags::KV_BOUNDARY_TYPE),
-            _ => return Ok(None),
+            _ => return Ok(DEFAULT_BOUNDARY_MODE),
         },
     };
     let mode = KvMode::parse(given.trim())
         .and_then(|m| check_boundary_mode(m).map(|_| m))
         .map_err(|e| anyhow::anyhow!("{from}: {e}"))?;
-    Ok(Some(mode))
+    Ok(mode)
 }
 
 impl KvArgs {
@@ -73,8 +69,7 @@ impl KvArgs {
         Ok(KvConfig {
             mode,
             boundary_layers,
-            boundary_mode: boundary_mode(self.kv_boundary_type.as_deref())?
-                .unwrap_or_else(|| default_boundary_mode(mode, int8r_fused_available())),
+            boundary_mode: boundary_mode(self.kv_boundary_type.as_deref())?,
         })
     }
 
@@ -92,8 +87,8 @@ impl KvArgs {
             tracing::warn!("{w}");
         }
         if c.mode.has_turbo() && c.boundary_layers > 0 {
-            // Logged at info (shown by default): the default depends on the backend, so a
-            // run's boundary storage should never be a guess.
+            // Logged at info (shown by default): the boundary storage changes both speed and
+            // quality, so a run should say which it used.
             tracing::info!(
                 "{}: boundary layers (the first and last {}) store {} (--kv-boundary-type, --kv-boundary-layers)",
                 c.mode.name(),
@@ -129,17 +124,17 @@ mod tests {
     fn boundary_layers_take_fp16_or_int8_and_errors_name_the_option() {
         assert_eq!(
             boundary_mode(Some("int8")).unwrap(),
-            Some(KvMode::parse("int8").unwrap())
+            KvMode::parse("int8").unwrap()
         );
         assert_eq!(
             boundary_mode(Some("int8r")).unwrap(),
-            Some(KvMode::parse("int8-rotated").unwrap())
+            KvMode::parse("int8-rotated").unwrap()
         );
         assert_ne!(
             boundary_mode(Some("int8r")).unwrap(),
-            Some(KvMode::parse("int8").unwrap())
+            KvMode::parse("int8").unwrap()
         );
-        assert_eq!(boundary_mode(Some("fp16")).unwrap(), Some(KvMode::FP16));
+        assert_eq!(boundary_mode(Some("fp16")).unwrap(), KvMode::FP16);
         for bad in ["turbo4", "turbo4-asym", "q4"] {
             let e = boundary_mode(Some(bad)).unwrap_err().to_string();
             assert!(e.starts_with("--kv-boundary-type: "), "{bad}: {e}");

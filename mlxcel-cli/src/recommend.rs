@@ -33,7 +33,7 @@ pub struct RecommendArgs {
     pub kv_boundary_layers: Option<usize>,
     /// Cache of the boundary layers: fp16, int8 or int8r (smaller and faster at long
     /// contexts; quality cost in docs/kv-cache.md) [env: MLXCEL_KV_BOUNDARY_TYPE]
-    /// [default: int8r for turbo2/3/4 on CUDA (fused int8r kernels), else fp16].
+    /// [default: fp16].
     #[arg(long, value_name = "TYPE")]
     pub kv_boundary_type: Option<String>,
 }
@@ -114,30 +114,15 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         gb(budget_bytes),
         100.0 * HEADROOM
     );
-    match shape.boundary_mode {
-        Some(m) => println!(
-            "boundary  turbo modes keep the first and last {} layers in {m} (--kv-boundary-layers, --kv-boundary-type)",
-            shape.boundary_layers
-        ),
-        None if shape.fused_int8r => println!(
-            "boundary  turbo modes keep the first and last {} layers: int8r for turbo2/3/4 (fused int8r \
-             kernels here), fp16 for the asymmetric modes (--kv-boundary-layers, --kv-boundary-type)",
-            shape.boundary_layers
-        ),
-        None => println!(
-            "boundary  turbo modes keep the first and last {} layers in fp16 (--kv-boundary-layers, --kv-boundary-type)",
-            shape.boundary_layers
-        ),
-    }
-    let compressed_ends = match shape.boundary_mode {
-        Some(m) => m != KvMode::FP16,
-        None => shape.fused_int8r,
-    };
-    if compressed_ends {
+    println!(
+        "boundary  turbo modes keep the first and last {} layers in {} (--kv-boundary-layers, --kv-boundary-type)",
+        shape.boundary_layers, shape.boundary_mode
+    );
+    if shape.boundary_mode != KvMode::FP16 {
         println!(
-            "          (H200, 128K: int8 or int8r ends took turbo4 from 1.93x to 2.22x of fp16 (session 15); on \
-             Qwen2.5 int8r ends raised turbo4's KLD by 8.6% and turbo4-asym's 2.3x, int8 ends turbo4-asym's \
-             8.7x: measure with `mlxcel perplexity --kv-boundary-type`)"
+            "          (H200, 128K: int8 or int8r ends took turbo4 from 1.93x to 2.22x of fp16 (session 15); their \
+             quality cost depends on the model: turbo4's PPL penalty +6.4% -> +6.5% (int8r) on Qwen2.5-Coder-1.5B, \
+             +6.7% -> +11.4% on Qwen2.5-Coder-0.5B: measure with `mlxcel perplexity --kv-boundary-type`)"
         );
     }
     println!();

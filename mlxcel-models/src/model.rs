@@ -2,9 +2,7 @@
 
 use std::time::Instant;
 
-use mlxcel_core::kv::mode::{
-    default_boundary_mode, int8r_fused_available, DEFAULT_BOUNDARY_LAYERS,
-};
+use mlxcel_core::kv::mode::{DEFAULT_BOUNDARY_LAYERS, DEFAULT_BOUNDARY_MODE};
 use mlxcel_core::kv::{make_caches, CacheSpec, KvCache, KvMode};
 use mlxcel_core::Array;
 
@@ -43,18 +41,17 @@ pub struct KvConfig {
     pub mode: KvMode,
     /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
-    /// fp16, int8 or int8r (default: [`default_boundary_mode`]).
+    /// fp16 (the default), int8 or int8r.
     pub boundary_mode: KvMode,
 }
 
 impl KvConfig {
-    /// `mode` with the default boundary layers: two at each end, fp16 (int8r for symmetric
-    /// turbo modes where int8r runs on fused kernels, see [`default_boundary_mode`]).
+    /// `mode` with the default boundary layers (two fp16 layers at each end).
     pub fn new(mode: KvMode) -> KvConfig {
         KvConfig {
             mode,
             boundary_layers: DEFAULT_BOUNDARY_LAYERS,
-            boundary_mode: default_boundary_mode(mode, int8r_fused_available()),
+            boundary_mode: DEFAULT_BOUNDARY_MODE,
         }
     }
 }

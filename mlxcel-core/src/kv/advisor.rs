@@ -18,7 +18,7 @@
 //!   it comes right after turbo4-asym (128K: 1.70x fp16's decode speed, session 15);
 //!   elsewhere it is attended by dequantizing the whole cache each step, so it is left out.
 
-use super::mode::{default_boundary_mode, KvMode};
+use super::mode::KvMode;
 
 /// What the advice needs to know about the model's cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,11 +28,10 @@ pub struct CacheShape {
     pub head_dim: usize,
     /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
-    /// fp16, int8 or int8r (see `mode::check_boundary_mode`); None: each mode's default
-    /// (`mode::default_boundary_mode`).
-    pub boundary_mode: Option<KvMode>,
-    /// Whether int8r runs on fused kernels here (`mode::int8r_fused_available`): it decides
-    /// the default boundary mode and whether int8r is in the order.
+    /// fp16, int8 or int8r (see `mode::check_boundary_mode`).
+    pub boundary_mode: KvMode,
+    /// Whether int8r runs on fused kernels here (`mode::int8r_fused_available`): then it is
+    /// in the order.
     pub fused_int8r: bool,
 }
 
@@ -82,10 +81,7 @@ pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
     } else {
         0
     };
-    let boundary_mode = shape
-        .boundary_mode
-        .unwrap_or_else(|| default_boundary_mode(mode, shape.fused_int8r));
-    boundary as f64 * per_layer(boundary_mode)
+    boundary as f64 * per_layer(shape.boundary_mode)
         + (shape.num_layers - boundary) as f64 * per_layer(mode)
 }
 
@@ -211,7 +207,7 @@ mod tests {
         num_kv_heads: 8,
         head_dim: 128,
         boundary_layers: 2,
-        boundary_mode: None,
+        boundary_mode: KvMode::FP16,
         fused_int8r: false,
     };
 
@@ -232,7 +228,7 @@ mod tests {
         assert_eq!(kv_bytes(t4, &LLAMA8B, 1000), 1000.0 * want);
         // int8 boundary layers: 4 layers of 128 + 2 bytes per vector instead of 256.
         let int8_ends = CacheShape {
-            boundary_mode: Some(int8),
+            boundary_mode: int8,
             ..LLAMA8B
         };
         let want = 4.0 * 2.0 * 8.0 * (128.0 + 2.0) + 28.0 * 2.0 * 8.0 * (64.0 + 2.0);
@@ -301,19 +297,12 @@ mod tests {
     }
 
     #[test]
-    fn where_int8r_is_fused_it_follows_turbo4_asym_and_is_the_default_symmetric_turbo_ends() {
+    fn where_int8r_is_fused_it_follows_turbo4_asym() {
         let gb = 1e9;
         let cuda = CacheShape {
             fused_int8r: true,
             ..LLAMA8B
         };
-        // turbo4 with int8r ends: 4 layers of 128 + 2 bytes per vector; turbo4-asym keeps
-        // fp16 ends.
-        let t4 = KvMode::parse("turbo4").unwrap();
-        let want = 4.0 * 2.0 * 8.0 * (128.0 + 2.0) + 28.0 * 2.0 * 8.0 * (64.0 + 2.0);
-        assert_eq!(kv_bytes(t4, &cuda, 1), want);
-        let asym = KvMode::parse("turbo4-asym").unwrap();
-        assert_eq!(kv_bytes(asym, &cuda, 1), kv_bytes(asym, &LLAMA8B, 1));
         // 32K in 8 GB: turbo4-asym does not fit, int8r does and is picked before int8.
         let a = advise(&cuda, 4.5 * gb, 32768, 8.0 * gb);
         assert_eq!(a.pick.map(|m| m.name()), Some("int8r".into()));
