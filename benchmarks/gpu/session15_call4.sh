@@ -4,7 +4,9 @@
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session15_call4.sh
 # The shipped defaults after session 15's first three calls: MLXCEL_MMA_HOIST and
 # MLXCEL_INT8R_FUSED on, turbo2/3/4 with int8r boundary layers on CUDA (ADR 0012 addendum).
-# No MLXCEL_* variable is set here except the device clock: this is what a user gets.
+# No MLXCEL_* variable is set here except the device clock: this is what a user of that build got.
+# The int8r-ends default was reverted afterwards (ADR 0012 addendum); to reproduce these turbo4
+# rows now, run with MLXCEL_KV_BOUNDARY_TYPE=int8r (turbo4-asym and int8r are unaffected).
 # fp16 / turbo4 / turbo4-asym / int8r (whole cache), two interleaved rounds at 128K and 32K,
 # one at 4K; the first run's log must name turbo4's boundary storage (int8r).
 # CPU dry run: MODEL=synthetic:/tmp/tiny.json CTXS="512 256" SHORT=128 BIN=target/release/mlxcel
