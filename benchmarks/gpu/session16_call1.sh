@@ -8,7 +8,8 @@
 # (~1.9 ms), the 4 fp16-end SDPAs (~0.5 ms) and small kernels. Confirm the split before any work:
 # 1. in-situ kernel sums (ncu_e2e.sh, 2 steps) of turbo4-asym and turbo4 at 128K;
 # 2. `bench attention` turbo4-asym / turbo4 / int8r at 32K and 128K (per call, % of copy);
-# 3. `bench gemv` (the layer GEMVs' per-call times at the default schedule).
+# 3. `bench gemv` (the layer GEMVs' per-call times at the default schedule);
+# 2b. the fused fp16 control kernel (MLXCEL_FUSED_FP16=1) against SDPA at 128K (NOTES item 0).
 # CPU dry run: not meaningful (ncu and bench need CUDA).
 set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
@@ -21,6 +22,10 @@ fi
 timeout 120 .devcarry/bin/mlxcel bench attention --contexts 32768,131072 --modes turbo4-asym,turbo4,int8r \
   --shapes 32:8:128 --split-modes none --iters 50 --out "$R/bench-attn" > /dev/null 2> "$R/bench-attn.err"
 echo "bench attention rc=$?"; grep -E " us \(host|error" "$R/bench-attn.err"
+# 2b. NOTES item 0: the fused fp16 control kernel against MLX's SDPA at 128K (the fp16 ends).
+MLXCEL_FUSED_FP16=1 timeout 60 .devcarry/bin/mlxcel bench attention --contexts 131072 --modes fp16 \
+  --shapes 32:8:128 --split-modes none --iters 50 --out "$R/bench-attn-fp16" > /dev/null 2> "$R/bench-attn-fp16.err"
+echo "bench attention fused fp16 rc=$?"; grep -E " us \(host|error" "$R/bench-attn-fp16.err"
 timeout 100 .devcarry/bin/mlxcel bench gemv --iters 40 --out "$R/bench-gemv" > "$R/bench-gemv.out" 2> "$R/bench-gemv.err"
 echo "bench gemv rc=$?"; grep -E "us \(host|error" "$R/bench-gemv.err" | head -20
 echo "done at t=${SECONDS}s"
