@@ -13,7 +13,8 @@
 //!   decode faster on every machine measured (sessions 12-14: turbo4-asym 1.49-1.62x, int8
 //!   1.62-1.86x, turbo4 1.84-1.90x; `benchmarks/results/2026-11-30-h200-session14.md`).
 //! - `int8r` (rotated int8) has int8's size and near turbo4-asym's quality (Qwen2.5 +0.64%,
-//!   KLD 0.0054 against int8's 0.033 and turbo4-asym's 0.0042; SmolLM2 KLD 0.0002). Where it
+//!   KLD 0.0054 against int8's 0.033 and turbo4-asym's 0.0042; SmolLM2 KLD 0.0002; on
+//!   Qwen2.5-Coder-0.5B int8r and int8 are equal, +2.7% / +2.9%). Where it
 //!   runs on fused kernels (CUDA, `MLXCEL_INT8R_FUSED`; checked on the H200 in session 15)
 //!   it comes right after turbo4-asym (128K: 1.70x fp16's decode speed, session 15);
 //!   elsewhere it is attended by dequantizing the whole cache each step, so it is left out.
