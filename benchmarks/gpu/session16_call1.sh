@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Next session's first device call (H200, ~5 min; timeout_s 420), after benchmarks/gpu/stage.sh
+# Next session's first device call (H200, ~9 min; timeout_s 600), after benchmarks/gpu/stage.sh
 # (carry .devcarry/mlx-cuda, .devcarry/bin):
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session16_call1.sh
 # Why (NOTES "Next lever (after session 15)", item 1): turbo4-asym is 1.59x fp16 at 128K and
@@ -10,7 +10,7 @@
 # 2. `bench attention` turbo4-asym / turbo4 / int8r at 32K and 128K (per call, % of copy);
 # 3. `bench gemv` (the layer GEMVs' per-call times at the default schedule);
 # 2b. the fused fp16 control kernel (MLXCEL_FUSED_FP16=1) against SDPA at 128K (NOTES item 0).
-# CPU dry run: not meaningful (ncu and bench need CUDA).
+# CPU dry run of part 4: MODEL=synthetic:/tmp/tiny.json BIN=target/release/mlxcel (the 131072 runs take minutes on CPU).
 set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
@@ -28,4 +28,25 @@ MLXCEL_FUSED_FP16=1 timeout 60 .devcarry/bin/mlxcel bench attention --contexts 1
 echo "bench attention fused fp16 rc=$?"; grep -E " us \(host|error" "$R/bench-attn-fp16.err"
 timeout 100 .devcarry/bin/mlxcel bench gemv --iters 40 --out "$R/bench-gemv" > "$R/bench-gemv.out" 2> "$R/bench-gemv.err"
 echo "bench gemv rc=$?"; grep -E "us \(host|error" "$R/bench-gemv.err" | head -20
+# 4. fp16-key / int8-value boundary layers (`--kv-boundary-type fp16+int8`, new after session
+#    15's device calls: never run on a GPU). Their quality on three models is near fp16 ends'
+#    (benchmarks/results/2026-11-30-kv-boundary-asym-ends.md). Tokens through the fused path
+#    against the reference path (different roundings: the first difference is printed), then
+#    turbo4 at 128K with fp16 / fp16+int8 / int8r ends and fp16, two rounds. 2x needs <= 4.74
+#    ms with session 15's fp16 (9.47 ms); fp16 ends measured 4.90, int8r ends 4.25.
+RUN_ENV="MLXCEL_DEVICE_CLOCK=1 MLXCEL_KV_BOUNDARY_TYPE=fp16+int8"
+export BUDGET=${BUDGET:-560}
+tokens_ab MLXCEL_FUSED_DECODE turbo4 fi8
+RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
+export FILL=random-kv TOKENS=64
+RUN_TIMEOUT=80
+for round in 1 2; do
+  for cfg in "turbo4 fp16" "turbo4 fp16+int8" "turbo4 int8r" "fp16 fp16"; do
+    read -r kv ends <<< "$cfg"
+    tag="r$round"; [ "$ends" = fp16 ] || tag="r${round}e${ends//[^a-z0-9]/}"
+    timed 36 "$tag" "$kv" 131072 MLXCEL_KV_BOUNDARY_TYPE="$ends"
+  done
+done
+python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
+cat "$R/summary.md"
 echo "done at t=${SECONDS}s"

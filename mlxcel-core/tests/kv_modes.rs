@@ -426,8 +426,9 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         .unwrap()
         .iter()
         .all(|c| c.mode_name() == "turbo4"));
-    // int8 and rotated-int8 boundary layers; anything coarser is refused by name.
-    for ends in ["int8", "int8r"] {
+    // int8, rotated-int8 and fp16-key / 8-bit-value boundary layers; anything coarser is
+    // refused by name.
+    for ends in ["int8", "int8r", "fp16+int8", "fp16+int8r"] {
         let names: Vec<String> = make_caches(&CacheSpec {
             boundary_mode: KvMode::parse(ends).unwrap(),
             ..spec
