@@ -31,7 +31,7 @@ pub struct RecommendArgs {
     /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2].
     #[arg(long, value_name = "N")]
     pub kv_boundary_layers: Option<usize>,
-    /// Cache of the boundary layers: fp16, int8 or int8r (smaller and faster at long
+    /// Cache of the boundary layers: fp16, int8, int8r or fp16+int8 (smaller and faster at long
     /// contexts; quality cost in docs/kv-cache.md) [env: MLXCEL_KV_BOUNDARY_TYPE]
     /// [default: fp16].
     #[arg(long, value_name = "TYPE")]
