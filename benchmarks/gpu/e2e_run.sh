@@ -121,9 +121,10 @@ flag_rounds() {
 }
 
 # `ends_round ROUND CTX NEED CONFIG...`: one round at CTX of the configs "KV ENDS" (ENDS: the
-# boundary layers' cache, fp16, int8 or int8r, set through MLXCEL_KV_BOUNDARY_TYPE; int8r
-# also with MLXCEL_INT8R_FUSED=1), their order rotated by ROUND so that no configuration
-# always runs first; tags r<round> (fp16 ends), r<round>i8, r<round>i8r (repeats_summary.py).
+# boundary layers' cache, any --kv-boundary-type value, set through MLXCEL_KV_BOUNDARY_TYPE;
+# int8r also with MLXCEL_INT8R_FUSED=1), their order rotated by ROUND so that no configuration
+# always runs first; tags r<round> (fp16 ends), r<round>i8, r<round>i8r, r<round>e<ends in
+# letters and digits> otherwise (repeats_summary.py).
 ends_round() {
   local round=$1 ctx=$2 need=$3 i kv ends; shift 3
   local configs=("$@")
@@ -132,7 +133,8 @@ ends_round() {
     case $ends in
       int8) timed "$need" "r${round}i8" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=int8 ;;
       int8r) timed "$need" "r${round}i8r" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=int8r MLXCEL_INT8R_FUSED=1 ;;
-      *) timed "$need" "r$round" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=fp16 ;;
+      fp16 | "") timed "$need" "r$round" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE=fp16 ;;
+      *) timed "$need" "r${round}e${ends//[^a-z0-9]/}" "$kv" "$ctx" MLXCEL_KV_BOUNDARY_TYPE="$ends" ;;
     esac
   done
 }

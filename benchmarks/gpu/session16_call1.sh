@@ -40,13 +40,7 @@ tokens_ab MLXCEL_FUSED_DECODE turbo4 fi8
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
 export FILL=random-kv TOKENS=64
 RUN_TIMEOUT=80
-for round in 1 2; do
-  for cfg in "turbo4 fp16" "turbo4 fp16+int8" "turbo4 int8r" "fp16 fp16"; do
-    read -r kv ends <<< "$cfg"
-    tag="r$round"; [ "$ends" = fp16 ] || tag="r${round}e${ends//[^a-z0-9]/}"
-    timed 36 "$tag" "$kv" 131072 MLXCEL_KV_BOUNDARY_TYPE="$ends"
-  done
-done
+for round in 1 2; do ends_round "$round" 131072 36 "turbo4 fp16" "turbo4 fp16+int8" "turbo4 int8r" "fp16 fp16"; done
 python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
 cat "$R/summary.md"
 echo "done at t=${SECONDS}s"
