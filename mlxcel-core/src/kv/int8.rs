@@ -18,10 +18,10 @@ pub struct Int8Side {
     pending: PendingWrite,
     /// `int8r`: vectors are stored as int8 of `R x`. A per-vector absmax scale spends its
     /// range on the largest channel; the rotation spreads a few large channels (Qwen2.5's
-    /// keys) over all coordinates first. Only with `MLXCEL_INT8R_FUSED` (opt-in: never run on
-    /// a GPU) does such a side take the CUDA pair append and expose raw buffers to the fused
-    /// decode kernel; otherwise it is encoded by MLX ops and attended by the rotated-SDPA path
-    /// on every backend.
+    /// keys) over all coordinates first. With `MLXCEL_INT8R_FUSED` (default on; checked on the
+    /// H200 in session 15) such a side takes the CUDA pair append and exposes raw buffers to
+    /// the fused decode kernel; otherwise, and on other backends, it is encoded by MLX ops and
+    /// attended by the rotated-SDPA path.
     rotation: Option<Rotation>,
 }
 

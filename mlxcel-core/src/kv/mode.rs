@@ -189,11 +189,7 @@ impl KvMode {
             ));
         }
         let mut warnings = Vec::new();
-        if self.is_rotated_int8()
-            && crate::mlx::kernel::KernelBackend::current()
-                == Some(crate::mlx::kernel::KernelBackend::Cuda)
-            && !crate::flags::INT8R_FUSED.enabled()
-        {
+        if self.is_rotated_int8() && on_cuda() && !crate::flags::INT8R_FUSED.enabled() {
             warnings.push(format!(
                 "{}: MLXCEL_INT8R_FUSED=0, so int8r runs the rotated-SDPA path, which dequantizes the \
                  whole cache every step and is slow on long contexts",
@@ -252,8 +248,11 @@ pub const DEFAULT_BOUNDARY_MODE: KvMode = KvMode::FP16;
 /// Whether this process runs int8r caches on fused kernels: the CUDA backend with
 /// `MLXCEL_INT8R_FUSED` (default on). The Metal backend has no int8r kernel.
 pub fn int8r_fused_available() -> bool {
+    on_cuda() && crate::flags::INT8R_FUSED.enabled()
+}
+
+fn on_cuda() -> bool {
     crate::mlx::kernel::KernelBackend::current() == Some(crate::mlx::kernel::KernelBackend::Cuda)
-        && crate::flags::INT8R_FUSED.enabled()
 }
 
 /// Boundary layers exist to protect the layers most sensitive to KV error, so they take

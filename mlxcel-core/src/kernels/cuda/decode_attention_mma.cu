@@ -368,6 +368,18 @@ auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32
   }
 };
 
+// Ring slots without the division (HOIST and PIPE): the slot after p, and the one before it,
+// where tile i + STAGES - 1 goes while tile i is read from p.
+auto next_slot = [&](unsigned char* p) { return p + STAGE == my_ring + STAGES * STAGE ? my_ring : p + STAGE; };
+auto prev_slot = [&](unsigned char* p) { return p == my_ring ? my_ring + (STAGES - 1) * STAGE : p - STAGE; };
+// Refills the ring behind tile i (read from slot cur) with tile i + STAGES - 1, if it exists.
+auto refill = [&](int i, unsigned char* cur) {
+  if (i + STAGES - 1 < count) {
+    if constexpr (HOIST) issue_next(prev_slot(cur));
+    else issue(i + STAGES - 1);
+  }
+};
+
 if constexpr (!PIPE) {
   unsigned char* cur = my_ring;  // HOIST: slot i % STAGES, advanced without the division
   for (int i = 0; i < count; ++i) {
@@ -383,13 +395,8 @@ if constexpr (!PIPE) {
     v_phase(st, pb0, pb1);
 
     __syncwarp();  // every lane is done with this slot before it is refilled
-    if constexpr (HOIST) {
-      // Tile i + STAGES - 1 goes to slot (i - 1) % STAGES, the one before this tile's.
-      if (i + STAGES - 1 < count) issue_next(cur == my_ring ? my_ring + (STAGES - 1) * STAGE : cur - STAGE);
-      cur = cur + STAGE == my_ring + STAGES * STAGE ? my_ring : cur + STAGE;
-    } else {
-      if (i + STAGES - 1 < count) issue(i + STAGES - 1);
-    }
+    refill(i, cur);
+    if constexpr (HOIST) cur = next_slot(cur);
     mlxcel_mma::cp_commit();
   }
 } else {
@@ -400,7 +407,6 @@ if constexpr (!PIPE) {
   // are those of the loop above. Tile i + 1 must have landed before it: the wait allows one
   // group fewer in flight (STAGES - 3).
   static_assert(STAGES >= 3, "PIPE reads two slots while STAGES - 2 copies are in flight");
-  auto next_slot = [&](unsigned char* p) { return p + STAGE == my_ring + STAGES * STAGE ? my_ring : p + STAGE; };
   unsigned char* cur = my_ring;  // slot of tile i
   float sacc[2][4];
   mlxcel_mma::u32 pb0 = 0u, pb1 = 0u;
@@ -417,10 +423,7 @@ if constexpr (!PIPE) {
     v_phase(cur, pb0, pb1);
     k_phase(nx, sacc);
     __syncwarp();  // every lane is done with slot (i - 1) % STAGES before it is refilled
-    if (i + STAGES - 1 < count) {
-      if constexpr (HOIST) issue_next(cur == my_ring ? my_ring + (STAGES - 1) * STAGE : cur - STAGE);
-      else issue(i + STAGES - 1);
-    }
+    refill(i, cur);
     mlxcel_mma::cp_commit();
     softmax_phase(nx, (tb + warp + (i + 1) * NW) * 16, sacc, pb0, pb1);
     cur = nx;
