@@ -24,23 +24,24 @@ pub struct KvArgs {
     /// Value storage (fp16, int8, int8r, turbo2, turbo3, turbo4, turbo4-delegated).
     #[arg(long, value_name = "TYPE", requires = "cache_type_k")]
     pub cache_type_v: Option<String>,
-    /// First and last N layers keep an fp16 cache in turbo modes (or int8 / int8r, see
-    /// --kv-boundary-type) [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
+    /// First and last N layers keep a near-lossless cache in turbo modes (fp16 keys and int8
+    /// values by default, see --kv-boundary-type) [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
     #[arg(long, value_name = "N")]
     pub kv_boundary_layers: Option<usize>,
-    /// Cache of the boundary layers in turbo modes: fp16; int8r (rotated int8: half the bytes
-    /// and the fused kernel on CUDA: turbo4 at 128K 1.93x -> 2.22x fp16's speed on the H200,
-    /// at a model-dependent quality cost: turbo4's PPL penalty +6.4% -> +6.5% on
-    /// Qwen2.5-Coder-1.5B, +6.7% -> +11.4% on Qwen2.5-Coder-0.5B); int8 (as fast, worse on
-    /// models with large key channels); or fp16+int8 / fp16+int8r (fp16 keys, 8-bit values:
-    /// 3/4 of fp16's bytes, the loss of 8-bit ends is in the keys; not yet timed on a GPU)
-    /// [env: MLXCEL_KV_BOUNDARY_TYPE] [default: fp16]
+    /// Cache of the boundary layers in turbo modes. fp16+int8 (the default): fp16 keys and int8
+    /// values, fp16's quality on three models with 3/4 of its bytes, and on CUDA the fused
+    /// kernel (turbo4 at 128K 2.07-2.11x fp16's decode speed on the H200, against 1.93x with
+    /// fp16 ends). fp16: whole fp16 ends, as the turbo peers keep them. int8r (rotated int8):
+    /// half of fp16's bytes, 2.22x, at a model-dependent quality cost (turbo4's PPL penalty
+    /// +6.7% -> +11.4% on Qwen2.5-Coder-0.5B). Also int8 and fp16+int8r
+    /// [env: MLXCEL_KV_BOUNDARY_TYPE] [default: fp16+int8]
     #[arg(long, value_name = "TYPE")]
     pub kv_boundary_type: Option<String>,
 }
 
-/// The boundary layers' mode: `arg`, else `MLXCEL_KV_BOUNDARY_TYPE`, else fp16; fp16, int8
-/// or int8r only, and an error says where a bad value came from.
+/// The boundary layers' mode: `arg`, else `MLXCEL_KV_BOUNDARY_TYPE`, else
+/// [`DEFAULT_BOUNDARY_MODE`] (fp16+int8); the modes [`check_boundary_mode`] takes, and an
+/// error says where a bad value came from.
 pub fn boundary_mode(arg: Option<&str>) -> Result<KvMode> {
     let (given, from) = match arg {
         Some(a) => (a.to_string(), "--kv-boundary-type"),

@@ -49,6 +49,8 @@ fn main() {
         )
         .without_time()
         .with_target(false)
+        // Colour codes only on a terminal: logs redirected to a file stay greppable.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
     // `mlxcel --recommend-quant ...` is the same as `mlxcel recommend-quant ...`.

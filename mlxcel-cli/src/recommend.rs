@@ -7,8 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use mlxcel_core::flags;
 use mlxcel_core::kv::advisor::{advise, CacheShape, FP16_PREFERRED_MAX_CONTEXT, HEADROOM};
-use mlxcel_core::kv::mode::{int8r_fused_available, DEFAULT_BOUNDARY_LAYERS};
-use mlxcel_core::kv::KvMode;
+use mlxcel_core::kv::mode::{int8r_fused_available, SideFormat, DEFAULT_BOUNDARY_LAYERS};
 use mlxcel_core::mlx::device::{self, DeviceKind};
 use mlxcel_models::model::inspect;
 
@@ -27,13 +26,13 @@ pub struct RecommendArgs {
     /// else the machine's available memory (/proc/meminfo).
     #[arg(long)]
     pub memory_gb: Option<f64>,
-    /// First and last N layers keep an fp16 cache in turbo modes
+    /// First and last N layers keep a near-lossless cache in turbo modes
     /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2].
     #[arg(long, value_name = "N")]
     pub kv_boundary_layers: Option<usize>,
-    /// Cache of the boundary layers: fp16, int8, int8r or fp16+int8 (smaller and faster at long
-    /// contexts; quality cost in docs/kv-cache.md) [env: MLXCEL_KV_BOUNDARY_TYPE]
-    /// [default: fp16].
+    /// Cache of the boundary layers: fp16+int8 (fp16 keys, int8 values), fp16, int8, int8r or
+    /// fp16+int8r (speed and quality of each in docs/kv-cache.md) [env: MLXCEL_KV_BOUNDARY_TYPE]
+    /// [default: fp16+int8].
     #[arg(long, value_name = "TYPE")]
     pub kv_boundary_type: Option<String>,
 }
@@ -118,11 +117,12 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         "boundary  turbo modes keep the first and last {} layers in {} (--kv-boundary-layers, --kv-boundary-type)",
         shape.boundary_layers, shape.boundary_mode
     );
-    if shape.boundary_mode != KvMode::FP16 {
+    if shape.boundary_mode.k != SideFormat::Fp16 {
+        // 8-bit keys: the speed is int8r's, the quality cost depends on the model (ADR 0012).
         println!(
-            "          (H200, 128K: int8 or int8r ends took turbo4 from 1.93x to 2.22x of fp16 (session 15); their \
-             quality cost depends on the model: turbo4's PPL penalty +6.4% -> +6.5% (int8r) on Qwen2.5-Coder-1.5B, \
-             +6.7% -> +11.4% on Qwen2.5-Coder-0.5B: measure with `mlxcel perplexity --kv-boundary-type`)"
+            "          (8-bit keys in the boundary layers: on the H200 at 128K turbo4 runs 2.22x fp16 against \
+             2.07-2.11x with the default fp16+int8 ends; turbo4's PPL penalty +6.7% -> +11.4% on \
+             Qwen2.5-Coder-0.5B, +6.4% -> +6.5% on Qwen2.5-Coder-1.5B: measure with `mlxcel perplexity --kv-boundary-type`)"
         );
     }
     println!();

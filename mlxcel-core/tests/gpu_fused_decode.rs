@@ -136,6 +136,9 @@ fn fused_decode_matches_split_paths_or_falls_back() {
         "turbo3",
         "turbo2-asym",
         "turbo2",
+        // The boundary layers' fp16-key / 8-bit-value caches (ADR 0012).
+        "fp16+int8",
+        "fp16+int8r",
     ];
     let contexts: &[usize] = if on_cuda {
         &[1, 15, 17, 63, 64, 1000, 4097]
@@ -592,6 +595,7 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
         ("turbo4", 64),
         ("int8", 128),
         ("int8", 64),
+        ("fp16+int8", 128),
     ] {
         let m = KvMode::parse(mode).unwrap();
         let total = prefill + steps;
@@ -621,7 +625,7 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
                 one.raw().unwrap().pending.is_none(),
                 "{mode}: no in-place append on the CPU"
             );
-            if mode == "int8" {
+            if mode.ends_with("int8") {
                 continue;
             }
             let (vr, x) = (v.raw().unwrap(), at(&vx, 0));

@@ -26,11 +26,15 @@ fn decode_peak_memory_shows_the_compression() {
     let fp16_per_pos = layers * 2 * kvh * d * 2;
     for (mode, per_pos) in [
         ("fp16", fp16_per_pos),
-        // 26 turbo4 layers (K and V: 32 B of nibbles + 2 B norm per head vector) + 4 fp16 boundary layers.
-        ("turbo4", 26 * 2 * kvh * (32 + 2) + 4 * 2 * kvh * d * 2),
+        // 26 turbo4 layers (K and V: 32 B of nibbles + 2 B norm per head vector) + 4 boundary
+        // layers of fp16 keys and int8 values (d bytes + one fp16 scale per head vector).
+        (
+            "turbo4",
+            26 * 2 * kvh * (32 + 2) + 4 * kvh * (d * 2 + d + 2),
+        ),
         (
             "turbo4-asym",
-            26 * kvh * (d * 2 + 32 + 2) + 4 * 2 * kvh * d * 2,
+            26 * kvh * (d * 2 + 32 + 2) + 4 * kvh * (d * 2 + d + 2),
         ),
     ] {
         let kv = KvConfig::new(KvMode::parse(mode).unwrap());

@@ -235,15 +235,18 @@ pub struct CacheSpec {
 /// Default number of boundary layers at each end in turbo modes.
 pub const DEFAULT_BOUNDARY_LAYERS: usize = 2;
 
-/// Default mode of the boundary layers: an fp16 cache, as the turbo peers keep them (vLLM's
-/// boundary skip; llama.cpp's turbo fork's layer-adaptive modes use q8_0), on every backend.
-/// Session 15 measured int8r ends as fast as int8 ends on the H200 (turbo4 at 128K 1.93x ->
-/// 2.22x fp16's decode speed) and briefly made them the CUDA default for turbo2/3/4; on
-/// Qwen2.5-Coder-0.5B they then raised turbo4's perplexity penalty from +6.7% to +11.4% (KLD
-/// +21%), and a default whose quality differs by backend surprises whoever measures on one
-/// and serves on another. So fp16 stays, and int8r ends are the documented opt-in
-/// (`--kv-boundary-type int8r`); ADR 0012.
-pub const DEFAULT_BOUNDARY_MODE: KvMode = KvMode::FP16;
+/// Default mode of the boundary layers, on every backend: fp16 keys and int8 values
+/// (`fp16+int8`). The turbo peers keep fp16 ends (vLLM's boundary skip; llama.cpp's turbo fork
+/// uses q8_0). On Qwen2.5-Coder-0.5B all of 8-bit storage's loss is in the keys (KLD 0.024 for
+/// int8 keys, 0.00004 for int8 values), and fp16+int8 ends kept fp16 ends' turbo4 KLD within
+/// 3% on three models, while whole int8r ends raised that model's turbo4 PPL penalty from
+/// +6.7% to +11.4%. On the H200 (session 16) they run on the fused kernel instead of MLX's
+/// fp16 SDPA: turbo4 at 128K went from 1.94x to 2.11x fp16's decode speed (4.93 -> 4.53 ms per
+/// step), with 3/4 of fp16 ends' bytes. `--kv-boundary-type fp16` restores fp16 ends; ADR 0012.
+pub const DEFAULT_BOUNDARY_MODE: KvMode = KvMode {
+    k: SideFormat::Fp16,
+    v: SideFormat::Int8,
+};
 
 /// Whether this process runs int8r caches on fused kernels: the CUDA backend with
 /// `MLXCEL_INT8R_FUSED` (default on). The Metal backend has no int8r kernel.

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Session 16's second device call (H200; timeout_s 600), after benchmarks/gpu/stage.sh with the
+# new default boundary layers (fp16 keys, int8 values: ADR 0012 follow-up) (carry
+# .devcarry/mlx-cuda, .devcarry/bin):
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session16_call2.sh
+# The issue's end-to-end table with the shipped defaults: fp16 / turbo4 / turbo4-asym / int8, two
+# interleaved rounds at 128K and 32K, one at 4K. No MLXCEL_* variable is set except the device
+# clock: this is what a user of this build gets. The turbo runs' logs must name their boundary
+# storage (fp16+int8).
+# CPU dry run: MODEL=synthetic:/tmp/tiny.json CTXS="512 256" SHORT=128 BIN=target/release/mlxcel
+set -uo pipefail
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s16c2
+RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
+export BUDGET=${BUDGET:-570} FILL=random-kv TOKENS=64
+RUN_TIMEOUT=80
+configs=(fp16 turbo4 turbo4-asym int8)
+for ctx in ${CTXS:-131072 32768}; do
+  need=36; [ "$ctx" -ge 131072 ] || need=22
+  for round in 1 2; do
+    for ((i = 0; i < ${#configs[@]}; i++)); do
+      timed "$need" "r$round" "${configs[$(((i + round) % ${#configs[@]}))]}" "$ctx"
+    done
+  done
+done
+for kv in "${configs[@]}"; do timed 16 r1 "$kv" "${SHORT:-4096}"; done
+grep -h "boundary layers (the first" "$R"/*turbo4*.err | sed -E 's/^.*(boundary layers)/\1/' | sort | uniq -c
+python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
+cat "$R/summary.md"
+echo "done at t=${SECONDS}s"
