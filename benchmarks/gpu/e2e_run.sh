@@ -139,6 +139,19 @@ ends_round() {
   done
 }
 
+# `config_rounds CTX NEED "ROUND..." KV...`: for each ROUND (e.g. "1 2"), one run at CTX of every
+# --kv mode KV (tag r<round>), the order rotated by ROUND so that no mode always runs first;
+# each run needs NEED seconds of $BUDGET.
+config_rounds() {
+  local ctx=$1 need=$2 rounds=$3 round i; shift 3
+  local configs=("$@")
+  for round in $rounds; do
+    for ((i = 0; i < ${#configs[@]}; i++)); do
+      timed "$need" "r$round" "${configs[$(((i + round) % ${#configs[@]}))]}" "$ctx"
+    done
+  done
+}
+
 # `gpu_test NAME SECONDS PATTERN [FILTER]`: runs the staged GPU test binary NAME
 # (.devcarry/bin/tests/NAME, benchmarks/gpu/stage.sh; only the tests matching FILTER if given)
 # one test at a time into $R/test-NAME.txt and prints its exit status with the lines matching

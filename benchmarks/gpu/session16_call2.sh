@@ -18,11 +18,7 @@ RUN_TIMEOUT=80
 configs=(fp16 turbo4 turbo4-asym int8)
 for ctx in ${CTXS:-131072 32768}; do
   need=36; [ "$ctx" -ge 131072 ] || need=22
-  for round in 1 2; do
-    for ((i = 0; i < ${#configs[@]}; i++)); do
-      timed "$need" "r$round" "${configs[$(((i + round) % ${#configs[@]}))]}" "$ctx"
-    done
-  done
+  config_rounds "$ctx" "$need" "1 2" "${configs[@]}"
 done
 for kv in "${configs[@]}"; do timed 16 r1 "$kv" "${SHORT:-4096}"; done
 grep -h "boundary layers (the first" "$R"/*turbo4*.err | sed -E 's/^.*(boundary layers)/\1/' | sort | uniq -c

@@ -27,12 +27,7 @@ gpu_test gpu_int8r 60 'int8r:'
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
 export FILL=random-kv TOKENS=64
 RUN_TIMEOUT=60
-configs=(fp16 turbo4 turbo4-asym)
-for round in 3 4 5; do
-  for ((i = 0; i < ${#configs[@]}; i++)); do
-    timed 22 "r$round" "${configs[$(((i + round) % ${#configs[@]}))]}" "${CTX:-32768}"
-  done
-done
+config_rounds "${CTX:-32768}" 22 "3 4 5" fp16 turbo4 turbo4-asym
 python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
 cat "$R/summary.md"
 if ((SECONDS + 110 < BUDGET)); then gpu_test gpu_fused_decode 110 'bit-identical|pipelined' hoisted; fi
