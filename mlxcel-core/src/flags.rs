@@ -460,6 +460,33 @@ pub const MMA_PIPE: Flag = Flag {
     slot: 28,
 };
 
+/// The tensor-core decode kernel's S = q K^T summed in two accumulators per 8-token n-tile
+/// (`SACC2` in `cuda/decode_attention_mma.cu`): even and odd k-steps in separate chains of
+/// D / 32 mma each, added after. Why: ncu found the kernel stalled on dependent instructions
+/// with 2 warps per scheduler (session 14; 3.46 cycles per issued instruction with HOIST in
+/// session 15), and the S chain is D / 16 mma long per n-tile. A different summation order:
+/// checked by the parity suite against the f32 reference, not bit for bit. Written after
+/// session 16's device calls: NVRTC-compiled only, never run on a GPU; off. 1 turns it on.
+pub const MMA_SACC2: Flag = Flag {
+    name: "MLXCEL_MMA_SACC2",
+    default: false,
+    doc: "tensor-core decode kernel: q K^T in two accumulator chains per n-tile (1 = on; not yet measured)",
+    slot: 29,
+};
+
+/// The tensor-core decode kernel rescales o every tile (`RSALL` in
+/// `cuda/decode_attention_mma.cu`) instead of after a warp vote on whether any running max
+/// grew: alpha is exp2(0) = 1 exactly where it did not, so the outputs are bit-identical, and
+/// the loop body stays one basic block for ptxas to schedule, at 4 * D / 16 FMUL per tile.
+/// Written after session 16's device calls: NVRTC-compiled only, never run on a GPU; off.
+/// 1 turns it on.
+pub const MMA_RSALL: Flag = Flag {
+    name: "MLXCEL_MMA_RSALL",
+    default: false,
+    doc: "tensor-core decode kernel: o rescaled every tile without the warp vote (1 = on; not yet measured)",
+    slot: 30,
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -532,6 +559,8 @@ pub const ALL: &[Flag] = &[
     INT8R_FUSED,
     MMA_HOIST,
     MMA_PIPE,
+    MMA_SACC2,
+    MMA_RSALL,
 ];
 
 #[cfg(test)]

@@ -346,8 +346,9 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
 }
 
 /// `MLXCEL_MMA_HOIST` (the copy addressing hoisted out of the tile loop: the same bytes to
-/// the same places) and `MLXCEL_MMA_PIPE` (the next tile's K phase next to this tile's V
-/// phase: the same operations per tile in the same order relative to the running softmax),
+/// the same places), `MLXCEL_MMA_PIPE` (the next tile's K phase next to this tile's V
+/// phase: the same operations per tile in the same order relative to the running softmax)
+/// and `MLXCEL_MMA_RSALL` (o rescaled every tile: by exactly 1 where the max did not grow),
 /// alone and together: with a fixed split count the outputs must be bit-identical to the
 /// default kernel's, for every format it serves, head dims 64 and 128, and lengths inside
 /// one tile, across tiles and across the ring's wrap. On the CPU both end in MLX's "CUDA"
@@ -355,7 +356,7 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
 #[test]
 fn hoisted_and_pipelined_loops_are_bit_identical() {
     let mut r = rng("hoisted_and_pipelined_loops_are_bit_identical");
-    const NAMES: [&str; 2] = ["MLXCEL_MMA_HOIST", "MLXCEL_MMA_PIPE"];
+    const NAMES: [&str; 3] = ["MLXCEL_MMA_HOIST", "MLXCEL_MMA_PIPE", "MLXCEL_MMA_RSALL"];
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let mut checked = 0;
     for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
@@ -364,22 +365,28 @@ fn hoisted_and_pipelined_loops_are_bit_identical() {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let splits = len.div_ceil(64).min(40);
-                let run = |hoist: bool, pipe: bool| {
-                    let on = [(NAMES[0], hoist), (NAMES[1], pipe)];
+                let run = |[hoist, pipe, rsall]: [bool; 3]| {
+                    let on = [(NAMES[0], hoist), (NAMES[1], pipe), (NAMES[2], rsall)];
                     fused_values(&on, &q, (&kr, &vr), len, Some(splits))
                 };
                 if !on_cuda {
-                    let err = run(true, true).unwrap_err().to_string();
+                    let err = run([true, true, true]).unwrap_err().to_string();
                     assert!(err.contains("CUDA"), "{err}");
                     continue;
                 }
-                let base = run(false, false).unwrap();
-                for (hoist, pipe) in [(true, false), (false, true), (true, true)] {
-                    let differing = differing_bits(&base, &run(hoist, pipe).unwrap());
-                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} hoist={hoist} pipe={pipe}: {differing} differing outputs");
+                let base = run([false, false, false]).unwrap();
+                for on in [
+                    [true, false, false],
+                    [false, true, false],
+                    [true, true, false],
+                    [true, false, true],
+                ] {
+                    let differing = differing_bits(&base, &run(on).unwrap());
+                    let [hoist, pipe, rsall] = on;
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} hoist={hoist} pipe={pipe} rsall={rsall}: {differing} differing outputs");
                     assert_eq!(
                         differing, 0,
-                        "{mode} hq={hq} d={d} len={len} hoist={hoist} pipe={pipe}"
+                        "{mode} hq={hq} d={d} len={len} hoist={hoist} pipe={pipe} rsall={rsall}"
                     );
                     checked += 1;
                 }
@@ -388,7 +395,9 @@ fn hoisted_and_pipelined_loops_are_bit_identical() {
     }
     clear_flags(&NAMES);
     if on_cuda {
-        eprintln!("hoisted / pipelined loops: {checked} bit-identity checks on CUDA");
+        eprintln!(
+            "hoisted / pipelined / rescale-always loops: {checked} bit-identity checks on CUDA"
+        );
     }
 }
 

@@ -627,6 +627,8 @@ pub fn fused_decode_rope(
                 )
                 .template("HOIST", TemplateArg::Bool(flags::MMA_HOIST.enabled()))
                 .template("PIPE", TemplateArg::Bool(flags::MMA_PIPE.enabled()))
+                .template("SACC2", TemplateArg::Bool(flags::MMA_SACC2.enabled()))
+                .template("RSALL", TemplateArg::Bool(flags::MMA_RSALL.enabled()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",

@@ -21,7 +21,10 @@
 // LUT1 (that table with 128-byte rows, one for both sides: their codebooks are equal),
 // LUTI (256-byte-row lookups address the table by an immediate offset, no per-lookup add;
 // decode_attention_mma.cuh, DYN_SMEM_BASE), HOIST (the ring copies' addressing set up once, below),
-// PIPE (tile i + 1's K phase next to tile i's V phase, the tile loop below),
+// PIPE (tile i + 1's K phase next to tile i's V phase, the tile loop below), SACC2 (S summed
+// in two accumulators per n-tile, even and odd k-steps: two dependent mma chains of KSTEPS / 2
+// instead of one of KSTEPS; a different summation order), RSALL (o rescaled every tile without
+// the warp vote: alpha is exactly 1 where the max did not grow, so the outputs are the same),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
 // is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
@@ -229,6 +232,9 @@ auto k_phase = [&](const unsigned char* st, float (&sacc)[2][4]) {
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
     sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.0f;
+    // SACC2: the odd k-steps' partial sums, added to sacc[nt] after the chain.
+    float sodd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float* const acc_odd = SACC2 ? sodd : sacc[nt];
     const int krow = nt * 8 + r;
     const mlxcel_mma::u32* kw = reinterpret_cast<const mlxcel_mma::u32*>(st + krow * KROW + c * (KROW / 4));
     mlxcel_mma::u32 w[KW];
@@ -246,13 +252,13 @@ auto k_phase = [&](const unsigned char* st, float (&sacc)[2][4]) {
     }
     if constexpr (KFMT == 0) {
 #pragma unroll
-      for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(sacc[nt], qa[s][0], 0u, qa[s][1], 0u, w[2 * s], w[2 * s + 1]);
+      for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(s % 2 ? acc_odd : sacc[nt], qa[s][0], 0u, qa[s][1], 0u, w[2 * s], w[2 * s + 1]);
     } else if constexpr (KFMT == 1) {
 #pragma unroll
       for (int s = 0; s < KSTEPS; ++s) {
         mlxcel_mma::u32 bb[2];
         mlxcel_mma::decode4_i8(w[s], bb);
-        mlxcel_mma::mma(sacc[nt], qa[s][0], 0u, qa[s][1], 0u, bb[0], bb[1]);
+        mlxcel_mma::mma(s % 2 ? acc_odd : sacc[nt], qa[s][0], 0u, qa[s][1], 0u, bb[0], bb[1]);
       }
     } else {
 #pragma unroll
@@ -261,8 +267,12 @@ auto k_phase = [&](const unsigned char* st, float (&sacc)[2][4]) {
         if constexpr (LUT_K) mlxcel_mma::decode8_t4_lut<LUT_ROW, LUT_IMM>(lut_tab, w[u], lut_lane_k, bb);
         else mlxcel_mma::decode8_t4(bk, w[u], bb);
         mlxcel_mma::mma(sacc[nt], qa[2 * u][0], 0u, qa[2 * u][1], 0u, bb[0], bb[1]);
-        mlxcel_mma::mma(sacc[nt], qa[2 * u + 1][0], 0u, qa[2 * u + 1][1], 0u, bb[2], bb[3]);
+        mlxcel_mma::mma(acc_odd, qa[2 * u + 1][0], 0u, qa[2 * u + 1][1], 0u, bb[2], bb[3]);
       }
+    }
+    if constexpr (SACC2) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) sacc[nt][e] += sodd[e];
     }
   }
 };
@@ -301,7 +311,9 @@ auto softmax_phase = [&](const unsigned char* st, int t0, float (&sacc)[2][4], m
   l_run = l_run * alpha + psum;
   const bool grew = m_new > m_run;
   m_run = m_new;
-  if (__any_sync(0xffffffffu, grew)) {
+  // RSALL: every tile, without the vote and its branch (alpha = exp2(0) = 1 exactly where the
+  // max did not grow, so o is unchanged there); ptxas can then schedule across the rescale.
+  if (RSALL || __any_sync(0xffffffffu, grew)) {
     const float a0 = __shfl_sync(0xffffffffu, alpha, 8 * c);
     const float a1 = __shfl_sync(0xffffffffu, alpha, 8 * c + 4);
 #pragma unroll
