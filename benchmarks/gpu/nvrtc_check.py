@@ -90,8 +90,9 @@ MMA_VARIANTS = [
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, sacc2=True, rsall=True),
     mma_variant(rope=True, fold=True, hoist=True, sacc2=True, rsall=True),
 ]
-# The shipped defaults (MLXCEL_MMA_HOIST and the pair table with immediate offsets on; fold off).
-DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True)
+# The shipped defaults (MLXCEL_MMA_HOIST, MLXCEL_MMA_RSALL and the pair table with immediate
+# offsets on; fold off).
+DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True)
 
 
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"

@@ -465,25 +465,27 @@ pub const MMA_PIPE: Flag = Flag {
 /// D / 32 mma each, added after. Why: ncu found the kernel stalled on dependent instructions
 /// with 2 warps per scheduler (session 14; 3.46 cycles per issued instruction with HOIST in
 /// session 15), and the S chain is D / 16 mma long per n-tile. A different summation order:
-/// checked by the parity suite against the f32 reference, not bit for bit. Written after
-/// session 16's device calls: NVRTC-compiled only, never run on a GPU; off. 1 turns it on.
+/// checked by the parity suite against the f32 reference, not bit for bit (session 16, call
+/// 5: turbo4, 35 cases, worst 5.56e-4). `bench attention` turbo4 at 128K: 64.9 -> 68.4 us per
+/// call (one A/B pair: slower). Off; 1 turns it on for the A/B in session17_call1.sh.
 pub const MMA_SACC2: Flag = Flag {
     name: "MLXCEL_MMA_SACC2",
     default: false,
-    doc: "tensor-core decode kernel: q K^T in two accumulator chains per n-tile (1 = on; not yet measured)",
+    doc: "tensor-core decode kernel: q K^T in two accumulator chains per n-tile (1 = on; measured slower once)",
     slot: 29,
 };
 
 /// The tensor-core decode kernel rescales o every tile (`RSALL` in
 /// `cuda/decode_attention_mma.cu`) instead of after a warp vote on whether any running max
 /// grew: alpha is exp2(0) = 1 exactly where it did not, so the outputs are bit-identical, and
-/// the loop body stays one basic block for ptxas to schedule, at 4 * D / 16 FMUL per tile.
-/// Written after session 16's device calls: NVRTC-compiled only, never run on a GPU; off.
-/// 1 turns it on.
+/// the loop body stays one basic block for ptxas to schedule, at 4 * D / 16 FMUL per tile
+/// (NVRTC SASS of the turbo4 D=128 GQA-4 loop: 404 -> 398 instructions per tile). On the H200
+/// (session 16, call 5): 192 bit-identity checks passed (48 with it on), `bench attention`
+/// turbo4 at 128K 65.8 -> 63.4 us per call (one A/B pair). 0 = the vote and its branch.
 pub const MMA_RSALL: Flag = Flag {
     name: "MLXCEL_MMA_RSALL",
-    default: false,
-    doc: "tensor-core decode kernel: o rescaled every tile without the warp vote (1 = on; not yet measured)",
+    default: true,
+    doc: "tensor-core decode kernel: o rescaled every tile without the warp vote (0 = vote, rescale only when a max grew)",
     slot: 30,
 };
 

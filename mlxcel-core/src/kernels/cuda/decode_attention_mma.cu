@@ -23,8 +23,9 @@
 // decode_attention_mma.cuh, DYN_SMEM_BASE), HOIST (the ring copies' addressing set up once, below),
 // PIPE (tile i + 1's K phase next to tile i's V phase, the tile loop below), SACC2 (S summed
 // in two accumulators per n-tile, even and odd k-steps: two dependent mma chains of KSTEPS / 2
-// instead of one of KSTEPS; a different summation order), RSALL (o rescaled every tile without
-// the warp vote: alpha is exactly 1 where the max did not grow, so the outputs are the same),
+// instead of one of KSTEPS; a different summation order; measured slower once, off), RSALL (o
+// rescaled every tile without the warp vote: alpha is exactly 1 where the max did not grow, so
+// the outputs are the same; default on),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
 // is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
