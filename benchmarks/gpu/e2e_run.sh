@@ -152,6 +152,20 @@ config_rounds() {
   done
 }
 
+# `table_rounds KV...`: the issue's end-to-end table for the --kv modes KV: two interleaved
+# rounds at each context of $CTXS (default 128K and 32K; runs need 36 s of $BUDGET at >= 128K,
+# else 22), one round at $SHORT (default 4K, 16 s), then how many runs logged each boundary
+# storage.
+table_rounds() {
+  local ctx need kv
+  for ctx in ${CTXS:-131072 32768}; do
+    need=36; [ "$ctx" -ge 131072 ] || need=22
+    config_rounds "$ctx" "$need" "1 2" "$@"
+  done
+  for kv in "$@"; do timed 16 r1 "$kv" "${SHORT:-4096}"; done
+  grep -h "boundary layers (the first" "$R"/*.err | sed -E 's/^.*(boundary layers)/\1/' | sort | uniq -c
+}
+
 # `gpu_test NAME SECONDS PATTERN [FILTER]`: runs the staged GPU test binary NAME
 # (.devcarry/bin/tests/NAME, benchmarks/gpu/stage.sh; only the tests matching FILTER if given)
 # one test at a time into $R/test-NAME.txt and prints its exit status with the lines matching

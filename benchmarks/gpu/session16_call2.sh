@@ -15,13 +15,7 @@ call_dir s16c2
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
 export BUDGET=${BUDGET:-570} FILL=random-kv TOKENS=64
 RUN_TIMEOUT=80
-configs=(fp16 turbo4 turbo4-asym int8)
-for ctx in ${CTXS:-131072 32768}; do
-  need=36; [ "$ctx" -ge 131072 ] || need=22
-  config_rounds "$ctx" "$need" "1 2" "${configs[@]}"
-done
-for kv in "${configs[@]}"; do timed 16 r1 "$kv" "${SHORT:-4096}"; done
-grep -h "boundary layers (the first" "$R"/*turbo4*.err | sed -E 's/^.*(boundary layers)/\1/' | sort | uniq -c
+table_rounds fp16 turbo4 turbo4-asym int8
 python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
 cat "$R/summary.md"
 echo "done at t=${SECONDS}s"
