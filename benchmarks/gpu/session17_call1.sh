@@ -2,50 +2,57 @@
 # Next session's first device call (H200, ~9 min; timeout_s 600), after benchmarks/gpu/stage.sh
 # (carry .devcarry/mlx-cuda, .devcarry/bin):
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session17_call1.sh
-# Two tile-loop variants of the tensor-core decode kernel, written after session 16's call 4
-# (NOTES "Next lever (after session 16)", item 3). Why: ncu found the kernel issue-bound on
+# Three tile-loop / occupancy variants of the tensor-core decode kernel, written during session
+# 16 (NOTES "Next lever (after session 16)", item 3). Why: ncu found the kernel issue-bound on
 # dependent instructions with 2 warps per scheduler (3.46-3.50 cycles per issued instruction).
-# - MLXCEL_MMA_RSALL (default on since session 16's call 5): o rescaled every tile without
-#   the warp vote; bit-identical (192 checks), SASS 404 -> 398 per tile, `bench attention`
-#   turbo4 128K 65.8 -> 63.4 us in one A/B pair. To confirm: ncu and end to end.
-# - MLXCEL_MMA_SACC2 (off): S = q K^T in two accumulator chains per n-tile; SASS 391 per tile;
-#   parity held (turbo4, 35 cases, 5.56e-4) but one `bench attention` pair was slower (64.9 ->
-#   68.4 us). To settle: ncu.
-# 1. the parity suite with SACC2 on (turbo4-asym, int8, fp16+int8; turbo4 ran in session 16);
+# - MLXCEL_MMA_WIDE (off, never run): CTAs of 12 warps sharing one 64-KiB pair table, i.e. 12
+#   warps per SM instead of 8 (turbo4 D=128: 196 KB of shared memory, 130 registers). Not
+#   bit-identical (each warp's tiles change): parity. Prediction: if the kernel is latency-
+#   bound, up to ~1.4x per call at 128K (50.75 us in ncu -> ~36-42).
+# - MLXCEL_MMA_RSALL (default on since session 16's call 5): o rescaled every tile without the
+#   warp vote; bit-identical (192 checks), `bench attention` turbo4 128K 65.8 -> 63.4 us in one
+#   pair. To confirm: ncu.
+# - MLXCEL_MMA_SACC2 (off): two S accumulator chains; parity held (turbo4); one `bench
+#   attention` pair was slower (64.9 -> 68.4 us). To settle: ncu.
+# 1. the parity suite with WIDE on (turbo4, turbo4 ends' fp16+int8 does not use the table);
 # 2. bench attention, turbo4, 4K / 32K / 128K, each flag off / on (bench_ab);
-# 3. ncu of the turbo4 kernel at 128K: default (RSALL), RSALL=0, SACC2, SACC2 with RSALL=0;
-# 4. turbo4 at 128K end to end, default / RSALL=0, two rounds with the device clock.
-# If 3-4 show RSALL slower, turn it back off (flags.rs, docs/usage.md); SACC2 on only if ncu
-# shows it faster.
-# CPU dry run: MODEL=synthetic:/tmp/tiny.json CTX=512 CTXS=512 NCU=0 BIN=target/release/mlxcel
+# 3. ncu of the turbo4 kernel at 128K: default, WIDE, RSALL=0, SACC2;
+# 4. turbo4 at 128K and 32K end to end, default / WIDE, two rounds each with the device clock.
+# If WIDE holds parity and 2-4 show it faster: default on (flags.rs, docs/usage.md), and
+# re-run the issue's table (session16_call2.sh). RSALL back off if ncu shows it slower.
+# CPU dry run: MODEL=synthetic:/tmp/tiny.json CTX=512 LONG=1024 CTXS=512 NCU=0 BIN=target/release/mlxcel
 set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s17c1
-MLXCEL_MMA_SACC2=1 MLXCEL_PARITY_MODES=turbo4-asym,int8,fp16+int8 timeout 200 \
-  .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-sacc2.txt" 2>&1
-echo "parity SACC2 rc=$? $(grep -E "test result|panicked|fused decode:" "$R/test-parity-sacc2.txt" | tr '\n' ' ')"
-bench_ab MLXCEL_MMA_SACC2 sacc2
+MLXCEL_MMA_WIDE=1 MLXCEL_PARITY_MODES=turbo4 timeout 120 \
+  .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-wide.txt" 2>&1
+echo "parity WIDE rc=$? $(grep -E "test result|panicked|fused decode:" "$R/test-parity-wide.txt" | tr '\n' ' ')"
+bench_ab MLXCEL_MMA_WIDE wide
 bench_ab MLXCEL_MMA_RSALL rsall
-export BUDGET=${BUDGET:-520}
+bench_ab MLXCEL_MMA_SACC2 sacc2
+export BUDGET=${BUDGET:-540}
 if [ "${NCU:-1}" = 1 ]; then
-  export NCU_SECTIONS="SpeedOfLight WarpStateStats SchedulerStats"
-  ncu_attention ncu-default MLXCEL_MMA_SACC2=0 MLXCEL_MMA_RSALL=1
-  ncu_attention ncu-rsall0 MLXCEL_MMA_SACC2=0 MLXCEL_MMA_RSALL=0
-  ncu_attention ncu-sacc2 MLXCEL_MMA_SACC2=1 MLXCEL_MMA_RSALL=1
-  ncu_attention ncu-sacc2-rsall0 MLXCEL_MMA_SACC2=1 MLXCEL_MMA_RSALL=0
+  export NCU_SECTIONS="SpeedOfLight Occupancy WarpStateStats SchedulerStats"
+  ncu_attention ncu-default MLXCEL_MMA_WIDE=0
+  ncu_attention ncu-wide MLXCEL_MMA_WIDE=1
+  ncu_attention ncu-rsall0 MLXCEL_MMA_RSALL=0
+  ncu_attention ncu-sacc2 MLXCEL_MMA_SACC2=1
 fi
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
 export FILL=random-kv TOKENS=64
 RUN_TIMEOUT=80
-for round in 1 2; do
-  if ((round % 2)); then
-    timed 34 "r${round}rsall0" turbo4 "${CTX:-131072}" MLXCEL_MMA_RSALL=0
-    timed 34 "r$round" turbo4 "${CTX:-131072}"
-  else
-    timed 34 "r$round" turbo4 "${CTX:-131072}"
-    timed 34 "r${round}rsall0" turbo4 "${CTX:-131072}" MLXCEL_MMA_RSALL=0
-  fi
+for ctx in ${LONG:-131072} ${CTX:-32768}; do
+  need=34; [ "$ctx" -ge 131072 ] || need=22
+  for round in 1 2; do
+    if ((round % 2)); then
+      timed "$need" "r${round}wide" turbo4 "$ctx" MLXCEL_MMA_WIDE=1
+      timed "$need" "r$round" turbo4 "$ctx"
+    else
+      timed "$need" "r$round" turbo4 "$ctx"
+      timed "$need" "r${round}wide" turbo4 "$ctx" MLXCEL_MMA_WIDE=1
+    fi
+  done
 done
 python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
 cat "$R/summary.md"

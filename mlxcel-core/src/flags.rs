@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 32;
+const SLOTS: usize = 40;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -489,6 +489,21 @@ pub const MMA_RSALL: Flag = Flag {
     slot: 30,
 };
 
+/// The tensor-core decode kernel in CTAs of 12 warps instead of 4 where its 64-KiB turbo4
+/// pair table is on (`WARPS` in `cuda/decode_attention_mma.cu`). Why: the table is per CTA,
+/// so shared memory holds 2 CTAs of 4 warps per SM (8 warps, 2 per scheduler), and ncu found
+/// the kernel stalled on dependent instructions at that occupancy (3.46-3.50 cycles per
+/// issued instruction). One CTA of 12 warps shares one table: 12 warps per SM (turbo4 D=128:
+/// 196 KB of shared memory, 52K registers). Each warp's tiles and the warp merge's order
+/// change, so outputs differ in rounding only (parity suite). Written after session 16's
+/// device calls: NVRTC-compiled and CPU-tested only, never run on a GPU; off. 1 turns it on.
+pub const MMA_WIDE: Flag = Flag {
+    name: "MLXCEL_MMA_WIDE",
+    default: false,
+    doc: "tensor-core decode kernel: 12-warp CTAs sharing one turbo4 pair table (1 = on; not yet measured)",
+    slot: 31,
+};
+
 /// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
@@ -563,6 +578,7 @@ pub const ALL: &[Flag] = &[
     MMA_PIPE,
     MMA_SACC2,
     MMA_RSALL,
+    MMA_WIDE,
 ];
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ mod common;
 use common::{clear_flags, randn, rel_rms, rng, set_flags};
 use mlxcel_core::attention::{attend_with, fused_applies, select_path, AttentionPath};
 use mlxcel_core::kernels::decode_attention::{
-    fused_decode, kernel_name, merge_warp_fits, mma_luts, mma_num_splits, mma_supported, num_splits,
+    fused_decode, kernel_name, merge_warp_fits, mma_luts, mma_num_splits, mma_num_splits_for,
+    mma_supported, num_splits,
 };
 use mlxcel_core::kv::mode::new_side;
 use mlxcel_core::kv::side::{KvSide, RawSide};
@@ -100,6 +101,16 @@ fn mma_splits_make_one_wave_of_whole_tiles() {
     assert_eq!(mma_num_splits(1, 8, 131072, 37888 + 32768), 50);
     assert_eq!(mma_num_splits(1, 8, 1000, plain), 16);
     assert_eq!(mma_num_splits(1, 8, 1, table), 1);
+    // MLXCEL_MMA_WIDE: 12-warp CTAs with the table, 4096 + 12 x 5 x 2112 + 65536 = 196352
+    // bytes, one per SM: 132 / 8 rounded down (17 splits would put 4 CTAs in a second wave),
+    // at least one tile per warp (12 tiles of 16 tokens per split).
+    let wide = 4096 + 12 * 5 * 2112 + 65536;
+    assert_eq!(mma_num_splits_for(1, 8, 131072, wide, 12), 16);
+    assert_eq!(mma_num_splits_for(1, 2, 131072, wide, 12), 66);
+    assert_eq!(mma_num_splits_for(1, 8, 1000, wide, 12), 6);
+    assert_eq!(mma_num_splits_for(1, 8, 100, wide, 12), 1);
+    // 4 warps: the policy above, unchanged.
+    assert_eq!(mma_num_splits_for(1, 8, 131072, table, 4), 33);
 }
 
 #[test]

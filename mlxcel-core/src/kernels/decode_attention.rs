@@ -41,13 +41,20 @@ fn mma_stages(stage: usize) -> usize {
     (8192usize.div_ceil(stage) + 1).clamp(3, 6)
 }
 
-/// Dynamic shared memory of the tensor-core kernel: q of the group (8 x D f32), then the
-/// warp rings, reused after the loop for the warp merge.
-fn mma_shared_bytes(stage: usize, stages: usize, d: usize, gqa: usize) -> usize {
-    let ring = 4 * stages * stage;
-    let merge = 4 * (4 * gqa * d + 2 * 4 * 8);
+/// Dynamic shared memory of the tensor-core kernel with `warps` warps per CTA: q of the
+/// group (8 x D f32), then the warp rings, reused after the loop for the warp merge.
+fn mma_shared_bytes(stage: usize, stages: usize, d: usize, gqa: usize, warps: usize) -> usize {
+    let ring = warps * stages * stage;
+    let merge = 4 * (warps * gqa * d + 2 * warps * 8);
     8 * d * 4 + ring.max(merge)
 }
+
+/// Warps per CTA of the tensor-core kernel: 4, or [`MMA_WIDE_WARPS`] sharing one pair table
+/// ([`flags::MMA_WIDE`]).
+const MMA_WARPS: usize = 4;
+const MMA_WIDE_WARPS: usize = 12;
+/// Most dynamic shared memory one CTA may take (H100 / H200: 227 KB).
+const MAX_CTA_SHARED: usize = 232_448;
 
 /// Shared-memory pair table of the tensor-core kernel when either side decodes turbo4
 /// through it: 256 rows of 256 bytes (`LUT_BYTES` in `cuda/decode_attention_mma.cu`), or
@@ -366,6 +373,24 @@ pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize, shared: usize) 
     by_ctas.min(by_len).max(1)
 }
 
+/// [`mma_num_splits`] for CTAs of `warps` warps. Wide CTAs ([`MMA_WIDE_WARPS`]) fit one per
+/// SM, so the CTA count is rounded down (132 / 8 KV heads: 16 splits, not 17, whose 136
+/// CTAs would leave 4 for a second wave), and a split takes at least one tile per warp.
+pub fn mma_num_splits_for(
+    batch: usize,
+    kv_heads: usize,
+    len: usize,
+    shared: usize,
+    warps: usize,
+) -> usize {
+    if warps == MMA_WARPS {
+        return mma_num_splits(batch, kv_heads, len, shared);
+    }
+    let by_ctas = mma_target_ctas(shared) / (batch * kv_heads).max(1);
+    let by_len = len.div_ceil(16 * warps).max(1);
+    by_ctas.min(by_len).max(1)
+}
+
 /// Threads per output dimension in the merge kernel (`P` in `cuda/merge_splits.cu`).
 const MERGE_THREADS_PER_DIM: usize = 4;
 /// Warps per CTA of the warp merge (`P` in `cuda/merge_splits_warp.cu`).
@@ -536,16 +561,23 @@ pub fn fused_decode_rope(
         if one_table {
             stages = stages.min(MMA_LUT_ONE_STAGES);
         }
-        let base = mma_shared_bytes(stage, stages, d, gqa);
         let lut = if table { mma_lut_bytes(one_table) } else { 0 };
-        (stages, base, base + lut)
+        // Wide CTAs where the pair table holds occupancy down and they fit.
+        let wide = table && flags::MMA_WIDE.enabled() && {
+            let base = mma_shared_bytes(stage, stages, d, gqa, MMA_WIDE_WARPS);
+            base + lut <= MAX_CTA_SHARED
+        };
+        let warps = if wide { MMA_WIDE_WARPS } else { MMA_WARPS };
+        let base = mma_shared_bytes(stage, stages, d, gqa, warps);
+        (stages, base, base + lut, warps)
     });
     let splits = split_override
         .unwrap_or_else(|| match mma_shared {
-            Some((_, _, shared)) => mma_num_splits(b, hkv, len, shared),
+            Some((_, _, shared, warps)) => mma_num_splits_for(b, hkv, len, shared, warps),
             None => num_splits(b, hkv, len),
         })
         .max(1);
+    let threads = mma_shared.map_or(THREADS, |(_, _, _, warps)| 32 * warps as i32);
     if splits > MAX_SPLITS {
         return Err(Error::invalid(
             "fused decode",
@@ -557,7 +589,7 @@ pub fn fused_decode_rope(
     let len_marker = length_marker(len)?;
     let rot_v = signs(v, group_v)?;
     // Whether the tensor-core kernel merges the splits itself.
-    let fold = mma_shared.is_some_and(|(_, base, _)| fold_fits(b, hkv, gqa, d, splits, base));
+    let fold = mma_shared.is_some_and(|(_, base, _, _)| fold_fits(b, hkv, gqa, d, splits, base));
     // Without the fold the kernel reads neither: cached placeholders, no per-call op.
     let (tickets, epoch_marker) = if fold {
         fold_inputs()?
@@ -594,8 +626,8 @@ pub fn fused_decode_rope(
             &tickets,
             &epoch_marker,
         ],
-        [splits as i32 * THREADS, hkv as i32, b as i32],
-        [THREADS, 1, 1],
+        [splits as i32 * threads, hkv as i32, b as i32],
+        [threads, 1, 1],
     )
     .output(&[b as i32, hq as i32, splits as i32, d as i32], Dtype::F32)
     .output(&[b as i32, hq as i32, splits as i32, 2], Dtype::F32)
@@ -604,7 +636,7 @@ pub fn fused_decode_rope(
     .template("D", TemplateArg::Int(d as i32))
     .template("GQA", TemplateArg::Int(gqa as i32))
     .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()));
-    let mut parts = if let Some((stages, _, shared)) = mma_shared {
+    let mut parts = if let Some((stages, _, shared, warps)) = mma_shared {
         let main = cached_by_name(
             KernelBackend::Cuda,
             "decode_attention_mma",
@@ -617,6 +649,7 @@ pub fn fused_decode_rope(
             &launch
                 .output(&fold_out, q.dtype())
                 .template("STAGES", TemplateArg::Int(stages as i32))
+                .template("WARPS", TemplateArg::Int(warps as i32))
                 .template("SWZ", TemplateArg::Bool(flags::MMA_SWIZZLE.enabled()))
                 .template("LUTK", TemplateArg::Bool(luts.0))
                 .template("LUTV", TemplateArg::Bool(luts.1))

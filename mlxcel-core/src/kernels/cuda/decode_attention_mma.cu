@@ -1,5 +1,5 @@
 // Fused decode attention on tensor cores (version 4; versions 1-3 are CUDA-core kernels, see
-// benchmarks/kernel-notes/NOTES.md). One CTA of 4 warps per (batch, KV head, split of the
+// benchmarks/kernel-notes/NOTES.md). One CTA of WARPS warps per (batch, KV head, split of the
 // sequence); every warp streams its own 16-token tiles with its own online softmax, the
 // tiles staged into shared memory by cp.async in a per-warp ring (no block barrier in the
 // loop). Per tile:
@@ -27,13 +27,14 @@
 // rescaled every tile without the warp vote: alpha is exactly 1 where the max did not grow, so
 // the outputs are the same; default on),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
+// WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
 // is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
 // dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
 // the model's dtype; outputs o_part [B, Hq, S, D] (unnormalized), ml [B, Hq, S, 2] (max in
 // natural-log units, sum), and with FOLD the merged, inverse-rotated out [B, Hq, 1, D] (the
 // section at the end; inputs rot_v, tickets, epoch_marker).
-constexpr int NT = 128;
+constexpr int NT = 32 * WARPS;  // 4 warps, or 12 sharing one pair table (MLXCEL_MMA_WIDE)
 constexpr int NW = NT / 32;
 constexpr int DK = D / 4;  // K dims per lane per token
 constexpr int DV = D / 8;  // V dims per lane per token
@@ -113,11 +114,14 @@ for (int g = warp; g < 8; g += NW) {
 #pragma unroll
   for (int e = 0; e < QE; ++e) qs[g * D + lane * QE + e] = x[e];
 }
-if constexpr (LUT1 && (LUT_K || LUT_V)) {
-  mlxcel_mma::fill_lut<NT, LUT_ROW>(smem, LUT_K ? lut_k : lut_v, 0, tid);
-} else {
-  if constexpr (LUT_K) mlxcel_mma::fill_lut<NT, LUT_ROW>(smem, lut_k, 0, tid);
-  if constexpr (LUT_V) mlxcel_mma::fill_lut<NT, LUT_ROW>(smem, lut_v, 1, tid);
+// The table fill takes 128 threads (the first 4 warps of a wider CTA).
+if (tid < 128) {
+  if constexpr (LUT1 && (LUT_K || LUT_V)) {
+    mlxcel_mma::fill_lut<128, LUT_ROW>(smem, LUT_K ? lut_k : lut_v, 0, tid);
+  } else {
+    if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_k, 0, tid);
+    if constexpr (LUT_V) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_v, 1, tid);
+  }
 }
 __syncthreads();
 // A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
@@ -445,7 +449,7 @@ if constexpr (!PIPE) {
 }
 mlxcel_mma::cp_wait<0>();
 
-// ---- Merge the 4 warps (the ring is reused as scratch).
+// ---- Merge the CTA's warps (the ring is reused as scratch).
 l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
 l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
 __syncthreads();
