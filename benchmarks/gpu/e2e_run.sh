@@ -100,13 +100,13 @@ print(sys.argv[3], sys.argv[4], "off/on tokens:", "match" if not d and len(a) ==
     "$R/${tag}0-$kv-1024.json" "$R/${tag}1-$kv-1024.json" "$kv" "$var" 2>&1 | tail -1
 }
 
-# `flag_rounds VAR NEED CTX...`: three interleaved rounds per CTX of the modes in $FLAG_MODES
-# (default turbo4 and fp16) with VAR=1 (tags on<round>) and VAR=0 (off<round>), the order
-# flipped each round; each run needs NEED seconds of $BUDGET.
+# `flag_rounds VAR NEED CTX...`: $FLAG_ROUNDS (default three) interleaved rounds per CTX of
+# the modes in $FLAG_MODES (default turbo4 and fp16) with VAR=1 (tags on<round>) and VAR=0
+# (off<round>), the order flipped each round; each run needs NEED seconds of $BUDGET.
 flag_rounds() {
   local var=$1 need=$2 ctx round kv; shift 2
   for ctx in "$@"; do
-    for round in 1 2 3; do
+    for ((round = 1; round <= ${FLAG_ROUNDS:-3}; round++)); do
       for kv in ${FLAG_MODES:-turbo4 fp16}; do
         if ((round % 2)); then
           timed "$need" "on$round" "$kv" "$ctx" "$var=1"

@@ -17,7 +17,8 @@
 # 1. the parity suite with WIDE on (turbo4, turbo4 ends' fp16+int8 does not use the table);
 # 2. bench attention, turbo4, 4K / 32K / 128K, each flag off / on (bench_ab);
 # 3. ncu of the turbo4 kernel at 128K: default, WIDE, RSALL=0, SACC2;
-# 4. turbo4 at 128K and 32K end to end, default / WIDE, two rounds each with the device clock.
+# 4. turbo4 at 128K and 32K end to end, WIDE on / off, two rounds each with the device clock
+#    (flag_rounds: tags on<round> / off<round>).
 # If WIDE holds parity and 2-4 show it faster: default on (flags.rs, docs/usage.md), and
 # re-run the issue's table (session16_call2.sh). RSALL back off if ncu shows it slower.
 # CPU dry run: MODEL=synthetic:/tmp/tiny.json CTX=512 LONG=1024 CTXS=512 NCU=0 BIN=target/release/mlxcel
@@ -42,18 +43,9 @@ fi
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
 export FILL=random-kv TOKENS=64
 RUN_TIMEOUT=80
-for ctx in ${LONG:-131072} ${CTX:-32768}; do
-  need=34; [ "$ctx" -ge 131072 ] || need=22
-  for round in 1 2; do
-    if ((round % 2)); then
-      timed "$need" "r${round}wide" turbo4 "$ctx" MLXCEL_MMA_WIDE=1
-      timed "$need" "r$round" turbo4 "$ctx"
-    else
-      timed "$need" "r$round" turbo4 "$ctx"
-      timed "$need" "r${round}wide" turbo4 "$ctx" MLXCEL_MMA_WIDE=1
-    fi
-  done
-done
+export FLAG_MODES=turbo4 FLAG_ROUNDS=2
+flag_rounds MLXCEL_MMA_WIDE 34 "${LONG:-131072}"
+flag_rounds MLXCEL_MMA_WIDE 22 "${CTX:-32768}"
 python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
 cat "$R/summary.md"
 echo "done at t=${SECONDS}s"

@@ -39,6 +39,12 @@ pub struct KvArgs {
     pub kv_boundary_type: Option<String>,
 }
 
+/// The number of boundary layers at each end: `arg`, else `MLXCEL_KV_BOUNDARY_LAYERS`, else
+/// [`DEFAULT_BOUNDARY_LAYERS`].
+pub fn boundary_layers(arg: Option<usize>) -> usize {
+    arg.unwrap_or_else(|| flags::kv_boundary_layers(DEFAULT_BOUNDARY_LAYERS))
+}
+
 /// The boundary layers' mode: `arg`, else `MLXCEL_KV_BOUNDARY_TYPE`, else
 /// [`DEFAULT_BOUNDARY_MODE`] (fp16+int8); the modes [`check_boundary_mode`] takes, and an
 /// error says where a bad value came from.
@@ -66,12 +72,9 @@ impl KvArgs {
             (None, Some(k), Some(v)) => KvMode::from_side_names(k, v)?,
             _ => KvMode::FP16,
         };
-        let boundary_layers = self
-            .kv_boundary_layers
-            .unwrap_or_else(|| flags::kv_boundary_layers(DEFAULT_BOUNDARY_LAYERS));
         Ok(KvConfig {
             mode,
-            boundary_layers,
+            boundary_layers: boundary_layers(self.kv_boundary_layers),
             boundary_mode: boundary_mode(self.kv_boundary_type.as_deref())?,
         })
     }

@@ -5,9 +5,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use mlxcel_core::flags;
 use mlxcel_core::kv::advisor::{advise, CacheShape, FP16_PREFERRED_MAX_CONTEXT, HEADROOM};
-use mlxcel_core::kv::mode::{int8r_fused_available, SideFormat, DEFAULT_BOUNDARY_LAYERS};
+use mlxcel_core::kv::mode::{int8r_fused_available, SideFormat};
 use mlxcel_core::mlx::device::{self, DeviceKind};
 use mlxcel_models::model::inspect;
 
@@ -83,9 +82,7 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         num_layers: cfg.num_layers,
         num_kv_heads: cfg.num_kv_heads,
         head_dim: cfg.head_dim,
-        boundary_layers: args
-            .kv_boundary_layers
-            .unwrap_or_else(|| flags::kv_boundary_layers(DEFAULT_BOUNDARY_LAYERS)),
+        boundary_layers: crate::kv_args::boundary_layers(args.kv_boundary_layers),
         boundary_mode: crate::kv_args::boundary_mode(args.kv_boundary_type.as_deref())?,
         fused_int8r: int8r_fused_available(),
     };

@@ -504,10 +504,10 @@ pub const MMA_WIDE: Flag = Flag {
     slot: 31,
 };
 
-/// Boundary layers kept fp16 in turbo modes (numeric; see [`kv_boundary_layers`]).
+/// Boundary layers at each end in turbo modes (numeric; see [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
-/// The number of first and last layers that stay fp16 in turbo modes: the value of
+/// The number of first and last layers kept as boundary layers in turbo modes: the value of
 /// `MLXCEL_KV_BOUNDARY_LAYERS` if set and valid, else `default`.
 pub fn kv_boundary_layers(default: usize) -> usize {
     std::env::var(KV_BOUNDARY_LAYERS)

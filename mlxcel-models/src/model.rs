@@ -41,12 +41,13 @@ pub struct KvConfig {
     pub mode: KvMode,
     /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
-    /// fp16 (the default), int8 or int8r.
+    /// fp16+int8 (the default: fp16 keys, int8 values), fp16, int8, int8r or fp16+int8r
+    /// (`mode::check_boundary_mode`).
     pub boundary_mode: KvMode,
 }
 
 impl KvConfig {
-    /// `mode` with the default boundary layers (two fp16 layers at each end).
+    /// `mode` with the default boundary layers (two at each end, [`DEFAULT_BOUNDARY_MODE`]).
     pub fn new(mode: KvMode) -> KvConfig {
         KvConfig {
             mode,

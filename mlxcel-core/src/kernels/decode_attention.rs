@@ -87,8 +87,6 @@ pub fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
     let lut_k = k.format == 4 && flags::MMA_LUT_K.enabled();
     (lut_k, lut_k && v.format == 4 && flags::MMA_LUT_V.enabled())
 }
-/// Fewest 16-token tiles per split (one per warp).
-const MMA_MIN_TILES: usize = 4;
 
 /// Threads per CTA of the main kernel (fixed in the CUDA source).
 const THREADS: i32 = 128;
@@ -365,17 +363,15 @@ fn check_scale(scale: f32, d: usize) -> Result<()> {
     Ok(())
 }
 
-/// Splits of the tensor-core kernel (`shared`: its dynamic shared memory): one wave of
-/// CTAs, at least one tile per warp.
+/// Splits of the tensor-core kernel in 4-warp CTAs (`shared`: its dynamic shared memory).
 pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize, shared: usize) -> usize {
-    let by_ctas = mma_target_ctas(shared).div_ceil((batch * kv_heads).max(1));
-    let by_len = len.div_ceil(16 * MMA_MIN_TILES).max(1);
-    by_ctas.min(by_len).max(1)
+    mma_num_splits_for(batch, kv_heads, len, shared, MMA_WARPS)
 }
 
-/// [`mma_num_splits`] for CTAs of `warps` warps. Wide CTAs ([`MMA_WIDE_WARPS`]) fit one per
-/// SM, so the CTA count is rounded down (132 / 8 KV heads: 16 splits, not 17, whose 136
-/// CTAs would leave 4 for a second wave), and a split takes at least one tile per warp.
+/// Splits of the tensor-core kernel in CTAs of `warps` warps: one wave of CTAs, at least one
+/// 16-token tile per warp. 4-warp CTAs round the CTA count up (the policy measured since
+/// session 10); wide ones ([`MMA_WIDE_WARPS`]) fit one per SM and round down (132 / 8 KV
+/// heads: 16 splits, not 17, whose 136 CTAs would leave 4 for a second wave).
 pub fn mma_num_splits_for(
     batch: usize,
     kv_heads: usize,
@@ -383,10 +379,12 @@ pub fn mma_num_splits_for(
     shared: usize,
     warps: usize,
 ) -> usize {
-    if warps == MMA_WARPS {
-        return mma_num_splits(batch, kv_heads, len, shared);
-    }
-    let by_ctas = mma_target_ctas(shared) / (batch * kv_heads).max(1);
+    let (target, heads) = (mma_target_ctas(shared), (batch * kv_heads).max(1));
+    let by_ctas = if warps == MMA_WARPS {
+        target.div_ceil(heads)
+    } else {
+        target / heads
+    };
     let by_len = len.div_ceil(16 * warps).max(1);
     by_ctas.min(by_len).max(1)
 }
@@ -563,12 +561,16 @@ pub fn fused_decode_rope(
         }
         let lut = if table { mma_lut_bytes(one_table) } else { 0 };
         // Wide CTAs where the pair table holds occupancy down and they fit.
-        let wide = table && flags::MMA_WIDE.enabled() && {
-            let base = mma_shared_bytes(stage, stages, d, gqa, MMA_WIDE_WARPS);
-            base + lut <= MAX_CTA_SHARED
+        let wide = (table && flags::MMA_WIDE.enabled())
+            .then(|| mma_shared_bytes(stage, stages, d, gqa, MMA_WIDE_WARPS))
+            .filter(|base| base + lut <= MAX_CTA_SHARED);
+        let (warps, base) = match wide {
+            Some(base) => (MMA_WIDE_WARPS, base),
+            None => (
+                MMA_WARPS,
+                mma_shared_bytes(stage, stages, d, gqa, MMA_WARPS),
+            ),
         };
-        let warps = if wide { MMA_WIDE_WARPS } else { MMA_WARPS };
-        let base = mma_shared_bytes(stage, stages, d, gqa, warps);
         (stages, base, base + lut, warps)
     });
     let splits = split_override

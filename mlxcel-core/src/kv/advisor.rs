@@ -30,7 +30,7 @@ pub struct CacheShape {
     pub head_dim: usize,
     /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
-    /// fp16, int8 or int8r (see `mode::check_boundary_mode`).
+    /// The boundary layers' cache (see `mode::check_boundary_mode`).
     pub boundary_mode: KvMode,
     /// Whether int8r runs on fused kernels here (`mode::int8r_fused_available`): then it is
     /// in the order.

@@ -1,5 +1,5 @@
 //! [`KvMode`]: what `--kv` (or `--cache-type-k/--cache-type-v`) selects, and
-//! [`make_caches`]: one cache per layer for a mode, with fp16 (or int8) boundary layers.
+//! [`make_caches`]: one cache per layer for a mode, with near-lossless boundary layers.
 
 use std::fmt;
 
@@ -228,7 +228,7 @@ pub struct CacheSpec {
     pub head_dim: usize,
     /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
-    /// The boundary layers' mode: fp16, int8 or int8r ([`check_boundary_mode`]).
+    /// The boundary layers' mode ([`check_boundary_mode`]; default [`DEFAULT_BOUNDARY_MODE`]).
     pub boundary_mode: KvMode,
 }
 
