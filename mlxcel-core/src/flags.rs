@@ -495,13 +495,30 @@ pub const MMA_RSALL: Flag = Flag {
 /// the kernel stalled on dependent instructions at that occupancy (3.46-3.50 cycles per
 /// issued instruction). One CTA of 12 warps shares one table: 12 warps per SM (turbo4 D=128:
 /// 196 KB of shared memory, 52K registers). Each warp's tiles and the warp merge's order
-/// change, so outputs differ in rounding only (parity suite). Written after session 16's
-/// device calls: NVRTC-compiled and CPU-tested only, never run on a GPU; off. 1 turns it on.
+/// change, so outputs differ in rounding only. On the H200 (session 17, call 1): parity 35
+/// turbo4 cases, worst relative RMS 5.62e-4; ncu at 128K 50.66 -> 49.79 us (eligible warps
+/// per scheduler 0.86 -> 1.20); end to end turbo4 device time per step 4.60 -> 4.46 ms at
+/// 128K and 2.96 -> 2.93 ms at 32K (two interleaved rounds each). Default on; 0 = 4 warps.
 pub const MMA_WIDE: Flag = Flag {
     name: "MLXCEL_MMA_WIDE",
-    default: false,
-    doc: "tensor-core decode kernel: 12-warp CTAs sharing one turbo4 pair table (1 = on; not yet measured)",
+    default: true,
+    doc: "tensor-core decode kernel: 12-warp CTAs sharing one turbo4 pair table (0 = 4-warp CTAs, a table each)",
     slot: 31,
+};
+
+/// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
+/// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
+/// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
+/// three instructions for each of a tile's five exponentials. Weights that small cannot reach
+/// the output (P is packed to fp16, whose smallest subnormal is 2^-24, and the running sums
+/// hold a term >= 1), so the outputs are the same wherever no weight is that small. Why: the
+/// kernel is issue-bound (ncu, sessions 14-17); NVRTC SASS of the turbo4 D=128 GQA-4 loop with
+/// 12-warp CTAs: 399 -> 384 instructions per tile. Written in session 17; 1 turns it on.
+pub const MMA_FTZ: Flag = Flag {
+    name: "MLXCEL_MMA_FTZ",
+    default: false,
+    doc: "tensor-core decode kernel: softmax exp2 with denormals flushed (1 = on; 15 fewer instructions per tile)",
+    slot: 32,
 };
 
 /// Boundary layers at each end in turbo modes (numeric; see [`kv_boundary_layers`]).
@@ -579,6 +596,7 @@ pub const ALL: &[Flag] = &[
     MMA_SACC2,
     MMA_RSALL,
     MMA_WIDE,
+    MMA_FTZ,
 ];
 
 #[cfg(test)]

@@ -359,15 +359,21 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
 /// `MLXCEL_MMA_HOIST` (the copy addressing hoisted out of the tile loop: the same bytes to
 /// the same places), `MLXCEL_MMA_PIPE` (the next tile's K phase next to this tile's V
 /// phase: the same operations per tile in the same order relative to the running softmax)
-/// and `MLXCEL_MMA_RSALL` (o rescaled every tile: by exactly 1 where the max did not grow),
-/// alone and together: with a fixed split count the outputs must be bit-identical to the
+/// `MLXCEL_MMA_RSALL` (o rescaled every tile: by exactly 1 where the max did not grow) and
+/// `MLXCEL_MMA_FTZ` (exp2 with denormals flushed: no weight of these random cases is below
+/// 2^-126), alone and together: with a fixed split count the outputs must be bit-identical to the
 /// default kernel's, for every format it serves, head dims 64 and 128, and lengths inside
 /// one tile, across tiles and across the ring's wrap. On the CPU both end in MLX's "CUDA"
 /// error.
 #[test]
 fn hoisted_and_pipelined_loops_are_bit_identical() {
     let mut r = rng("hoisted_and_pipelined_loops_are_bit_identical");
-    const NAMES: [&str; 3] = ["MLXCEL_MMA_HOIST", "MLXCEL_MMA_PIPE", "MLXCEL_MMA_RSALL"];
+    const NAMES: [&str; 4] = [
+        "MLXCEL_MMA_HOIST",
+        "MLXCEL_MMA_PIPE",
+        "MLXCEL_MMA_RSALL",
+        "MLXCEL_MMA_FTZ",
+    ];
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let mut checked = 0;
     for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
@@ -376,28 +382,35 @@ fn hoisted_and_pipelined_loops_are_bit_identical() {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let splits = len.div_ceil(64).min(40);
-                let run = |[hoist, pipe, rsall]: [bool; 3]| {
-                    let on = [(NAMES[0], hoist), (NAMES[1], pipe), (NAMES[2], rsall)];
+                let run = |[hoist, pipe, rsall, ftz]: [bool; 4]| {
+                    let on = [
+                        (NAMES[0], hoist),
+                        (NAMES[1], pipe),
+                        (NAMES[2], rsall),
+                        (NAMES[3], ftz),
+                    ];
                     fused_values(&on, &q, (&kr, &vr), len, Some(splits))
                 };
                 if !on_cuda {
-                    let err = run([true, true, true]).unwrap_err().to_string();
+                    let err = run([true, true, true, true]).unwrap_err().to_string();
                     assert!(err.contains("CUDA"), "{err}");
                     continue;
                 }
-                let base = run([false, false, false]).unwrap();
+                let base = run([false, false, false, false]).unwrap();
                 for on in [
-                    [true, false, false],
-                    [false, true, false],
-                    [true, true, false],
-                    [true, false, true],
+                    [true, false, false, false],
+                    [false, true, false, false],
+                    [true, true, false, false],
+                    [true, false, true, false],
+                    [false, false, false, true],
+                    [true, false, true, true],
                 ] {
                     let differing = differing_bits(&base, &run(on).unwrap());
-                    let [hoist, pipe, rsall] = on;
-                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} hoist={hoist} pipe={pipe} rsall={rsall}: {differing} differing outputs");
+                    let [hoist, pipe, rsall, ftz] = on;
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} hoist={hoist} pipe={pipe} rsall={rsall} ftz={ftz}: {differing} differing outputs");
                     assert_eq!(
                         differing, 0,
-                        "{mode} hq={hq} d={d} len={len} hoist={hoist} pipe={pipe} rsall={rsall}"
+                        "{mode} hq={hq} d={d} len={len} hoist={hoist} pipe={pipe} rsall={rsall} ftz={ftz}"
                     );
                     checked += 1;
                 }
@@ -407,7 +420,7 @@ fn hoisted_and_pipelined_loops_are_bit_identical() {
     clear_flags(&NAMES);
     if on_cuda {
         eprintln!(
-            "hoisted / pipelined / rescale-always loops: {checked} bit-identity checks on CUDA"
+            "hoisted / pipelined / rescale-always / ftz loops: {checked} bit-identity checks on CUDA"
         );
     }
 }

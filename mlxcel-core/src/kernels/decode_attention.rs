@@ -664,6 +664,7 @@ pub fn fused_decode_rope(
                 .template("PIPE", TemplateArg::Bool(flags::MMA_PIPE.enabled()))
                 .template("SACC2", TemplateArg::Bool(flags::MMA_SACC2.enabled()))
                 .template("RSALL", TemplateArg::Bool(flags::MMA_RSALL.enabled()))
+                .template("FTZ", TemplateArg::Bool(flags::MMA_FTZ.enabled()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",

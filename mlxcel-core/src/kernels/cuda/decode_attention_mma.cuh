@@ -28,6 +28,16 @@ __device__ __forceinline__ void mma(float c[4], u32 a0, u32 a1, u32 a2, u32 a3, 
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// 2^x with denormal results flushed to zero (FTZ): exp2f compiles to the same MUFU.EX2 with a
+// range check and two predicated multiplies around it so that results below 2^-126 stay
+// denormal. The kernel's weights that small vanish anyway: P is packed to fp16 (smallest
+// subnormal 2^-24) and the fp32 sums they join hold a term >= 1.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // 16-byte global -> shared copy; copies zeros when !valid (rows past the sequence end:
 // a never-written fp16 slot may hold NaN, and 0 * NaN would poison the output).
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
