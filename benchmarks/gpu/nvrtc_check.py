@@ -95,9 +95,9 @@ MMA_VARIANTS = [
     mma_variant(rope=True, fold=True, hoist=True, rsall=True, ftz=True),
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, sacc2=True, rsall=True, wide=True, ftz=True),
 ]
-# The shipped defaults (MLXCEL_MMA_HOIST, MLXCEL_MMA_RSALL, MLXCEL_MMA_WIDE and the pair table with immediate
+# The shipped defaults (MLXCEL_MMA_HOIST, MLXCEL_MMA_RSALL, MLXCEL_MMA_WIDE, MLXCEL_MMA_FTZ and the pair table with immediate
 # offsets on; fold off).
-DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True)
+DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True)
 
 
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
