@@ -2,7 +2,7 @@
 """Medians over repeated runs: `repeats_summary.py DIR [--csv FILE]` reads DIR/*.json
 written by `mlxcel generate --json` (benchmarks/gpu/e2e_run.sh, benchmarks/bench_kv_cache.sh)
 with tags ending in a round number (e.g. `r2lift-turbo4-131072.json`: tag `r2lift`, round 2,
-config `lift`) and prints a markdown table: per context and config, the median and range of
+config `lift`; also `on2-...` / `off2-...` from flag_rounds) and prints a markdown table: per context and config, the median and range of
 steady tok/s, host ms per step, submit, device span, idle, the decode loop thread's CPU ms
 per step, the process's, and preemptions; KV-cache MB (and its compression against fp16)
 and peak memory MB; and each config's median ratio to the median of fp16 at the same context
@@ -25,9 +25,14 @@ rows = defaultdict(list)
 runs = []
 for f in sorted(glob.glob(os.path.join(args[0], "*.json"))):
     m = re.match(r"r(\d+)([^-]*)-(.+)-(\d+)\.json$", os.path.basename(f))
-    if not m:
-        continue
-    rnd, cfg, kv, ctx = m.groups()
+    if m:
+        rnd, cfg, kv, ctx = m.groups()
+    else:
+        # flag_rounds (benchmarks/gpu/e2e_run.sh): on<round> / off<round>, config `on` / `off`.
+        m = re.match(r"(on|off)(\d+)-(.+)-(\d+)\.json$", os.path.basename(f))
+        if not m:
+            continue
+        cfg, rnd, kv, ctx = m.groups()
     try:
         s = json.load(open(f))["stats"]
     except Exception as e:  # a failed run leaves an empty or partial file

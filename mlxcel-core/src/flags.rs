@@ -506,6 +506,23 @@ pub const MMA_WIDE: Flag = Flag {
     slot: 31,
 };
 
+/// With [`MMA_WIDE`], CTAs of 16 warps instead of 12 around the one pair table, the ring cut to
+/// the deepest that fits (turbo4 D=128: 4 stages of 2112 bytes per warp, 204800 bytes of
+/// shared memory per CTA; 12 warps take 5 stages). Why: with 12 warps (3 per scheduler) ncu
+/// still found no eligible warp in 38% of the cycles at 128K (session 17: 48.54 us, 62% of
+/// issue slots busy, 4.78 cycles per issued instruction); 16 warps are 4 per scheduler, and
+/// 16 x 4 ring stages keep more bytes in flight per SM than 12 x 5. Registers: the 12-warp
+/// build takes 127, and 16 warps of 128 threads' worth fill the SM's 64K exactly, so a build
+/// above 128 registers would fail to launch (an MLX error, not a wrong result). Outputs differ
+/// from 12 warps in rounding only (each warp's tiles change). Written after session 17's
+/// device calls: NVRTC-compiled and CPU-tested only; off. 1 turns it on.
+pub const MMA_WIDE16: Flag = Flag {
+    name: "MLXCEL_MMA_WIDE16",
+    default: false,
+    doc: "tensor-core decode kernel: 16-warp CTAs (with MLXCEL_MMA_WIDE; 1 = on; not yet measured)",
+    slot: 33,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -600,6 +617,7 @@ pub const ALL: &[Flag] = &[
     MMA_RSALL,
     MMA_WIDE,
     MMA_FTZ,
+    MMA_WIDE16,
 ];
 
 #[cfg(test)]

@@ -109,6 +109,11 @@ fn mma_splits_make_one_wave_of_whole_tiles() {
     assert_eq!(mma_num_splits_for(1, 2, 131072, wide, 12), 66);
     assert_eq!(mma_num_splits_for(1, 8, 1000, wide, 12), 6);
     assert_eq!(mma_num_splits_for(1, 8, 100, wide, 12), 1);
+    // MLXCEL_MMA_WIDE16: 16 warps with a 4-stage ring, 4096 + 16 x 4 x 2112 + 65536 = 204800
+    // bytes (5 stages would take 238592, over the 232448 a CTA may have): one CTA per SM.
+    let wide16 = 4096 + 16 * 4 * 2112 + 65536;
+    assert_eq!(mma_num_splits_for(1, 8, 131072, wide16, 16), 16);
+    assert_eq!(mma_num_splits_for(1, 8, 1000, wide16, 16), 4);
     // 4 warps: the policy above, unchanged.
     assert_eq!(mma_num_splits_for(1, 8, 131072, table, 4), 33);
 }

@@ -50,9 +50,12 @@ fn mma_shared_bytes(stage: usize, stages: usize, d: usize, gqa: usize, warps: us
 }
 
 /// Warps per CTA of the tensor-core kernel: 4, or [`MMA_WIDE_WARPS`] sharing one pair table
-/// ([`flags::MMA_WIDE`]).
+/// ([`flags::MMA_WIDE`]), or [`MMA_WIDE16_WARPS`] with [`flags::MMA_WIDE16`] where a ring of at
+/// least [`MMA_WIDE16_MIN_STAGES`] stages fits.
 const MMA_WARPS: usize = 4;
 const MMA_WIDE_WARPS: usize = 12;
+const MMA_WIDE16_WARPS: usize = 16;
+const MMA_WIDE16_MIN_STAGES: usize = 3;
 /// Most dynamic shared memory one CTA may take (H100 / H200: 227 KB).
 const MAX_CTA_SHARED: usize = 232_448;
 
@@ -560,17 +563,25 @@ pub fn fused_decode_rope(
             stages = stages.min(MMA_LUT_ONE_STAGES);
         }
         let lut = if table { mma_lut_bytes(one_table) } else { 0 };
-        // Wide CTAs where the pair table holds occupancy down and they fit.
-        let wide = (table && flags::MMA_WIDE.enabled())
-            .then(|| mma_shared_bytes(stage, stages, d, gqa, MMA_WIDE_WARPS))
-            .filter(|base| base + lut <= MAX_CTA_SHARED);
-        let (warps, base) = match wide {
-            Some(base) => (MMA_WIDE_WARPS, base),
-            None => (
-                MMA_WARPS,
-                mma_shared_bytes(stage, stages, d, gqa, MMA_WARPS),
-            ),
+        // Wide CTAs where the pair table holds occupancy down and they fit: 16 warps with the
+        // deepest ring that fits (MLXCEL_MMA_WIDE16), else 12 with the usual ring, else 4.
+        let fits = |warps: usize, stages: usize| {
+            let base = mma_shared_bytes(stage, stages, d, gqa, warps);
+            (base + lut <= MAX_CTA_SHARED).then_some((stages, base, warps))
         };
+        let wide = (table && flags::MMA_WIDE.enabled()).then(|| {
+            let w16 = flags::MMA_WIDE16.enabled().then(|| {
+                (MMA_WIDE16_MIN_STAGES..=stages)
+                    .rev()
+                    .find_map(|st| fits(MMA_WIDE16_WARPS, st))
+            });
+            w16.flatten().or_else(|| fits(MMA_WIDE_WARPS, stages))
+        });
+        let (stages, base, warps) = wide.flatten().unwrap_or((
+            stages,
+            mma_shared_bytes(stage, stages, d, gqa, MMA_WARPS),
+            MMA_WARPS,
+        ));
         (stages, base, base + lut, warps)
     });
     let splits = split_override

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Next session's first device call (H200, ~6 min; timeout_s 600), after benchmarks/gpu/stage.sh
+# (carry .devcarry/mlx-cuda, .devcarry/bin/mlxcel, .devcarry/bin/tests/gpu_fused_decode):
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session18_call1.sh
+# MLXCEL_MMA_WIDE16 (off, written after session 17's device calls, never run): the turbo4
+# tensor-core kernel in CTAs of 16 warps around the one pair table, the ring cut to 4 stages
+# (204800 bytes of shared memory; NVRTC: 127 registers, so 16 x 128 threads fill the SM's 64K
+# registers exactly). Why: with 12 warps ncu still finds no eligible warp in 38% of the
+# cycles at 128K (48.54 us, 4.78 cycles per issued instruction). Prediction: if the kernel
+# is latency-bound at 3 warps per scheduler, 4 per scheduler take 128K from ~48.5 to ~44 us
+# per call (-0.12 ms per step at 128K); if the 4-stage ring starves the warps, no gain.
+# 1. the parity suite with WIDE16 on (turbo4: WIDE16 only changes table kernels);
+# 2. bench attention, turbo4, WIDE16 off / on (one run each: the bench is noisy, +-10%);
+# 3. ncu of the turbo4 kernel at 128K: default, WIDE16;
+# 4. turbo4 at 128K and 32K end to end, WIDE16 on / off, two rounds each (device clock).
+# If parity holds and 3-4 show it faster: default on (flags.rs, docs/usage.md).
+# CPU dry run: MODEL=synthetic:/tmp/tiny.json CTX=512 LONG=1024 CTXS=512 NCU=0 BIN=target/release/mlxcel
+set -uo pipefail
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s18c1
+MLXCEL_MMA_WIDE16=1 MLXCEL_PARITY_MODES=turbo4 timeout 120 \
+  .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-wide16.txt" 2>&1
+echo "parity WIDE16 rc=$? $(grep -E "test result|panicked|fused decode:" "$R/test-parity-wide16.txt" | tr '\n' ' ')"
+bench_ab MLXCEL_MMA_WIDE16 wide16
+export BUDGET=${BUDGET:-540}
+if [ "${NCU:-1}" = 1 ]; then
+  export NCU_SECTIONS="SpeedOfLight Occupancy WarpStateStats SchedulerStats"
+  ncu_attention ncu-default MLXCEL_MMA_WIDE16=0
+  ncu_attention ncu-wide16 MLXCEL_MMA_WIDE16=1
+fi
+RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
+export FILL=random-kv TOKENS=64
+RUN_TIMEOUT=80
+export FLAG_MODES=turbo4 FLAG_ROUNDS=2
+flag_rounds MLXCEL_MMA_WIDE16 34 "${LONG:-131072}"
+flag_rounds MLXCEL_MMA_WIDE16 22 "${CTX:-32768}"
+python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
+cat "$R/summary.md"
+echo "done at t=${SECONDS}s"
