@@ -6,9 +6,11 @@
 # tensor-core kernel in CTAs of 16 warps around the one pair table, the ring cut to 4 stages
 # (204800 bytes of shared memory; NVRTC: 127 registers, so 16 x 128 threads fill the SM's 64K
 # registers exactly). Why: with 12 warps ncu still finds no eligible warp in 38% of the
-# cycles at 128K (48.54 us, 4.78 cycles per issued instruction). Prediction: if the kernel
-# is latency-bound at 3 warps per scheduler, 4 per scheduler take 128K from ~48.5 to ~44 us
-# per call (-0.12 ms per step at 128K); if the 4-stage ring starves the warps, no gain.
+# cycles at 128K (48.54 us, 4.78 cycles per issued instruction). But 8 -> 12 warps per SM
+# (WIDE, session 17) moved the issued warps per scheduler only 0.61 -> 0.63 and the kernel
+# 50.66 -> 49.79 us, far below that change's 1.4x prediction. Prediction now: -1 to -2% per
+# call at 128K (~48.5 -> ~47.5 us), ~-0.03 ms per step; no gain if the 4-stage ring starves
+# the warps. Cheap to try; a small or no gain says warps are not what holds the kernel.
 # 1. the parity suite with WIDE16 on (turbo4: WIDE16 only changes table kernels);
 # 2. bench attention, turbo4, WIDE16 off / on (one run each: the bench is noisy, +-10%);
 # 3. ncu of the turbo4 kernel at 128K: default, WIDE16;
