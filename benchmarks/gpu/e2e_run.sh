@@ -175,3 +175,32 @@ gpu_test() {
   timeout "$secs" ".devcarry/bin/tests/$name" --test-threads=1 --nocapture ${4:+"$4"} > "$R/test-$name.txt" 2>&1
   echo "$name rc=$? $(grep -E "test result|panicked|$pattern" "$R/test-$name.txt" | tr '\n' ' ' | cut -c1-600)"
 }
+
+# `kernel_flag_ab VAR TAG`: the A/B of one tensor-core kernel flag: `bench attention` off / on
+# (bench_ab), ncu of the turbo4 kernel at 128K off / on (unless NCU=0; dirs ncu-default and
+# ncu-TAG), then $FLAG_ROUNDS (default 2) interleaved end-to-end rounds of $FLAG_MODES
+# (default turbo4) at $LONG (default 128K) and $CTX (default 32K) with the device clock.
+kernel_flag_ab() {
+  local var=$1 tag=$2
+  bench_ab "$var" "$tag"
+  export BUDGET=${BUDGET:-540}
+  if [ "${NCU:-1}" = 1 ]; then
+    export NCU_SECTIONS="SpeedOfLight Occupancy WarpStateStats SchedulerStats"
+    ncu_attention ncu-default "$var=0"
+    ncu_attention "ncu-$tag" "$var=1"
+  fi
+  RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
+  export FILL=random-kv TOKENS=64
+  RUN_TIMEOUT=80
+  export FLAG_MODES=${FLAG_MODES:-turbo4} FLAG_ROUNDS=${FLAG_ROUNDS:-2}
+  flag_rounds "$var" 34 "${LONG:-131072}"
+  flag_rounds "$var" 22 "${CTX:-32768}"
+}
+
+# `finish_call`: the medians of the call's runs into $R/summary.md (and runs.csv), printed,
+# and the call's elapsed time.
+finish_call() {
+  python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
+  cat "$R/summary.md"
+  echo "done at t=${SECONDS}s"
+}

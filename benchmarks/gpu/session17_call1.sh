@@ -46,6 +46,4 @@ RUN_TIMEOUT=80
 export FLAG_MODES=turbo4 FLAG_ROUNDS=2
 flag_rounds MLXCEL_MMA_WIDE 34 "${LONG:-131072}"
 flag_rounds MLXCEL_MMA_WIDE 22 "${CTX:-32768}"
-python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
-cat "$R/summary.md"
-echo "done at t=${SECONDS}s"
+finish_call

@@ -18,19 +18,5 @@ set -uo pipefail
 call_dir s17c2
 gpu_test gpu_fused_decode 200 "bit-identity checks" hoisted
 tokens_ab MLXCEL_MMA_FTZ turbo4 ftz
-bench_ab MLXCEL_MMA_FTZ ftz
-export BUDGET=${BUDGET:-540}
-if [ "${NCU:-1}" = 1 ]; then
-  export NCU_SECTIONS="SpeedOfLight Occupancy WarpStateStats SchedulerStats"
-  ncu_attention ncu-default MLXCEL_MMA_FTZ=0
-  ncu_attention ncu-ftz MLXCEL_MMA_FTZ=1
-fi
-RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export FILL=random-kv TOKENS=64
-RUN_TIMEOUT=80
-export FLAG_MODES=turbo4 FLAG_ROUNDS=2
-flag_rounds MLXCEL_MMA_FTZ 34 "${LONG:-131072}"
-flag_rounds MLXCEL_MMA_FTZ 22 "${CTX:-32768}"
-python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
-cat "$R/summary.md"
-echo "done at t=${SECONDS}s"
+kernel_flag_ab MLXCEL_MMA_FTZ ftz
+finish_call

@@ -24,19 +24,5 @@ call_dir s18c1
 MLXCEL_MMA_WIDE16=1 MLXCEL_PARITY_MODES=turbo4 timeout 120 \
   .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-wide16.txt" 2>&1
 echo "parity WIDE16 rc=$? $(grep -E "test result|panicked|fused decode:" "$R/test-parity-wide16.txt" | tr '\n' ' ')"
-bench_ab MLXCEL_MMA_WIDE16 wide16
-export BUDGET=${BUDGET:-540}
-if [ "${NCU:-1}" = 1 ]; then
-  export NCU_SECTIONS="SpeedOfLight Occupancy WarpStateStats SchedulerStats"
-  ncu_attention ncu-default MLXCEL_MMA_WIDE16=0
-  ncu_attention ncu-wide16 MLXCEL_MMA_WIDE16=1
-fi
-RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export FILL=random-kv TOKENS=64
-RUN_TIMEOUT=80
-export FLAG_MODES=turbo4 FLAG_ROUNDS=2
-flag_rounds MLXCEL_MMA_WIDE16 34 "${LONG:-131072}"
-flag_rounds MLXCEL_MMA_WIDE16 22 "${CTX:-32768}"
-python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
-cat "$R/summary.md"
-echo "done at t=${SECONDS}s"
+kernel_flag_ab MLXCEL_MMA_WIDE16 wide16
+finish_call
