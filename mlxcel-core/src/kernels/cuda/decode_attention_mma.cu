@@ -29,7 +29,8 @@
 // fix-up: 5 exponentials per tile, 3 instructions each; the same outputs wherever no weight
 // falls below 2^-126, which fp16 P and the fp32 sums could not hold anyway),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
-// WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps),
+// WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
+// 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
 // is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
 // dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
