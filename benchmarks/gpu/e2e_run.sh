@@ -176,6 +176,25 @@ gpu_test() {
   echo "$name rc=$? $(grep -E "test result|panicked|$pattern" "$R/test-$name.txt" | tr '\n' ' ' | cut -c1-600)"
 }
 
+# `e2e_setup BUDGET RUN_TIMEOUT`: the end-to-end runs' settings every call script uses: the
+# device clock in --profile, random-kv caches, 64 decode tokens, $BUDGET (default BUDGET:
+# seconds of the call the runs may use) and each run's time limit.
+e2e_setup() {
+  RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
+  export BUDGET=${BUDGET:-$1} FILL=random-kv TOKENS=64
+  RUN_TIMEOUT=$2
+}
+
+# `flag_parity TAG SECONDS ENV=VALUE...`: the fused-decode parity suite (staged
+# gpu_fused_decode, `fused_decode_matches`, modes $PARITY_MODES, default turbo4) with the
+# given flags set, into $R/test-parity-TAG.txt; prints its exit status and result lines.
+flag_parity() {
+  local tag=$1 secs=$2; shift 2
+  env "$@" MLXCEL_PARITY_MODES="${PARITY_MODES:-turbo4}" timeout "$secs" \
+    .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-$tag.txt" 2>&1
+  echo "parity $tag ($*) rc=$? $(grep -E "test result|panicked|fused decode:" "$R/test-parity-$tag.txt" | tr '\n' ' ')"
+}
+
 # `kernel_flag_ab VAR TAG`: the A/B of one tensor-core kernel flag: `bench attention` off / on
 # (bench_ab), ncu of the turbo4 kernel at 128K off / on (unless NCU=0; dirs ncu-default and
 # ncu-TAG), then $FLAG_ROUNDS (default 2) interleaved end-to-end rounds of $FLAG_MODES
@@ -183,15 +202,12 @@ gpu_test() {
 kernel_flag_ab() {
   local var=$1 tag=$2
   bench_ab "$var" "$tag"
-  export BUDGET=${BUDGET:-540}
+  e2e_setup 540 80
   if [ "${NCU:-1}" = 1 ]; then
     export NCU_SECTIONS="SpeedOfLight Occupancy WarpStateStats SchedulerStats"
     ncu_attention ncu-default "$var=0"
     ncu_attention "ncu-$tag" "$var=1"
   fi
-  RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-  export FILL=random-kv TOKENS=64
-  RUN_TIMEOUT=80
   export FLAG_MODES=${FLAG_MODES:-turbo4} FLAG_ROUNDS=${FLAG_ROUNDS:-2}
   flag_rounds "$var" 34 "${LONG:-131072}"
   flag_rounds "$var" 22 "${CTX:-32768}"

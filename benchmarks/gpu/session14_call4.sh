@@ -12,9 +12,7 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s14c4
-RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export BUDGET=${BUDGET:-565} FILL=random-kv TOKENS=64
-RUN_TIMEOUT=80
+e2e_setup 565 80
 for round in 1 2; do
   for ctx in ${CTXS:-131072 32768 4096}; do
     configs=("fp16 fp16" "turbo4 fp16" "turbo4 int8" "turbo4-asym fp16" "int8 fp16")
@@ -23,6 +21,4 @@ for round in 1 2; do
     ends_round "$round" "$ctx" "$need" "${configs[@]}"
   done
 done
-python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
-cat "$R/summary.md"
-echo "done at t=${SECONDS}s"
+finish_call

@@ -14,10 +14,6 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s15c4
-RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export BUDGET=${BUDGET:-570} FILL=random-kv TOKENS=64
-RUN_TIMEOUT=80
+e2e_setup 570 80
 table_rounds fp16 turbo4 turbo4-asym int8r
-python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
-cat "$R/summary.md"
-echo "done at t=${SECONDS}s"
+finish_call

@@ -7,9 +7,7 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s15c5
-RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export BUDGET=${BUDGET:-270} FILL=random-kv TOKENS=64
-RUN_TIMEOUT=60
+e2e_setup 270 60
 configs=(fp16 turbo4 turbo4-asym int8r)
 for round in 2 3; do
   for ((i = 0; i < ${#configs[@]}; i++)); do
@@ -20,6 +18,4 @@ for round in 3 4 5; do
   if ((round % 2)); then timed 22 "r$round" fp16 "${CTX:-32768}"; timed 22 "r$round" turbo4 "${CTX:-32768}"
   else timed 22 "r$round" turbo4 "${CTX:-32768}"; timed 22 "r$round" fp16 "${CTX:-32768}"; fi
 done
-python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
-cat "$R/summary.md"
-echo "done at t=${SECONDS}s"
+finish_call

@@ -9,9 +9,7 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s16c5
-MLXCEL_MMA_SACC2=1 MLXCEL_MMA_RSALL=1 MLXCEL_PARITY_MODES=turbo4 timeout 60 \
-  .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-sacc2-rsall.txt" 2>&1
-echo "parity turbo4 SACC2+RSALL rc=$? $(grep -E "test result|panicked|fused decode:" "$R/test-parity-sacc2-rsall.txt" | tr '\n' ' ')"
+flag_parity sacc2-rsall 60 MLXCEL_MMA_SACC2=1 MLXCEL_MMA_RSALL=1
 CTXS=131072 bench_ab MLXCEL_MMA_SACC2 sacc2
 CTXS=131072 bench_ab MLXCEL_MMA_RSALL rsall
 echo "done at t=${SECONDS}s"

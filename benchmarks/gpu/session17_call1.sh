@@ -26,13 +26,11 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s17c1
-MLXCEL_MMA_WIDE=1 MLXCEL_PARITY_MODES=turbo4 timeout 120 \
-  .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-wide.txt" 2>&1
-echo "parity WIDE rc=$? $(grep -E "test result|panicked|fused decode:" "$R/test-parity-wide.txt" | tr '\n' ' ')"
+flag_parity wide 120 MLXCEL_MMA_WIDE=1
 bench_ab MLXCEL_MMA_WIDE wide
 bench_ab MLXCEL_MMA_RSALL rsall
 bench_ab MLXCEL_MMA_SACC2 sacc2
-export BUDGET=${BUDGET:-540}
+e2e_setup 540 80
 if [ "${NCU:-1}" = 1 ]; then
   export NCU_SECTIONS="SpeedOfLight Occupancy WarpStateStats SchedulerStats"
   ncu_attention ncu-default MLXCEL_MMA_WIDE=0
@@ -40,9 +38,6 @@ if [ "${NCU:-1}" = 1 ]; then
   ncu_attention ncu-rsall0 MLXCEL_MMA_RSALL=0
   ncu_attention ncu-sacc2 MLXCEL_MMA_SACC2=1
 fi
-RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export FILL=random-kv TOKENS=64
-RUN_TIMEOUT=80
 export FLAG_MODES=turbo4 FLAG_ROUNDS=2
 flag_rounds MLXCEL_MMA_WIDE 34 "${LONG:-131072}"
 flag_rounds MLXCEL_MMA_WIDE 22 "${CTX:-32768}"

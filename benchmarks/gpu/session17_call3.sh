@@ -11,8 +11,6 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s17c3
-RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export BUDGET=${BUDGET:-570} FILL=random-kv TOKENS=64
-RUN_TIMEOUT=80
+e2e_setup 570 80
 table_rounds fp16 turbo4 turbo4-asym int8
 finish_call

@@ -10,8 +10,6 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s17c4
-RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export BUDGET=${BUDGET:-240} FILL=random-kv TOKENS=64
-RUN_TIMEOUT=60
+e2e_setup 240 60
 config_rounds 4096 16 "2 3 4" fp16 turbo4 turbo4-asym int8
 finish_call

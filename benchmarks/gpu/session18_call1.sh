@@ -21,8 +21,6 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s18c1
-MLXCEL_MMA_WIDE16=1 MLXCEL_PARITY_MODES=turbo4 timeout 120 \
-  .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture fused_decode_matches > "$R/test-parity-wide16.txt" 2>&1
-echo "parity WIDE16 rc=$? $(grep -E "test result|panicked|fused decode:" "$R/test-parity-wide16.txt" | tr '\n' ' ')"
+flag_parity wide16 120 MLXCEL_MMA_WIDE16=1
 kernel_flag_ab MLXCEL_MMA_WIDE16 wide16
 finish_call

@@ -20,10 +20,7 @@ call_dir s18c2
 if [ "${NCU:-1}" = 1 ]; then
   FILL=random-kv NCU_OUT="$R/insitu" timeout 300 bash benchmarks/gpu/ncu_e2e.sh fp16,turbo4,turbo4-asym "${CTX:-32768}" 8,2 2>&1 | tail -45
 fi
-export BUDGET=${BUDGET:-540}
-RUN_ENV="MLXCEL_DEVICE_CLOCK=1"
-export FILL=random-kv TOKENS=64
-RUN_TIMEOUT=80
+e2e_setup 540 80
 export FLAG_MODES=int8 FLAG_ROUNDS=2
 flag_rounds MLXCEL_MMA_FTZ 34 "${LONG:-131072}"
 finish_call

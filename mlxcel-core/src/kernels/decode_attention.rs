@@ -569,15 +569,19 @@ pub fn fused_decode_rope(
             let base = mma_shared_bytes(stage, stages, d, gqa, warps);
             (base + lut <= MAX_CTA_SHARED).then_some((stages, base, warps))
         };
-        let wide = (table && flags::MMA_WIDE.enabled()).then(|| {
-            let w16 = flags::MMA_WIDE16.enabled().then(|| {
-                (MMA_WIDE16_MIN_STAGES..=stages)
-                    .rev()
-                    .find_map(|st| fits(MMA_WIDE16_WARPS, st))
-            });
-            w16.flatten().or_else(|| fits(MMA_WIDE_WARPS, stages))
-        });
-        let (stages, base, warps) = wide.flatten().unwrap_or((
+        let wide16 = || {
+            (MMA_WIDE16_MIN_STAGES..=stages)
+                .rev()
+                .find_map(|st| fits(MMA_WIDE16_WARPS, st))
+        };
+        let wide = if !(table && flags::MMA_WIDE.enabled()) {
+            None
+        } else if flags::MMA_WIDE16.enabled() {
+            wide16().or_else(|| fits(MMA_WIDE_WARPS, stages))
+        } else {
+            fits(MMA_WIDE_WARPS, stages)
+        };
+        let (stages, base, warps) = wide.unwrap_or((
             stages,
             mma_shared_bytes(stage, stages, d, gqa, MMA_WARPS),
             MMA_WARPS,
