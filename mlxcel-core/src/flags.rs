@@ -330,10 +330,13 @@ pub const FUSED_KV_APPEND: Flag = Flag {
 
 /// The tensor-core decode kernel merges its splits itself (the last CTA of each KV head)
 /// instead of a second launch (`merge_splits.cu`): one MLX node per layer and step fewer.
-/// Off by default: GPU-verified (parity, session 5), but the lone merging CTA costs more
-/// device time than the separate launch (ncu, turbo4 at 4K: 564 us of attention per step
-/// against 300 + 175 us for kernel + merge) and end to end the one node fewer did not show
-/// through the run-to-run spread (ADR 0005). 1 folds.
+/// Fold v2 (sessions 5-7) was slower: its lone merging CTA (a block barrier per
+/// Walsh-Hadamard stage, heads one after another) cost more device time than the separate
+/// launch (ncu, turbo4 at 4K: 564 us of attention per step against 300 + 175 us for kernel +
+/// merge; +0.25 ms per step at 32K), ADR 0005. Fold v3 (session 18): one warp per query head
+/// with the warp merge's arithmetic in registers, bit-identical to the separate
+/// `merge_splits_warp.cu`; the separate merge takes 4.13 us per call in situ at 32K (ncu,
+/// session 18), 0.13 ms of a 2.9 ms turbo4 step. Off until measured; 1 folds.
 pub const FOLD_MERGE: Flag = Flag {
     name: "MLXCEL_FOLD_MERGE",
     default: false,
@@ -514,13 +517,32 @@ pub const MMA_WIDE: Flag = Flag {
 /// 16 x 4 ring stages keep more bytes in flight per SM than 12 x 5. Registers: the 12-warp
 /// build takes 127, and 16 warps of 128 threads' worth fill the SM's 64K exactly, so a build
 /// above 128 registers would fail to launch (an MLX error, not a wrong result). Outputs differ
-/// from 12 warps in rounding only (each warp's tiles change). Written after session 17's
-/// device calls: NVRTC-compiled and CPU-tested only; off. 1 turns it on.
+/// from 12 warps in rounding only (each warp's tiles change). Measured on the H200 (session
+/// 18, call 1): parity 35 turbo4 cases, worst relative RMS 5.54e-4; ncu at 128K 48.42 ->
+/// 48.22 us (eligible warps per scheduler 1.19 -> 1.58, but cycles per issued instruction
+/// 4.81 -> 6.30: the same issue rate); turbo4 device time per step 4.41 -> 4.40 ms at 128K,
+/// 2.91 -> 2.93 ms at 32K. Within the noise: more warps do not help, off. 1 turns it on.
 pub const MMA_WIDE16: Flag = Flag {
     name: "MLXCEL_MMA_WIDE16",
     default: false,
-    doc: "tensor-core decode kernel: 16-warp CTAs (with MLXCEL_MMA_WIDE; 1 = on; not yet measured)",
+    doc:
+        "tensor-core decode kernel: 16-warp CTAs (with MLXCEL_MMA_WIDE; 1 = on; measured no faster)",
     slot: 33,
+};
+
+/// The tensor-core decode kernel issues its ring's first copies before its prologue (`EARLY`
+/// in `cuda/decode_attention_mma.cu`) instead of after it. Why: at 32K the kernel takes
+/// ~20.6 us per call in situ (ncu, session 18) for ~9.6 us of bytes at the copy roofline, and
+/// a linear fit of its 32K and 128K times leaves ~13 us per call that does not scale with the
+/// context. The prologue (q's RoPE and rotation, the 64 KiB pair table's fill, a block
+/// barrier) ran before the first copy left, so the first tiles' DRAM latency followed it.
+/// Same copies to the same places: bit-identical outputs. Written in session 18; 1 turns it
+/// on.
+pub const MMA_EARLY: Flag = Flag {
+    name: "MLXCEL_MMA_EARLY",
+    default: false,
+    doc: "tensor-core decode kernel: the ring's first copies before the prologue (1 = on; not yet measured)",
+    slot: 34,
 };
 
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
@@ -618,6 +640,7 @@ pub const ALL: &[Flag] = &[
     MMA_WIDE,
     MMA_FTZ,
     MMA_WIDE16,
+    MMA_EARLY,
 ];
 
 #[cfg(test)]

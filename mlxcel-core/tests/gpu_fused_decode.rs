@@ -430,6 +430,65 @@ fn hoisted_and_pipelined_loops_are_bit_identical() {
     }
 }
 
+/// `MLXCEL_FOLD_MERGE` (fold v3: the last CTA of each KV head merges its splits, one warp per
+/// query head with the warp merge's arithmetic) and `MLXCEL_MMA_EARLY` (the ring's first
+/// copies before the prologue) must give the default path's bits (the separate warp merge),
+/// for every format the tensor-core kernel serves (turbo4 in 12-warp CTAs with the pair
+/// table, the others in 4-warp CTAs), head dims 64 and 128, GQA 1, 4 and 7, lengths inside
+/// one tile and across many, split counts from the default to 300 (beyond the warp merge's
+/// 4 * D = 256 threads at D = 64, where its denominator order wraps), and calls repeated on
+/// the rotating ticket slots (a ticket left unreset would make the next call's merge run
+/// early or never). On the CPU both end in MLX's "CUDA" error.
+#[test]
+fn folded_merge_and_early_ring_are_bit_identical() {
+    const NAMES: [&str; 2] = ["MLXCEL_FOLD_MERGE", "MLXCEL_MMA_EARLY"];
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let mut r = rng("folded_merge_and_early_ring_are_bit_identical");
+    let mut checked = 0;
+    for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
+        for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (28, 4, 128)] {
+            for (len, splits) in [
+                (1usize, None),
+                (17, Some(5)),
+                (3000, None),
+                (5000, Some(47)),
+                (5000, Some(300)),
+            ] {
+                if !on_cuda && len > 17 {
+                    continue; // the CPU checks the error path only: small caches suffice
+                }
+                let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
+                let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+                let run = |[fold, early]: [bool; 2]| {
+                    let on = [(NAMES[0], fold), (NAMES[1], early)];
+                    fused_values(&on, &q, (&kr, &vr), len, splits)
+                };
+                if !on_cuda {
+                    let err = run([true, true]).unwrap_err().to_string();
+                    assert!(err.contains("CUDA"), "{err}");
+                    continue;
+                }
+                let base = run([false, false]).unwrap();
+                assert!(base.iter().all(|x| x.is_finite()), "{mode} d={d} len={len}");
+                for on in [[true, false], [false, true], [true, true], [true, false]] {
+                    let differing = differing_bits(&base, &run(on).unwrap());
+                    let [fold, early] = on;
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} splits={splits:?} fold={fold} early={early}: {differing} differing outputs");
+                    assert_eq!(
+                        differing, 0,
+                        "{mode} hq={hq} d={d} len={len} splits={splits:?} fold={fold} early={early}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    clear_flags(&NAMES);
+    if on_cuda {
+        eprintln!("fold v3 / early ring: {checked} bit-identity checks on CUDA");
+    }
+}
+
 /// `MLXCEL_MERGE_WARP`: the warp merge must give the block merge's bits (same operations in
 /// the same order) for both kernels (turbo3 goes to the CUDA-core one), rotated and plain V,
 /// head dims 64 and 128, split counts within and beyond the partials it loads ahead (12 per

@@ -347,13 +347,15 @@ fn tickets_and_slot(key: Placeholder) -> Result<(Array, Array)> {
 }
 
 /// Whether the tensor-core kernel merges the splits itself for this call: the flag, the
-/// tickets buffer large enough, and room for the merge scratch in the kernel's dynamic
-/// shared memory without the pair table (outputs, denominators and split weights of the GQA
-/// heads).
-fn fold_fits(b: usize, hkv: usize, gqa: usize, d: usize, splits: usize, shared: usize) -> bool {
+/// tickets buffer large enough, and V's rotation (if any) one group of the head dim, the
+/// only one the fold's inverse rotation applies (the warp merge's arithmetic, which needs
+/// [`merge_warp_fits`]). The fold keeps its state in registers: no shared-memory scratch.
+fn fold_fits(b: usize, hkv: usize, d: usize, v: &RawSide<'_>) -> bool {
     flags::FOLD_MERGE.enabled()
         && b * hkv <= FOLD_MAX_BH
-        && 4 * (gqa * d + 8 + gqa * splits) <= shared - 8 * d * 4
+        && merge_warp_fits(d, d)
+        && v.rotation.is_none_or(|rot| rot.group == d)
+        && v.rotation.is_some() == (v.format >= 2)
 }
 
 fn check_scale(scale: f32, d: usize) -> Result<()> {
@@ -549,8 +551,8 @@ pub fn fused_decode_rope(
         Some(r) => r.inv_freq().clone(),
         None => lut(k)?,
     };
-    // The tensor-core kernel's ring depth and dynamic shared memory: without and with the
-    // pair table (the fold's scratch lives in the former).
+    // The tensor-core kernel's ring depth, dynamic shared memory (with the pair table) and
+    // warps per CTA.
     let luts = mma_luts(k, v);
     let table = luts.0 || luts.1;
     // One table serves both sides: V uses it only alongside turbo4 K, whose codebook is
@@ -586,15 +588,15 @@ pub fn fused_decode_rope(
             mma_shared_bytes(stage, stages, d, gqa, MMA_WARPS),
             MMA_WARPS,
         ));
-        (stages, base, base + lut, warps)
+        (stages, base + lut, warps)
     });
     let splits = split_override
         .unwrap_or_else(|| match mma_shared {
-            Some((_, _, shared, warps)) => mma_num_splits_for(b, hkv, len, shared, warps),
+            Some((_, shared, warps)) => mma_num_splits_for(b, hkv, len, shared, warps),
             None => num_splits(b, hkv, len),
         })
         .max(1);
-    let threads = mma_shared.map_or(THREADS, |(_, _, _, warps)| 32 * warps as i32);
+    let threads = mma_shared.map_or(THREADS, |(_, _, warps)| 32 * warps as i32);
     if splits > MAX_SPLITS {
         return Err(Error::invalid(
             "fused decode",
@@ -606,7 +608,7 @@ pub fn fused_decode_rope(
     let len_marker = length_marker(len)?;
     let rot_v = signs(v, group_v)?;
     // Whether the tensor-core kernel merges the splits itself.
-    let fold = mma_shared.is_some_and(|(_, base, _, _)| fold_fits(b, hkv, gqa, d, splits, base));
+    let fold = mma_shared.is_some() && fold_fits(b, hkv, d, v);
     // Without the fold the kernel reads neither: cached placeholders, no per-call op.
     let (tickets, epoch_marker) = if fold {
         fold_inputs()?
@@ -653,7 +655,7 @@ pub fn fused_decode_rope(
     .template("D", TemplateArg::Int(d as i32))
     .template("GQA", TemplateArg::Int(gqa as i32))
     .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()));
-    let mut parts = if let Some((stages, _, shared, warps)) = mma_shared {
+    let mut parts = if let Some((stages, shared, warps)) = mma_shared {
         let main = cached_by_name(
             KernelBackend::Cuda,
             "decode_attention_mma",
@@ -680,6 +682,7 @@ pub fn fused_decode_rope(
                 .template("SACC2", TemplateArg::Bool(flags::MMA_SACC2.enabled()))
                 .template("RSALL", TemplateArg::Bool(flags::MMA_RSALL.enabled()))
                 .template("FTZ", TemplateArg::Bool(flags::MMA_FTZ.enabled()))
+                .template("EARLY", TemplateArg::Bool(flags::MMA_EARLY.enabled()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",

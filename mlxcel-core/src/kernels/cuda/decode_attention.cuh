@@ -254,4 +254,67 @@ __device__ __forceinline__ void rotate_warp(float (&x)[QE], int lane, const floa
   for (int e = 0; e < QE; ++e) x[e] *= signs[N + lane * QE + e] * inv;
 }
 
+// ---- The split merge's arithmetic, shared by merge_splits_warp.cu and the tensor-core
+// kernel's folded merge (FOLD in decode_attention_mma.cu), so that both give merge_splits.cu's
+// bits: the same operations in the same order.
+
+// Warps of merge_splits_warp.cu: split s is summed into part s % MERGE_P, then the parts are
+// added in order.
+constexpr int MERGE_P = 4;
+
+// A split's softmax weight from its max m (natural-log units) and the maximum M over splits;
+// an empty split (m = -inf) weighs 0 whatever its partial holds.
+__device__ __forceinline__ float split_weight(float m, float M) { return m == neg_inf() ? 0.0f : __expf(m - M); }
+
+// One warp's pass over the split statistics ml [S][2] (max, sum) of one (batch, head):
+// returns (M, denominator), the denominator summed as merge_splits.cu's BLOCK_NT threads do
+// (thread i sums splits i, i + BLOCK_NT, ...; then each warp's shuffle tree; then the warps
+// in order), which lane l of chunk j reproduces as thread 32 j + l. keep(s, wt) sees every
+// split's weight once. CG: loads through L2 only (statistics written by other CTAs of the
+// same launch).
+template <int BLOCK_NT, bool CG, typename Keep>
+__device__ __forceinline__ float2 split_stats(const float* mlb, int S, int lane, Keep keep) {
+  auto ld = [](const float* p) -> float {
+    if constexpr (CG) return __ldcg(p);
+    else return *p;
+  };
+  float M = neg_inf();
+  for (int s = lane; s < S; s += 32) M = fmaxf(M, ld(mlb + 2 * s));
+  for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+  float den = 0.0f;
+  for (int s0 = 0; s0 < S && s0 < BLOCK_NT; s0 += 32) {
+    float dj = 0.0f;
+    for (int s = s0 + lane; s < S; s += BLOCK_NT) {
+      const float wt = split_weight(ld(mlb + 2 * s), M);
+      dj = fmaf(wt, ld(mlb + 2 * s + 1), dj);
+      keep(s, wt);
+    }
+    for (int o = 16; o > 0; o >>= 1) dj += __shfl_xor_sync(0xffffffffu, dj, o);
+    den += dj;
+  }
+  return make_float2(M, den);
+}
+
+// The merged output of one head, lane l holding dims [l * QE, +QE): the MERGE_P parts summed
+// in order and divided by the denominator, then (ROT_V) brought back from V's stored basis:
+// x = s1 * H (s2 * y) / sqrt(GROUP_V) per rotation group (rot_v = s1; s2).
+template <int QE, int GROUP_V, bool ROT_V>
+__device__ __forceinline__ void finish_merge(const float (&parts)[MERGE_P][QE], float den, const float* rot_v, int lane,
+                                             float (&y)[QE]) {
+#pragma unroll
+  for (int e = 0; e < QE; ++e) {
+    float t = 0.0f;
+#pragma unroll
+    for (int i = 0; i < MERGE_P; ++i) t += parts[i][e];
+    y[e] = t / den;
+  }
+  if constexpr (ROT_V) {
+#pragma unroll
+    for (int e = 0; e < QE; ++e) y[e] *= rot_v[GROUP_V + (lane * QE + e) % GROUP_V];
+    wht_warp<QE, GROUP_V>(y, lane);
+#pragma unroll
+    for (int e = 0; e < QE; ++e) y[e] = y[e] * rot_v[(lane * QE + e) % GROUP_V] * rsqrtf(static_cast<float>(GROUP_V));
+  }
+}
+
 }  // namespace mlxcel_fd

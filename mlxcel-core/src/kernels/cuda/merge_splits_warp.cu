@@ -19,7 +19,7 @@
 // merge_warp_fits).
 // Inputs: o_part [B, Hq, S, D] f32, ml [B, Hq, S, 2] f32, rot_v [2, GROUP_V] f32 (s1; s2).
 // Output: out [B, Hq, 1, D] in T_out. S <= MAX_SPLITS (checked by the caller).
-constexpr int P = 4;
+constexpr int P = mlxcel_fd::MERGE_P;
 constexpr int QE = D / 32;
 constexpr int MAX_SPLITS = 2048;
 constexpr int PRE = 12;
@@ -53,25 +53,12 @@ for (int i = 0; i < PRE; ++i) {
   const int s = warp + P * i;
   if (s < S) load(s, pre[i]);
 }
-// 2. Max, weights, denominator (each warp on its own).
-float M = mlxcel_fd::neg_inf();
-for (int s = lane; s < S; s += 32) M = fmaxf(M, mlb[2 * s]);
-for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-// Lane l of chunk j plays thread 32 j + l of merge_splits.cu's BLOCK_NT threads: it sums
-// splits 32 j + l, + BLOCK_NT, ... in that order, then the chunk's shuffle tree, then the
-// chunks in order, exactly as that kernel's threads, warps and warp totals do.
-float den = 0.0f;
-for (int s0 = 0; s0 < S && s0 < BLOCK_NT; s0 += 32) {
-  float dj = 0.0f;
-  for (int s = s0 + lane; s < S; s += BLOCK_NT) {
-    const float m = mlb[2 * s];
-    const float wt = m == mlxcel_fd::neg_inf() ? 0.0f : __expf(m - M);
-    dj = fmaf(wt, mlb[2 * s + 1], dj);
-    if (s % P == warp) w[s] = wt;
-  }
-  for (int o = 16; o > 0; o >>= 1) dj += __shfl_xor_sync(0xffffffffu, dj, o);
-  den += dj;
-}
+// 2. Max, weights, denominator (each warp on its own; split_stats sums the denominator in
+// merge_splits.cu's order), this warp's split weights kept in shared memory.
+const float2 stats = mlxcel_fd::split_stats<BLOCK_NT, false>(mlb, S, lane, [&](int s, float wt) {
+  if (s % P == warp) w[s] = wt;
+});
+const float den = stats.y;
 __syncwarp();
 // 3. This warp's splits, in order (an empty split's partial is never read into num).
 float num[QE];
@@ -98,20 +85,13 @@ for (int e = 0; e < QE; ++e) part[warp * D + lane * QE + e] = num[e];
 __syncthreads();
 if (warp != 0) return;
 // 4. The parts in order, the denominator, the inverse rotation per group of GROUP_V.
+float parts[P][QE];
+#pragma unroll
+for (int i = 0; i < P; ++i) {
+#pragma unroll
+  for (int e = 0; e < QE; ++e) parts[i][e] = part[i * D + lane * QE + e];
+}
 float y[QE];
-#pragma unroll
-for (int e = 0; e < QE; ++e) {
-  float t = 0.0f;
-#pragma unroll
-  for (int i = 0; i < P; ++i) t += part[i * D + lane * QE + e];
-  y[e] = t / den;
-}
-if constexpr (ROT_V) {
-#pragma unroll
-  for (int e = 0; e < QE; ++e) y[e] *= rot_v[GROUP_V + (lane * QE + e) % GROUP_V];
-  mlxcel_fd::wht_warp<QE, GROUP_V>(y, lane);
-#pragma unroll
-  for (int e = 0; e < QE; ++e) y[e] = y[e] * rot_v[(lane * QE + e) % GROUP_V] * rsqrtf(static_cast<float>(GROUP_V));
-}
+mlxcel_fd::finish_merge<QE, GROUP_V, ROT_V>(parts, den, rot_v, lane, y);
 #pragma unroll
 for (int e = 0; e < QE; ++e) out[static_cast<long long>(bh) * D + lane * QE + e] = static_cast<T_out>(y[e]);
