@@ -335,8 +335,10 @@ pub const FUSED_KV_APPEND: Flag = Flag {
 /// launch (ncu, turbo4 at 4K: 564 us of attention per step against 300 + 175 us for kernel +
 /// merge; +0.25 ms per step at 32K), ADR 0005. Fold v3 (session 18): one warp per query head
 /// with the warp merge's arithmetic in registers, bit-identical to the separate
-/// `merge_splits_warp.cu`; the separate merge takes 4.13 us per call in situ at 32K (ncu,
-/// session 18), 0.13 ms of a 2.9 ms turbo4 step. Off until measured; 1 folds.
+/// `merge_splits_warp.cu` (the separate merge takes 4.13 us per call in situ at 32K: ncu,
+/// session 18). Also slower (H200, session 18, call 3): the turbo4 call 20.58 -> 27.30 us in
+/// situ at 32K against the 4.13 us merge it saves; device time per step 2.99 -> 3.11 ms at
+/// 32K, 4.45 -> 4.63 ms at 128K (two interleaved rounds each). Off; 1 folds.
 pub const FOLD_MERGE: Flag = Flag {
     name: "MLXCEL_FOLD_MERGE",
     default: false,
@@ -530,21 +532,6 @@ pub const MMA_WIDE16: Flag = Flag {
     slot: 33,
 };
 
-/// The tensor-core decode kernel issues its ring's first copies before its prologue (`EARLY`
-/// in `cuda/decode_attention_mma.cu`) instead of after it. Why: at 32K the kernel takes
-/// ~20.6 us per call in situ (ncu, session 18) for ~9.6 us of bytes at the copy roofline, and
-/// a linear fit of its 32K and 128K times leaves ~13 us per call that does not scale with the
-/// context. The prologue (q's RoPE and rotation, the 64 KiB pair table's fill, a block
-/// barrier) ran before the first copy left, so the first tiles' DRAM latency followed it.
-/// Same copies to the same places: bit-identical outputs. Written in session 18; 1 turns it
-/// on.
-pub const MMA_EARLY: Flag = Flag {
-    name: "MLXCEL_MMA_EARLY",
-    default: false,
-    doc: "tensor-core decode kernel: the ring's first copies before the prologue (1 = on; not yet measured)",
-    slot: 34,
-};
-
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -640,7 +627,6 @@ pub const ALL: &[Flag] = &[
     MMA_WIDE,
     MMA_FTZ,
     MMA_WIDE16,
-    MMA_EARLY,
 ];
 
 #[cfg(test)]

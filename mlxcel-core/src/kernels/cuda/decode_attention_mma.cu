@@ -27,8 +27,7 @@
 // rescaled every tile without the warp vote: alpha is exactly 1 where the max did not grow, so
 // the outputs are the same; default on), FTZ (the softmax's exp2 without the denormal range
 // fix-up: 5 exponentials per tile, 3 instructions each; the same outputs wherever no weight
-// falls below 2^-126, which fp16 P and the fp32 sums could not hold anyway), EARLY (the
-// ring's first copies issued before the prologue; same copies, bit-identical outputs),
+// falls below 2^-126, which fp16 P and the fp32 sums could not hold anyway),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -99,6 +98,51 @@ if constexpr (LUT_IMM) {
   // architecture's reservation).
   if (static_cast<unsigned int>(__cvta_generic_to_shared(smem)) != mlxcel_mma::DYN_SMEM_BASE) __trap();
 }
+
+// q of the group -> shared (f32), rotated for turbo K: one warp per head, D/32 values per
+// lane, the Walsh-Hadamard butterflies in registers and shuffles (no block barriers).
+constexpr int QE = D / 32;
+for (int g = warp; g < 8; g += NW) {
+  float x[QE];
+#pragma unroll
+  for (int e = 0; e < QE; ++e) {
+    const int d = lane * QE + e;
+    x[e] = g < GQA ? static_cast<float>(q[(static_cast<long long>(b) * Hq + kvh * GQA + g) * D + d]) : 0.0f;
+  }
+  if constexpr (ROPE_Q) {
+    // q before RoPE: rotate it at the new token's position (len - 1), MLX's formula.
+    mlxcel_fd::rope_warp<QE, TRAD>(x, lane, static_cast<float>(len - 1), inv_freq);
+  }
+  if constexpr (ROT_Q) mlxcel_fd::rotate_warp<QE>(x, lane, rot_k);
+#pragma unroll
+  for (int e = 0; e < QE; ++e) qs[g * D + lane * QE + e] = x[e];
+}
+// The table fill takes 128 threads (the first 4 warps of a wider CTA).
+if (tid < 128) {
+  if constexpr (LUT1 && (LUT_K || LUT_V)) {
+    mlxcel_mma::fill_lut<128, LUT_ROW>(smem, LUT_K ? lut_k : lut_v, 0, tid);
+  } else {
+    if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_k, 0, tid);
+    if constexpr (LUT_V) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_v, 1, tid);
+  }
+}
+__syncthreads();
+// A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
+const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
+mlxcel_mma::u32 qa[KSTEPS][2];
+#pragma unroll
+for (int s = 0; s < KSTEPS; ++s) {
+  const float* x = qs + r * D + c * DK + 4 * s;
+  qa[s][0] = mlxcel_mma::pack_half2(x[0] * qscale, x[1] * qscale);
+  qa[s][1] = mlxcel_mma::pack_half2(x[2] * qscale, x[3] * qscale);
+}
+mlxcel_mma::Book4 bk = {0, 0, 0, 0}, bv = {0, 0, 0, 0};
+if constexpr (KFMT == 4 && !LUT_K) bk = mlxcel_mma::make_book4(lut_k);
+if constexpr (VFMT == 4 && !LUT_V) bv = mlxcel_mma::make_book4(lut_v);
+// This lane's table entries (lut_pair): offsets in a row (ROW 256), or shared-space
+// addresses in row 0 (ROW 128, one table for K and V).
+const mlxcel_mma::u32 lut_lane_k = (LUT1 ? static_cast<mlxcel_mma::u32>(__cvta_generic_to_shared(lut_tab)) : 0u) + 4u * lane;
+const mlxcel_mma::u32 lut_lane_v = lut_lane_k + (LUT1 ? 0u : 128u);
 
 // This CTA's tiles, then this warp's: tiles tb + warp, tb + warp + NW, ...
 const int n_tiles = (len + 15) / 16;
@@ -172,73 +216,19 @@ auto issue_next = [&](unsigned char* st) {
   next_t0 += TSTRIDE;
 };
 
-// The ring's first STAGES - 1 tiles of this warp. EARLY: issued before the prologue below
-// (q's RoPE and rotation, the pair table's fill, a block barrier), so that their DRAM
-// latency overlaps it instead of following it. The ring's bytes are disjoint from q's
-// staging area and the table, and the copies are the same: bit-identical outputs.
-auto prefill = [&]() {
-#pragma unroll
-  for (int i = 0; i < STAGES - 1; ++i) {
-    if (i < count) {
-      if constexpr (HOIST) issue_next(my_ring + i * STAGE);
-      else issue(i);
-    }
-    mlxcel_mma::cp_commit();
-  }
-};
-if constexpr (EARLY) prefill();
-
-// q of the group -> shared (f32), rotated for turbo K: one warp per head, D/32 values per
-// lane, the Walsh-Hadamard butterflies in registers and shuffles (no block barriers).
-constexpr int QE = D / 32;
-for (int g = warp; g < 8; g += NW) {
-  float x[QE];
-#pragma unroll
-  for (int e = 0; e < QE; ++e) {
-    const int d = lane * QE + e;
-    x[e] = g < GQA ? static_cast<float>(q[(static_cast<long long>(b) * Hq + kvh * GQA + g) * D + d]) : 0.0f;
-  }
-  if constexpr (ROPE_Q) {
-    // q before RoPE: rotate it at the new token's position (len - 1), MLX's formula.
-    mlxcel_fd::rope_warp<QE, TRAD>(x, lane, static_cast<float>(len - 1), inv_freq);
-  }
-  if constexpr (ROT_Q) mlxcel_fd::rotate_warp<QE>(x, lane, rot_k);
-#pragma unroll
-  for (int e = 0; e < QE; ++e) qs[g * D + lane * QE + e] = x[e];
-}
-// The table fill takes 128 threads (the first 4 warps of a wider CTA).
-if (tid < 128) {
-  if constexpr (LUT1 && (LUT_K || LUT_V)) {
-    mlxcel_mma::fill_lut<128, LUT_ROW>(smem, LUT_K ? lut_k : lut_v, 0, tid);
-  } else {
-    if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_k, 0, tid);
-    if constexpr (LUT_V) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_v, 1, tid);
-  }
-}
-__syncthreads();
-// A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
-const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
-mlxcel_mma::u32 qa[KSTEPS][2];
-#pragma unroll
-for (int s = 0; s < KSTEPS; ++s) {
-  const float* x = qs + r * D + c * DK + 4 * s;
-  qa[s][0] = mlxcel_mma::pack_half2(x[0] * qscale, x[1] * qscale);
-  qa[s][1] = mlxcel_mma::pack_half2(x[2] * qscale, x[3] * qscale);
-}
-mlxcel_mma::Book4 bk = {0, 0, 0, 0}, bv = {0, 0, 0, 0};
-if constexpr (KFMT == 4 && !LUT_K) bk = mlxcel_mma::make_book4(lut_k);
-if constexpr (VFMT == 4 && !LUT_V) bv = mlxcel_mma::make_book4(lut_v);
-// This lane's table entries (lut_pair): offsets in a row (ROW 256), or shared-space
-// addresses in row 0 (ROW 128, one table for K and V).
-const mlxcel_mma::u32 lut_lane_k = (LUT1 ? static_cast<mlxcel_mma::u32>(__cvta_generic_to_shared(lut_tab)) : 0u) + 4u * lane;
-const mlxcel_mma::u32 lut_lane_v = lut_lane_k + (LUT1 ? 0u : 128u);
-
 float o[MT][4];
 #pragma unroll
 for (int j = 0; j < MT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 float m_run = mlxcel_fd::neg_inf(), l_run = 0.0f;
 
-if constexpr (!EARLY) prefill();
+#pragma unroll
+for (int i = 0; i < STAGES - 1; ++i) {
+  if (i < count) {
+    if constexpr (HOIST) issue_next(my_ring + i * STAGE);
+    else issue(i);
+  }
+  mlxcel_mma::cp_commit();
+}
 
 // This lane's tokens of a tile in S's C fragment and P^T's B fragment.
 const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
@@ -535,11 +525,14 @@ if constexpr (FOLD) {
   __threadfence();
   // One warp per query head of the group merges it in registers with merge_splits_warp.cu's
   // arithmetic (mlxcel_fd::split_stats, finish_merge): splits s, s + MERGE_P, ... summed apart
-  // in order, the parts in order, the inverse rotation on shuffles. No block barrier, and a
-  // lane's loads of MERGE_P * FOLD_UNROLL splits in flight at once. Why: fold v2 (one merge
-  // in shared memory with a barrier per Walsh-Hadamard stage, the heads one after another)
-  // left the lone last CTA's tail longer than the separate merge launch it replaced (ADR
-  // 0005, NOTES session 5 and 7).
+  // in order, the parts in order, the inverse rotation on shuffles. No block barrier; the
+  // split loop is unrolled so that a lane's loads of 16 splits can be in flight at once. Why:
+  // fold v2 (one merge in shared memory with a barrier per Walsh-Hadamard stage, the heads
+  // one after another) left the lone last CTA's tail longer than the separate merge launch it
+  // replaced (ADR 0005, NOTES sessions 5 and 7). v3 is slower too (H200, session 18: in situ
+  // at 32K the turbo4 call took 27.30 us against 20.58 + 4.13 for kernel + separate merge,
+  // turbo4 device time per step 2.99 -> 3.11 ms at 32K and 4.45 -> 4.63 ms at 128K; NVRTC
+  // SASS: the fold's registers also grow the loop, 383 -> 407 instructions per tile).
   const long long head0 = static_cast<long long>(b) * Hq + kvh * GQA;
   for (int g = warp; g < GQA; g += NW) {
     const float* mlb = ml + (head0 + g) * S * 2;
