@@ -430,6 +430,56 @@ fn hoisted_and_pipelined_loops_are_bit_identical() {
     }
 }
 
+/// `MLXCEL_MMA_QSWZ` (q staged with a bank swizzle) and `MLXCEL_MMA_EARLY` (the ring's first
+/// copies before the prologue) must give the default kernel's bits, alone and together, for
+/// every format the tensor-core kernel serves (turbo4 in 12-warp CTAs with the pair table,
+/// the others in 4-warp CTAs), head dims 64 and 128 (the swizzle's two keys), GQA 1, 4 and 7,
+/// and lengths inside one tile, across tiles and across the ring's wrap. On the CPU both end
+/// in MLX's "CUDA" error.
+#[test]
+fn swizzled_q_and_early_ring_are_bit_identical() {
+    const NAMES: [&str; 2] = ["MLXCEL_MMA_QSWZ", "MLXCEL_MMA_EARLY"];
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let mut r = rng("swizzled_q_and_early_ring_are_bit_identical");
+    let mut checked = 0;
+    for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
+        for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (28, 4, 128)] {
+            for len in [1usize, 17, 1000, 4097] {
+                if !on_cuda && len > 17 {
+                    continue; // the CPU checks the error path only: small caches suffice
+                }
+                let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
+                let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+                let run = |[qswz, early]: [bool; 2]| {
+                    let on = [(NAMES[0], qswz), (NAMES[1], early)];
+                    fused_values(&on, &q, (&kr, &vr), len, None)
+                };
+                if !on_cuda {
+                    let err = run([true, true]).unwrap_err().to_string();
+                    assert!(err.contains("CUDA"), "{err}");
+                    continue;
+                }
+                let base = run([false, false]).unwrap();
+                assert!(base.iter().all(|x| x.is_finite()), "{mode} d={d} len={len}");
+                for on in [[true, false], [false, true], [true, true]] {
+                    let differing = differing_bits(&base, &run(on).unwrap());
+                    let [qswz, early] = on;
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} qswz={qswz} early={early}: {differing} differing outputs");
+                    assert_eq!(
+                        differing, 0,
+                        "{mode} hq={hq} d={d} len={len} qswz={qswz} early={early}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    clear_flags(&NAMES);
+    if on_cuda {
+        eprintln!("swizzled q / early ring: {checked} bit-identity checks on CUDA");
+    }
+}
+
 /// `MLXCEL_FOLD_MERGE` (fold v3: the last CTA of each KV head merges its splits, one warp per
 /// query head with the warp merge's arithmetic) must give the default path's bits (the
 /// separate warp merge), for every format the tensor-core kernel serves (turbo4 in 12-warp

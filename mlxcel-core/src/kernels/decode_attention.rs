@@ -682,6 +682,8 @@ pub fn fused_decode_rope(
                 .template("SACC2", TemplateArg::Bool(flags::MMA_SACC2.enabled()))
                 .template("RSALL", TemplateArg::Bool(flags::MMA_RSALL.enabled()))
                 .template("FTZ", TemplateArg::Bool(flags::MMA_FTZ.enabled()))
+                .template("QSWZ", TemplateArg::Bool(flags::MMA_QSWZ.enabled()))
+                .template("EARLY", TemplateArg::Bool(flags::MMA_EARLY.enabled()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",

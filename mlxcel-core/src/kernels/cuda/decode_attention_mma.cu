@@ -27,7 +27,9 @@
 // rescaled every tile without the warp vote: alpha is exactly 1 where the max did not grow, so
 // the outputs are the same; default on), FTZ (the softmax's exp2 without the denormal range
 // fix-up: 5 exponentials per tile, 3 instructions each; the same outputs wherever no weight
-// falls below 2^-126, which fp16 P and the fp32 sums could not hold anyway),
+// falls below 2^-126, which fp16 P and the fp32 sums could not hold anyway), QSWZ (q's
+// staging swizzled for conflict-free fragment reads) and EARLY (the ring's first copies
+// before the prologue), both bit-identical,
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -98,51 +100,6 @@ if constexpr (LUT_IMM) {
   // architecture's reservation).
   if (static_cast<unsigned int>(__cvta_generic_to_shared(smem)) != mlxcel_mma::DYN_SMEM_BASE) __trap();
 }
-
-// q of the group -> shared (f32), rotated for turbo K: one warp per head, D/32 values per
-// lane, the Walsh-Hadamard butterflies in registers and shuffles (no block barriers).
-constexpr int QE = D / 32;
-for (int g = warp; g < 8; g += NW) {
-  float x[QE];
-#pragma unroll
-  for (int e = 0; e < QE; ++e) {
-    const int d = lane * QE + e;
-    x[e] = g < GQA ? static_cast<float>(q[(static_cast<long long>(b) * Hq + kvh * GQA + g) * D + d]) : 0.0f;
-  }
-  if constexpr (ROPE_Q) {
-    // q before RoPE: rotate it at the new token's position (len - 1), MLX's formula.
-    mlxcel_fd::rope_warp<QE, TRAD>(x, lane, static_cast<float>(len - 1), inv_freq);
-  }
-  if constexpr (ROT_Q) mlxcel_fd::rotate_warp<QE>(x, lane, rot_k);
-#pragma unroll
-  for (int e = 0; e < QE; ++e) qs[g * D + lane * QE + e] = x[e];
-}
-// The table fill takes 128 threads (the first 4 warps of a wider CTA).
-if (tid < 128) {
-  if constexpr (LUT1 && (LUT_K || LUT_V)) {
-    mlxcel_mma::fill_lut<128, LUT_ROW>(smem, LUT_K ? lut_k : lut_v, 0, tid);
-  } else {
-    if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_k, 0, tid);
-    if constexpr (LUT_V) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_v, 1, tid);
-  }
-}
-__syncthreads();
-// A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
-const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
-mlxcel_mma::u32 qa[KSTEPS][2];
-#pragma unroll
-for (int s = 0; s < KSTEPS; ++s) {
-  const float* x = qs + r * D + c * DK + 4 * s;
-  qa[s][0] = mlxcel_mma::pack_half2(x[0] * qscale, x[1] * qscale);
-  qa[s][1] = mlxcel_mma::pack_half2(x[2] * qscale, x[3] * qscale);
-}
-mlxcel_mma::Book4 bk = {0, 0, 0, 0}, bv = {0, 0, 0, 0};
-if constexpr (KFMT == 4 && !LUT_K) bk = mlxcel_mma::make_book4(lut_k);
-if constexpr (VFMT == 4 && !LUT_V) bv = mlxcel_mma::make_book4(lut_v);
-// This lane's table entries (lut_pair): offsets in a row (ROW 256), or shared-space
-// addresses in row 0 (ROW 128, one table for K and V).
-const mlxcel_mma::u32 lut_lane_k = (LUT1 ? static_cast<mlxcel_mma::u32>(__cvta_generic_to_shared(lut_tab)) : 0u) + 4u * lane;
-const mlxcel_mma::u32 lut_lane_v = lut_lane_k + (LUT1 ? 0u : 128u);
 
 // This CTA's tiles, then this warp's: tiles tb + warp, tb + warp + NW, ...
 const int n_tiles = (len + 15) / 16;
@@ -216,19 +173,92 @@ auto issue_next = [&](unsigned char* st) {
   next_t0 += TSTRIDE;
 };
 
+// The ring's first STAGES - 1 tiles of this warp. EARLY: issued before the prologue below
+// (q's RoPE and rotation, the pair table's fill, a block barrier), so that their DRAM
+// latency overlaps it instead of following it (ncu source counters at 32K, session 18: ~5%
+// of the stall samples wait for the first tile after the prologue). The ring's bytes are
+// disjoint from q's staging area and the table, and the copies are the same: bit-identical
+// outputs.
+auto prefill = [&]() {
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; ++i) {
+    if (i < count) {
+      if constexpr (HOIST) issue_next(my_ring + i * STAGE);
+      else issue(i);
+    }
+    mlxcel_mma::cp_commit();
+  }
+};
+if constexpr (EARLY) prefill();
+
+// QSWZ: q's 16-byte chunks XOR-permuted within their row's aligned groups of 8, so that the
+// A-fragment reads below are conflict-free. Without it every lane (r, c) of one LDS.128 reads
+// chunk c * DK / 4 + s of row r: rows are D floats and the c blocks DK floats apart, all
+// multiples of the 128 bytes the banks span, so a phase's 8 lanes (r in {2k, 2k + 1}, c in
+// 0..3) hit one group of 4 banks (ncu source counters at 32K, session 18: ~7% of the
+// kernel's stall samples on these reads). The key (c + 4 (r & 1) for D = 128; (c >> 1) + 2
+// (r & 1) for D = 64, where a row's c blocks are 4 chunks) separates those 8 lanes; the
+// prologue's writes (chunk = lane / (4 / QE) of row g) stay conflict-free. Same values in the
+// same places of q's fragments: bit-identical outputs.
+auto q_chunk = [](int row, int n) -> int {
+  if constexpr (!QSWZ) return n;
+  else if constexpr (D == 128) return n ^ ((n >> 3) + 4 * (row & 1));
+  else return n ^ (((n >> 2) >> 1) + 2 * (row & 1));
+};
+// q of the group -> shared (f32), rotated for turbo K: one warp per head, D/32 values per
+// lane, the Walsh-Hadamard butterflies in registers and shuffles (no block barriers).
+constexpr int QE = D / 32;
+for (int g = warp; g < 8; g += NW) {
+  float x[QE];
+#pragma unroll
+  for (int e = 0; e < QE; ++e) {
+    const int d = lane * QE + e;
+    x[e] = g < GQA ? static_cast<float>(q[(static_cast<long long>(b) * Hq + kvh * GQA + g) * D + d]) : 0.0f;
+  }
+  if constexpr (ROPE_Q) {
+    // q before RoPE: rotate it at the new token's position (len - 1), MLX's formula.
+    mlxcel_fd::rope_warp<QE, TRAD>(x, lane, static_cast<float>(len - 1), inv_freq);
+  }
+  if constexpr (ROT_Q) mlxcel_fd::rotate_warp<QE>(x, lane, rot_k);
+#pragma unroll
+  for (int e = 0; e < QE; ++e) {
+    const int d = lane * QE + e;
+    qs[g * D + q_chunk(g, d / 4) * 4 + d % 4] = x[e];
+  }
+}
+// The table fill takes 128 threads (the first 4 warps of a wider CTA).
+if (tid < 128) {
+  if constexpr (LUT1 && (LUT_K || LUT_V)) {
+    mlxcel_mma::fill_lut<128, LUT_ROW>(smem, LUT_K ? lut_k : lut_v, 0, tid);
+  } else {
+    if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_k, 0, tid);
+    if constexpr (LUT_V) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_v, 1, tid);
+  }
+}
+__syncthreads();
+// A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
+const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
+mlxcel_mma::u32 qa[KSTEPS][2];
+#pragma unroll
+for (int s = 0; s < KSTEPS; ++s) {
+  const float* x = qs + r * D + q_chunk(r, (c * DK + 4 * s) / 4) * 4;
+  qa[s][0] = mlxcel_mma::pack_half2(x[0] * qscale, x[1] * qscale);
+  qa[s][1] = mlxcel_mma::pack_half2(x[2] * qscale, x[3] * qscale);
+}
+mlxcel_mma::Book4 bk = {0, 0, 0, 0}, bv = {0, 0, 0, 0};
+if constexpr (KFMT == 4 && !LUT_K) bk = mlxcel_mma::make_book4(lut_k);
+if constexpr (VFMT == 4 && !LUT_V) bv = mlxcel_mma::make_book4(lut_v);
+// This lane's table entries (lut_pair): offsets in a row (ROW 256), or shared-space
+// addresses in row 0 (ROW 128, one table for K and V).
+const mlxcel_mma::u32 lut_lane_k = (LUT1 ? static_cast<mlxcel_mma::u32>(__cvta_generic_to_shared(lut_tab)) : 0u) + 4u * lane;
+const mlxcel_mma::u32 lut_lane_v = lut_lane_k + (LUT1 ? 0u : 128u);
+
 float o[MT][4];
 #pragma unroll
 for (int j = 0; j < MT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 float m_run = mlxcel_fd::neg_inf(), l_run = 0.0f;
 
-#pragma unroll
-for (int i = 0; i < STAGES - 1; ++i) {
-  if (i < count) {
-    if constexpr (HOIST) issue_next(my_ring + i * STAGE);
-    else issue(i);
-  }
-  mlxcel_mma::cp_commit();
-}
+if constexpr (!EARLY) prefill();
 
 // This lane's tokens of a tile in S's C fragment and P^T's B fragment.
 const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Session 18's fifth device call (H200, ~7 min; timeout_s 600), after benchmarks/gpu/stage.sh
+# (carry .devcarry/mlx-cuda, .devcarry/bin/mlxcel, .devcarry/bin/tests/gpu_fused_decode):
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session18_call5.sh
+# The turbo4 attention call's prologue (call 4: a third of the stall samples at 32K; ~9 us
+# per call that does not scale with the context):
+#   MLXCEL_MMA_QSWZ: q's staging swizzled (the fragment reads had every lane of a phase in
+#     one bank group: ~7% of the samples). NVRTC SASS: the loop 381 -> 393 instructions per
+#     tile (ptxas moved registers), so 128K may lose what 32K gains.
+#   MLXCEL_MMA_EARLY: the ring's first copies before the prologue (call 3's single ncu launch
+#     had it slower, within the spread). With QSWZ: 385 instructions per tile.
+# Prediction: QSWZ -1 us per call; EARLY -0.5 to -1 us; at 128K +-1 us from the loop.
+# 1. bit identity of both against the default (gpu_fused_decode);
+# 2. ncu durations of every launch at 4K, 32K, 128K (bench attention, 5 iterations), for
+#    default / QSWZ / EARLY / both: medians per context;
+# 3. the fastest configuration at 32K + 128K (if not the default) against the default, end
+#    to end, turbo4, two interleaved rounds at 32K and 128K.
+# CPU dry run: NCU=0 MODEL=synthetic:/tmp/tiny.json CTX=512 LONG=1024 BIN=target/release/mlxcel
+set -uo pipefail
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s18c5
+t=swizzled_q_and_early
+timeout 150 .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture "$t" > "$R/test-$t.txt" 2>&1
+echo "$t rc=$? $(grep -E "test result|panicked|bit-identity checks" "$R/test-$t.txt" | tr '\n' ' ')"
+declare -A CFG=([default]="MLXCEL_MMA_QSWZ=0 MLXCEL_MMA_EARLY=0" [qswz]="MLXCEL_MMA_QSWZ=1 MLXCEL_MMA_EARLY=0"
+  [early]="MLXCEL_MMA_QSWZ=0 MLXCEL_MMA_EARLY=1" [both]="MLXCEL_MMA_QSWZ=1 MLXCEL_MMA_EARLY=1")
+best=default
+if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
+  for c in default qswz early both; do
+    # shellcheck disable=SC2086
+    env ${CFG[$c]} timeout 100 ncu --clock-control none --metrics gpu__time_duration.sum --csv --page raw --print-units base \
+      --kernel-name "regex:mlxcel_decode" "${BIN:-.devcarry/bin/mlxcel}" bench attention --contexts 4096,32768,131072 \
+      --modes turbo4 --shapes 32:8:128 --split-modes none --iters 5 > "$R/sweep-$c.csv" 2> "$R/sweep-$c.err"
+  done
+  best=$(python3 - "$R" <<'PY'
+import csv, sys, statistics
+R = sys.argv[1]; ctxs = ["4K", "32K", "128K"]; score = {}
+for c in ["default", "qswz", "early", "both"]:
+    rows = [l for l in open(f"{R}/sweep-{c}.csv") if l.startswith('"')]
+    r = list(csv.reader(rows))
+    if len(r) < 3: print(c, "no launches", file=sys.stderr); continue
+    ti = r[0].index("gpu__time_duration.sum")
+    t = [float(x[ti].replace(",", "")) / 1e3 for x in r[2:]]
+    n = len(t) // 3
+    med = [statistics.median(t[i * n:(i + 1) * n]) for i in range(3)]
+    print(f"{c:8s} " + "  ".join(f"{k} {m:6.2f} us (n={n}, {min(t[i*n:(i+1)*n]):.2f}-{max(t[i*n:(i+1)*n]):.2f})" for i, (k, m) in enumerate(zip(ctxs, med))), file=sys.stderr)
+    score[c] = med[1] + med[2]
+print(min(score, key=score.get) if score else "default")
+PY
+)
+fi
+echo "fastest at 32K + 128K: $best"
+e2e_setup 540 80
+if [ "$best" != default ]; then
+  for ctx in "${CTX:-32768}" "${LONG:-131072}"; do
+    need=22; [ "$ctx" -lt 131072 ] || need=34
+    # shellcheck disable=SC2086
+    for round in 1 2; do
+      if ((round % 2)); then timed $need "on$round" turbo4 "$ctx" ${CFG[$best]}; timed $need "off$round" turbo4 "$ctx" ${CFG[default]}
+      else timed $need "off$round" turbo4 "$ctx" ${CFG[default]}; timed $need "on$round" turbo4 "$ctx" ${CFG[$best]}; fi
+    done
+  done
+fi
+finish_call
