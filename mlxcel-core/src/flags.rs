@@ -537,26 +537,16 @@ pub const MMA_WIDE16: Flag = Flag {
 /// free of bank conflicts. Why: the kernel's fixed time per call (ncu over contexts, session
 /// 18: 8.96 us at 1K, 19.39 us at 32K, 48.7 us at 128K; ~9 us that does not scale with the
 /// context) is mostly its prologue, a third of the stall samples at 32K; ~7% sat on these
-/// reads (every lane of a phase in one group of 4 banks). Bit-identical outputs. Written in
-/// session 18; 1 turns it on.
+/// reads (every lane of a phase in one group of 4 banks). Bit-identical outputs (144 checks on
+/// the H200). Measured (session 18, call 5): ncu medians of 18 launches, turbo4 D=128, 10.43
+/// -> 9.25 us per call at 4K, 19.78 -> 18.54 at 32K, 50.43 -> 49.14 at 128K; turbo4 device
+/// time per step 2.96 -> 2.92 ms at 32K and 4.44 -> 4.40 ms at 128K (two interleaved rounds
+/// each). Default on; 0 = q staged row by row.
 pub const MMA_QSWZ: Flag = Flag {
     name: "MLXCEL_MMA_QSWZ",
-    default: false,
-    doc: "tensor-core decode kernel: q staged with a bank swizzle (1 = on; not yet measured)",
+    default: true,
+    doc: "tensor-core decode kernel: q staged with a bank swizzle (0 = plain rows)",
     slot: 34,
-};
-
-/// The tensor-core decode kernel issues its ring's first copies before its prologue (`EARLY`
-/// in `cuda/decode_attention_mma.cu`) instead of after it, so that the first tiles' DRAM
-/// latency (~5% of the stall samples at 32K, session 18) overlaps the prologue. Same copies:
-/// bit-identical outputs. One ncu launch each at 32K measured it slower (19.84 -> 20.90 us,
-/// session 18, call 3), within twice the launch-to-launch spread (18.9-20.1 us over 12
-/// launches); measured again over many launches. 1 turns it on.
-pub const MMA_EARLY: Flag = Flag {
-    name: "MLXCEL_MMA_EARLY",
-    default: false,
-    doc: "tensor-core decode kernel: the ring's first copies before the prologue (1 = on; not yet measured)",
-    slot: 35,
 };
 
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
@@ -655,7 +645,6 @@ pub const ALL: &[Flag] = &[
     MMA_FTZ,
     MMA_WIDE16,
     MMA_QSWZ,
-    MMA_EARLY,
 ];
 
 #[cfg(test)]

@@ -683,7 +683,6 @@ pub fn fused_decode_rope(
                 .template("RSALL", TemplateArg::Bool(flags::MMA_RSALL.enabled()))
                 .template("FTZ", TemplateArg::Bool(flags::MMA_FTZ.enabled()))
                 .template("QSWZ", TemplateArg::Bool(flags::MMA_QSWZ.enabled()))
-                .template("EARLY", TemplateArg::Bool(flags::MMA_EARLY.enabled()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",
