@@ -430,26 +430,31 @@ fn hoisted_and_pipelined_loops_are_bit_identical() {
     }
 }
 
-/// `MLXCEL_MMA_QSWZ` (q staged with a bank swizzle) must give the plain staging's bits, for
-/// every format the tensor-core kernel serves (turbo4 in 12-warp CTAs with the pair table,
-/// the others in 4-warp CTAs), head dims 64 and 128 (the swizzle's two keys), GQA 1, 4 and 7,
-/// and lengths inside one tile, across tiles and across the ring's wrap. On the CPU both end
-/// in MLX's "CUDA" error.
-#[test]
-fn swizzled_q_staging_is_bit_identical() {
-    const QSWZ: &str = "MLXCEL_MMA_QSWZ";
+/// One flag's bit-identity sweep, shared by the tests below: for every mode, (Hq, Hkv, D) shape
+/// and (length, split override) case, fresh random data (seeded by `test`), the fused output
+/// with `flag` off, then `calls` outputs with it on, each of which must equal it bit for bit.
+/// On the CPU only the cases of up to 17 positions run, and the call must end in MLX's "CUDA"
+/// error. Returns the checks made on CUDA; leaves the flag cleared.
+fn flag_bit_identity(
+    test: &str,
+    flag: &str,
+    modes: &[&str],
+    shapes: &[(usize, usize, usize)],
+    cases: &[(usize, Option<usize>)],
+    calls: usize,
+) -> usize {
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let mut r = rng("swizzled_q_staging_is_bit_identical");
+    let mut r = rng(test);
     let mut checked = 0;
-    for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
-        for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (28, 4, 128)] {
-            for len in [1usize, 17, 1000, 4097] {
+    for mode in modes {
+        for &(hq, hkv, d) in shapes {
+            for &(len, splits) in cases {
                 if !on_cuda && len > 17 {
                     continue; // the CPU checks the error path only: small caches suffice
                 }
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
-                let run = |on: bool| fused_values(&[(QSWZ, on)], &q, (&kr, &vr), len, None);
+                let run = |on: bool| fused_values(&[(flag, on)], &q, (&kr, &vr), len, splits);
                 if !on_cuda {
                     let err = run(true).unwrap_err().to_string();
                     assert!(err.contains("CUDA"), "{err}");
@@ -457,17 +462,39 @@ fn swizzled_q_staging_is_bit_identical() {
                 }
                 let base = run(false).unwrap();
                 assert!(base.iter().all(|x| x.is_finite()), "{mode} d={d} len={len}");
-                let differing = differing_bits(&base, &run(true).unwrap());
-                eprintln!(
-                    "{mode} hq={hq} hkv={hkv} d={d} len={len}: {differing} differing outputs"
-                );
-                assert_eq!(differing, 0, "{mode} hq={hq} d={d} len={len}");
-                checked += 1;
+                for call in 0..calls {
+                    let differing = differing_bits(&base, &run(true).unwrap());
+                    eprintln!("{flag} {mode} hq={hq} hkv={hkv} d={d} len={len} splits={splits:?} call {call}: {differing} differing outputs");
+                    assert_eq!(
+                        differing, 0,
+                        "{flag} {mode} hq={hq} d={d} len={len} splits={splits:?} call {call}"
+                    );
+                    checked += 1;
+                }
             }
         }
     }
-    clear_flags(&[QSWZ]);
-    if on_cuda {
+    clear_flags(&[flag]);
+    checked
+}
+
+/// `MLXCEL_MMA_QSWZ` (q staged with a bank swizzle) must give the plain staging's bits, for
+/// every format the tensor-core kernel serves (turbo4 in 12-warp CTAs with the pair table,
+/// the others in 4-warp CTAs), head dims 64 and 128 (the swizzle's two keys), GQA 1, 4 and 7,
+/// and lengths inside one tile, across tiles and across the ring's wrap. On the CPU both end
+/// in MLX's "CUDA" error.
+#[test]
+fn swizzled_q_staging_is_bit_identical() {
+    let lens = [1usize, 17, 1000, 4097].map(|len| (len, None));
+    let checked = flag_bit_identity(
+        "swizzled_q_staging_is_bit_identical",
+        "MLXCEL_MMA_QSWZ",
+        &["turbo4", "turbo4-asym", "int8", "fp16"],
+        &[(32, 8, 128), (7, 1, 64), (28, 4, 128)],
+        &lens,
+        1,
+    );
+    if checked > 0 {
         eprintln!("swizzled q staging: {checked} bit-identity checks on CUDA");
     }
 }
@@ -482,46 +509,21 @@ fn swizzled_q_staging_is_bit_identical() {
 /// a later call's merge run early or never). On the CPU both end in MLX's "CUDA" error.
 #[test]
 fn folded_merge_is_bit_identical_to_the_warp_merge() {
-    const FOLD: &str = "MLXCEL_FOLD_MERGE";
-    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let mut r = rng("folded_merge_is_bit_identical_to_the_warp_merge");
-    let mut checked = 0;
-    for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
-        for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (28, 4, 128)] {
-            for (len, splits) in [
-                (1usize, None),
-                (17, Some(5)),
-                (3000, None),
-                (5000, Some(47)),
-                (5000, Some(300)),
-            ] {
-                if !on_cuda && len > 17 {
-                    continue; // the CPU checks the error path only: small caches suffice
-                }
-                let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
-                let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
-                let run = |fold: bool| fused_values(&[(FOLD, fold)], &q, (&kr, &vr), len, splits);
-                if !on_cuda {
-                    let err = run(true).unwrap_err().to_string();
-                    assert!(err.contains("CUDA"), "{err}");
-                    continue;
-                }
-                let base = run(false).unwrap();
-                assert!(base.iter().all(|x| x.is_finite()), "{mode} d={d} len={len}");
-                for call in 0..3 {
-                    let differing = differing_bits(&base, &run(true).unwrap());
-                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} splits={splits:?} folded call {call}: {differing} differing outputs");
-                    assert_eq!(
-                        differing, 0,
-                        "{mode} hq={hq} d={d} len={len} splits={splits:?} folded call {call}"
-                    );
-                    checked += 1;
-                }
-            }
-        }
-    }
-    clear_flags(&[FOLD]);
-    if on_cuda {
+    let checked = flag_bit_identity(
+        "folded_merge_is_bit_identical_to_the_warp_merge",
+        "MLXCEL_FOLD_MERGE",
+        &["turbo4", "turbo4-asym", "int8", "fp16"],
+        &[(32, 8, 128), (7, 1, 64), (28, 4, 128)],
+        &[
+            (1, None),
+            (17, Some(5)),
+            (3000, None),
+            (5000, Some(47)),
+            (5000, Some(300)),
+        ],
+        3,
+    );
+    if checked > 0 {
         eprintln!("fold v3: {checked} bit-identity checks on CUDA");
     }
 }
@@ -537,46 +539,21 @@ fn warp_merge_matches_block_merge_bit_for_bit() {
     assert!(merge_warp_fits(128, 128) && merge_warp_fits(64, 64) && merge_warp_fits(128, 32));
     assert!(merge_warp_fits(128, 2) && !merge_warp_fits(96, 32) && !merge_warp_fits(128, 48));
     assert!(!merge_warp_fits(64, 128) && !merge_warp_fits(0, 1));
-    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let mut r = rng("warp_merge_matches_block_merge_bit_for_bit");
-    let mut checked = 0;
-    for mode in ["turbo4", "int8", "turbo4-asym", "fp16", "turbo3"] {
-        for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (12, 3, 64)] {
-            for (len, splits) in [
-                (1usize, None),
-                (17, Some(5)),
-                (3000, None),
-                (3000, Some(47)),
-                (5000, Some(300)),
-            ] {
-                if !on_cuda && len > 17 {
-                    continue; // the CPU checks the error path only: small caches suffice
-                }
-                let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
-                let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
-                let run = |warp: bool| {
-                    fused_values(&[("MLXCEL_MERGE_WARP", warp)], &q, (&kr, &vr), len, splits)
-                };
-                if !on_cuda {
-                    let err = run(true).unwrap_err().to_string();
-                    assert!(err.contains("CUDA"), "{err}");
-                    continue;
-                }
-                let want = run(false).unwrap();
-                let got = run(true).unwrap();
-                assert!(want.iter().all(|x| x.is_finite()), "{mode} d={d} len={len}");
-                let differing = differing_bits(&want, &got);
-                eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} splits={splits:?}: {differing} differing outputs");
-                assert_eq!(
-                    differing, 0,
-                    "{mode} hq={hq} d={d} len={len} splits={splits:?}"
-                );
-                checked += 1;
-            }
-        }
-    }
-    clear_flags(&["MLXCEL_MERGE_WARP"]);
-    if on_cuda {
+    let checked = flag_bit_identity(
+        "warp_merge_matches_block_merge_bit_for_bit",
+        "MLXCEL_MERGE_WARP",
+        &["turbo4", "int8", "turbo4-asym", "fp16", "turbo3"],
+        &[(32, 8, 128), (7, 1, 64), (12, 3, 64)],
+        &[
+            (1, None),
+            (17, Some(5)),
+            (3000, None),
+            (3000, Some(47)),
+            (5000, Some(300)),
+        ],
+        1,
+    );
+    if checked > 0 {
         eprintln!("warp merge: {checked} cases bit-identical to the block merge");
     }
 }
