@@ -86,6 +86,33 @@ ncu_attention() {
     "$R/$dir/details.txt" | sed -E 's/ +/ /g' | head -16
 }
 
+# `ncu_sweep TAG [ENV=VALUE...]`: ncu durations of every turbo4 decode-attention launch of
+# `bench attention` (Llama-3-8B layer shape) at $SWEEP_CTXS (default 4K, 32K, 128K; 5
+# iterations after the warm-up) with the given variables, into $R/sweep-TAG.csv. Single
+# launches vary by +-3%; medians over many launches rank kernel variants (session 18).
+ncu_sweep() {
+  local tag=$1; shift
+  env "$@" timeout 100 ncu --clock-control none --metrics gpu__time_duration.sum --csv --page raw --print-units base \
+    --kernel-name "regex:mlxcel_decode" "${BIN:-.devcarry/bin/mlxcel}" bench attention --contexts "${SWEEP_CTXS:-4096,32768,131072}" \
+    --modes turbo4 --shapes 32:8:128 --split-modes none --iters 5 > "$R/sweep-$tag.csv" 2> "$R/sweep-$tag.err"
+}
+
+# `sweep_medians TAG...`: each sweep's per-context medians and ranges (stderr); on stdout the
+# tag with the lowest sum of the last two contexts' medians (sweep_medians.py).
+sweep_medians() {
+  python3 benchmarks/gpu/sweep_medians.py "$R" "${SWEEP_CTXS:-4096,32768,131072}" "$@"
+}
+
+# `ab_rounds NEED CTX "ENV_ON" "ENV_OFF"`: two interleaved end-to-end turbo4 runs at CTX per
+# setting (tags on1, off1, off2, on2), each run with its variables.
+ab_rounds() {
+  local need=$1 ctx=$2 on=$3 off=$4
+  # shellcheck disable=SC2086
+  timed "$need" on1 turbo4 "$ctx" $on; timed "$need" off1 turbo4 "$ctx" $off
+  # shellcheck disable=SC2086
+  timed "$need" off2 turbo4 "$ctx" $off; timed "$need" on2 turbo4 "$ctx" $on
+}
+
 # `tokens_ab VAR KV TAG`: two short greedy runs at 1K (32 tokens) with VAR=0 (tag `TAG0`) and
 # VAR=1 (`TAG1`), then whether their tokens match (one line). For flags whose two paths
 # compute the same values (bit-identical kernels, folded ops with the same roundings).

@@ -57,7 +57,7 @@ def b(x):
 
 # Template flags of the tensor-core decode kernel, each variant naming the ones it turns on
 # (swz is on unless a variant says otherwise).
-MMA_FLAGS = ("rope", "trad", "fold", "swz", "lutk", "lutv", "lut1", "luti", "hoist", "pipe", "sacc2", "rsall", "wide", "ftz", "wide16", "qswz")
+MMA_FLAGS = ("rope", "trad", "fold", "swz", "lutk", "lutv", "lut1", "luti", "hoist", "pipe", "sacc2", "rsall", "wide", "ftz", "wide16", "qswz", "fillw")
 
 
 def mma_variant(**on):
@@ -101,6 +101,9 @@ MMA_VARIANTS = [
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True),
     mma_variant(rope=True, fold=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True),
     mma_variant(hoist=True, rsall=True, ftz=True, qswz=True),
+    # The pair table filled by the warps without a q head (MLXCEL_MMA_FILLW), on the defaults and alone.
+    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True),
+    mma_variant(rope=True, lutk=True, lutv=True, lut1=True, hoist=True, rsall=True, ftz=True, qswz=True, fillw=True),
 ]
 # The shipped defaults (MLXCEL_MMA_HOIST, MLXCEL_MMA_RSALL, MLXCEL_MMA_WIDE, MLXCEL_MMA_FTZ, MLXCEL_MMA_QSWZ and the pair
 # table with immediate offsets on; fold off).
@@ -147,16 +150,16 @@ def main():
                     for rot in rots:
                         if rot and kf == 1 and v != DEFAULT_VARIANT:
                             continue
-                        rope, trad, fold, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz = (b(v[f]) for f in MMA_FLAGS)
+                        rope, trad, fold, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw = (b(v[f]) for f in MMA_FLAGS)
                         if rope == "true" and qt != "__half":
                             continue
-                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                                   f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot)}; "
                                   f"constexpr int STAGES = {min(stages, 4) if wide16 == 'true' else stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
                                   f"constexpr bool FOLD = {fold}; using T_q = {qt};\n")
                         src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
                                + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
-                        ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{lut1}/{luti}" + (" hoist" if hoist == "true" else "") + (" pipe" if pipe == "true" else "") + (" sacc2" if sacc2 == "true" else "") + (" rsall" if rsall == "true" else "") + (" wide" if wide == "true" else "") + (" ftz" if ftz == "true" else "") + (" wide16" if wide16 == "true" else "") + (" qswz" if qswz == "true" else "") + (" rot" if rot and kf == 1 else ""), src)
+                        ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{lut1}/{luti}" + (" hoist" if hoist == "true" else "") + (" pipe" if pipe == "true" else "") + (" sacc2" if sacc2 == "true" else "") + (" rsall" if rsall == "true" else "") + (" wide" if wide == "true" else "") + (" ftz" if ftz == "true" else "") + (" wide16" if wide16 == "true" else "") + (" qswz" if qswz == "true" else "") + (" fillw" if fillw == "true" else "") + (" rot" if rot and kf == 1 else ""), src)
     enc = read("turbo_encode.cu")
     enc_header = header + "\n" + read("kv_pair.cuh") + "\n" + read("turbo_encode.cuh")
     for d in (64, 128):

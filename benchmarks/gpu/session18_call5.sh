@@ -15,6 +15,8 @@
 #    default / QSWZ / EARLY / both: medians per context;
 # 3. the fastest configuration at 32K + 128K (if not the default) against the default, end
 #    to end, turbo4, two interleaved rounds at 32K and 128K.
+# (Rewritten after the call with the e2e_run.sh helpers it led to: ncu_sweep, sweep_medians,
+# ab_rounds; the same commands. MLXCEL_MMA_EARLY no longer exists.)
 # CPU dry run: NCU=0 MODEL=synthetic:/tmp/tiny.json CTX=512 LONG=1024 BIN=target/release/mlxcel
 set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
@@ -27,39 +29,14 @@ declare -A CFG=([default]="MLXCEL_MMA_QSWZ=0 MLXCEL_MMA_EARLY=0" [qswz]="MLXCEL_
   [early]="MLXCEL_MMA_QSWZ=0 MLXCEL_MMA_EARLY=1" [both]="MLXCEL_MMA_QSWZ=1 MLXCEL_MMA_EARLY=1")
 best=default
 if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
-  for c in default qswz early both; do
-    # shellcheck disable=SC2086
-    env ${CFG[$c]} timeout 100 ncu --clock-control none --metrics gpu__time_duration.sum --csv --page raw --print-units base \
-      --kernel-name "regex:mlxcel_decode" "${BIN:-.devcarry/bin/mlxcel}" bench attention --contexts 4096,32768,131072 \
-      --modes turbo4 --shapes 32:8:128 --split-modes none --iters 5 > "$R/sweep-$c.csv" 2> "$R/sweep-$c.err"
-  done
-  best=$(python3 - "$R" <<'PY'
-import csv, sys, statistics
-R = sys.argv[1]; ctxs = ["4K", "32K", "128K"]; score = {}
-for c in ["default", "qswz", "early", "both"]:
-    rows = [l for l in open(f"{R}/sweep-{c}.csv") if l.startswith('"')]
-    r = list(csv.reader(rows))
-    if len(r) < 3: print(c, "no launches", file=sys.stderr); continue
-    ti = r[0].index("gpu__time_duration.sum")
-    t = [float(x[ti].replace(",", "")) / 1e3 for x in r[2:]]
-    n = len(t) // 3
-    med = [statistics.median(t[i * n:(i + 1) * n]) for i in range(3)]
-    print(f"{c:8s} " + "  ".join(f"{k} {m:6.2f} us (n={n}, {min(t[i*n:(i+1)*n]):.2f}-{max(t[i*n:(i+1)*n]):.2f})" for i, (k, m) in enumerate(zip(ctxs, med))), file=sys.stderr)
-    score[c] = med[1] + med[2]
-print(min(score, key=score.get) if score else "default")
-PY
-)
+  # shellcheck disable=SC2086
+  for c in default qswz early both; do ncu_sweep "$c" ${CFG[$c]}; done
+  best=$(sweep_medians default qswz early both)
 fi
 echo "fastest at 32K + 128K: $best"
 e2e_setup 540 80
 if [ "$best" != default ]; then
-  for ctx in "${CTX:-32768}" "${LONG:-131072}"; do
-    need=22; [ "$ctx" -lt 131072 ] || need=34
-    # shellcheck disable=SC2086
-    for round in 1 2; do
-      if ((round % 2)); then timed $need "on$round" turbo4 "$ctx" ${CFG[$best]}; timed $need "off$round" turbo4 "$ctx" ${CFG[default]}
-      else timed $need "off$round" turbo4 "$ctx" ${CFG[default]}; timed $need "on$round" turbo4 "$ctx" ${CFG[$best]}; fi
-    done
-  done
+  ab_rounds 22 "${CTX:-32768}" "${CFG[$best]}" "${CFG[default]}"
+  ab_rounds 34 "${LONG:-131072}" "${CFG[$best]}" "${CFG[default]}"
 fi
 finish_call

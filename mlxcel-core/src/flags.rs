@@ -549,6 +549,22 @@ pub const MMA_QSWZ: Flag = Flag {
     slot: 34,
 };
 
+/// The tensor-core decode kernel fills its turbo4 pair table on warps 8-11 of a 12- or 16-warp
+/// CTA, which stage no q head, instead of on warps 0-3 after their q heads, and loads the
+/// codebook's 8 magnitudes before its first store (`FILLW` in `cuda/decode_attention_mma.cu`).
+/// Why: the fill ran serially after q on warps 0-3 while warps 8-11 waited at the barrier, and
+/// its loads could not move above its stores (4 rounds of load latency); ncu's source counters
+/// at 32K (session 18) put ~9% of the stall samples in it. Same table bytes: bit-identical
+/// outputs. NVRTC SASS (turbo4 D=128, the defaults): ptxas moved the loop 393 -> 397
+/// instructions per tile. Written after session 18's device calls: compile-checked and
+/// CPU-tested only, never run on a GPU; off. 1 turns it on.
+pub const MMA_FILLW: Flag = Flag {
+    name: "MLXCEL_MMA_FILLW",
+    default: false,
+    doc: "tensor-core decode kernel: the pair table filled by the warps without a q head (1 = on; not yet measured)",
+    slot: 35,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -645,6 +661,7 @@ pub const ALL: &[Flag] = &[
     MMA_FTZ,
     MMA_WIDE16,
     MMA_QSWZ,
+    MMA_FILLW,
 ];
 
 #[cfg(test)]

@@ -499,6 +499,27 @@ fn swizzled_q_staging_is_bit_identical() {
     }
 }
 
+/// `MLXCEL_MMA_FILLW` (the pair table filled by the warps without a q head, the codebook
+/// loaded first) must give the default fill's bits: turbo4 in 12-warp CTAs (where the fill
+/// moves to warps 8-11) and turbo4-asym / int8 / fp16 in 4-warp CTAs (where only the codebook
+/// preload applies, or nothing: no table), head dims 64 and 128, GQA 1, 4 and 7, lengths
+/// 1-4097. On the CPU both end in MLX's "CUDA" error.
+#[test]
+fn pair_table_fill_on_idle_warps_is_bit_identical() {
+    let lens = [1usize, 17, 1000, 4097].map(|len| (len, None));
+    let checked = flag_bit_identity(
+        "pair_table_fill_on_idle_warps_is_bit_identical",
+        "MLXCEL_MMA_FILLW",
+        &["turbo4", "turbo4-asym", "int8", "fp16"],
+        &[(32, 8, 128), (7, 1, 64), (28, 4, 128)],
+        &lens,
+        1,
+    );
+    if checked > 0 {
+        eprintln!("pair table fill on idle warps: {checked} bit-identity checks on CUDA");
+    }
+}
+
 /// `MLXCEL_FOLD_MERGE` (fold v3: the last CTA of each KV head merges its splits, one warp per
 /// query head with the warp merge's arithmetic) must give the default path's bits (the
 /// separate warp merge), for every format the tensor-core kernel serves (turbo4 in 12-warp

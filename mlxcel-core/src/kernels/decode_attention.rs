@@ -683,6 +683,7 @@ pub fn fused_decode_rope(
                 .template("RSALL", TemplateArg::Bool(flags::MMA_RSALL.enabled()))
                 .template("FTZ", TemplateArg::Bool(flags::MMA_FTZ.enabled()))
                 .template("QSWZ", TemplateArg::Bool(flags::MMA_QSWZ.enabled()))
+                .template("FILLW", TemplateArg::Bool(flags::MMA_FILLW.enabled()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",

@@ -28,7 +28,8 @@
 // the outputs are the same; default on), FTZ (the softmax's exp2 without the denormal range
 // fix-up: 5 exponentials per tile, 3 instructions each; the same outputs wherever no weight
 // falls below 2^-126, which fp16 P and the fp32 sums could not hold anyway), QSWZ (q's
-// staging swizzled for conflict-free fragment reads; bit-identical),
+// staging swizzled for conflict-free fragment reads; bit-identical), FILLW (the pair table
+// filled by warps without a q head, its codebook loaded first; bit-identical),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -223,13 +224,21 @@ for (int g = warp; g < 8; g += NW) {
     qs[g * D + q_chunk(g, d / 4) * 4 + d % 4] = x[e];
   }
 }
-// The table fill takes 128 threads (the first 4 warps of a wider CTA).
-if (tid < 128) {
+// The table fill takes 128 threads: the first 4 warps, or with FILLW in CTAs of 12 or more
+// warps, warps 8-11, which stage no q head (the loop above gives warps 0-7 one head each).
+// Why: ncu's source counters at 32K (session 18) put ~9% of the stall samples in the fill,
+// which warps 0-3 ran after their q head while warps 8-11 idled at the barrier; FILLW also
+// loads the codebook's 8 magnitudes before the first store (fill_lut's PRELOAD: the loop's
+// loads could not move above its shared stores, 4 rounds of load latency). The same table
+// bytes: bit-identical outputs.
+constexpr int FILL_WARP0 = (FILLW && NW >= 12) ? 8 : 0;
+const int fill_tid = tid - 32 * FILL_WARP0;
+if (fill_tid >= 0 && fill_tid < 128) {
   if constexpr (LUT1 && (LUT_K || LUT_V)) {
-    mlxcel_mma::fill_lut<128, LUT_ROW>(smem, LUT_K ? lut_k : lut_v, 0, tid);
+    mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, LUT_K ? lut_k : lut_v, 0, fill_tid);
   } else {
-    if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_k, 0, tid);
-    if constexpr (LUT_V) mlxcel_mma::fill_lut<128, LUT_ROW>(smem, lut_v, 1, tid);
+    if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_k, 0, fill_tid);
+    if constexpr (LUT_V) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_v, 1, fill_tid);
   }
 }
 __syncthreads();

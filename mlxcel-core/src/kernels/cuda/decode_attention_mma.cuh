@@ -125,25 +125,49 @@ __device__ __forceinline__ void decode8x2_t4(const Book4& bk, u32 w1, u32 w2, u3
 // LUT1): one table for both sides (symmetric turbo4: same codebook), which leaves room for
 // 3 CTAs per SM instead of 2.
 // fp16 bits of code `code` of a sign-magnitude book (bit 3 set = positive, bits 0-2 =
-// magnitude rank, magnitudes at lut[8..16)): the values lookup4 produces.
-__device__ __forceinline__ unsigned short book_code_bits(const float* lut, int code) {
-  const unsigned short h = __half_as_ushort(__float2half_rn(lut[8 + (code & 7)]));
+// magnitude rank, magnitudes at lut[8..16)): the values lookup4 produces. code_bits takes the
+// code's magnitude m = lut[8 + (code & 7)] already loaded.
+__device__ __forceinline__ unsigned short code_bits(float m, int code) {
+  const unsigned short h = __half_as_ushort(__float2half_rn(m));
   return (code & 8) ? h : static_cast<unsigned short>(h ^ 0x8000u);
+}
+__device__ __forceinline__ unsigned short book_code_bits(const float* lut, int code) {
+  return code_bits(lut[8 + (code & 7)], code);
 }
 
 // Fills the lane entries at bytes part * 128 + [0, 128) of every row: entry e = half2(code
 // e & 15, code e >> 4), 16 bytes (4 lanes) per store. With 128 threads, thread t writes the
 // 16-byte chunk t & 7 of rows (t >> 3) + 16 j, j = 0..15: its low code is fixed, the high
 // code is j.
-template <int NTHREADS, int ROW>
+// PRELOAD: the book's 8 magnitudes are loaded into registers before the first store (the
+// loop's own loads cannot move above its stores: the compiler does not know that the table
+// and the book never alias), and the loop is unrolled fully. The same bytes either way.
+template <int NTHREADS, int ROW, bool PRELOAD = false>
 __device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut, int part, int tid) {
   static_assert(NTHREADS == 128, "the fill assumes 128 threads");
   const int q = tid & 7, lo_code = tid >> 3;
-  const u32 lo = book_code_bits(lut, lo_code);
+  if constexpr (PRELOAD) {
+    float mag[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) mag[i] = lut[8 + i];
+    // This thread's low code's magnitude by selects (a dynamic index would put mag in local
+    // memory).
+    float lo_mag = mag[0];
+#pragma unroll
+    for (int i = 1; i < 8; ++i) lo_mag = (lo_code & 7) == i ? mag[i] : lo_mag;
+    const u32 lo = code_bits(lo_mag, lo_code);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const u32 v = lo | (static_cast<u32>(code_bits(mag[j & 7], j)) << 16);
+      *reinterpret_cast<uint4*>(table + (lo_code + 16 * j) * ROW + part * 128 + q * 16) = make_uint4(v, v, v, v);
+    }
+  } else {
+    const u32 lo = book_code_bits(lut, lo_code);
 #pragma unroll 4
-  for (int j = 0; j < 16; ++j) {
-    const u32 v = lo | (static_cast<u32>(book_code_bits(lut, j)) << 16);
-    *reinterpret_cast<uint4*>(table + (lo_code + 16 * j) * ROW + part * 128 + q * 16) = make_uint4(v, v, v, v);
+    for (int j = 0; j < 16; ++j) {
+      const u32 v = lo | (static_cast<u32>(book_code_bits(lut, j)) << 16);
+      *reinterpret_cast<uint4*>(table + (lo_code + 16 * j) * ROW + part * 128 + q * 16) = make_uint4(v, v, v, v);
+    }
   }
 }
 

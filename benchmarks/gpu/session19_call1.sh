@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Next session's first device call (H200, ~5 min; timeout_s 600), after benchmarks/gpu/stage.sh
+# (carry .devcarry/mlx-cuda, .devcarry/bin/mlxcel, .devcarry/bin/tests/gpu_fused_decode):
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session19_call1.sh
+# MLXCEL_MMA_FILLW (written after session 18's device calls, never run): the turbo4 pair table
+# filled by warps 8-11 (no q head) instead of warps 0-3 after their q heads, the codebook
+# loaded before the first store. Why: session 18's source counters at 32K put ~9% of the
+# stall samples in the fill, serial after q on warps 0-3 while warps 8-11 waited. NVRTC SASS:
+# the loop 393 -> 397 instructions per tile (ptxas), so 128K may lose ~0.4 us.
+# Prediction: -0.5 to -1 us per call at every context (the prologue's critical path loses the
+# fill), +-0.4 us at 128K from the loop.
+# 1. bit identity against the default fill (gpu_fused_decode);
+# 2. ncu sweeps (every launch, medians) at 4K, 32K, 128K: default, FILLW;
+# 3. if FILLW is faster at 32K + 128K: turbo4 end to end, two interleaved rounds at 32K and
+#    128K (device clock).
+# If 1 holds and 2-3 show it faster: default on (flags.rs, docs/usage.md).
+# CPU dry run: NCU=0 MODEL=synthetic:/tmp/tiny.json CTX=512 LONG=1024 BIN=target/release/mlxcel
+set -uo pipefail
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s19c1
+t=pair_table_fill_on_idle_warps
+timeout 150 .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture "$t" > "$R/test-$t.txt" 2>&1
+echo "$t rc=$? $(grep -E "test result|panicked|bit-identity checks" "$R/test-$t.txt" | tr '\n' ' ')"
+best=default
+if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
+  ncu_sweep default MLXCEL_MMA_FILLW=0
+  ncu_sweep fillw MLXCEL_MMA_FILLW=1
+  best=$(sweep_medians default fillw)
+fi
+echo "fastest at 32K + 128K: $best"
+e2e_setup 540 80
+if [ "$best" != default ]; then
+  ab_rounds 22 "${CTX:-32768}" MLXCEL_MMA_FILLW=1 MLXCEL_MMA_FILLW=0
+  ab_rounds 34 "${LONG:-131072}" MLXCEL_MMA_FILLW=1 MLXCEL_MMA_FILLW=0
+fi
+finish_call
