@@ -103,6 +103,27 @@ sweep_medians() {
   python3 benchmarks/gpu/sweep_medians.py "$R" "${SWEEP_CTXS:-4096,32768,131072}" "$@"
 }
 
+# `sweep_best TAG "ENV..." [TAG "ENV..."]...`: an ncu_sweep per configuration (unless NCU=0 or
+# ncu is missing), then on stdout the fastest tag by sweep_medians (the first tag without
+# sweeps); the medians go to stderr.
+sweep_best() {
+  local args=("$@") tags=() i
+  for ((i = 0; i < ${#args[@]}; i += 2)); do tags+=("${args[i]}"); done
+  if [ "${NCU:-1}" != 1 ] || ! command -v ncu > /dev/null; then echo "${tags[0]}"; return; fi
+  # shellcheck disable=SC2086
+  for ((i = 0; i < ${#args[@]}; i += 2)); do ncu_sweep "${args[i]}" ${args[i + 1]}; done
+  sweep_medians "${tags[@]}"
+}
+
+# `ab_if_faster BEST "ENV_ON" "ENV_OFF"`: unless BEST is `default`, ab_rounds of ENV_ON against
+# ENV_OFF at $CTX (default 32K) and $LONG (default 128K).
+ab_if_faster() {
+  echo "fastest at 32K + 128K: $1"
+  [ "$1" != default ] || return 0
+  ab_rounds 22 "${CTX:-32768}" "$2" "$3"
+  ab_rounds 34 "${LONG:-131072}" "$2" "$3"
+}
+
 # `ab_rounds NEED CTX "ENV_ON" "ENV_OFF"`: two interleaved end-to-end turbo4 runs at CTX per
 # setting (tags on1, off1, off2, on2), each run with its variables.
 ab_rounds() {

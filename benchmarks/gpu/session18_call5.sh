@@ -15,28 +15,18 @@
 #    default / QSWZ / EARLY / both: medians per context;
 # 3. the fastest configuration at 32K + 128K (if not the default) against the default, end
 #    to end, turbo4, two interleaved rounds at 32K and 128K.
-# (Rewritten after the call with the e2e_run.sh helpers it led to: ncu_sweep, sweep_medians,
-# ab_rounds; the same commands. MLXCEL_MMA_EARLY no longer exists.)
+# (Rewritten after the call with the e2e_run.sh helpers it led to (ncu_sweep, sweep_medians,
+# ab_rounds, sweep_best, ab_if_faster): the same commands. Since then MLXCEL_MMA_EARLY is gone
+# and the test is swizzled_q_staging_is_bit_identical (QSWZ only).)
 # CPU dry run: NCU=0 MODEL=synthetic:/tmp/tiny.json CTX=512 LONG=1024 BIN=target/release/mlxcel
 set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s18c5
-t=swizzled_q_and_early
-timeout 150 .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture "$t" > "$R/test-$t.txt" 2>&1
-echo "$t rc=$? $(grep -E "test result|panicked|bit-identity checks" "$R/test-$t.txt" | tr '\n' ' ')"
+gpu_test gpu_fused_decode 150 "bit-identity checks" swizzled_q_and_early
 declare -A CFG=([default]="MLXCEL_MMA_QSWZ=0 MLXCEL_MMA_EARLY=0" [qswz]="MLXCEL_MMA_QSWZ=1 MLXCEL_MMA_EARLY=0"
   [early]="MLXCEL_MMA_QSWZ=0 MLXCEL_MMA_EARLY=1" [both]="MLXCEL_MMA_QSWZ=1 MLXCEL_MMA_EARLY=1")
-best=default
-if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
-  # shellcheck disable=SC2086
-  for c in default qswz early both; do ncu_sweep "$c" ${CFG[$c]}; done
-  best=$(sweep_medians default qswz early both)
-fi
-echo "fastest at 32K + 128K: $best"
+best=$(sweep_best default "${CFG[default]}" qswz "${CFG[qswz]}" early "${CFG[early]}" both "${CFG[both]}")
 e2e_setup 540 80
-if [ "$best" != default ]; then
-  ab_rounds 22 "${CTX:-32768}" "${CFG[$best]}" "${CFG[default]}"
-  ab_rounds 34 "${LONG:-131072}" "${CFG[$best]}" "${CFG[default]}"
-fi
+ab_if_faster "$best" "${CFG[$best]}" "${CFG[default]}"
 finish_call

@@ -19,19 +19,8 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s19c1
-t=pair_table_fill_on_idle_warps
-timeout 150 .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture "$t" > "$R/test-$t.txt" 2>&1
-echo "$t rc=$? $(grep -E "test result|panicked|bit-identity checks" "$R/test-$t.txt" | tr '\n' ' ')"
-best=default
-if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
-  ncu_sweep default MLXCEL_MMA_FILLW=0
-  ncu_sweep fillw MLXCEL_MMA_FILLW=1
-  best=$(sweep_medians default fillw)
-fi
-echo "fastest at 32K + 128K: $best"
+gpu_test gpu_fused_decode 150 "bit-identity checks" pair_table_fill_on_idle_warps
+best=$(sweep_best default MLXCEL_MMA_FILLW=0 fillw MLXCEL_MMA_FILLW=1)
 e2e_setup 540 80
-if [ "$best" != default ]; then
-  ab_rounds 22 "${CTX:-32768}" MLXCEL_MMA_FILLW=1 MLXCEL_MMA_FILLW=0
-  ab_rounds 34 "${LONG:-131072}" MLXCEL_MMA_FILLW=1 MLXCEL_MMA_FILLW=0
-fi
+ab_if_faster "$best" MLXCEL_MMA_FILLW=1 MLXCEL_MMA_FILLW=0
 finish_call
