@@ -115,23 +115,13 @@ sweep_best() {
   sweep_medians "${tags[@]}"
 }
 
-# `ab_if_faster BEST "ENV_ON" "ENV_OFF"`: unless BEST is `default`, ab_rounds of ENV_ON against
-# ENV_OFF at $CTX (default 32K) and $LONG (default 128K).
+# `ab_if_faster BEST "ENV_ON" "ENV_OFF"`: unless BEST is `default`, two interleaved turbo4
+# rounds (env_rounds) of ENV_ON against ENV_OFF at $CTX (default 32K) and $LONG (default 128K).
 ab_if_faster() {
   echo "fastest at 32K + 128K: $1"
   [ "$1" != default ] || return 0
-  ab_rounds 22 "${CTX:-32768}" "$2" "$3"
-  ab_rounds 34 "${LONG:-131072}" "$2" "$3"
-}
-
-# `ab_rounds NEED CTX "ENV_ON" "ENV_OFF"`: two interleaved end-to-end turbo4 runs at CTX per
-# setting (tags on1, off1, off2, on2), each run with its variables.
-ab_rounds() {
-  local need=$1 ctx=$2 on=$3 off=$4
-  # shellcheck disable=SC2086
-  timed "$need" on1 turbo4 "$ctx" $on; timed "$need" off1 turbo4 "$ctx" $off
-  # shellcheck disable=SC2086
-  timed "$need" off2 turbo4 "$ctx" $off; timed "$need" on2 turbo4 "$ctx" $on
+  FLAG_MODES=turbo4 FLAG_ROUNDS=2 env_rounds 22 "$2" "$3" "${CTX:-32768}"
+  FLAG_MODES=turbo4 FLAG_ROUNDS=2 env_rounds 34 "$2" "$3" "${LONG:-131072}"
 }
 
 # `tokens_ab VAR KV TAG`: two short greedy runs at 1K (32 tokens) with VAR=0 (tag `TAG0`) and
@@ -148,24 +138,32 @@ print(sys.argv[3], sys.argv[4], "off/on tokens:", "match" if not d and len(a) ==
     "$R/${tag}0-$kv-1024.json" "$R/${tag}1-$kv-1024.json" "$kv" "$var" 2>&1 | tail -1
 }
 
-# `flag_rounds VAR NEED CTX...`: $FLAG_ROUNDS (default three) interleaved rounds per CTX of
-# the modes in $FLAG_MODES (default turbo4 and fp16) with VAR=1 (tags on<round>) and VAR=0
-# (off<round>), the order flipped each round; each run needs NEED seconds of $BUDGET.
-flag_rounds() {
-  local var=$1 need=$2 ctx round kv; shift 2
+# `env_rounds NEED "ENV_ON" "ENV_OFF" CTX...`: $FLAG_ROUNDS (default three) interleaved rounds
+# per CTX of the modes in $FLAG_MODES (default turbo4 and fp16), runs with the variables
+# ENV_ON (tags on<round>) and ENV_OFF (off<round>), the order flipped each round; each run
+# needs NEED seconds of $BUDGET.
+env_rounds() {
+  local need=$1 on=$2 off=$3 ctx round kv; shift 3
   for ctx in "$@"; do
     for ((round = 1; round <= ${FLAG_ROUNDS:-3}; round++)); do
       for kv in ${FLAG_MODES:-turbo4 fp16}; do
+        # shellcheck disable=SC2086
         if ((round % 2)); then
-          timed "$need" "on$round" "$kv" "$ctx" "$var=1"
-          timed "$need" "off$round" "$kv" "$ctx" "$var=0"
+          timed "$need" "on$round" "$kv" "$ctx" $on
+          timed "$need" "off$round" "$kv" "$ctx" $off
         else
-          timed "$need" "off$round" "$kv" "$ctx" "$var=0"
-          timed "$need" "on$round" "$kv" "$ctx" "$var=1"
+          timed "$need" "off$round" "$kv" "$ctx" $off
+          timed "$need" "on$round" "$kv" "$ctx" $on
         fi
       done
     done
   done
+}
+
+# `flag_rounds VAR NEED CTX...`: env_rounds with VAR=1 against VAR=0.
+flag_rounds() {
+  local var=$1 need=$2; shift 2
+  env_rounds "$need" "$var=1" "$var=0" "$@"
 }
 
 # `ends_round ROUND CTX NEED CONFIG...`: one round at CTX of the configs "KV ENDS" (ENDS: the

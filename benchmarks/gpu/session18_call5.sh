@@ -16,7 +16,7 @@
 # 3. the fastest configuration at 32K + 128K (if not the default) against the default, end
 #    to end, turbo4, two interleaved rounds at 32K and 128K.
 # (Rewritten after the call with the e2e_run.sh helpers it led to (ncu_sweep, sweep_medians,
-# ab_rounds, sweep_best, ab_if_faster): the same commands. Since then MLXCEL_MMA_EARLY is gone
+# sweep_best, ab_if_faster): the same commands. Since then MLXCEL_MMA_EARLY is gone
 # and the test is swizzled_q_staging_is_bit_identical (QSWZ only).)
 # CPU dry run: NCU=0 MODEL=synthetic:/tmp/tiny.json CTX=512 LONG=1024 BIN=target/release/mlxcel
 set -uo pipefail

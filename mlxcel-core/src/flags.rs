@@ -338,7 +338,10 @@ pub const FUSED_KV_APPEND: Flag = Flag {
 /// `merge_splits_warp.cu` (the separate merge takes 4.13 us per call in situ at 32K: ncu,
 /// session 18). Also slower (H200, session 18, call 3): the turbo4 call 20.58 -> 27.30 us in
 /// situ at 32K against the 4.13 us merge it saves; device time per step 2.99 -> 3.11 ms at
-/// 32K, 4.45 -> 4.63 ms at 128K (two interleaved rounds each). Off; 1 folds.
+/// 32K, 4.45 -> 4.63 ms at 128K (two interleaved rounds each). Off; 1 folds. The inverse V
+/// rotation follows the side's rotation (`ROT_V`), so rotated int8 (int8r) values fold too;
+/// that combination is NVRTC-compiled only (the H200 checks covered turbo4, turbo4-asym,
+/// int8 and fp16).
 pub const FOLD_MERGE: Flag = Flag {
     name: "MLXCEL_FOLD_MERGE",
     default: false,

@@ -346,16 +346,13 @@ fn tickets_and_slot(key: Placeholder) -> Result<(Array, Array)> {
     Ok((tickets, marker_view(slot + 1)?))
 }
 
-/// Whether the tensor-core kernel merges the splits itself for this call: the flag, the
-/// tickets buffer large enough, and V's rotation (if any) one group of the head dim, the
-/// only one the fold's inverse rotation applies (the warp merge's arithmetic, which needs
-/// [`merge_warp_fits`]). The fold keeps its state in registers: no shared-memory scratch.
-fn fold_fits(b: usize, hkv: usize, d: usize, v: &RawSide<'_>) -> bool {
-    flags::FOLD_MERGE.enabled()
-        && b * hkv <= FOLD_MAX_BH
-        && merge_warp_fits(d, d)
-        && v.rotation.is_none_or(|rot| rot.group == d)
-        && v.rotation.is_some() == (v.format >= 2)
+/// Whether the tensor-core kernel merges the splits itself for this call: the flag and the
+/// tickets buffer large enough. The fold keeps its state in registers (no shared-memory
+/// scratch) and takes V's rotation from `ROT_V`; [`mma_supported`] already limits V's
+/// rotation to one group of the head dim, which the fold's warp arithmetic needs
+/// ([`merge_warp_fits`] holds for head dims 64 and 128).
+fn fold_fits(b: usize, hkv: usize) -> bool {
+    flags::FOLD_MERGE.enabled() && b * hkv <= FOLD_MAX_BH
 }
 
 fn check_scale(scale: f32, d: usize) -> Result<()> {
@@ -608,7 +605,7 @@ pub fn fused_decode_rope(
     let len_marker = length_marker(len)?;
     let rot_v = signs(v, group_v)?;
     // Whether the tensor-core kernel merges the splits itself.
-    let fold = mma_shared.is_some() && fold_fits(b, hkv, d, v);
+    let fold = mma_shared.is_some() && fold_fits(b, hkv);
     // Without the fold the kernel reads neither: cached placeholders, no per-call op.
     let (tickets, epoch_marker) = if fold {
         fold_inputs()?
@@ -684,6 +681,7 @@ pub fn fused_decode_rope(
                 .template("FTZ", TemplateArg::Bool(flags::MMA_FTZ.enabled()))
                 .template("QSWZ", TemplateArg::Bool(flags::MMA_QSWZ.enabled()))
                 .template("FILLW", TemplateArg::Bool(flags::MMA_FILLW.enabled()))
+                .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
                     "TRAD",

@@ -33,7 +33,8 @@
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
-// D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROPE_Q and TRAD (q arrives before RoPE and
+// D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROT_V (V stored rotated, one group of D:
+// turbo4 and int8r values; read only by FOLD's inverse rotation), ROPE_Q and TRAD (q arrives before RoPE and
 // is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
 // dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
 // the model's dtype; outputs o_part [B, Hq, S, D] (unnormalized), ml [B, Hq, S, 2] (max in
@@ -233,7 +234,8 @@ for (int g = warp; g < 8; g += NW) {
 // bytes: bit-identical outputs.
 constexpr int FILL_WARP0 = (FILLW && NW >= 12) ? 8 : 0;
 const int fill_tid = tid - 32 * FILL_WARP0;
-if (fill_tid >= 0 && fill_tid < 128) {
+// Without FILLW the test is the measured build's `tid < 128` exactly (the same SASS).
+if (FILL_WARP0 > 0 ? (fill_tid >= 0 && fill_tid < 128) : tid < 128) {
   if constexpr (LUT1 && (LUT_K || LUT_V)) {
     mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, LUT_K ? lut_k : lut_v, 0, fill_tid);
   } else {
@@ -601,8 +603,7 @@ if constexpr (FOLD) {
       }
     }
     float y[QE];
-    // V's stored basis is rotated exactly for turbo V (VFMT >= 2; one rotation group = D).
-    mlxcel_fd::finish_merge<QE, D, (VFMT >= 2)>(parts, stats.y, rot_v, lane, y);
+    mlxcel_fd::finish_merge<QE, D, ROT_V>(parts, stats.y, rot_v, lane, y);
 #pragma unroll
     for (int e = 0; e < QE; ++e) out[(head0 + g) * D + lane * QE + e] = static_cast<T_q>(y[e]);
   }

@@ -146,6 +146,10 @@ template <int NTHREADS, int ROW, bool PRELOAD = false>
 __device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut, int part, int tid) {
   static_assert(NTHREADS == 128, "the fill assumes 128 threads");
   const int q = tid & 7, lo_code = tid >> 3;
+  // Entry half2(lo, hi) of row lo_code + 16 j, j = the high code.
+  auto put = [&](int j, u32 v) {
+    *reinterpret_cast<uint4*>(table + (lo_code + 16 * j) * ROW + part * 128 + q * 16) = make_uint4(v, v, v, v);
+  };
   if constexpr (PRELOAD) {
     float mag[8];
 #pragma unroll
@@ -157,17 +161,11 @@ __device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut,
     for (int i = 1; i < 8; ++i) lo_mag = (lo_code & 7) == i ? mag[i] : lo_mag;
     const u32 lo = code_bits(lo_mag, lo_code);
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const u32 v = lo | (static_cast<u32>(code_bits(mag[j & 7], j)) << 16);
-      *reinterpret_cast<uint4*>(table + (lo_code + 16 * j) * ROW + part * 128 + q * 16) = make_uint4(v, v, v, v);
-    }
+    for (int j = 0; j < 16; ++j) put(j, lo | (static_cast<u32>(code_bits(mag[j & 7], j)) << 16));
   } else {
     const u32 lo = book_code_bits(lut, lo_code);
 #pragma unroll 4
-    for (int j = 0; j < 16; ++j) {
-      const u32 v = lo | (static_cast<u32>(book_code_bits(lut, j)) << 16);
-      *reinterpret_cast<uint4*>(table + (lo_code + 16 * j) * ROW + part * 128 + q * 16) = make_uint4(v, v, v, v);
-    }
+    for (int j = 0; j < 16; ++j) put(j, lo | (static_cast<u32>(book_code_bits(lut, j)) << 16));
   }
 }
 
