@@ -90,9 +90,12 @@ ncu_attention() {
 # `bench attention` (Llama-3-8B layer shape) at $SWEEP_CTXS (default 4K, 32K, 128K; 5
 # iterations after the warm-up) with the given variables, into $R/sweep-TAG.csv. Single
 # launches vary by +-3%; medians over many launches rank kernel variants (session 18).
+# NCU_CACHE=none keeps the L2 between launches (ncu flushes it by default: every launch then
+# loads q, the codebook and RoPE's frequencies from DRAM, which a decode step finds in L2);
+# only meaningful where one layer's cache exceeds the 50 MB L2 (128K: 142 MB for turbo4).
 ncu_sweep() {
   local tag=$1; shift
-  env "$@" timeout 100 ncu --clock-control none --metrics gpu__time_duration.sum --csv --page raw --print-units base \
+  env "$@" timeout 100 ncu --clock-control none ${NCU_CACHE:+--cache-control "$NCU_CACHE"} --metrics gpu__time_duration.sum --csv --page raw --print-units base \
     --kernel-name "regex:mlxcel_decode" "${BIN:-.devcarry/bin/mlxcel}" bench attention --contexts "${SWEEP_CTXS:-4096,32768,131072}" \
     --modes turbo4 --shapes 32:8:128 --split-modes none --iters 5 > "$R/sweep-$tag.csv" 2> "$R/sweep-$tag.err"
 }

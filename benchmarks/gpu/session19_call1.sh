@@ -11,6 +11,7 @@
 # fill), +-0.4 us at 128K from the loop.
 # 1. bit identity against the default fill (gpu_fused_decode);
 # 2. ncu sweeps (every launch, medians) at 4K, 32K, 128K: default, FILLW;
+# 2b. the same at 128K without ncu's L2 flush between launches;
 # 3. if FILLW is faster at 32K + 128K: turbo4 end to end, two interleaved rounds at 32K and
 #    128K (device clock).
 # If 1 holds and 2-3 show it faster: default on (flags.rs, docs/usage.md).
@@ -21,6 +22,9 @@ set -uo pipefail
 call_dir s19c1
 gpu_test gpu_fused_decode 150 "bit-identity checks" pair_table_fill_on_idle_warps
 best=$(sweep_best default MLXCEL_MMA_FILLW=0 fillw MLXCEL_MMA_FILLW=1)
+# The same two at 128K with the L2 kept between launches (the prologue's loads hit L2 there,
+# as in a decode step): how much of the ~8 us fixed time is ncu's cache flush.
+SWEEP_CTXS=131072 NCU_CACHE=none sweep_best l2default MLXCEL_MMA_FILLW=0 l2fillw MLXCEL_MMA_FILLW=1 > /dev/null
 e2e_setup 540 80
 ab_if_faster "$best" MLXCEL_MMA_FILLW=1 MLXCEL_MMA_FILLW=0
 finish_call
