@@ -105,9 +105,9 @@ MMA_VARIANTS = [
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True),
     mma_variant(rope=True, lutk=True, lutv=True, lut1=True, hoist=True, rsall=True, ftz=True, qswz=True, fillw=True),
 ]
-# The shipped defaults (MLXCEL_MMA_HOIST, MLXCEL_MMA_RSALL, MLXCEL_MMA_WIDE, MLXCEL_MMA_FTZ, MLXCEL_MMA_QSWZ and the pair
-# table with immediate offsets on; fold off).
-DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True)
+# The shipped defaults (MLXCEL_MMA_HOIST, MLXCEL_MMA_RSALL, MLXCEL_MMA_WIDE, MLXCEL_MMA_FTZ, MLXCEL_MMA_QSWZ,
+# MLXCEL_MMA_FILLW and the pair table with immediate offsets on; fold off).
+DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True)
 
 
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
