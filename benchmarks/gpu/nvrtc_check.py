@@ -236,11 +236,16 @@ def main():
     variants = [(nw, st, u, mb, False) for nw, st, u, mb in
                 ((8, 0, 4, False), (8, 4, 4, False), (8, 8, 4, False), (4, 8, 4, False), (8, 4, 4, True), (4, 4, 4, True))]
     variants += [(8, 0, 4, False, True), (8, 4, 4, False, True), (4, 8, 4, False, True)]
-    for nw, st, u, mb, norm in variants:
+    variants = [v + (False,) for v in variants]
+    # EARLY (MLXCEL_QMV_EARLY: the scale loads and the norm's second pass moved up) on the ring
+    # schedules without a capped grid, with and without the folded norm.
+    variants += [(8, 4, 4, False, False, True), (8, 4, 4, False, True, True), (4, 8, 4, False, True, True)]
+    for nw, st, u, mb, norm, early in variants:
         for g in (32, 64, 128):
-            tag = f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "")
+            tag = f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "")
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
                       f"constexpr bool MB = {'true' if mb else 'false'}; constexpr bool NORM = {'true' if norm else 'false'}; "
+                      f"constexpr bool EARLY = {'true' if early else 'false'}; "
                       f"constexpr int EPS = 0x3727c5ac; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
@@ -262,10 +267,13 @@ def main():
     # at D = 128, a GQA-7 head_dim-64 model's at D = 64.
     qkv_enc = read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + read("qgemv4_qkv_encode.cu")
     for d, nq, nk in ((128, 4096, 1024), (64, 1792, 256)):
-        for norm, rope, trad, fmt in (("false", "false", "false", 0), ("true", "true", "false", 0), ("true", "true", "true", 0),
-                                      ("true", "true", "false", 1), ("false", "false", "false", 1), ("true", "true", "false", 2),
-                                      ("false", "false", "false", 2)):
+        for norm, rope, trad, fmt, early in (("false", "false", "false", 0, "false"), ("true", "true", "false", 0, "false"),
+                                             ("true", "true", "true", 0, "false"), ("true", "true", "false", 1, "false"),
+                                             ("false", "false", "false", 1, "false"), ("true", "true", "false", 2, "false"),
+                                             ("false", "false", "false", 2, "false"), ("true", "true", "false", 0, "true"),
+                                             ("true", "true", "false", 1, "true")):
             consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = 4; constexpr int U = 4; constexpr bool MB = false; "
+                      f"constexpr bool EARLY = {early}; "
                       f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                       f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
                       f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024;\n")
@@ -281,7 +289,7 @@ def main():
                    f"{vbuf}, const __half* v_norms, const uint8_t* pos_marker, const Shape pos_marker_shape, "
                    "const int* k_after, const int* v_after, const float* inv_freq, const uint32_t* tickets, const uint8_t* slot_marker, "
                    "const Shape slot_marker_shape, __half* y, __half* yk, __half* yv, int* done) {\n" + consts + qkv_enc + "\n}\n")
-            ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}", src)
+            ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}" + (" early" if early == "true" else ""), src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")

@@ -210,6 +210,23 @@ pub const QMV_RING: Flag = Flag {
     slot: 10,
 };
 
+/// The GEMV kernels' ring schedule issues its prologue's loads earlier (`EARLY` in
+/// `cuda/qgemv4.cuh`): each CTA's scale and bias loads leave before x is staged (held in
+/// registers, stored after), and the folded RMSNorm keeps x and its weight in registers
+/// between its two passes instead of reading them from L2 again. Why: in situ (session 18,
+/// 32K) o_proj ran at 1.1 TB/s and the qkv GEMV at ~1 TB/s; fitting the four layer GEMVs'
+/// times against their bytes gives ~4.7 us per launch that does not scale with the weight,
+/// and the prologue paid x's round trip to L2, then the scales' to DRAM (the scale loads could
+/// not move above x's shared stores), then with the norm a second pass over x. Same values in
+/// the same places: bit-identical outputs. Written in session 19; off until measured. 1 turns
+/// it on.
+pub const QMV_EARLY: Flag = Flag {
+    name: "MLXCEL_QMV_EARLY",
+    default: false,
+    doc: "GEMV ring kernels issue the scale loads before staging x, the folded norm in one pass over L2 (1 = on; not yet measured)",
+    slot: 36,
+};
+
 /// The tensor-core decode-attention kernel's bank swizzle (`SWZ` in
 /// decode_attention_mma.cu): its cp.async ring stores each tile's 16-byte chunks permuted
 /// within their 128-byte line, so a warp's reads of V (and of K rows of 128 bytes or more)
@@ -668,6 +685,7 @@ pub const ALL: &[Flag] = &[
     MMA_WIDE16,
     MMA_QSWZ,
     MMA_FILLW,
+    QMV_EARLY,
 ];
 
 #[cfg(test)]

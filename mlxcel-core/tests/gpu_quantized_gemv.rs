@@ -430,3 +430,69 @@ fn gemv_rejects_what_it_cannot_run() {
     let (q2, _) = weight(&mut r, 32, 256, 64);
     assert!(gemv(&x2, &q2).is_err(), "K mismatch must be an error");
 }
+
+/// `MLXCEL_QMV_EARLY` (the ring's scale loads issued before x is staged, the folded norm's
+/// x and weight kept in registers between its passes) must give the default prologue's bits:
+/// the plain kernel with and without the residual, the folded norm, gate/up + SiLU with and
+/// without it, on the layer shapes of Llama-3-8B (K 4096 and down's 14336, whose table takes
+/// more chunks than the registers hold), group 32 and 128, an unaligned-to-256 K, and the
+/// ring schedules of 8 and 4 warps (4 warps leave more chunks past the registers). On the
+/// CPU the kernels never run: every call still ends in MLX's CUDA error with the flag on.
+#[test]
+fn early_prologue_loads_are_bit_identical_or_are_not_used() {
+    let mut r = rng("early_prologue_loads_are_bit_identical_or_are_not_used");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let eps = 1e-5f32;
+    let shapes = [
+        (6144, 4096, 64),
+        (4096, 14336, 64),
+        (4096, 2048, 32),
+        (1024, 14336, 128),
+        (48, 384, 32),
+    ];
+    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[4..] };
+    let mut checks = 0;
+    for &(n, k, g) in shapes {
+        let (q, _) = weight(&mut r, n, k, g);
+        let (qu, _) = weight(&mut r, n, k, g);
+        let (x, _) = input(&mut r, k);
+        let (res, _) = input(&mut r, n);
+        let (xr, w) = residual_and_norm_weight(&mut r, k);
+        let norm = FoldedNorm { weight: &w, eps };
+        for s in ["ring", "ring:4:8"] {
+            let sched = Schedule::parse(s).unwrap();
+            let calls: [(&str, &dyn Fn() -> mlxcel_core::Result<Array>); 5] = [
+                ("plain", &|| gemv_with(&x, &q, None, sched)),
+                ("residual", &|| gemv_with(&x, &q, Some(&res), sched)),
+                ("norm", &|| gemv_rms_with(&xr, norm, &q, sched)),
+                ("silu", &|| gemv_silu_mul_with(&x, &q, &qu, sched)),
+                ("silu norm", &|| {
+                    gemv_silu_mul_rms_with(&xr, norm, &q, &qu, sched)
+                }),
+            ];
+            for (what, call) in calls {
+                let run = |early: bool| {
+                    common::set_flags(&[("MLXCEL_QMV_EARLY", early)]);
+                    let y = call().and_then(|y| y.eval().map(|_| y));
+                    common::clear_flags(&["MLXCEL_QMV_EARLY"]);
+                    y
+                };
+                if !on_cuda {
+                    let err = run(true).unwrap_err().to_string();
+                    assert!(err.contains("CUDA"), "{what}: {err}");
+                    continue;
+                }
+                let off = run(false).unwrap().to_vec::<half::f16>().unwrap();
+                let on = run(true).unwrap().to_vec::<half::f16>().unwrap();
+                assert!(
+                    off == on,
+                    "{what} n={n} k={k} g={g} {s}: the early prologue changed the output"
+                );
+                checks += 1;
+            }
+        }
+    }
+    if on_cuda {
+        eprintln!("early GEMV prologue: {checks} bit-identity checks on CUDA");
+    }
+}

@@ -676,6 +676,7 @@ fn launch<'a>(
     .template("S", TemplateArg::Int(sched.stages))
     .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
     .template("MB", TemplateArg::Bool(sched.multi_block()))
+    .template("EARLY", TemplateArg::Bool(flags::QMV_EARLY.enabled()))
     .template("SMEM", smem_arg(shared));
     (launch, shared)
 }

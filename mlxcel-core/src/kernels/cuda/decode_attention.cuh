@@ -195,7 +195,8 @@ __device__ __forceinline__ void rope_warp(float (&x)[QE], int lane, float pos, c
 #pragma unroll
     for (int e = 0; e < QE; e += 2) {
       const float th = pos * inv_freq[(lane * QE + e) / 2];
-      const float c = cosf(th), s = sinf(th);
+      float s, c;
+      sincosf(th, &s, &c);
       const float a = x[e], b = x[e + 1];
       x[e] = a * c - b * s;
       x[e + 1] = a * s + b * c;
@@ -205,7 +206,8 @@ __device__ __forceinline__ void rope_warp(float (&x)[QE], int lane, float pos, c
     for (int e = 0; e < QE; ++e) {
       const float other = __shfl_xor_sync(0xffffffffu, x[e], 16);
       const float th = pos * inv_freq[(lane * QE + e) % HALF];
-      const float c = cosf(th), s = sinf(th);
+      float s, c;
+      sincosf(th, &s, &c);
       x[e] = lane < 16 ? x[e] * c - other * s : other * s + x[e] * c;
     }
   }

@@ -123,16 +123,93 @@ __device__ __forceinline__ void stage_x_rms(const __half* x, const __half* nw, f
   }
 }
 
+// The pieces of stage_x_rms_early, each the arithmetic of a part of stage_x_rms (which keeps
+// its own inline copy: routing it through these changed its NVRTC SASS, and the measured
+// kernels stay byte-identical with EARLY off): x^2 of 8 fp16 values added to ss in order;
+// n = rsqrt(sum / K + eps) from every thread's ss (warp shuffles, then red across warps: one
+// barrier); 8 values of x normalized and weighted, stored in pair order at xs4[b].
+__device__ __forceinline__ void sum_sq8(const uint4& v, float& ss) {
+  const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 f = __half22float2(h[e]);
+    ss = fmaf(f.x, f.x, ss);
+    ss = fmaf(f.y, f.y, ss);
+  }
+}
+template <int NT>
+__device__ __forceinline__ float rms_scale(float ss, float eps, int K, int tid, float* red) {
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if ((tid & 31) == 0) red[tid >> 5] = ss;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < NT / 32; ++w) total += red[w];
+  return rsqrtf(total / static_cast<float>(K) + eps);
+}
+__device__ __forceinline__ __half rms_norm1(__half xv, __half wv, float n) {
+  return __hmul(wv, __float2half(__half2float(xv) * n));
+}
+__device__ __forceinline__ void rms_store8(uint4* xs4, int b, uint4 v, const uint4& wv, float n) {
+  __half* hx = reinterpret_cast<__half*>(&v);
+  const __half* hw = reinterpret_cast<const __half*>(&wv);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) hx[e] = rms_norm1(hx[e], hw[e], n);
+  xs4[b] = make_uint4(mlxcel_mma::prmt(v.x, v.z, 0x5410), mlxcel_mma::prmt(v.x, v.z, 0x7632),
+                      mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
+}
+
+// stage_x_rms with EARLY (MLXCEL_QMV_EARLY): each thread's first two 16-byte chunks of x and
+// of nw are loaded together in the first pass and kept in registers for the second, which
+// then stores them without a second round trip to L2 (nw's loads leave with x's); chunks past
+// them (K / 8 > 2 NT) take the two passes. Same sums in the same order, same roundings:
+// bit-identical to stage_x_rms. Unaligned x or nw take stage_x_rms.
+template <int NT>
+__device__ __forceinline__ void stage_x_rms_early(const __half* x, const __half* nw, float eps, __half2* xs, int K,
+                                                  int tid, float* red) {
+  if (((reinterpret_cast<unsigned long long>(x) | reinterpret_cast<unsigned long long>(nw)) & 15) != 0) {
+    stage_x_rms<NT>(x, nw, eps, xs, K, tid, red);
+    return;
+  }
+  constexpr int PRE = 2;
+  const uint4* x4 = reinterpret_cast<const uint4*>(x);
+  const uint4* w4 = reinterpret_cast<const uint4*>(nw);
+  uint4 xr[PRE], wr[PRE];
+#pragma unroll
+  for (int u = 0; u < PRE; ++u) {
+    if (tid + u * NT < K / 8) {
+      xr[u] = x4[tid + u * NT];
+      wr[u] = w4[tid + u * NT];
+    }
+  }
+  float ss = 0.0f;
+#pragma unroll
+  for (int u = 0; u < PRE; ++u) {
+    if (tid + u * NT < K / 8) sum_sq8(xr[u], ss);
+  }
+#pragma unroll 2
+  for (int b = tid + PRE * NT; b < K / 8; b += NT) sum_sq8(x4[b], ss);
+  const float n = rms_scale<NT>(ss, eps, K, tid, red);
+  uint4* xs4 = reinterpret_cast<uint4*>(xs);
+#pragma unroll
+  for (int u = 0; u < PRE; ++u) {
+    if (tid + u * NT < K / 8) rms_store8(xs4, tid + u * NT, xr[u], wr[u], n);
+  }
+#pragma unroll 2
+  for (int b = tid + PRE * NT; b < K / 8; b += NT) rms_store8(xs4, b, x4[b], w4[b], n);
+}
+
 // How a kernel stages x: as given (stage_x_vec), or through the folded RMSNorm
 // (stage_x_rms; NORM). ring_rows16 takes it so that the ring's first copies leave first.
-template <bool NORM, int NT>
+template <bool NORM, int NT, bool EARLY = false>
 struct StageX {
   const __half* x;
   const __half* nw;  // NORM only
   float eps;         // NORM only
   float* red;        // NORM only: NT / 32 floats
   __device__ __forceinline__ void operator()(__half2* xs, int K, int tid) const {
-    if constexpr (NORM) stage_x_rms<NT>(x, nw, eps, xs, K, tid, red);
+    if constexpr (NORM && EARLY) stage_x_rms_early<NT>(x, nw, eps, xs, K, tid, red);
+    else if constexpr (NORM) stage_x_rms<NT>(x, nw, eps, xs, K, tid, red);
     else stage_x_vec(x, xs, K, tid, NT);
   }
 };
@@ -172,6 +249,63 @@ __device__ __forceinline__ void stage_sb(const __half* scales, const __half* bia
       const int row = i / kg, g = i - row * kg;
       sb[row * sbs + g] = __halves2half2(s[i], b[i]);
     }
+  }
+}
+
+// stage_sb in two halves for EARLY (ring_rows16): the loads of each thread's first PRE
+// 16-byte chunks of scales and biases, issued before x is staged and held in registers, then
+// their stores (the same pairs to the same places as stage_sb) after it, with any chunks past
+// PRE * nt loaded and stored there as stage_sb does. Why: stage_sb's loads could not move
+// above x's shared stores, so a CTA paid x's round trip to L2 and then the scales' round trip
+// to DRAM one after the other before its first tile. Unaligned tables take stage_sb whole.
+template <int PRE>
+struct SbEarly {
+  uint4 s[PRE], b[PRE];
+};
+template <int PRE>
+__device__ __forceinline__ void stage_sb_load(const __half* scales, const __half* biases, long long row0, int kg,
+                                              SbEarly<PRE>& e, int tid, int nt) {
+  const __half* s = scales + row0 * kg;
+  const __half* b = biases + row0 * kg;
+  if (((reinterpret_cast<unsigned long long>(s) | reinterpret_cast<unsigned long long>(b)) & 15) != 0) return;
+#pragma unroll
+  for (int u = 0; u < PRE; ++u) {
+    const int i = tid + u * nt;
+    if (i < 2 * kg) {  // 16 * kg values, 8 per chunk
+      e.s[u] = reinterpret_cast<const uint4*>(s)[i];
+      e.b[u] = reinterpret_cast<const uint4*>(b)[i];
+    }
+  }
+}
+template <int PRE>
+__device__ __forceinline__ void stage_sb_store(const __half* scales, const __half* biases, long long row0, int kg,
+                                               const SbEarly<PRE>& e, __half2* sb, int tid, int nt) {
+  const __half* s = scales + row0 * kg;
+  const __half* b = biases + row0 * kg;
+  if (((reinterpret_cast<unsigned long long>(s) | reinterpret_cast<unsigned long long>(b)) & 15) != 0) {
+    stage_sb(scales, biases, row0, kg, sb, tid, nt);
+    return;
+  }
+  const int sbs = sb_stride(kg);
+  auto put = [&](int i, const uint4& sv, const uint4& bv) {
+    const __half* sh = reinterpret_cast<const __half*>(&sv);
+    const __half* bh = reinterpret_cast<const __half*>(&bv);
+    int row = (8 * i) / kg, g = 8 * i - row * kg;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      sb[row * sbs + g] = __halves2half2(sh[k], bh[k]);
+      if (++g == kg) {
+        g = 0;
+        ++row;
+      }
+    }
+  };
+#pragma unroll
+  for (int u = 0; u < PRE; ++u) {
+    if (tid + u * nt < 2 * kg) put(tid + u * nt, e.s[u], e.b[u]);
+  }
+  for (int i = tid + PRE * nt; i < 2 * kg; i += nt) {
+    put(i, reinterpret_cast<const uint4*>(s)[i], reinterpret_cast<const uint4*>(b)[i]);
   }
 }
 
@@ -267,7 +401,11 @@ struct QMat {
 // only the 2 x 16 bytes it copied itself, so its own cp.async.wait_group is the only
 // synchronisation the ring needs. Same tiles, same per-lane order of accumulation, same
 // arithmetic as rows16: bit-identical outputs.
-template <int G, int NW, int S, int MATS, typename Stage>
+//
+// EARLY (MLXCEL_QMV_EARLY): the scale and bias loads leave before x is staged (stage_sb_load /
+// stage_sb_store), and a folded RMSNorm keeps x and its weight in registers between its two
+// passes (stage_x_rms); same values in the same places: bit-identical to EARLY off.
+template <int G, int NW, int S, int MATS, bool EARLY, typename Stage>
 __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem, int K,
                                             long long row0, int tid, int warp, int lane, float (&acc)[MATS][4]) {
   constexpr int NT = NW * 32;
@@ -294,9 +432,21 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
   };
 #pragma unroll
   for (int j = 0; j < SS - 1; ++j) issue(j);
-  stage(xs, K, tid);
+  if constexpr (EARLY) {
+    // Enough chunks in registers for one 16-row table at K / G <= 256 (2 K / G chunks) with
+    // 8 warps; gate/up's two tables take one each (K / G <= 128 at 8 warps).
+    constexpr int PRE = MATS == 1 ? 2 : 1;
+    SbEarly<PRE> early[MATS];
 #pragma unroll
-  for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
+    for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
+    stage(xs, K, tid);
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
+  } else {
+    stage(xs, K, tid);
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
+  }
   __syncthreads();
 #pragma unroll
   for (int m = 0; m < MATS; ++m) {

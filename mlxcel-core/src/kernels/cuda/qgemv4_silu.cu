@@ -20,7 +20,7 @@ const long long row0 = static_cast<long long>(blockIdx.x) * 16;
 static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
 const float eps = __int_as_float(EPS);
 __shared__ float nred[NORM ? NW : 1];
-const mlxcel_qmv::StageX<NORM, NT> stage{x, nw, eps, nred};
+const mlxcel_qmv::StageX<NORM, NT, EARLY> stage{x, nw, eps, nred};
 if constexpr (S > 0 && MB) {
   // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
   __shared__ float red2[2 * NW * 32];
@@ -34,7 +34,7 @@ if constexpr (S > 0 && MB) {
   float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
   if constexpr (S > 0) {
     const mlxcel_qmv::QMat mats[2] = {{wg, sg, bg}, {wu, su, bu}};
-    mlxcel_qmv::ring_rows16<G, NW, S, 2>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+    mlxcel_qmv::ring_rows16<G, NW, S, 2, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);
     if constexpr (NORM) mlxcel_qmv::stage_x_rms<NT>(x, nw, eps, xs, K, tid, nred);
