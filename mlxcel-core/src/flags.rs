@@ -218,12 +218,18 @@ pub const QMV_RING: Flag = Flag {
 /// times against their bytes gives ~4.7 us per launch that does not scale with the weight,
 /// and the prologue paid x's round trip to L2, then the scales' to DRAM (the scale loads could
 /// not move above x's shared stores), then with the norm a second pass over x. Same values in
-/// the same places: bit-identical outputs. Written in session 19; off until measured. 1 turns
-/// it on.
+/// the same places: bit-identical outputs by construction (its GPU test,
+/// `early_prologue_loads_are_bit_identical_or_are_not_used`, timed out on a fresh machine in
+/// session 19 before it reported: not yet confirmed on the H200). Measured (session 19, call
+/// 2, turbo4 at 32K, ncu in situ, medians of 2 steps): gate/up + SiLU 29.63 -> 28.74 us, down
+/// 15.90 -> 16.35, qkv + append 14.30 -> 14.66, o_proj 8.32 -> 8.35: the four GEMVs' sum per
+/// step 2.127 -> 2.124 ms; device time per step 2.81 -> 2.83 ms (two interleaved rounds).
+/// No gain: the ring's first weight copies leave before the prologue either way, so its round
+/// trips were not the launches' fixed time. Off; 1 turns it on.
 pub const QMV_EARLY: Flag = Flag {
     name: "MLXCEL_QMV_EARLY",
     default: false,
-    doc: "GEMV ring kernels issue the scale loads before staging x, the folded norm in one pass over L2 (1 = on; not yet measured)",
+    doc: "GEMV ring kernels issue the scale loads before staging x, the folded norm in one pass over L2 (1 = on; measured no faster)",
     slot: 36,
 };
 

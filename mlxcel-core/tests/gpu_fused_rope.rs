@@ -69,14 +69,13 @@ fn rope_inside_the_fused_kernels_matches_mlx_rope_first() {
             ),
         ]
     };
-    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let mut worst = (0f32, 0f32);
     for mode in ["turbo4", "turbo4-asym", "int8"] {
         for (hq, hkv, d) in [(32usize, 8usize, 128usize), (12, 3, 64)] {
             for (rname, rope) in ropes(d) {
                 for prefill in [63usize, 300] {
                     let (e_out, e_key, e_key_ref) =
-                        check_case(&mut r, mode, (hq, hkv, d), rname, &rope, prefill, on_cuda);
+                        check_case(&mut r, mode, (hq, hkv, d), rname, &rope, prefill, 1e-3);
                     worst = (worst.0.max(e_out), worst.1.max(e_key - e_key_ref));
                 }
             }
@@ -91,26 +90,34 @@ fn rope_inside_the_fused_kernels_matches_mlx_rope_first() {
 /// The same comparison at a position past 105615, where CUDA's single-precision sin and cos
 /// leave their fast range reduction for the slow exact one (theta = pos * inv_freq is past it
 /// for the first two frequencies of base 500000 at head_dim 128 from position ~129700; a
-/// 128K-context decode step is there). The kernels compute both from one reduction (`sincosf` in `rope_warp`,
-/// decode_attention.cuh); this is where that path runs. turbo4 (the in-place encoder, RoPE in
-/// the tensor-core kernel's prologue) and int8, GQA 4 with two KV heads to keep the prefill
-/// small; on the CPU (CI) the plumbing at that position.
+/// 128K-context decode step is there). The kernels compute both from one reduction
+/// (`sincosf` in `rope_warp`, decode_attention.cuh); this is where that path runs. turbo4
+/// (the in-place encoder, RoPE in the tensor-core kernel's prologue) and int8, GQA 4 on one
+/// KV head to keep the prefill small; on the CPU (CI) the plumbing at that position.
+///
+/// Tolerance 5e-3 instead of 1e-3: at this position an angle carries the f32 roundings of
+/// inv_freq and of pos * inv_freq, ~131000 * 2^-24 = 8e-3 rad for the lowest frequencies, in
+/// MLX's rope (the reference) and in ours alike, and the two compute inv_freq in different
+/// code (Rust's exp2 here, CUDA's in MLX). Measured on the H200 (session 19, call 2, 8 query /
+/// 2 KV heads): turbo4 1.41e-3 against 6.0e-4 at most for positions 63 and 300. A wrong
+/// reduction would turn the first two frequency pairs by an arbitrary angle, i.e. an output
+/// error near 1e-1.
 #[test]
 fn rope_inside_the_fused_kernels_matches_past_the_fast_reduction_range() {
     let mut r = rng("rope_inside_the_fused_kernels_matches_past_the_fast_reduction_range");
-    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let rope = RopeSpec::new(128, false, 500000.0, None).unwrap();
     let prefill = 131_000usize;
     assert!(prefill as f32 * (500000f32).powf(-2.0 / 128.0) > 105615.0);
     for mode in ["turbo4", "int8"] {
-        check_case(&mut r, mode, (8, 2, 128), "base", &rope, prefill, on_cuda);
+        check_case(&mut r, mode, (4, 1, 128), "base", &rope, prefill, 5e-3);
     }
 }
 
 /// One case of the comparison the module describes: a `mode` cache of `prefill` random
 /// tokens, then the decode step at position `prefill` with RoPE inside against MLX's rope
-/// first. Asserts the flat output, the cache-level append and the tolerances; returns the
-/// output's relative RMS and the stored new key's error with that of the reference encoder.
+/// first. Asserts the flat output, the cache-level append and the tolerances (the output's
+/// relative RMS below `tol`); returns that RMS and the stored new key's error with that of
+/// the reference encoder.
 fn check_case(
     r: &mut rand::rngs::StdRng,
     mode: &str,
@@ -118,8 +125,9 @@ fn check_case(
     rname: &str,
     rope: &RopeSpec,
     prefill: usize,
-    on_cuda: bool,
+    tol: f32,
 ) -> (f32, f32, f32) {
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let mut a = cache(mode, d);
     let mut b = cache(mode, d);
     let pre_k = rand(r, &[1, hkv as i32, prefill as i32, d as i32]);
@@ -202,8 +210,8 @@ fn check_case(
     );
     eprintln!("{mode} hq={hq} hkv={hkv} d={d} {rname} prefill={prefill}: output {e_out:.2e}, new key error {e_key:.2e} (reference encoder {e_key_ref:.2e})");
     assert!(
-        e_out < 1e-3,
-        "{mode} d={d} {rname}: output relative RMS {e_out}"
+        e_out < tol,
+        "{mode} d={d} {rname}: output relative RMS {e_out} >= {tol}"
     );
     assert!(
         e_key <= 1.05 * e_key_ref + 1e-3,

@@ -404,7 +404,9 @@ struct QMat {
 //
 // EARLY (MLXCEL_QMV_EARLY): the scale and bias loads leave before x is staged (stage_sb_load /
 // stage_sb_store), and a folded RMSNorm keeps x and its weight in registers between its two
-// passes (stage_x_rms); same values in the same places: bit-identical to EARLY off.
+// passes (stage_x_rms); same values in the same places: bit-identical to EARLY off. Measured
+// no faster (session 19, in situ at 32K: the four layer GEMVs 2.127 -> 2.124 ms per step; the
+// weight copies issued above already overlap the prologue's round trips); off by default.
 template <int G, int NW, int S, int MATS, bool EARLY, typename Stage>
 __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem, int K,
                                             long long row0, int tid, int warp, int lane, float (&acc)[MATS][4]) {
