@@ -287,6 +287,9 @@ __device__ __forceinline__ void stage_sb_store(const __half* scales, const __hal
     return;
   }
   const int sbs = sb_stride(kg);
+  // stage_sb's scatter of one chunk, repeated: routing stage_sb through a shared helper
+  // changed the NVRTC SASS of every default GEMV kernel (session 19's review), and the
+  // measured kernels stay byte-identical with EARLY off.
   auto put = [&](int i, const uint4& sv, const uint4& bv) {
     const __half* sh = reinterpret_cast<const __half*>(&sv);
     const __half* bh = reinterpret_cast<const __half*>(&bv);
