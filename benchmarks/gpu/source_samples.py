@@ -1,0 +1,64 @@
+"""Where a kernel's warp-state samples fall: prologue, main loop, epilogue (ncu source page).
+
+    python3 benchmarks/gpu/source_samples.py SASS_CSV [TOP]
+
+SASS_CSV: `ncu --import X.ncu-rep --page source --csv --print-source sass` of one kernel
+launch profiled with `--section SourceCounters` (gzip accepted). The main loop is the
+address range of the backward branch whose body holds the most HMMA instructions (the
+attention kernel's tile loop; for a GEMV, its ring loop); before it is the prologue, after
+it the epilogue. Prints each region's share of the samples ("Warp Stall Sampling (All
+Samples)") and the TOP (default 15) instructions by samples with their region, so a session
+can see what the ~6 us of the attention call that does not scale with the context is
+(NOTES, "Next lever (after session 19)").
+"""
+
+import csv
+import gzip
+import re
+import sys
+
+
+def main() -> None:
+    path = sys.argv[1]
+    top = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        rows = [r for r in csv.reader(f)]
+    head = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
+    cols = rows[head]
+    ai, si, ni = cols.index("Address"), cols.index("Source"), cols.index("Warp Stall Sampling (All Samples)")
+    instrs = []
+    for r in rows[head + 1:]:
+        if len(r) <= ni or not r[ai].startswith("0x"):
+            continue
+        instrs.append((int(r[ai], 16), r[si].strip(), int(float(r[ni] or 0))))
+    if not instrs:
+        sys.exit(f"{path}: no instructions")
+    # Backward branches: "BRA `(.L_x_N)" resolved by ncu to an address, or "BRA 0x..." forms.
+    loops = []
+    for k, (addr, src, _) in enumerate(instrs):
+        m = re.search(r"BRA[^0-9a-fx]*(0x[0-9a-f]+)", src)
+        if m and int(m.group(1), 16) < addr:
+            start = int(m.group(1), 16)
+            body = [s for a, s, _ in instrs if start <= a <= addr]
+            loops.append((sum("HMMA" in s for s in body), start, addr))
+    total = sum(n for _, _, n in instrs)
+    if loops:
+        _, lo, hi = max(loops)
+    else:
+        lo = hi = None
+    def region(a: int) -> str:
+        if lo is None:
+            return "all"
+        return "prologue" if a < lo else ("loop" if a <= hi else "epilogue")
+    shares = {}
+    for a, _, n in instrs:
+        shares[region(a)] = shares.get(region(a), 0) + n
+    print(f"{total} samples; " + ", ".join(f"{k} {v} ({100 * v / max(total, 1):.0f}%)" for k, v in shares.items())
+          + (f"; loop 0x{lo:x}-0x{hi:x}" if lo is not None else "; no loop found"))
+    for a, s, n in sorted(instrs, key=lambda x: -x[2])[:top]:
+        print(f"  {n:6d}  {region(a):8s}  0x{a:x}  {s}")
+
+
+if __name__ == "__main__":
+    main()
