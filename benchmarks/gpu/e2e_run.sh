@@ -100,6 +100,24 @@ ncu_sweep() {
     --modes turbo4 --shapes 32:8:128 --split-modes none --iters 5 > "$R/sweep-$tag.csv" 2> "$R/sweep-$tag.err"
 }
 
+# `source_profile TAG KERNEL_REGEX SKIP CMD...`: ncu's SourceCounters and WarpStateStats of one
+# launch of the kernels matching KERNEL_REGEX (after SKIP of them) in CMD: the SASS source page
+# as $R/TAG-sass.csv.gz, the details page as $R/TAG-details.txt (the report itself is deleted:
+# too large to bring back); prints the duration and stall lines and where the warp-state
+# samples fall (source_samples.py: prologue / main loop / epilogue, top instructions).
+source_profile() {
+  local tag=$1 kern=$2 skip=$3; shift 3
+  timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats --kernel-name "regex:$kern" \
+    --launch-skip "$skip" --launch-count 1 -f -o "$R/$tag" "$@" > "$R/$tag.out" 2>&1
+  echo "$tag: source profile rc=$?"
+  ncu --import "$R/$tag.ncu-rep" --page source --csv --print-source sass > "$R/$tag-sass.csv" 2> "$R/$tag-sass.err"
+  echo "$tag: source page rc=$? $(wc -c < "$R/$tag-sass.csv") bytes; $(head -c 300 "$R/$tag-sass.err")"
+  ncu --import "$R/$tag.ncu-rep" --page details > "$R/$tag-details.txt" 2>&1
+  grep -E "Duration|Stall|Warp Cycles Per Issued" "$R/$tag-details.txt" | sed -E 's/ +/ /g' | head -12
+  python3 benchmarks/gpu/source_samples.py "$R/$tag-sass.csv" 15
+  gzip -f "$R/$tag-sass.csv"; rm -f "$R/$tag.ncu-rep"
+}
+
 # `sweep_medians TAG...`: each sweep's per-context medians and ranges (stderr); on stdout the
 # tag with the lowest sum of the last two contexts' medians (sweep_medians.py).
 sweep_medians() {

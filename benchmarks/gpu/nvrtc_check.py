@@ -159,7 +159,8 @@ def main():
                                   f"constexpr bool FOLD = {fold}; using T_q = {qt};\n")
                         src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
                                + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
-                        ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{lut1}/{luti}" + (" hoist" if hoist == "true" else "") + (" pipe" if pipe == "true" else "") + (" sacc2" if sacc2 == "true" else "") + (" rsall" if rsall == "true" else "") + (" wide" if wide == "true" else "") + (" ftz" if ftz == "true" else "") + (" wide16" if wide16 == "true" else "") + (" qswz" if qswz == "true" else "") + (" fillw" if fillw == "true" else "") + (" rot" if rot and kf == 1 else ""), src)
+                        named = "".join(f" {f}" for f in MMA_FLAGS[8:] if b(v[f]) == "true")
+                        ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{lut1}/{luti}" + named + (" rot" if rot and kf == 1 else ""), src)
     enc = read("turbo_encode.cu")
     enc_header = header + "\n" + read("kv_pair.cuh") + "\n" + read("turbo_encode.cuh")
     for d in (64, 128):
@@ -233,13 +234,12 @@ def main():
     qmv_header = read("decode_attention_mma.cuh") + "\ntypedef unsigned int uint32_t;\n" + read("qgemv4.cuh")
     # (NW, S, U): quantized_gemv.rs's schedules: S = 0 the batched one, S > 0 the ring.
     # The folded RMSNorm (NORM) on the schedules without a capped grid.
-    variants = [(nw, st, u, mb, False) for nw, st, u, mb in
-                ((8, 0, 4, False), (8, 4, 4, False), (8, 8, 4, False), (4, 8, 4, False), (8, 4, 4, True), (4, 4, 4, True))]
-    variants += [(8, 0, 4, False, True), (8, 4, 4, False, True), (4, 8, 4, False, True)]
-    variants = [v + (False,) for v in variants]
-    # EARLY (MLXCEL_QMV_EARLY: the scale loads and the norm's second pass moved up) on the ring
-    # schedules without a capped grid, with and without the folded norm.
-    variants += [(8, 4, 4, False, False, True), (8, 4, 4, False, True, True), (4, 8, 4, False, True, True)]
+    # (NW, S, U, MB, NORM, EARLY): EARLY (MLXCEL_QMV_EARLY: the scale loads and the norm's second
+    # pass moved up) on the ring schedules without a capped grid, with and without the norm.
+    variants = [(8, 0, 4, False, False, False), (8, 4, 4, False, False, False), (8, 8, 4, False, False, False),
+                (4, 8, 4, False, False, False), (8, 4, 4, True, False, False), (4, 4, 4, True, False, False),
+                (8, 0, 4, False, True, False), (8, 4, 4, False, True, False), (4, 8, 4, False, True, False),
+                (8, 4, 4, False, False, True), (8, 4, 4, False, True, True), (4, 8, 4, False, True, True)]
     for nw, st, u, mb, norm, early in variants:
         for g in (32, 64, 128):
             tag = f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "")

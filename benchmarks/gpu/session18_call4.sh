@@ -37,14 +37,7 @@ for name, grid, t in seq: by[(name, grid)].append(t)
 for (name, grid), ts in by.items():
     ts.sort(); print(f"{name:28s} grid {grid:14s} n={len(ts):2d} median {ts[len(ts)//2]:7.2f} us  min {ts[0]:7.2f}")
 PY
-  timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats --kernel-name "regex:mlxcel_decode" \
-    --launch-skip 6 --launch-count 1 -f -o "$R/src32k" "$BIN" bench attention --contexts 32768 --modes turbo4 \
-    --shapes 32:8:128 --split-modes none --iters 2 > "$R/src32k.out" 2>&1
-  echo "source profile rc=$?"
-  ncu --import "$R/src32k.ncu-rep" --page source --csv --print-source sass > "$R/src32k-sass.csv" 2> "$R/src32k-sass.err"
-  echo "source page rc=$? $(wc -c < "$R/src32k-sass.csv") bytes; $(head -c 300 "$R/src32k-sass.err")"
-  ncu --import "$R/src32k.ncu-rep" --page details > "$R/src32k-details.txt" 2>&1
-  grep -E "Duration|Stall|Warp Cycles Per Issued" "$R/src32k-details.txt" | sed -E 's/ +/ /g' | head -12
-  gzip -f "$R/src32k-sass.csv"; rm -f "$R/src32k.ncu-rep"
+  source_profile src32k mlxcel_decode 6 "$BIN" bench attention --contexts 32768 --modes turbo4 \
+    --shapes 32:8:128 --split-modes none --iters 2
 fi
 echo "done at t=${SECONDS}s"

@@ -18,19 +18,6 @@ set -uo pipefail
 . benchmarks/gpu/e2e_run.sh
 call_dir s20c1
 BIN=${BIN:-.devcarry/bin/mlxcel}
-# `source_profile TAG KERNEL_REGEX SKIP CMD...`: ncu SourceCounters + WarpStateStats of one launch
-# (after SKIP matching ones) of CMD, its SASS source page gzipped, the samples' regions printed.
-source_profile() {
-  local tag=$1 kern=$2 skip=$3; shift 3
-  timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats --kernel-name "regex:$kern" \
-    --launch-skip "$skip" --launch-count 1 -f -o "$R/$tag" "$@" > "$R/$tag.out" 2>&1
-  echo "$tag: ncu rc=$?"
-  ncu --import "$R/$tag.ncu-rep" --page source --csv --print-source sass > "$R/$tag-sass.csv" 2> "$R/$tag-sass.err"
-  ncu --import "$R/$tag.ncu-rep" --page details > "$R/$tag-details.txt" 2>&1
-  grep -E "Duration|Warp Cycles Per Issued" "$R/$tag-details.txt" | sed -E 's/ +/ /g' | head -3
-  python3 benchmarks/gpu/source_samples.py "$R/$tag-sass.csv" 15
-  gzip -f "$R/$tag-sass.csv"; rm -f "$R/$tag.ncu-rep"
-}
 if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
   for ctx in 4096 32768; do
     source_profile "attn$((ctx / 1024))k" mlxcel_decode 6 "$BIN" bench attention --contexts "$ctx" --modes turbo4 \

@@ -478,20 +478,27 @@ fn flag_bit_identity(
     checked
 }
 
+/// The tensor-core kernel flags' bit-identity sweeps: every format the kernel serves (turbo4
+/// in 12-warp CTAs with the pair table, the others in 4-warp CTAs), (Hq, Hkv, D) shapes with
+/// head dims 128 and 64 and GQA 4 and 7, and lengths inside one tile, across tiles and across
+/// the ring's wrap (default split counts).
+const MMA_MODES: &[&str] = &["turbo4", "turbo4-asym", "int8", "fp16"];
+const MMA_SHAPES: &[(usize, usize, usize)] = &[(32, 8, 128), (7, 1, 64), (28, 4, 128)];
+const MMA_LENS: &[(usize, Option<usize>)] = &[(1, None), (17, None), (1000, None), (4097, None)];
+
 /// `MLXCEL_MMA_QSWZ` (q staged with a bank swizzle) must give the plain staging's bits, for
 /// every format the tensor-core kernel serves (turbo4 in 12-warp CTAs with the pair table,
-/// the others in 4-warp CTAs), head dims 64 and 128 (the swizzle's two keys), GQA 1, 4 and 7,
-/// and lengths inside one tile, across tiles and across the ring's wrap. On the CPU both end
+/// the others in 4-warp CTAs), head dims 64 and 128 (the swizzle's two keys), GQA 4 and 7,
+/// and lengths inside one tile, across tiles and across the ring's wrap (`MMA_SHAPES`). On the CPU both end
 /// in MLX's "CUDA" error.
 #[test]
 fn swizzled_q_staging_is_bit_identical() {
-    let lens = [1usize, 17, 1000, 4097].map(|len| (len, None));
     let checked = flag_bit_identity(
         "swizzled_q_staging_is_bit_identical",
         "MLXCEL_MMA_QSWZ",
-        &["turbo4", "turbo4-asym", "int8", "fp16"],
-        &[(32, 8, 128), (7, 1, 64), (28, 4, 128)],
-        &lens,
+        MMA_MODES,
+        MMA_SHAPES,
+        MMA_LENS,
         1,
     );
     if checked > 0 {
@@ -502,17 +509,16 @@ fn swizzled_q_staging_is_bit_identical() {
 /// `MLXCEL_MMA_FILLW` (the pair table filled by the warps without a q head, the codebook
 /// loaded first) must give the default fill's bits: turbo4 in 12-warp CTAs (where the fill
 /// moves to warps 8-11) and turbo4-asym / int8 / fp16 in 4-warp CTAs (where only the codebook
-/// preload applies, or nothing: no table), head dims 64 and 128, GQA 1, 4 and 7, lengths
-/// 1-4097. On the CPU both end in MLX's "CUDA" error.
+/// preload applies, or nothing: no table), head dims 64 and 128, GQA 4 and 7, lengths
+/// 1-4097 (`MMA_SHAPES`, `MMA_LENS`). On the CPU both end in MLX's "CUDA" error.
 #[test]
 fn pair_table_fill_on_idle_warps_is_bit_identical() {
-    let lens = [1usize, 17, 1000, 4097].map(|len| (len, None));
     let checked = flag_bit_identity(
         "pair_table_fill_on_idle_warps_is_bit_identical",
         "MLXCEL_MMA_FILLW",
-        &["turbo4", "turbo4-asym", "int8", "fp16"],
-        &[(32, 8, 128), (7, 1, 64), (28, 4, 128)],
-        &lens,
+        MMA_MODES,
+        MMA_SHAPES,
+        MMA_LENS,
         1,
     );
     if checked > 0 {
@@ -523,8 +529,8 @@ fn pair_table_fill_on_idle_warps_is_bit_identical() {
 /// `MLXCEL_FOLD_MERGE` (fold v3: the last CTA of each KV head merges its splits, one warp per
 /// query head with the warp merge's arithmetic) must give the default path's bits (the
 /// separate warp merge), for every format the tensor-core kernel serves (turbo4 in 12-warp
-/// CTAs with the pair table, the others in 4-warp CTAs), head dims 64 and 128, GQA 1, 4 and
-/// 7, lengths inside one tile and across many, split counts from the default to 300 (beyond
+/// CTAs with the pair table, the others in 4-warp CTAs), head dims 64 and 128, GQA 4 and 7
+/// (`MMA_SHAPES`), lengths inside one tile and across many, split counts from the default to 300 (beyond
 /// the warp merge's 4 * D = 256 threads at D = 64, where its denominator order wraps), and
 /// three folded calls in a row on the rotating ticket slots (a ticket left unreset would make
 /// a later call's merge run early or never). On the CPU both end in MLX's "CUDA" error.
@@ -533,8 +539,8 @@ fn folded_merge_is_bit_identical_to_the_warp_merge() {
     let checked = flag_bit_identity(
         "folded_merge_is_bit_identical_to_the_warp_merge",
         "MLXCEL_FOLD_MERGE",
-        &["turbo4", "turbo4-asym", "int8", "fp16"],
-        &[(32, 8, 128), (7, 1, 64), (28, 4, 128)],
+        MMA_MODES,
+        MMA_SHAPES,
         &[
             (1, None),
             (17, Some(5)),

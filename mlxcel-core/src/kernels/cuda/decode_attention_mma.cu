@@ -174,20 +174,6 @@ auto issue_next = [&](unsigned char* st) {
   next_t0 += TSTRIDE;
 };
 
-// The ring's first STAGES - 1 tiles of this warp, issued after the prologue below. Issuing
-// them before it (EARLY, session 18) overlaps the first tiles' DRAM latency with the prologue
-// on paper, but measured slower (ncu medians of 18 launches: +1.2 us per call at 32K, +1.4 us
-// at 128K), and was removed.
-auto prefill = [&]() {
-#pragma unroll
-  for (int i = 0; i < STAGES - 1; ++i) {
-    if (i < count) {
-      if constexpr (HOIST) issue_next(my_ring + i * STAGE);
-      else issue(i);
-    }
-    mlxcel_mma::cp_commit();
-  }
-};
 // QSWZ: q's 16-byte chunks XOR-permuted within their row's aligned groups of 8, so that the
 // A-fragment reads below are conflict-free. Without it every lane (r, c) of one LDS.128 reads
 // chunk c * DK / 4 + s of row r: rows are D floats and the c blocks DK floats apart, all
@@ -266,7 +252,18 @@ float o[MT][4];
 for (int j = 0; j < MT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 float m_run = mlxcel_fd::neg_inf(), l_run = 0.0f;
 
-prefill();
+// The ring's first STAGES - 1 tiles of this warp, after the prologue. Issuing them before it
+// (EARLY, session 18) overlaps the first tiles' DRAM latency with the prologue on paper, but
+// measured slower (ncu medians of 18 launches: +1.2 us per call at 32K, +1.4 us at 128K), and
+// was removed.
+#pragma unroll
+for (int i = 0; i < STAGES - 1; ++i) {
+  if (i < count) {
+    if constexpr (HOIST) issue_next(my_ring + i * STAGE);
+    else issue(i);
+  }
+  mlxcel_mma::cp_commit();
+}
 
 // This lane's tokens of a tile in S's C fragment and P^T's B fragment.
 const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
