@@ -594,6 +594,22 @@ pub const MMA_FILLW: Flag = Flag {
     slot: 35,
 };
 
+/// The tensor-core decode kernel issues each warp's first ring copies right after its own
+/// prologue loads (q, RoPE's frequencies, the rotation's signs, or the pair table's
+/// codebook) instead of after the prologue's barrier (`QFIRST` in
+/// `cuda/decode_attention_mma.cu`). Why: ncu's source counters at 4K (session 20) put ~9% of
+/// the call's stall samples on the loop's first wait for a tile and ~10% on q's loads; issuing
+/// the copies before q's loads (session 18's EARLY) was slower, since q then waited behind
+/// them. Same copies into the same slots: bit-identical outputs by construction
+/// (`ring_copies_after_the_prologue_loads_are_bit_identical`). Off until measured; 1 turns
+/// it on.
+pub const MMA_QFIRST: Flag = Flag {
+    name: "MLXCEL_MMA_QFIRST",
+    default: false,
+    doc: "tensor-core decode kernel: the ring's first copies issued after each warp's prologue loads (1 = on)",
+    slot: 37,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -692,6 +708,7 @@ pub const ALL: &[Flag] = &[
     MMA_QSWZ,
     MMA_FILLW,
     QMV_EARLY,
+    MMA_QFIRST,
 ];
 
 #[cfg(test)]

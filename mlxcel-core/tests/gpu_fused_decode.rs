@@ -526,6 +526,28 @@ fn pair_table_fill_on_idle_warps_is_bit_identical() {
     }
 }
 
+/// `MLXCEL_MMA_QFIRST` (each warp's first ring copies issued right after its own prologue
+/// loads instead of after the prologue's barrier) must give the default order's bits: turbo4
+/// in 12-warp CTAs (warps 0-7 issue after q's loads, warps 8-11 after the fill's codebook
+/// loads) and turbo4-asym / int8 / fp16 in 4-warp CTAs (two q heads per warp, the copies after
+/// the first), head dims 64 and 128, GQA 4 and 7, lengths 1-4097 (`MMA_SHAPES`, `MMA_LENS`:
+/// warps with no tile, one, and more than the ring holds). On the CPU both end in MLX's
+/// "CUDA" error.
+#[test]
+fn ring_copies_after_the_prologue_loads_are_bit_identical() {
+    let checked = flag_bit_identity(
+        "ring_copies_after_the_prologue_loads_are_bit_identical",
+        "MLXCEL_MMA_QFIRST",
+        MMA_MODES,
+        MMA_SHAPES,
+        MMA_LENS,
+        1,
+    );
+    if checked > 0 {
+        eprintln!("ring copies after the prologue loads: {checked} bit-identity checks on CUDA");
+    }
+}
+
 /// `MLXCEL_FOLD_MERGE` (fold v3: the last CTA of each KV head merges its splits, one warp per
 /// query head with the warp merge's arithmetic) must give the default path's bits (the
 /// separate warp merge), for every format the tensor-core kernel serves (turbo4 in 12-warp

@@ -187,14 +187,20 @@ __device__ __forceinline__ void wht_shared(float* x, int n, int tid, int nthread
 // in f32, cos/sin of it. Halves (i, i + D/2): element j < D/2 sits in lane l < 16 and its
 // partner in lane l ^ 16. Adjacent pairs (TRAD; QE even): both in one lane. Every lane of
 // the warp must call it (shuffles).
+// The inv_freq index of element e of lane `lane` in rope_warp (its frequency).
 template <int QE, bool TRAD>
-__device__ __forceinline__ void rope_warp(float (&x)[QE], int lane, float pos, const float* inv_freq) {
-  constexpr int HALF = 16 * QE;
+__device__ __forceinline__ int rope_index(int lane, int e) {
+  return TRAD ? (lane * QE + e) / 2 : (lane * QE + e) % (16 * QE);
+}
+// rope_warp with element e's frequency from freq(e): inv_freq[rope_index(lane, e)] from
+// memory (rope_warp), or from registers loaded earlier (QFIRST in decode_attention_mma.cu).
+template <int QE, bool TRAD, typename Freq>
+__device__ __forceinline__ void rope_warp_by(float (&x)[QE], int lane, float pos, const Freq& freq) {
   if constexpr (TRAD) {
     static_assert(QE % 2 == 0, "adjacent-pair RoPE needs an even count per lane");
 #pragma unroll
     for (int e = 0; e < QE; e += 2) {
-      const float th = pos * inv_freq[(lane * QE + e) / 2];
+      const float th = pos * freq(e);
       float s, c;
       sincosf(th, &s, &c);
       const float a = x[e], b = x[e + 1];
@@ -205,12 +211,16 @@ __device__ __forceinline__ void rope_warp(float (&x)[QE], int lane, float pos, c
 #pragma unroll
     for (int e = 0; e < QE; ++e) {
       const float other = __shfl_xor_sync(0xffffffffu, x[e], 16);
-      const float th = pos * inv_freq[(lane * QE + e) % HALF];
+      const float th = pos * freq(e);
       float s, c;
       sincosf(th, &s, &c);
       x[e] = lane < 16 ? x[e] * c - other * s : other * s + x[e] * c;
     }
   }
+}
+template <int QE, bool TRAD>
+__device__ __forceinline__ void rope_warp(float (&x)[QE], int lane, float pos, const float* inv_freq) {
+  rope_warp_by<QE, TRAD>(x, lane, pos, [&](int e) { return inv_freq[rope_index<QE, TRAD>(lane, e)]; });
 }
 
 // Unnormalized Walsh-Hadamard transform of 32 * QE values held by one warp, lane l owning
@@ -245,15 +255,22 @@ __device__ __forceinline__ void wht_warp(float (&x)[QE], int lane) {
 // owning [l * QE, (l + 1) * QE)), as Rotation::forward computes it: R x = s2 * H(s1 * x) /
 // sqrt(32 * QE), with signs = s1 then s2 (2 * 32 * QE f32). The multiply by s2 * 1/sqrt(n)
 // is exact in either order (s2 is +-1).
-template <int QE>
-__device__ __forceinline__ void rotate_warp(float (&x)[QE], int lane, const float* signs) {
+template <int QE, typename Sign>
+__device__ __forceinline__ void rotate_warp_by(float (&x)[QE], int lane, const Sign& sign) {
   constexpr int N = 32 * QE;
 #pragma unroll
-  for (int e = 0; e < QE; ++e) x[e] *= signs[lane * QE + e];
+  for (int e = 0; e < QE; ++e) x[e] *= sign(0, e);
   wht_warp<QE>(x, lane);
   const float inv = rsqrtf(static_cast<float>(N));
 #pragma unroll
-  for (int e = 0; e < QE; ++e) x[e] *= signs[N + lane * QE + e] * inv;
+  for (int e = 0; e < QE; ++e) x[e] *= sign(1, e) * inv;
+}
+// Sign k (0: s1, 1: s2) of lane `lane`'s element e: signs[k * 32 * QE + lane * QE + e];
+// rotate_warp_by takes it as sign(k, e), from memory (rotate_warp) or from registers loaded
+// earlier (QFIRST in decode_attention_mma.cu).
+template <int QE>
+__device__ __forceinline__ void rotate_warp(float (&x)[QE], int lane, const float* signs) {
+  rotate_warp_by<QE>(x, lane, [&](int k, int e) { return signs[k * 32 * QE + lane * QE + e]; });
 }
 
 // ---- The split merge's arithmetic, shared by merge_splits_warp.cu and the tensor-core

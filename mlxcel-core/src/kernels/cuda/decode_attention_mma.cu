@@ -29,7 +29,8 @@
 // fix-up: 5 exponentials per tile, 3 instructions each; the same outputs wherever no weight
 // falls below 2^-126, which fp16 P and the fp32 sums could not hold anyway), QSWZ (q's
 // staging swizzled for conflict-free fragment reads; bit-identical), FILLW (the pair table
-// filled by warps without a q head, its codebook loaded first; bit-identical),
+// filled by warps without a q head, its codebook loaded first; bit-identical), QFIRST (the
+// ring's first copies issued right after each warp's prologue loads; bit-identical),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -190,6 +191,26 @@ auto q_chunk = [](int row, int n) -> int {
   else if constexpr (D == 128) return n ^ ((n >> 3) + 4 * (row & 1));
   else return n ^ (((n >> 2) >> 1) + 2 * (row & 1));
 };
+// The ring's first STAGES - 1 tiles of this warp. Without QFIRST they are issued after the
+// prologue (below its barrier). Issuing them before it (EARLY, session 18) overlapped the
+// first tiles' DRAM latency with the prologue on paper, but measured slower (ncu medians of 18
+// launches: +1.2 us per call at 32K, +1.4 us at 128K) and was removed: q's loads then queued
+// behind the copies. QFIRST issues them right after each warp's own prologue loads (q, RoPE's
+// frequencies, the rotation's signs, or the pair table's codebook), so those loads leave first
+// and the copies' DRAM latency overlaps the RoPE, the rotation, the fill and the barrier. Why:
+// ncu's source counters at 4K (session 20) put 9% of the call's stall samples on the loop's
+// first wait for a tile and 10% on q's loads. Same copies into the same slots, same values:
+// bit-identical outputs.
+auto prefill = [&]() {
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; ++i) {
+    if (i < count) {
+      if constexpr (HOIST) issue_next(my_ring + i * STAGE);
+      else issue(i);
+    }
+    mlxcel_mma::cp_commit();
+  }
+};
 // q of the group -> shared (f32), rotated for turbo K: one warp per head, D/32 values per
 // lane, the Walsh-Hadamard butterflies in registers and shuffles (no block barriers).
 constexpr int QE = D / 32;
@@ -200,11 +221,29 @@ for (int g = warp; g < 8; g += NW) {
     const int d = lane * QE + e;
     x[e] = g < GQA ? static_cast<float>(q[(static_cast<long long>(b) * Hq + kvh * GQA + g) * D + d]) : 0.0f;
   }
-  if constexpr (ROPE_Q) {
-    // q before RoPE: rotate it at the new token's position (len - 1), MLX's formula.
-    mlxcel_fd::rope_warp<QE, TRAD>(x, lane, static_cast<float>(len - 1), inv_freq);
+  if constexpr (QFIRST) {
+    // RoPE's frequencies and the rotation's signs into registers too, then the ring's copies.
+    float fr[QE], s1[QE], s2[QE];
+#pragma unroll
+    for (int e = 0; e < QE; ++e) {
+      if constexpr (ROPE_Q) fr[e] = inv_freq[mlxcel_fd::rope_index<QE, TRAD>(lane, e)];
+      if constexpr (ROT_Q) {
+        s1[e] = rot_k[lane * QE + e];
+        s2[e] = rot_k[32 * QE + lane * QE + e];
+      }
+    }
+    if (g == warp) prefill();
+    if constexpr (ROPE_Q) {
+      mlxcel_fd::rope_warp_by<QE, TRAD>(x, lane, static_cast<float>(len - 1), [&](int e) { return fr[e]; });
+    }
+    if constexpr (ROT_Q) mlxcel_fd::rotate_warp_by<QE>(x, lane, [&](int k, int e) { return k ? s2[e] : s1[e]; });
+  } else {
+    if constexpr (ROPE_Q) {
+      // q before RoPE: rotate it at the new token's position (len - 1), MLX's formula.
+      mlxcel_fd::rope_warp<QE, TRAD>(x, lane, static_cast<float>(len - 1), inv_freq);
+    }
+    if constexpr (ROT_Q) mlxcel_fd::rotate_warp<QE>(x, lane, rot_k);
   }
-  if constexpr (ROT_Q) mlxcel_fd::rotate_warp<QE>(x, lane, rot_k);
 #pragma unroll
   for (int e = 0; e < QE; ++e) {
     const int d = lane * QE + e;
@@ -221,12 +260,26 @@ for (int g = warp; g < 8; g += NW) {
 constexpr int FILL_WARP0 = (FILLW && NW >= 12) ? 8 : 0;
 const int fill_tid = tid - 32 * FILL_WARP0;
 // Without FILLW the test is the measured build's `tid < 128` exactly (the same SASS).
-if (FILL_WARP0 > 0 ? (fill_tid >= 0 && fill_tid < 128) : tid < 128) {
+const bool fill_warp = FILL_WARP0 > 0 ? (fill_tid >= 0 && fill_tid < 128) : tid < 128;
+// QFIRST: warps without a q head issue their copies once the fill's codebook loads have left,
+// or at once where they do not fill.
+auto after_book = [&]() {
+  if constexpr (QFIRST) {
+    if (warp >= 8) prefill();
+  }
+};
+if constexpr (QFIRST) {
+  if (warp >= 8 && !((LUT_K || LUT_V) && fill_warp)) prefill();
+}
+if (fill_warp) {
   if constexpr (LUT1 && (LUT_K || LUT_V)) {
-    mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, LUT_K ? lut_k : lut_v, 0, fill_tid);
+    mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, LUT_K ? lut_k : lut_v, 0, fill_tid, after_book);
   } else {
-    if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_k, 0, fill_tid);
-    if constexpr (LUT_V) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_v, 1, fill_tid);
+    if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_k, 0, fill_tid, after_book);
+    if constexpr (LUT_V) {
+      if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_v, 1, fill_tid);
+      else mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_v, 1, fill_tid, after_book);
+    }
   }
 }
 __syncthreads();
@@ -252,18 +305,7 @@ float o[MT][4];
 for (int j = 0; j < MT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 float m_run = mlxcel_fd::neg_inf(), l_run = 0.0f;
 
-// The ring's first STAGES - 1 tiles of this warp, after the prologue. Issuing them before it
-// (EARLY, session 18) overlaps the first tiles' DRAM latency with the prologue on paper, but
-// measured slower (ncu medians of 18 launches: +1.2 us per call at 32K, +1.4 us at 128K), and
-// was removed.
-#pragma unroll
-for (int i = 0; i < STAGES - 1; ++i) {
-  if (i < count) {
-    if constexpr (HOIST) issue_next(my_ring + i * STAGE);
-    else issue(i);
-  }
-  mlxcel_mma::cp_commit();
-}
+if constexpr (!QFIRST) prefill();
 
 // This lane's tokens of a tile in S's C fragment and P^T's B fragment.
 const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};

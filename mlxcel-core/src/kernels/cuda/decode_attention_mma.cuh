@@ -142,8 +142,14 @@ __device__ __forceinline__ unsigned short book_code_bits(const float* lut, int c
 // PRELOAD: the book's 8 magnitudes are loaded into registers before the first store (the
 // loop's own loads cannot move above its stores: the compiler does not know that the table
 // and the book never alias), and the loop is unrolled fully. The same bytes either way.
-template <int NTHREADS, int ROW, bool PRELOAD = false>
-__device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut, int part, int tid) {
+// after_loads() runs once the book's loads are issued (PRELOAD) or first (otherwise): QFIRST
+// in decode_attention_mma.cu issues the ring's first copies there.
+struct NoOp {
+  __device__ __forceinline__ void operator()() const {}
+};
+template <int NTHREADS, int ROW, bool PRELOAD = false, typename After = NoOp>
+__device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut, int part, int tid,
+                                         const After& after_loads = After{}) {
   static_assert(NTHREADS == 128, "the fill assumes 128 threads");
   const int q = tid & 7, lo_code = tid >> 3;
   // Entry half2(lo, hi) of row lo_code + 16 j, j = the high code.
@@ -154,6 +160,7 @@ __device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut,
     float mag[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) mag[i] = lut[8 + i];
+    after_loads();
     // This thread's low code's magnitude by selects (a dynamic index would put mag in local
     // memory).
     float lo_mag = mag[0];
@@ -163,6 +170,7 @@ __device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut,
 #pragma unroll
     for (int j = 0; j < 16; ++j) put(j, lo | (static_cast<u32>(code_bits(mag[j & 7], j)) << 16));
   } else {
+    after_loads();
     const u32 lo = book_code_bits(lut, lo_code);
 #pragma unroll 4
     for (int j = 0; j < 16; ++j) put(j, lo | (static_cast<u32>(book_code_bits(lut, j)) << 16));

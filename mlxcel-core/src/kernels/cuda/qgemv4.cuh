@@ -123,7 +123,7 @@ __device__ __forceinline__ void stage_x_rms(const __half* x, const __half* nw, f
   }
 }
 
-// The pieces of stage_x_rms_early, each the arithmetic of a part of stage_x_rms (which keeps
+// The pieces of XEarly's folded norm, each the arithmetic of a part of stage_x_rms (which keeps
 // its own inline copy: routing it through these changed its NVRTC SASS, and the measured
 // kernels stay byte-identical with EARLY off): x^2 of 8 fp16 values added to ss in order;
 // n = rsqrt(sum / K + eps) from every thread's ss (warp shuffles, then red across warps: one
@@ -159,58 +159,92 @@ __device__ __forceinline__ void rms_store8(uint4* xs4, int b, uint4 v, const uin
                       mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
 }
 
-// stage_x_rms with EARLY (MLXCEL_QMV_EARLY): each thread's first two 16-byte chunks of x and
-// of nw are loaded together in the first pass and kept in registers for the second, which
-// then stores them without a second round trip to L2 (nw's loads leave with x's); chunks past
-// them (K / 8 > 2 NT) take the two passes. Same sums in the same order, same roundings:
-// bit-identical to stage_x_rms. Unaligned x or nw take stage_x_rms.
-template <int NT>
-__device__ __forceinline__ void stage_x_rms_early(const __half* x, const __half* nw, float eps, __half2* xs, int K,
-                                                  int tid, float* red) {
-  if (((reinterpret_cast<unsigned long long>(x) | reinterpret_cast<unsigned long long>(nw)) & 15) != 0) {
-    stage_x_rms<NT>(x, nw, eps, xs, K, tid, red);
-    return;
-  }
-  constexpr int PRE = 2;
-  const uint4* x4 = reinterpret_cast<const uint4*>(x);
-  const uint4* w4 = reinterpret_cast<const uint4*>(nw);
-  uint4 xr[PRE], wr[PRE];
+// x's staging in two halves for EARLY (ring_rows16): load() puts each thread's first 16-byte
+// chunks of x (and of nw with the folded RMSNorm) in registers, store() finishes the staging
+// from them, so that ring_rows16 can issue those loads before the ring's first weight copies
+// and stage x after them. Why: ncu's source counters on the o_proj GEMV (session 20) put 28%
+// of the kernel's stall samples on x's first load, which left after 3 KiB of weight copies
+// per warp (the whole matrix in flight across the GPU) and so waited behind them. Chunks past
+// the registers (K / 8 > XPRE * NT) take stage_x_vec's / stage_x_rms's loops; unaligned x or
+// nw take those functions whole. Same sums in the same order, same roundings, same places:
+// bit-identical to staging without EARLY.
+template <bool NORM, int NT>
+struct XEarly {
+  static constexpr int XPRE = NORM ? 2 : 8;  // 2 covers K = 4096 at 8 warps; 8 covers 16384
+  uint4 x[XPRE], w[NORM ? XPRE : 1];
+  bool vec;
+  __device__ __forceinline__ void load(const __half* xp, const __half* nw, int K, int tid) {
+    vec = ((reinterpret_cast<unsigned long long>(xp) | (NORM ? reinterpret_cast<unsigned long long>(nw) : 0ull)) &
+           15) == 0;
+    if (!vec) return;
+    const uint4* x4 = reinterpret_cast<const uint4*>(xp);
 #pragma unroll
-  for (int u = 0; u < PRE; ++u) {
-    if (tid + u * NT < K / 8) {
-      xr[u] = x4[tid + u * NT];
-      wr[u] = w4[tid + u * NT];
+    for (int u = 0; u < XPRE; ++u) {
+      if (tid + u * NT < K / 8) {
+        x[u] = x4[tid + u * NT];
+        if constexpr (NORM) w[u] = reinterpret_cast<const uint4*>(nw)[tid + u * NT];
+      }
     }
   }
-  float ss = 0.0f;
+  __device__ __forceinline__ void store(const __half* xp, const __half* nw, float eps, __half2* xs, int K, int tid,
+                                        float* red) const {
+    const uint4* x4 = reinterpret_cast<const uint4*>(xp);
+    uint4* xs4 = reinterpret_cast<uint4*>(xs);
+    if constexpr (NORM) {
+      if (!vec) {
+        stage_x_rms<NT>(xp, nw, eps, xs, K, tid, red);
+        return;
+      }
+      const uint4* w4 = reinterpret_cast<const uint4*>(nw);
+      float ss = 0.0f;
 #pragma unroll
-  for (int u = 0; u < PRE; ++u) {
-    if (tid + u * NT < K / 8) sum_sq8(xr[u], ss);
-  }
+      for (int u = 0; u < XPRE; ++u) {
+        if (tid + u * NT < K / 8) sum_sq8(x[u], ss);
+      }
 #pragma unroll 2
-  for (int b = tid + PRE * NT; b < K / 8; b += NT) sum_sq8(x4[b], ss);
-  const float n = rms_scale<NT>(ss, eps, K, tid, red);
-  uint4* xs4 = reinterpret_cast<uint4*>(xs);
+      for (int b = tid + XPRE * NT; b < K / 8; b += NT) sum_sq8(x4[b], ss);
+      const float n = rms_scale<NT>(ss, eps, K, tid, red);
 #pragma unroll
-  for (int u = 0; u < PRE; ++u) {
-    if (tid + u * NT < K / 8) rms_store8(xs4, tid + u * NT, xr[u], wr[u], n);
-  }
+      for (int u = 0; u < XPRE; ++u) {
+        if (tid + u * NT < K / 8) rms_store8(xs4, tid + u * NT, x[u], w[u], n);
+      }
 #pragma unroll 2
-  for (int b = tid + PRE * NT; b < K / 8; b += NT) rms_store8(xs4, b, x4[b], w4[b], n);
-}
+      for (int b = tid + XPRE * NT; b < K / 8; b += NT) rms_store8(xs4, b, x4[b], w4[b], n);
+    } else {
+      if (!vec) {
+        stage_x(xp, xs, K, tid, NT);
+        return;
+      }
+      auto put = [&](int b, const uint4& v) {
+        xs4[b] = make_uint4(mlxcel_mma::prmt(v.x, v.z, 0x5410), mlxcel_mma::prmt(v.x, v.z, 0x7632),
+                            mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
+      };
+#pragma unroll
+      for (int u = 0; u < XPRE; ++u) {
+        if (tid + u * NT < K / 8) put(tid + u * NT, x[u]);
+      }
+      for (int b = tid + XPRE * NT; b < K / 8; b += NT) put(b, x4[b]);
+    }
+  }
+};
 
 // How a kernel stages x: as given (stage_x_vec), or through the folded RMSNorm
-// (stage_x_rms; NORM). ring_rows16 takes it so that the ring's first copies leave first.
+// (stage_x_rms; NORM). ring_rows16 takes it so that the ring's first copies leave first
+// (with EARLY, x's loads leave before them: load() and store()).
 template <bool NORM, int NT, bool EARLY = false>
 struct StageX {
   const __half* x;
   const __half* nw;  // NORM only
   float eps;         // NORM only
   float* red;        // NORM only: NT / 32 floats
+  using Early = XEarly<NORM, NT>;
   __device__ __forceinline__ void operator()(__half2* xs, int K, int tid) const {
-    if constexpr (NORM && EARLY) stage_x_rms_early<NT>(x, nw, eps, xs, K, tid, red);
-    else if constexpr (NORM) stage_x_rms<NT>(x, nw, eps, xs, K, tid, red);
+    if constexpr (NORM) stage_x_rms<NT>(x, nw, eps, xs, K, tid, red);
     else stage_x_vec(x, xs, K, tid, NT);
+  }
+  __device__ __forceinline__ void load(Early& e, int K, int tid) const { e.load(x, nw, K, tid); }
+  __device__ __forceinline__ void store(const Early& e, __half2* xs, int K, int tid) const {
+    e.store(x, nw, eps, xs, K, tid, red);
   }
 };
 
@@ -253,11 +287,12 @@ __device__ __forceinline__ void stage_sb(const __half* scales, const __half* bia
 }
 
 // stage_sb in two halves for EARLY (ring_rows16): the loads of each thread's first PRE
-// 16-byte chunks of scales and biases, issued before x is staged and held in registers, then
-// their stores (the same pairs to the same places as stage_sb) after it, with any chunks past
-// PRE * nt loaded and stored there as stage_sb does. Why: stage_sb's loads could not move
-// above x's shared stores, so a CTA paid x's round trip to L2 and then the scales' round trip
-// to DRAM one after the other before its first tile. Unaligned tables take stage_sb whole.
+// 16-byte chunks of scales and biases, issued with x's (before the ring's first copies) and
+// held in registers, then their stores (the same pairs to the same places as stage_sb) after
+// x's, with any chunks past PRE * nt loaded and stored there as stage_sb does. Why: stage_sb's
+// loads could not move above x's shared stores, so a CTA paid x's round trip to L2 and then
+// the scales' round trip to DRAM one after the other before its first tile. Unaligned tables
+// take stage_sb whole.
 template <int PRE>
 struct SbEarly {
   uint4 s[PRE], b[PRE];
@@ -405,11 +440,12 @@ struct QMat {
 // synchronisation the ring needs. Same tiles, same per-lane order of accumulation, same
 // arithmetic as rows16: bit-identical outputs.
 //
-// EARLY (MLXCEL_QMV_EARLY): the scale and bias loads leave before x is staged (stage_sb_load /
-// stage_sb_store), and a folded RMSNorm keeps x and its weight in registers between its two
-// passes (stage_x_rms); same values in the same places: bit-identical to EARLY off. Measured
-// no faster (session 19, in situ at 32K: the four layer GEMVs 2.127 -> 2.124 ms per step; the
-// weight copies issued above already overlap the prologue's round trips); off by default.
+// EARLY (MLXCEL_QMV_EARLY): x's loads (XEarly; with the folded norm, its weight's too) and
+// the scale and bias loads (stage_sb_load) leave before the ring's first weight copies, held
+// in registers, and are stored after them; same values in the same places: bit-identical to
+// EARLY off. Session 19's EARLY (scale loads before x's staging, both after the copies)
+// measured no faster in situ (the four layer GEMVs 2.127 -> 2.124 ms per step at 32K);
+// session 20's source counters then showed x's first load waiting behind the copies.
 template <int G, int NW, int S, int MATS, bool EARLY, typename Stage>
 __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem, int K,
                                             long long row0, int tid, int warp, int lane, float (&acc)[MATS][4]) {
@@ -435,19 +471,23 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
     }
     ring_commit();
   };
-#pragma unroll
-  for (int j = 0; j < SS - 1; ++j) issue(j);
   if constexpr (EARLY) {
     // Enough chunks in registers for one 16-row table at K / G <= 256 (2 K / G chunks) with
     // 8 warps; gate/up's two tables take one each (K / G <= 128 at 8 warps).
     constexpr int PRE = MATS == 1 ? 2 : 1;
+    typename Stage::Early xe;
+    stage.load(xe, K, tid);
     SbEarly<PRE> early[MATS];
 #pragma unroll
     for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
-    stage(xs, K, tid);
+#pragma unroll
+    for (int j = 0; j < SS - 1; ++j) issue(j);
+    stage.store(xe, xs, K, tid);
 #pragma unroll
     for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
   } else {
+#pragma unroll
+    for (int j = 0; j < SS - 1; ++j) issue(j);
     stage(xs, K, tid);
 #pragma unroll
     for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
