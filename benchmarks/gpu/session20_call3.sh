@@ -13,4 +13,6 @@ call_dir s20c3
 e2e_setup 560 80
 FLAG_MODES="turbo4 fp16" FLAG_ROUNDS=2 flag_rounds MLXCEL_QMV_EARLY 22 "${CTX:-32768}"
 FLAG_MODES=turbo4 FLAG_ROUNDS=2 flag_rounds MLXCEL_QMV_EARLY 34 "${LONG:-131072}"
+# 4K, where turbo4-asym was the mode nearest fp16 (0.89x by tok/s on a slow host, session 19).
+FLAG_MODES="turbo4-asym fp16" FLAG_ROUNDS=1 flag_rounds MLXCEL_QMV_EARLY 15 "${SHORT:-4096}"
 finish_call
