@@ -210,26 +210,24 @@ pub const QMV_RING: Flag = Flag {
     slot: 10,
 };
 
-/// The GEMV kernels' ring schedule issues its prologue's loads earlier (`EARLY` in
-/// `cuda/qgemv4.cuh`): each CTA's scale and bias loads leave before x is staged (held in
-/// registers, stored after), and the folded RMSNorm keeps x and its weight in registers
-/// between its two passes instead of reading them from L2 again. Why: in situ (session 18,
-/// 32K) o_proj ran at 1.1 TB/s and the qkv GEMV at ~1 TB/s; fitting the four layer GEMVs'
-/// times against their bytes gives ~4.7 us per launch that does not scale with the weight,
-/// and the prologue paid x's round trip to L2, then the scales' to DRAM (the scale loads could
-/// not move above x's shared stores), then with the norm a second pass over x. Same values in
-/// the same places: bit-identical outputs by construction (its GPU test,
-/// `early_prologue_loads_are_bit_identical_or_are_not_used`, timed out on a fresh machine in
-/// session 19 before it reported: not yet confirmed on the H200). Measured (session 19, call
-/// 2, turbo4 at 32K, ncu in situ, medians of 2 steps): gate/up + SiLU 29.63 -> 28.74 us, down
-/// 15.90 -> 16.35, qkv + append 14.30 -> 14.66, o_proj 8.32 -> 8.35: the four GEMVs' sum per
-/// step 2.127 -> 2.124 ms; device time per step 2.81 -> 2.83 ms (two interleaved rounds).
-/// No gain: the ring's first weight copies leave before the prologue either way, so its round
-/// trips were not the launches' fixed time. Off; 1 turns it on.
+/// The GEMV kernels' ring schedule issues its prologue's loads first (`EARLY` in
+/// `cuda/qgemv4.cuh`): x's loads (with the folded RMSNorm, its weight's too) and the scale and
+/// bias loads leave before the ring's first weight copies, held in registers, and are stored
+/// to shared memory after them. Why: ncu's source counters on the o_proj GEMV (session 20,
+/// call 1) put 28% of its stall samples on x's first load, which otherwise left behind 3 KiB
+/// of weight copies per warp (the whole matrix in flight across the GPU) and waited for them.
+/// Same values in the same places: bit-identical outputs (50 checks on the H200,
+/// `early_prologue_loads_are_bit_identical_or_are_not_used`). Measured (session 20): in situ
+/// at 32K (turbo4, ncu medians of 2 steps) gate/up + SiLU 29.46 -> 27.52 us, down 15.76 ->
+/// 14.43, qkv + append 14.27 -> 13.47, o_proj 8.29 -> 7.20; the GEMVs per step 2.231 -> 2.065
+/// ms; device time per step (two interleaved rounds) turbo4 2.88 -> 2.72 ms at 32K and 4.32
+/// -> 4.18 ms at 128K, fp16 4.16 -> 3.68 ms at 32K; one round at 4K: turbo4-asym 2.54 -> 2.36,
+/// fp16 2.80 -> 2.51. (Session 19's EARLY, the scale loads before x's staging but both after
+/// the copies, measured no faster.) Default on; 0 = the copies first.
 pub const QMV_EARLY: Flag = Flag {
     name: "MLXCEL_QMV_EARLY",
-    default: false,
-    doc: "GEMV ring kernels issue the scale loads before staging x, the folded norm in one pass over L2 (1 = on; measured no faster)",
+    default: true,
+    doc: "GEMV ring kernels issue x's and the scales' loads before the first weight copies (0 = copies first)",
     slot: 36,
 };
 
