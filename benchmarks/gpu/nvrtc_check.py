@@ -241,8 +241,8 @@ def main():
     qmv_header = read("decode_attention_mma.cuh") + "\ntypedef unsigned int uint32_t;\n" + read("qgemv4.cuh")
     # (NW, S, U): quantized_gemv.rs's schedules: S = 0 the batched one, S > 0 the ring.
     # The folded RMSNorm (NORM) on the schedules without a capped grid.
-    # (NW, S, U, MB, NORM, EARLY): EARLY (MLXCEL_QMV_EARLY: the scale loads and the norm's second
-    # pass moved up) on the ring schedules without a capped grid, with and without the norm.
+    # (NW, S, U, MB, NORM, EARLY): EARLY (MLXCEL_QMV_EARLY: x's and the scales' loads before the
+    # ring's first copies) on the ring schedules without a capped grid, with and without the norm.
     variants = [(8, 0, 4, False, False, False), (8, 4, 4, False, False, False), (8, 8, 4, False, False, False),
                 (4, 8, 4, False, False, False), (8, 4, 4, True, False, False), (4, 4, 4, True, False, False),
                 (8, 0, 4, False, True, False), (8, 4, 4, False, True, False), (4, 8, 4, False, True, False),

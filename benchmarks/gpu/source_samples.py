@@ -6,7 +6,8 @@ SASS_CSV: `ncu --import X.ncu-rep --page source --csv --print-source sass` of on
 launch profiled with `--section SourceCounters` (gzip accepted). The main loop is the
 address range of the backward branch whose body holds the most HMMA instructions (the
 attention kernel's tile loop; for a GEMV, its ring loop); before it is the prologue, after
-it the epilogue. Prints each region's share of the samples ("Warp Stall Sampling (All
+it the epilogue; with several loops of that count (gate/up + SiLU: one per matrix) the main
+loop spans them all. Prints each region's share of the samples ("Warp Stall Sampling (All
 Samples)") and the TOP (default 15) instructions by samples with their region, so a session
 can see what the ~6 us of the attention call that does not scale with the context is
 (NOTES, "Next lever (after session 19)").
@@ -43,7 +44,16 @@ def main() -> None:
             body = [s for a, s, _ in instrs if start <= a <= addr]
             loops.append((sum("HMMA" in s for s in body), start, addr))
     total = sum(n for _, _, n in instrs)
-    if loops:
+    # Every backward branch with the most HMMA instructions is main-loop time: gate/up + SiLU
+    # runs one ring loop per matrix, and taking one of them counted the gate loop as prologue.
+    most = max((n for n, _, _ in loops), default=0)
+    cands = [(start, end) for n, start, end in loops if most > 0 and n == most]
+    # Innermost only: a backward branch out of an out-of-line block (warp-divergence fix-ups at
+    # the end of the attention kernel) can span the whole body.
+    mma_loops = [(a, b) for a, b in cands if not any((c, d) != (a, b) and a <= c and d <= b for c, d in cands)]
+    if mma_loops:
+        lo, hi = min(a for a, _ in mma_loops), max(b for _, b in mma_loops)
+    elif loops:
         _, lo, hi = max(loops)
     else:
         lo = hi = None

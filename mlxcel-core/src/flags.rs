@@ -598,13 +598,18 @@ pub const MMA_FILLW: Flag = Flag {
 /// `cuda/decode_attention_mma.cu`). Why: ncu's source counters at 4K (session 20) put ~9% of
 /// the call's stall samples on the loop's first wait for a tile and ~10% on q's loads; issuing
 /// the copies before q's loads (session 18's EARLY) was slower, since q then waited behind
-/// them. Same copies into the same slots: bit-identical outputs by construction
-/// (`ring_copies_after_the_prologue_loads_are_bit_identical`). Off until measured; 1 turns
-/// it on.
+/// them. Same copies into the same slots: bit-identical outputs (48 checks on the H200,
+/// `ring_copies_after_the_prologue_loads_are_bit_identical`). Measured (session 20, ncu
+/// medians of 18 launches, turbo4 D=128): 8.24 -> 7.92 us per call at 4K, 17.55 -> 18.18 at
+/// 32K (17.62 -> 18.29 in a second pair of sweeps), 47.63 -> 46.42 at 128K; in situ at 32K
+/// 18.02 -> 19.26 us. Slower where decode spends most of its calls: off; 1 turns it on. At 32K
+/// its source samples put 18% of the stalls at the prologue's barrier (2.7% without it): the
+/// warps reach it later, having issued their copies first, while the loop's first wait for
+/// a tile fell from 82 samples to 5.
 pub const MMA_QFIRST: Flag = Flag {
     name: "MLXCEL_MMA_QFIRST",
     default: false,
-    doc: "tensor-core decode kernel: the ring's first copies issued after each warp's prologue loads (1 = on)",
+    doc: "tensor-core decode kernel: the ring's first copies issued after each warp's prologue loads (1 = on; slower at 32K)",
     slot: 37,
 };
 

@@ -431,11 +431,12 @@ fn gemv_rejects_what_it_cannot_run() {
     assert!(gemv(&x2, &q2).is_err(), "K mismatch must be an error");
 }
 
-/// `MLXCEL_QMV_EARLY` (the ring's scale loads issued before x is staged, the folded norm's
-/// x and weight kept in registers between its passes) must give the default prologue's bits:
+/// `MLXCEL_QMV_EARLY` (x's loads, the folded norm weight's and the scale loads issued before
+/// the ring's first weight copies, held in registers, stored after them) must give the bits of
+/// the prologue that stages them after the copies:
 /// the plain kernel with and without the residual, the folded norm, gate/up + SiLU with and
 /// without it, on the layer shapes of Llama-3-8B (K 4096 and down's 14336, whose table takes
-/// more chunks than the registers hold), group 32 and 128, an unaligned-to-256 K, and the
+/// more chunks than the registers hold, as does x at 4 warps), group 32 and 128, an unaligned-to-256 K, and the
 /// ring schedules of 8 and 4 warps (4 warps leave more chunks past the registers). On the
 /// CPU the kernels never run: every call still ends in MLX's CUDA error with the flag on.
 #[test]

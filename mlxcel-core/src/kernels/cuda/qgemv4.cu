@@ -5,9 +5,10 @@
 // fp16 [N]. Template constants: G (group size), NW (warps), S (ring stages; 0 = the batched
 // schedule of U tiles in flight per warp), U, RESID, NORM and EPS (the folded RMSNorm),
 // SMEM, MB (ring only: the grid is capped and each CTA owns several 16-row blocks,
-// ring_blocks), EARLY (ring only, one CTA per 16 rows: the prologue's scale loads before x's
-// staging, MLXCEL_QMV_EARLY; ring_rows16). Dynamic shared memory: the batched schedule K * 2
-// bytes (x in pair order), the ring schedule as ring_rows16 says.
+// ring_blocks), EARLY (ring only, one CTA per 16 rows: the prologue's loads of x and of the
+// scales before the ring's first copies, MLXCEL_QMV_EARLY; ring_rows16). Dynamic shared
+// memory: the batched schedule K * 2 bytes (x in pair order), the ring schedule as
+// ring_rows16 says.
 // Outputs are written through put(row, value), defined in front of this body by
 // qgemv4_store.cu (y[row]) or qgemv4_store_qkv.cu (the stacked qkv projection's three
 // outputs, MLXCEL_QKV_PARTS).
