@@ -44,6 +44,14 @@ def compile_one(name, src):
         fname = "".join(ch if ch.isalnum() else "_" for ch in name) + ".cubin"
         with open(os.path.join(os.environ["NVRTC_CUBIN_DIR"], fname), "wb") as f:
             f.write(cubin)
+    # NVRTC_PTX_DIR=dir: also each variant's PTX (to see the order NVVM left loads and copies in).
+    if ok and os.environ.get("NVRTC_PTX_DIR"):
+        err, n = nvrtc.nvrtcGetPTXSize(prog)
+        ptx = b" " * n
+        nvrtc.nvrtcGetPTX(prog, ptx)
+        fname = "".join(ch if ch.isalnum() else "_" for ch in name) + ".ptx"
+        with open(os.path.join(os.environ["NVRTC_PTX_DIR"], fname), "wb") as f:
+            f.write(ptx.rstrip(b"\0 "))
     lines = [l for l in text.splitlines() if ("registers" in l or "spill" in l or "error" in l or "warning" in l)]
     print(f"{'OK ' if ok else 'ERR'} {name}: " + " | ".join(l.strip() for l in lines[-3:]))
     if not ok:
@@ -57,7 +65,7 @@ def b(x):
 
 # Template flags of the tensor-core decode kernel, each variant naming the ones it turns on
 # (swz is on unless a variant says otherwise).
-MMA_FLAGS = ("rope", "trad", "fold", "swz", "lutk", "lutv", "lut1", "luti", "hoist", "pipe", "sacc2", "rsall", "wide", "ftz", "wide16", "qswz", "fillw", "qfirst")
+MMA_FLAGS = ("rope", "trad", "fold", "swz", "lutk", "lutv", "lut1", "luti", "hoist", "pipe", "sacc2", "rsall", "wide", "ftz", "wide16", "qswz", "fillw", "qfirst", "qfirst1")
 
 
 def mma_variant(**on):
@@ -111,6 +119,9 @@ MMA_VARIANTS = [
     mma_variant(rope=True, lutk=True, lutv=True, lut1=True, hoist=True, rsall=True, ftz=True, qswz=True, fillw=True, qfirst=True),
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, wide16=True, qswz=True, fillw=True, qfirst=True),
     mma_variant(rope=True, trad=True, fold=True, qfirst=True),
+    # Only the first tile early (MLXCEL_MMA_QFIRST1), on the defaults and in 4-warp CTAs with the fold.
+    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True, qfirst1=True),
+    mma_variant(rope=True, trad=True, fold=True, qfirst1=True),
 ]
 # The shipped defaults (MLXCEL_MMA_HOIST, MLXCEL_MMA_RSALL, MLXCEL_MMA_WIDE, MLXCEL_MMA_FTZ, MLXCEL_MMA_QSWZ,
 # MLXCEL_MMA_FILLW and the pair table with immediate offsets on; fold off).
@@ -157,10 +168,10 @@ def main():
                     for rot in rots:
                         if rot and kf == 1 and v != DEFAULT_VARIANT:
                             continue
-                        rope, trad, fold, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw, qfirst = (b(v[f]) for f in MMA_FLAGS)
+                        rope, trad, fold, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw, qfirst, qfirst1 = (b(v[f]) for f in MMA_FLAGS)
                         if rope == "true" and qt != "__half":
                             continue
-                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                                   f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot)}; constexpr bool ROT_V = {b(vf >= 2 or (rot and kf == 1))}; "
                                   f"constexpr int STAGES = {min(stages, 4) if wide16 == 'true' else stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
                                   f"constexpr bool FOLD = {fold}; using T_q = {qt};\n")
@@ -241,18 +252,21 @@ def main():
     qmv_header = read("decode_attention_mma.cuh") + "\ntypedef unsigned int uint32_t;\n" + read("qgemv4.cuh")
     # (NW, S, U): quantized_gemv.rs's schedules: S = 0 the batched one, S > 0 the ring.
     # The folded RMSNorm (NORM) on the schedules without a capped grid.
-    # (NW, S, U, MB, NORM, EARLY): EARLY (MLXCEL_QMV_EARLY: x's and the scales' loads before the
-    # ring's first copies) on the ring schedules without a capped grid, with and without the norm.
-    variants = [(8, 0, 4, False, False, False), (8, 4, 4, False, False, False), (8, 8, 4, False, False, False),
-                (4, 8, 4, False, False, False), (8, 4, 4, True, False, False), (4, 4, 4, True, False, False),
-                (8, 0, 4, False, True, False), (8, 4, 4, False, True, False), (4, 8, 4, False, True, False),
-                (8, 4, 4, False, False, True), (8, 4, 4, False, True, True), (4, 8, 4, False, True, True)]
-    for nw, st, u, mb, norm, early in variants:
+    # (NW, S, U, MB, NORM, EARLY, RFIRST): EARLY (MLXCEL_QMV_EARLY: x's and the scales' loads before
+    # the ring's first copies) on the ring schedules without a capped grid, with and without the
+    # norm; RFIRST (MLXCEL_QMV_RFIRST: the residual loaded in the prologue; RESID at group 64 below)
+    # on the default schedule, the batched one and 4 warps.
+    variants = [(8, 0, 4, False, False, False, False), (8, 4, 4, False, False, False, False), (8, 8, 4, False, False, False, False),
+                (4, 8, 4, False, False, False, False), (8, 4, 4, True, False, False, False), (4, 4, 4, True, False, False, False),
+                (8, 0, 4, False, True, False, False), (8, 4, 4, False, True, False, False), (4, 8, 4, False, True, False, False),
+                (8, 4, 4, False, False, True, False), (8, 4, 4, False, True, True, False), (4, 8, 4, False, True, True, False),
+                (8, 4, 4, False, False, True, True), (8, 0, 4, False, False, False, True), (4, 8, 4, False, False, True, True)]
+    for nw, st, u, mb, norm, early, rfirst in variants:
         for g in (32, 64, 128):
-            tag = f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "")
+            tag = f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "") + (" rfirst" if rfirst else "")
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
                       f"constexpr bool MB = {'true' if mb else 'false'}; constexpr bool NORM = {'true' if norm else 'false'}; "
-                      f"constexpr bool EARLY = {'true' if early else 'false'}; "
+                      f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = {'true' if rfirst else 'false'}; "
                       f"constexpr int EPS = 0x3727c5ac; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
@@ -280,7 +294,7 @@ def main():
                                              ("false", "false", "false", 2, "false"), ("true", "true", "false", 0, "true"),
                                              ("true", "true", "false", 1, "true")):
             consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = 4; constexpr int U = 4; constexpr bool MB = false; "
-                      f"constexpr bool EARLY = {early}; "
+                      f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; "
                       f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                       f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
                       f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024;\n")

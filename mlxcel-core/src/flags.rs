@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 40;
+const SLOTS: usize = 48;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -592,6 +592,20 @@ pub const MMA_FILLW: Flag = Flag {
     slot: 35,
 };
 
+/// The GEMV kernels with the residual add folded into their epilogue (o_proj, down) load the
+/// residual's 16 values per CTA in the prologue, before the ring's first copies, instead of
+/// after the cross-warp reduction (`RFIRST` in `cuda/qgemv4.cu`). Why: ncu's source samples
+/// of o_proj with `MLXCEL_QMV_EARLY` (session 20, call 5) put 33 of its 567 stall samples on
+/// the epilogue's wait for that load. Same value, same addition: bit-identical outputs by
+/// construction (`residual_loaded_first_is_bit_identical`). Written after session 20's device
+/// calls, not yet run on the H200: off; 1 turns it on.
+pub const QMV_RFIRST: Flag = Flag {
+    name: "MLXCEL_QMV_RFIRST",
+    default: false,
+    doc: "GEMV kernels with a folded residual load it in the prologue (1 = on; not yet measured)",
+    slot: 38,
+};
+
 /// The tensor-core decode kernel issues each warp's first ring copies right after its own
 /// prologue loads (q, RoPE's frequencies, the rotation's signs, or the pair table's
 /// codebook) instead of after the prologue's barrier (`QFIRST` in
@@ -611,6 +625,20 @@ pub const MMA_QFIRST: Flag = Flag {
     default: false,
     doc: "tensor-core decode kernel: the ring's first copies issued after each warp's prologue loads (1 = on; slower at 32K)",
     slot: 37,
+};
+
+/// `MLXCEL_MMA_QFIRST` with only the ring's first tile issued early; the rest follow the
+/// prologue's barrier (`QFIRST1` in `cuda/decode_attention_mma.cu`). Why: with all tiles
+/// early, ncu's source samples at 32K (session 20) showed the loop's first wait gone (82 -> 5
+/// samples) but the barrier's wait grown (45 -> 324): the warps reached it late from issuing
+/// four tiles of copies. Same copies into the same slots in the same order: bit-identical by
+/// construction (`first_ring_tile_after_the_prologue_loads_is_bit_identical`). Written after
+/// session 20's device calls, not yet run on the H200: off; 1 turns it on.
+pub const MMA_QFIRST1: Flag = Flag {
+    name: "MLXCEL_MMA_QFIRST1",
+    default: false,
+    doc: "tensor-core decode kernel: only the ring's first tile issued after each warp's prologue loads (1 = on; not yet measured)",
+    slot: 39,
 };
 
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
@@ -712,6 +740,8 @@ pub const ALL: &[Flag] = &[
     MMA_FILLW,
     QMV_EARLY,
     MMA_QFIRST,
+    QMV_RFIRST,
+    MMA_QFIRST1,
 ];
 
 #[cfg(test)]

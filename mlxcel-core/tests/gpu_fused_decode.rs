@@ -548,6 +548,27 @@ fn ring_copies_after_the_prologue_loads_are_bit_identical() {
     }
 }
 
+/// `MLXCEL_MMA_QFIRST1` (only the ring's first tile issued right after each warp's prologue
+/// loads, the rest after the barrier) must give the default order's bits, on the same cases
+/// as `MLXCEL_MMA_QFIRST` (`MMA_MODES`, `MMA_SHAPES`, `MMA_LENS`). On the CPU both end in MLX's
+/// "CUDA" error.
+#[test]
+fn first_ring_tile_after_the_prologue_loads_is_bit_identical() {
+    let checked = flag_bit_identity(
+        "first_ring_tile_after_the_prologue_loads_is_bit_identical",
+        "MLXCEL_MMA_QFIRST1",
+        MMA_MODES,
+        MMA_SHAPES,
+        MMA_LENS,
+        1,
+    );
+    if checked > 0 {
+        eprintln!(
+            "first ring tile after the prologue loads: {checked} bit-identity checks on CUDA"
+        );
+    }
+}
+
 /// `MLXCEL_FOLD_MERGE` (fold v3: the last CTA of each KV head merges its splits, one warp per
 /// query head with the warp merge's arithmetic) must give the default path's bits (the
 /// separate warp merge), for every format the tensor-core kernel serves (turbo4 in 12-warp

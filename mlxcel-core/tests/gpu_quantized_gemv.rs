@@ -433,12 +433,12 @@ fn gemv_rejects_what_it_cannot_run() {
 
 /// `MLXCEL_QMV_EARLY` (x's loads, the folded norm weight's and the scale loads issued before
 /// the ring's first weight copies, held in registers, stored after them) must give the bits of
-/// the prologue that stages them after the copies:
-/// the plain kernel with and without the residual, the folded norm, gate/up + SiLU with and
-/// without it, on the layer shapes of Llama-3-8B (K 4096 and down's 14336, whose table takes
-/// more chunks than the registers hold, as does x at 4 warps), group 32 and 128, an unaligned-to-256 K, and the
-/// ring schedules of 8 and 4 warps (4 warps leave more chunks past the registers). On the
-/// CPU the kernels never run: every call still ends in MLX's CUDA error with the flag on.
+/// the prologue that stages them after the copies: the plain kernel with and without the
+/// residual, the folded norm, gate/up + SiLU with and without it, on the layer shapes of
+/// Llama-3-8B (K 4096 and down's 14336, whose table takes more chunks than the registers
+/// hold, as does x at 4 warps), group 32 and 128, an unaligned-to-256 K, and the ring
+/// schedules of 8 and 4 warps (4 warps leave more chunks past the registers). On the CPU the
+/// kernels never run: every call still ends in MLX's CUDA error with the flag on.
 #[test]
 fn early_prologue_loads_are_bit_identical_or_are_not_used() {
     let mut r = rng("early_prologue_loads_are_bit_identical_or_are_not_used");
@@ -495,5 +495,47 @@ fn early_prologue_loads_are_bit_identical_or_are_not_used() {
     }
     if on_cuda {
         eprintln!("early GEMV prologue: {checks} bit-identity checks on CUDA");
+    }
+}
+
+/// `MLXCEL_QMV_RFIRST` (the folded residual loaded in the prologue instead of after the
+/// reduction) must give the same bits: o_proj's and down's shapes of Llama-3-8B and a small
+/// one, group 64 and 32, the default ring, 4 warps and the batched schedule. On the CPU every
+/// call ends in MLX's CUDA error with the flag on.
+#[test]
+fn residual_loaded_first_is_bit_identical() {
+    let mut r = rng("residual_loaded_first_is_bit_identical");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let shapes = [(4096, 4096, 64), (4096, 14336, 64), (48, 384, 32)];
+    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[2..] };
+    let mut checks = 0;
+    for &(n, k, g) in shapes {
+        let (q, _) = weight(&mut r, n, k, g);
+        let (x, _) = input(&mut r, k);
+        let (res, _) = input(&mut r, n);
+        for s in ["ring", "ring:4:8", "batched"] {
+            let sched = Schedule::parse(s).unwrap();
+            let run = |on: bool| {
+                common::set_flags(&[("MLXCEL_QMV_RFIRST", on)]);
+                let y = gemv_with(&x, &q, Some(&res), sched).and_then(|y| y.eval().map(|_| y));
+                common::clear_flags(&["MLXCEL_QMV_RFIRST"]);
+                y
+            };
+            if !on_cuda {
+                let err = run(true).unwrap_err().to_string();
+                assert!(err.contains("CUDA"), "{err}");
+                continue;
+            }
+            let off = run(false).unwrap().to_vec::<half::f16>().unwrap();
+            let on = run(true).unwrap().to_vec::<half::f16>().unwrap();
+            assert!(
+                off == on,
+                "n={n} k={k} g={g} {s}: loading the residual first changed the output"
+            );
+            checks += 1;
+        }
+    }
+    if on_cuda {
+        eprintln!("residual loaded first: {checks} bit-identity checks on CUDA");
     }
 }

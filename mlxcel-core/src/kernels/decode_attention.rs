@@ -682,6 +682,7 @@ pub fn fused_decode_rope(
                 .template("QSWZ", TemplateArg::Bool(flags::MMA_QSWZ.enabled()))
                 .template("FILLW", TemplateArg::Bool(flags::MMA_FILLW.enabled()))
                 .template("QFIRST", TemplateArg::Bool(flags::MMA_QFIRST.enabled()))
+                .template("QFIRST1", TemplateArg::Bool(flags::MMA_QFIRST1.enabled()))
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(

@@ -500,7 +500,12 @@ fn plain_launch<'a>(
         norm.map_or(x, |m| m.weight),
     ];
     let (launch, shared) = launch(&inputs, x, n, k, q.group_size, 1, sched);
-    let launch = launch.template("RESID", TemplateArg::Bool(r.is_some()));
+    let launch = launch
+        .template("RESID", TemplateArg::Bool(r.is_some()))
+        .template(
+            "RFIRST",
+            TemplateArg::Bool(r.is_some() && flags::QMV_RFIRST.enabled()),
+        );
     (with_norm(launch, norm), shared)
 }
 

@@ -30,7 +30,8 @@
 // falls below 2^-126, which fp16 P and the fp32 sums could not hold anyway), QSWZ (q's
 // staging swizzled for conflict-free fragment reads; bit-identical), FILLW (the pair table
 // filled by warps without a q head, its codebook loaded first; bit-identical), QFIRST (the
-// ring's first copies issued right after each warp's prologue loads; bit-identical),
+// ring's first copies issued right after each warp's prologue loads; bit-identical), QFIRST1
+// (only the first of them),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -200,15 +201,22 @@ auto q_chunk = [](int row, int n) -> int {
 // and the copies' DRAM latency overlaps the RoPE, the rotation, the fill and the barrier. Why:
 // ncu's source counters at 4K (session 20) put 9% of the call's stall samples on the loop's
 // first wait for a tile and 10% on q's loads. Same copies into the same slots, same values:
-// bit-identical outputs.
-auto prefill = [&]() {
+// bit-identical outputs. QFIRST1 issues only the first of those tiles early and the rest after
+// the barrier: with all of them early, ncu's source samples at 32K (session 20) showed the
+// first tile's wait gone (82 -> 5 samples) but the barrier's wait grown (45 -> 324), the warps
+// arriving late from issuing 4 tiles of copies.
+constexpr bool QF = QFIRST || QFIRST1;
+constexpr int EARLY_TILES = QF ? (QFIRST1 ? 1 : STAGES - 1) : 0;
+auto prefill = [&](int from, int to) {
 #pragma unroll
   for (int i = 0; i < STAGES - 1; ++i) {
-    if (i < count) {
-      if constexpr (HOIST) issue_next(my_ring + i * STAGE);
-      else issue(i);
+    if (i >= from && i < to) {
+      if (i < count) {
+        if constexpr (HOIST) issue_next(my_ring + i * STAGE);
+        else issue(i);
+      }
+      mlxcel_mma::cp_commit();
     }
-    mlxcel_mma::cp_commit();
   }
 };
 // q of the group -> shared (f32), rotated for turbo K: one warp per head, D/32 values per
@@ -221,7 +229,7 @@ for (int g = warp; g < 8; g += NW) {
     const int d = lane * QE + e;
     x[e] = g < GQA ? static_cast<float>(q[(static_cast<long long>(b) * Hq + kvh * GQA + g) * D + d]) : 0.0f;
   }
-  if constexpr (QFIRST) {
+  if constexpr (QF) {
     // RoPE's frequencies and the rotation's signs into registers too, then the ring's copies.
     float fr[QE], s1[QE], s2[QE];
 #pragma unroll
@@ -232,7 +240,7 @@ for (int g = warp; g < 8; g += NW) {
         s2[e] = rot_k[32 * QE + lane * QE + e];
       }
     }
-    if (g == warp) prefill();
+    if (g == warp) prefill(0, EARLY_TILES);
     if constexpr (ROPE_Q) {
       mlxcel_fd::rope_warp_by<QE, TRAD>(x, lane, static_cast<float>(len - 1), [&](int e) { return fr[e]; });
     }
@@ -264,12 +272,12 @@ const bool fill_warp = FILL_WARP0 > 0 ? (fill_tid >= 0 && fill_tid < 128) : tid 
 // QFIRST: warps without a q head issue their copies once the fill's codebook loads have left,
 // or at once where they do not fill.
 auto after_book = [&]() {
-  if constexpr (QFIRST) {
-    if (warp >= 8) prefill();
+  if constexpr (QF) {
+    if (warp >= 8) prefill(0, EARLY_TILES);
   }
 };
-if constexpr (QFIRST) {
-  if (warp >= 8 && !((LUT_K || LUT_V) && fill_warp)) prefill();
+if constexpr (QF) {
+  if (warp >= 8 && !((LUT_K || LUT_V) && fill_warp)) prefill(0, EARLY_TILES);
 }
 if (fill_warp) {
   if constexpr (LUT1 && (LUT_K || LUT_V)) {
@@ -305,7 +313,7 @@ float o[MT][4];
 for (int j = 0; j < MT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 float m_run = mlxcel_fd::neg_inf(), l_run = 0.0f;
 
-if constexpr (!QFIRST) prefill();
+prefill(EARLY_TILES, STAGES - 1);
 
 // This lane's tokens of a tile in S's C fragment and P^T's B fragment.
 const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};

@@ -6,7 +6,8 @@
 // schedule of U tiles in flight per warp), U, RESID, NORM and EPS (the folded RMSNorm),
 // SMEM, MB (ring only: the grid is capped and each CTA owns several 16-row blocks,
 // ring_blocks), EARLY (ring only, one CTA per 16 rows: the prologue's loads of x and of the
-// scales before the ring's first copies, MLXCEL_QMV_EARLY; ring_rows16). Dynamic shared
+// scales before the ring's first copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without
+// MB: the residual loaded in the prologue, MLXCEL_QMV_RFIRST). Dynamic shared
 // memory: the batched schedule K * 2 bytes (x in pair order), the ring schedule as
 // ring_rows16 says.
 // Outputs are written through put(row, value), defined in front of this body by
@@ -38,6 +39,14 @@ if constexpr (S > 0 && MB) {
                                          put(row, __float2half_rn(o));
                                        });
 } else {
+  // RFIRST (MLXCEL_QMV_RFIRST): the residual's bits loaded before the ring's first copies
+  // (one register, threads tid < 16) and converted in the epilogue (late_half_to_float), so
+  // the epilogue does not wait a round trip for them after the reduction. The same value added
+  // the same way: bit-identical.
+  unsigned short rbits = 0;
+  if constexpr (RESID && RFIRST) {
+    if (tid < 16) rbits = __half_as_ushort(r[row0 + tid]);
+  }
   float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
   if constexpr (S > 0) {
     const mlxcel_qmv::QMat mats[1] = {{w, scales, biases}};
@@ -52,7 +61,7 @@ if constexpr (S > 0 && MB) {
   const float s = mlxcel_qmv::reduce_rows<NW, 1>(acc, red, warp, lane, tid);
   if (tid < 16) {
     float v = s;
-    if constexpr (RESID) v += __half2float(r[row0 + tid]);
+    if constexpr (RESID) v += RFIRST ? mlxcel_qmv::late_half_to_float(rbits) : __half2float(r[row0 + tid]);
     put(row0 + tid, __float2half_rn(v));
   }
 }

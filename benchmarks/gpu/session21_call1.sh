@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Next session's first device call (H200, ~7 min; timeout_s 600), after benchmarks/gpu/stage.sh
+# (carry .devcarry/mlx-cuda, .devcarry/bin/mlxcel, .devcarry/bin/tests/gpu_quantized_gemv,
+# .devcarry/bin/tests/gpu_fused_decode):
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session21_call1.sh
+# Two flags written after session 20's device calls (NOTES, "Next lever (after session 20)"),
+# both bit-identical by construction, never run:
+# - MLXCEL_MMA_QFIRST1: only the ring's first tile issued right after each attention warp's own
+#   prologue loads, the rest after the barrier (QFIRST with all tiles early removed the first
+#   tile's wait but lengthened the barrier's: 32K +0.6 us, 4K -0.3, 128K -1.2).
+#   Prediction: -0.3 to -1 us per call at every context.
+# - MLXCEL_QMV_RFIRST: o_proj's and down's residual loaded in the prologue, converted in the
+#   epilogue (33 of o_proj's 567 stall samples waited for it there).
+#   Prediction: -0.2 to -0.4 us per o_proj / down launch, ~-0.02 ms per step.
+# 1. bit identity: gpu_quantized_gemv's RFIRST test (9 checks; JIT compiles, in the background
+#    while 2 runs) and gpu_fused_decode's QFIRST1 test (48 checks);
+# 2. ncu sweeps of the turbo4 call (every launch, medians) at 4K, 32K, 128K: default, QFIRST1;
+# 3. in-situ kernel times at 32K (ncu_e2e.sh, turbo4, 2 steps): both off, both on;
+# 4. if QFIRST1 was faster at 32K + 128K in 2: end to end, two interleaved turbo4 rounds at 32K
+#    and 128K with both on against both off.
+# CPU dry run: NCU=0 MODEL=synthetic:/tmp/tiny.json CTX=512 LONG=1024 BIN=target/release/mlxcel
+set -uo pipefail
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s21c1
+(gpu_test gpu_quantized_gemv 300 "residual loaded first|worst" residual_loaded_first > "$R/bg-gemv.txt") &
+bg=$!
+gpu_test gpu_fused_decode 150 "bit-identity checks" first_ring_tile_after
+best=$(sweep_best default MLXCEL_MMA_QFIRST1=0 qfirst1 MLXCEL_MMA_QFIRST1=1)
+wait "$bg"
+cat "$R/bg-gemv.txt"
+if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
+  for e in 0 1; do
+    echo "in situ, MLXCEL_QMV_RFIRST=$e MLXCEL_MMA_QFIRST1=$e:"
+    MLXCEL_QMV_RFIRST=$e MLXCEL_MMA_QFIRST1=$e FILL=random-kv NCU_OUT="$R/insitu-$e" timeout 150 \
+      bash benchmarks/gpu/ncu_e2e.sh turbo4 "${CTX:-32768}" 8,2 2>&1 | tail -12
+  done
+fi
+e2e_setup 560 80
+ab_if_faster "$best" "MLXCEL_MMA_QFIRST1=1 MLXCEL_QMV_RFIRST=1" "MLXCEL_MMA_QFIRST1=0 MLXCEL_QMV_RFIRST=0"
+finish_call
