@@ -243,6 +243,34 @@ gpu_test() {
   echo "$name rc=$? $(grep -E "test result|panicked|$pattern" "$R/test-$name.txt" | tr '\n' ' ' | cut -c1-600)"
 }
 
+# `bg_test TAG NAME SECONDS PATTERN [FILTER]`: gpu_test in the background, its line into
+# $R/bg-TAG.txt: a test whose GPU work is a few small launches between NVRTC compiles (CPU)
+# can overlap ncu sweeps. `bg_wait` waits for it and prints that line.
+bg_test() {
+  BG_TAG=$1; shift
+  (gpu_test "$@" > "$R/bg-$BG_TAG.txt") &
+  BG_PID=$!
+}
+bg_wait() {
+  wait "$BG_PID"
+  cat "$R/bg-$BG_TAG.txt"
+}
+
+# `insitu_flags VAR...`: in-situ kernel times at $CTX (default 32K; ncu_e2e.sh, turbo4, two
+# decode steps) with every VAR=0, then every VAR=1, into $R/insitu-0 and $R/insitu-1 (unless
+# NCU=0 or ncu is missing).
+insitu_flags() {
+  [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null || return 0
+  local e v envs
+  for e in 0 1; do
+    envs=()
+    for v in "$@"; do envs+=("$v=$e"); done
+    echo "in situ, ${envs[*]}:"
+    env "${envs[@]}" FILL=random-kv NCU_OUT="$R/insitu-$e" timeout 150 \
+      bash benchmarks/gpu/ncu_e2e.sh turbo4 "${CTX:-32768}" 8,2 2>&1 | tail -12
+  done
+}
+
 # `e2e_setup BUDGET RUN_TIMEOUT`: the end-to-end runs' settings every call script uses: the
 # device clock in --profile, random-kv caches, 64 decode tokens, $BUDGET (default BUDGET:
 # seconds of the call the runs may use) and each run's time limit.

@@ -36,22 +36,19 @@ def compile_one(name, src):
     nvrtc.nvrtcGetProgramLog(prog, log)
     text = log.decode(errors="replace").strip()
     ok = res == nvrtc.nvrtcResult.NVRTC_SUCCESS
-    # NVRTC_CUBIN_DIR=dir: also write each variant's cubin (for nvdisasm instruction counts).
-    if ok and os.environ.get("NVRTC_CUBIN_DIR"):
-        err, n = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * n
-        nvrtc.nvrtcGetCUBIN(prog, cubin)
-        fname = "".join(ch if ch.isalnum() else "_" for ch in name) + ".cubin"
-        with open(os.path.join(os.environ["NVRTC_CUBIN_DIR"], fname), "wb") as f:
-            f.write(cubin)
-    # NVRTC_PTX_DIR=dir: also each variant's PTX (to see the order NVVM left loads and copies in).
-    if ok and os.environ.get("NVRTC_PTX_DIR"):
-        err, n = nvrtc.nvrtcGetPTXSize(prog)
-        ptx = b" " * n
-        nvrtc.nvrtcGetPTX(prog, ptx)
-        fname = "".join(ch if ch.isalnum() else "_" for ch in name) + ".ptx"
-        with open(os.path.join(os.environ["NVRTC_PTX_DIR"], fname), "wb") as f:
-            f.write(ptx.rstrip(b"\0 "))
+    # NVRTC_CUBIN_DIR=dir: also write each variant's cubin (for nvdisasm instruction counts);
+    # NVRTC_PTX_DIR=dir: its PTX (to see the order NVVM left loads and copies in).
+    for var, size_of, get, ext in (("NVRTC_CUBIN_DIR", nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, ".cubin"),
+                                   ("NVRTC_PTX_DIR", nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, ".ptx")):
+        if ok and os.environ.get(var):
+            err, n = size_of(prog)
+            data = b" " * n
+            get(prog, data)
+            if ext == ".ptx":
+                data = data.rstrip(b"\0 ")
+            fname = "".join(ch if ch.isalnum() else "_" for ch in name) + ext
+            with open(os.path.join(os.environ[var], fname), "wb") as f:
+                f.write(data)
     lines = [l for l in text.splitlines() if ("registers" in l or "spill" in l or "error" in l or "warning" in l)]
     print(f"{'OK ' if ok else 'ERR'} {name}: " + " | ".join(l.strip() for l in lines[-3:]))
     if not ok:

@@ -24,18 +24,9 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s20c2
-# Its GPU work is a few small launches between NVRTC compiles (CPU): it overlaps the sweeps.
-(gpu_test gpu_quantized_gemv 330 "early GEMV prologue|worst" early_prologue_loads > "$R/bg-gemv.txt") &
-bg=$!
+bg_test gemv gpu_quantized_gemv 330 "early GEMV prologue|worst" early_prologue_loads
 gpu_test gpu_fused_decode 150 "bit-identity checks" ring_copies_after_the_prologue
 sweep_best default MLXCEL_MMA_QFIRST=0 qfirst MLXCEL_MMA_QFIRST=1
-wait "$bg"
-cat "$R/bg-gemv.txt"
-if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
-  for e in 0 1; do
-    echo "in situ, MLXCEL_QMV_EARLY=$e MLXCEL_MMA_QFIRST=$e:"
-    MLXCEL_QMV_EARLY=$e MLXCEL_MMA_QFIRST=$e FILL=random-kv NCU_OUT="$R/insitu-$e" timeout 150 \
-      bash benchmarks/gpu/ncu_e2e.sh turbo4 "${CTX:-32768}" 8,2 2>&1 | tail -12
-  done
-fi
+bg_wait
+insitu_flags MLXCEL_QMV_EARLY MLXCEL_MMA_QFIRST
 finish_call

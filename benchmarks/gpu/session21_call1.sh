@@ -23,19 +23,11 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s21c1
-(gpu_test gpu_quantized_gemv 300 "residual loaded first|worst" residual_loaded_first > "$R/bg-gemv.txt") &
-bg=$!
+bg_test gemv gpu_quantized_gemv 300 "residual loaded first|worst" residual_loaded_first
 gpu_test gpu_fused_decode 150 "bit-identity checks" first_ring_tile_after
 best=$(sweep_best default MLXCEL_MMA_QFIRST1=0 qfirst1 MLXCEL_MMA_QFIRST1=1)
-wait "$bg"
-cat "$R/bg-gemv.txt"
-if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
-  for e in 0 1; do
-    echo "in situ, MLXCEL_QMV_RFIRST=$e MLXCEL_MMA_QFIRST1=$e:"
-    MLXCEL_QMV_RFIRST=$e MLXCEL_MMA_QFIRST1=$e FILL=random-kv NCU_OUT="$R/insitu-$e" timeout 150 \
-      bash benchmarks/gpu/ncu_e2e.sh turbo4 "${CTX:-32768}" 8,2 2>&1 | tail -12
-  done
-fi
+bg_wait
+insitu_flags MLXCEL_QMV_RFIRST MLXCEL_MMA_QFIRST1
 e2e_setup 560 80
 ab_if_faster "$best" "MLXCEL_MMA_QFIRST1=1 MLXCEL_QMV_RFIRST=1" "MLXCEL_MMA_QFIRST1=0 MLXCEL_QMV_RFIRST=0"
 finish_call

@@ -431,6 +431,31 @@ fn gemv_rejects_what_it_cannot_run() {
     assert!(gemv(&x2, &q2).is_err(), "K mismatch must be an error");
 }
 
+/// Runs `call` with `flag` off and on. On the CPU the kernels never run: the call with the
+/// flag on must end in MLX's CUDA error, and nothing is compared (false). On CUDA both
+/// outputs must have the same bits (true: one check); `case` names the case on failure.
+fn same_bits_with_flag(
+    flag: &str,
+    case: &str,
+    call: &dyn Fn() -> mlxcel_core::Result<Array>,
+) -> bool {
+    let run = |on: bool| {
+        common::set_flags(&[(flag, on)]);
+        let y = call().and_then(|y| y.eval().map(|_| y));
+        common::clear_flags(&[flag]);
+        y
+    };
+    if KernelBackend::current() != Some(KernelBackend::Cuda) {
+        let err = run(true).unwrap_err().to_string();
+        assert!(err.contains("CUDA"), "{case}: {err}");
+        return false;
+    }
+    let off = run(false).unwrap().to_vec::<half::f16>().unwrap();
+    let on = run(true).unwrap().to_vec::<half::f16>().unwrap();
+    assert!(off == on, "{case}: {flag} changed the output");
+    true
+}
+
 /// `MLXCEL_QMV_EARLY` (x's loads, the folded norm weight's and the scale loads issued before
 /// the ring's first weight copies, held in registers, stored after them) must give the bits of
 /// the prologue that stages them after the copies: the plain kernel with and without the
@@ -472,24 +497,8 @@ fn early_prologue_loads_are_bit_identical_or_are_not_used() {
                 }),
             ];
             for (what, call) in calls {
-                let run = |early: bool| {
-                    common::set_flags(&[("MLXCEL_QMV_EARLY", early)]);
-                    let y = call().and_then(|y| y.eval().map(|_| y));
-                    common::clear_flags(&["MLXCEL_QMV_EARLY"]);
-                    y
-                };
-                if !on_cuda {
-                    let err = run(true).unwrap_err().to_string();
-                    assert!(err.contains("CUDA"), "{what}: {err}");
-                    continue;
-                }
-                let off = run(false).unwrap().to_vec::<half::f16>().unwrap();
-                let on = run(true).unwrap().to_vec::<half::f16>().unwrap();
-                assert!(
-                    off == on,
-                    "{what} n={n} k={k} g={g} {s}: the early prologue changed the output"
-                );
-                checks += 1;
+                let case = format!("{what} n={n} k={k} g={g} {s}");
+                checks += usize::from(same_bits_with_flag("MLXCEL_QMV_EARLY", &case, call));
             }
         }
     }
@@ -515,24 +524,9 @@ fn residual_loaded_first_is_bit_identical() {
         let (res, _) = input(&mut r, n);
         for s in ["ring", "ring:4:8", "batched"] {
             let sched = Schedule::parse(s).unwrap();
-            let run = |on: bool| {
-                common::set_flags(&[("MLXCEL_QMV_RFIRST", on)]);
-                let y = gemv_with(&x, &q, Some(&res), sched).and_then(|y| y.eval().map(|_| y));
-                common::clear_flags(&["MLXCEL_QMV_RFIRST"]);
-                y
-            };
-            if !on_cuda {
-                let err = run(true).unwrap_err().to_string();
-                assert!(err.contains("CUDA"), "{err}");
-                continue;
-            }
-            let off = run(false).unwrap().to_vec::<half::f16>().unwrap();
-            let on = run(true).unwrap().to_vec::<half::f16>().unwrap();
-            assert!(
-                off == on,
-                "n={n} k={k} g={g} {s}: loading the residual first changed the output"
-            );
-            checks += 1;
+            let case = format!("n={n} k={k} g={g} {s}");
+            let call = || gemv_with(&x, &q, Some(&res), sched);
+            checks += usize::from(same_bits_with_flag("MLXCEL_QMV_RFIRST", &case, &call));
         }
     }
     if on_cuda {
