@@ -593,8 +593,8 @@ pub const MMA_FILLW: Flag = Flag {
 };
 
 /// The GEMV kernels with the residual add folded into their epilogue (o_proj, down) load the
-/// residual's 16 values per CTA in the prologue, before the ring's first copies, instead of
-/// after the cross-warp reduction (`RFIRST` in `cuda/qgemv4.cu`). Why: ncu's source samples
+/// residual's 16 values per CTA in the prologue (NVRTC issues the load right after the ring's
+/// first copies) instead of after the cross-warp reduction (`RFIRST` in `cuda/qgemv4.cu`). Why: ncu's source samples
 /// of o_proj with `MLXCEL_QMV_EARLY` (session 20, call 5) put 33 of its 567 stall samples on
 /// the epilogue's wait for that load. Same value, same addition: bit-identical outputs by
 /// construction (`residual_loaded_first_is_bit_identical`). Written after session 20's device
@@ -616,7 +616,7 @@ pub const QMV_RFIRST: Flag = Flag {
 /// `ring_copies_after_the_prologue_loads_are_bit_identical`). Measured (session 20, ncu
 /// medians of 18 launches, turbo4 D=128): 8.24 -> 7.92 us per call at 4K, 17.55 -> 18.18 at
 /// 32K (17.62 -> 18.29 in a second pair of sweeps), 47.63 -> 46.42 at 128K; in situ at 32K
-/// 18.02 -> 19.26 us. Slower where decode spends most of its calls: off; 1 turns it on. At 32K
+/// 18.02 -> 19.26 us. Slower at 32K: off; 1 turns it on. At 32K
 /// its source samples put 18% of the stalls at the prologue's barrier (2.7% without it): the
 /// warps reach it later, having issued their copies first, while the loop's first wait for
 /// a tile fell from 82 samples to 5.

@@ -182,17 +182,17 @@ __device__ __forceinline__ void wht_shared(float* x, int n, int tid, int nthread
   }
 }
 
-// RoPE of one head vector of D = 32 * QE values held by one warp (lane l owns elements
-// [l * QE, (l + 1) * QE)) at position pos, as MLX's rope computes it: theta = pos * inv_freq
-// in f32, cos/sin of it. Halves (i, i + D/2): element j < D/2 sits in lane l < 16 and its
-// partner in lane l ^ 16. Adjacent pairs (TRAD; QE even): both in one lane. Every lane of
-// the warp must call it (shuffles).
 // The inv_freq index of element e of lane `lane` in rope_warp (its frequency).
 template <int QE, bool TRAD>
 __device__ __forceinline__ int rope_index(int lane, int e) {
   return TRAD ? (lane * QE + e) / 2 : (lane * QE + e) % (16 * QE);
 }
-// rope_warp with element e's frequency from freq(e): inv_freq[rope_index(lane, e)] from
+// RoPE of one head vector of D = 32 * QE values held by one warp (lane l owns elements
+// [l * QE, (l + 1) * QE)) at position pos, as MLX's rope computes it: theta = pos * inv_freq
+// in f32, cos/sin of it. Halves (i, i + D/2): element j < D/2 sits in lane l < 16 and its
+// partner in lane l ^ 16. Adjacent pairs (TRAD; QE even): both in one lane. Every lane of
+// the warp must call it (shuffles).
+// rope_warp_by takes element e's frequency from freq(e): inv_freq[rope_index(lane, e)] from
 // memory (rope_warp), or from registers loaded earlier (QFIRST in decode_attention_mma.cu).
 template <int QE, bool TRAD, typename Freq>
 __device__ __forceinline__ void rope_warp_by(float (&x)[QE], int lane, float pos, const Freq& freq) {

@@ -7,9 +7,8 @@
 // SMEM, MB (ring only: the grid is capped and each CTA owns several 16-row blocks,
 // ring_blocks), EARLY (ring only, one CTA per 16 rows: the prologue's loads of x and of the
 // scales before the ring's first copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without
-// MB: the residual loaded in the prologue, MLXCEL_QMV_RFIRST). Dynamic shared
-// memory: the batched schedule K * 2 bytes (x in pair order), the ring schedule as
-// ring_rows16 says.
+// MB: the residual loaded in the prologue, MLXCEL_QMV_RFIRST). Dynamic shared memory: the
+// batched schedule K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says.
 // Outputs are written through put(row, value), defined in front of this body by
 // qgemv4_store.cu (y[row]) or qgemv4_store_qkv.cu (the stacked qkv projection's three
 // outputs, MLXCEL_QKV_PARTS).
@@ -27,7 +26,7 @@ const long long row0 = static_cast<long long>(blockIdx.x) * 16;
 static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
 const float eps = __int_as_float(EPS);
 __shared__ float nred[NORM ? NW : 1];
-const mlxcel_qmv::StageX<NORM, NT, EARLY> stage{x, nw, eps, nred};
+const mlxcel_qmv::StageX<NORM, NT> stage{x, nw, eps, nred};
 if constexpr (S > 0 && MB) {
   // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
   __shared__ float red2[2 * NW * 16];
@@ -39,10 +38,10 @@ if constexpr (S > 0 && MB) {
                                          put(row, __float2half_rn(o));
                                        });
 } else {
-  // RFIRST (MLXCEL_QMV_RFIRST): the residual's bits loaded before the ring's first copies
-  // (one register, threads tid < 16) and converted in the epilogue (late_half_to_float), so
-  // the epilogue does not wait a round trip for them after the reduction. The same value added
-  // the same way: bit-identical.
+  // RFIRST (MLXCEL_QMV_RFIRST): the residual's bits loaded in the prologue (one register,
+  // threads tid < 16; NVRTC's ptxas issues the load right after the ring's first copies) and
+  // converted in the epilogue (late_half_to_float), so the epilogue does not wait a round trip
+  // for them after the reduction. The same value added the same way: bit-identical.
   unsigned short rbits = 0;
   if constexpr (RESID && RFIRST) {
     if (tid < 16) rbits = __half_as_ushort(r[row0 + tid]);

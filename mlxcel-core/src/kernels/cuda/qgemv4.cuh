@@ -241,7 +241,7 @@ struct XEarly {
 // How a kernel stages x: as given (stage_x_vec), or through the folded RMSNorm
 // (stage_x_rms; NORM). ring_rows16 takes it so that the ring's first copies leave first
 // (with EARLY, x's loads leave before them: load() and store()).
-template <bool NORM, int NT, bool EARLY = false>
+template <bool NORM, int NT>
 struct StageX {
   const __half* x;
   const __half* nw;  // NORM only
