@@ -256,18 +256,24 @@ bg_wait() {
   cat "$R/bg-$BG_TAG.txt"
 }
 
-# `insitu_flags VAR...`: in-situ kernel times at $CTX (default 32K; ncu_e2e.sh, turbo4, two
-# decode steps) with every VAR=0, then every VAR=1, into $R/insitu-0 and $R/insitu-1 (unless
-# NCU=0 or ncu is missing).
-insitu_flags() {
+# `insitu_env TAG ENV=VALUE...`: in-situ kernel times at $CTX (default 32K; ncu_e2e.sh,
+# turbo4, two decode steps) with the given variables, into $R/insitu-TAG (unless NCU=0 or ncu
+# is missing).
+insitu_env() {
   [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null || return 0
+  local tag=$1; shift
+  echo "in situ, $*:"
+  env "$@" FILL=random-kv NCU_OUT="$R/insitu-$tag" timeout 150 \
+    bash benchmarks/gpu/ncu_e2e.sh turbo4 "${CTX:-32768}" 8,2 2>&1 | tail -12
+}
+
+# `insitu_flags VAR...`: insitu_env with every VAR=0 (tag 0), then every VAR=1 (tag 1).
+insitu_flags() {
   local e v envs
   for e in 0 1; do
     envs=()
     for v in "$@"; do envs+=("$v=$e"); done
-    echo "in situ, ${envs[*]}:"
-    env "${envs[@]}" FILL=random-kv NCU_OUT="$R/insitu-$e" timeout 150 \
-      bash benchmarks/gpu/ncu_e2e.sh turbo4 "${CTX:-32768}" 8,2 2>&1 | tail -12
+    insitu_env "$e" "${envs[@]}"
   done
 }
 
