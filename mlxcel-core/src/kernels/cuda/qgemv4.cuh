@@ -51,6 +51,50 @@ __device__ __forceinline__ void stage_x(const __half* x, __half2* xs, int K, int
   }
 }
 
+// 8 fp16 values of x (one 16-byte chunk, b = chunk index) stored at xs4[b] in pair order: the
+// 4 pairs (x[8b + i], x[8b + i + 4]), two byte permutes per pair.
+__device__ __forceinline__ void store_pairs8(uint4* xs4, int b, const uint4& v) {
+  xs4[b] = make_uint4(mlxcel_mma::prmt(v.x, v.z, 0x5410), mlxcel_mma::prmt(v.x, v.z, 0x7632),
+                      mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
+}
+
+// The folded RMSNorm's pieces (XEarly): x^2 of 8 fp16 values added to ss in order;
+// n = rsqrt(sum / K + eps) from every thread's ss (warp shuffles, then red across warps: one
+// barrier); one value normalized and weighted with MLX's roundings; 8 values of x normalized,
+// weighted and stored in pair order at xs4[b]. stage_x_rms below keeps the same arithmetic
+// inline: routing it through these changed the NVRTC SASS of the shipped gate/up + SiLU kernel
+// (EARLY on, which keeps stage_x_rms as its fallback for an unaligned x), while the measured
+// kernels stay byte-identical as written (session 20's review).
+__device__ __forceinline__ void sum_sq8(const uint4& v, float& ss) {
+  const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 f = __half22float2(h[e]);
+    ss = fmaf(f.x, f.x, ss);
+    ss = fmaf(f.y, f.y, ss);
+  }
+}
+template <int NT>
+__device__ __forceinline__ float rms_scale(float ss, float eps, int K, int tid, float* red) {
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if ((tid & 31) == 0) red[tid >> 5] = ss;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < NT / 32; ++w) total += red[w];
+  return rsqrtf(total / static_cast<float>(K) + eps);
+}
+__device__ __forceinline__ __half rms_norm1(__half xv, __half wv, float n) {
+  return __hmul(wv, __float2half(__half2float(xv) * n));
+}
+__device__ __forceinline__ void rms_store8(uint4* xs4, int b, uint4 v, const uint4& wv, float n) {
+  __half* hx = reinterpret_cast<__half*>(&v);
+  const __half* hw = reinterpret_cast<const __half*>(&wv);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) hx[e] = rms_norm1(hx[e], hw[e], n);
+  store_pairs8(xs4, b, v);
+}
+
 // x [K] (fp16) -> shared in pair order as stage_x, 16 bytes at a time (8 values of x become
 // the 4 pairs of one 16-byte chunk of xs: two byte permutes per pair); stage_x where x is
 // not 16-byte aligned. Why: stage_x's 2-byte loads leave one L2 round trip per loop
@@ -64,9 +108,7 @@ __device__ __forceinline__ void stage_x_vec(const __half* x, __half2* xs, int K,
   uint4* xs4 = reinterpret_cast<uint4*>(xs);
 #pragma unroll 4
   for (int b = tid; b < K / 8; b += nt) {
-    const uint4 v = x4[b];
-    xs4[b] = make_uint4(mlxcel_mma::prmt(v.x, v.z, 0x5410), mlxcel_mma::prmt(v.x, v.z, 0x7632),
-                        mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
+    store_pairs8(xs4, b, x4[b]);
   }
 }
 
@@ -133,42 +175,6 @@ __device__ __forceinline__ void stage_x_rms(const __half* x, const __half* nw, f
   }
 }
 
-// The pieces of XEarly's folded norm, each the arithmetic of a part of stage_x_rms (which keeps
-// its own inline copy: routing it through these changed its NVRTC SASS, and the measured
-// kernels stay byte-identical with EARLY off): x^2 of 8 fp16 values added to ss in order;
-// n = rsqrt(sum / K + eps) from every thread's ss (warp shuffles, then red across warps: one
-// barrier); 8 values of x normalized and weighted, stored in pair order at xs4[b].
-__device__ __forceinline__ void sum_sq8(const uint4& v, float& ss) {
-  const __half2* h = reinterpret_cast<const __half2*>(&v);
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const float2 f = __half22float2(h[e]);
-    ss = fmaf(f.x, f.x, ss);
-    ss = fmaf(f.y, f.y, ss);
-  }
-}
-template <int NT>
-__device__ __forceinline__ float rms_scale(float ss, float eps, int K, int tid, float* red) {
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if ((tid & 31) == 0) red[tid >> 5] = ss;
-  __syncthreads();
-  float total = 0.0f;
-#pragma unroll
-  for (int w = 0; w < NT / 32; ++w) total += red[w];
-  return rsqrtf(total / static_cast<float>(K) + eps);
-}
-__device__ __forceinline__ __half rms_norm1(__half xv, __half wv, float n) {
-  return __hmul(wv, __float2half(__half2float(xv) * n));
-}
-__device__ __forceinline__ void rms_store8(uint4* xs4, int b, uint4 v, const uint4& wv, float n) {
-  __half* hx = reinterpret_cast<__half*>(&v);
-  const __half* hw = reinterpret_cast<const __half*>(&wv);
-#pragma unroll
-  for (int e = 0; e < 8; ++e) hx[e] = rms_norm1(hx[e], hw[e], n);
-  xs4[b] = make_uint4(mlxcel_mma::prmt(v.x, v.z, 0x5410), mlxcel_mma::prmt(v.x, v.z, 0x7632),
-                      mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
-}
-
 // x's staging in two halves for EARLY (ring_rows16): load() puts each thread's first 16-byte
 // chunks of x (and of nw with the folded RMSNorm) in registers, store() finishes the staging
 // from them, so that ring_rows16 can issue those loads before the ring's first weight copies
@@ -225,15 +231,11 @@ struct XEarly {
         stage_x(xp, xs, K, tid, NT);
         return;
       }
-      auto put = [&](int b, const uint4& v) {
-        xs4[b] = make_uint4(mlxcel_mma::prmt(v.x, v.z, 0x5410), mlxcel_mma::prmt(v.x, v.z, 0x7632),
-                            mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
-      };
 #pragma unroll
       for (int u = 0; u < XPRE; ++u) {
-        if (tid + u * NT < K / 8) put(tid + u * NT, x[u]);
+        if (tid + u * NT < K / 8) store_pairs8(xs4, tid + u * NT, x[u]);
       }
-      for (int b = tid + XPRE * NT; b < K / 8; b += NT) put(b, x4[b]);
+      for (int b = tid + XPRE * NT; b < K / 8; b += NT) store_pairs8(xs4, b, x4[b]);
     }
   }
 };
@@ -262,6 +264,22 @@ struct StageX {
 // the 8 rows a warp reads at once fall in 8 different banks.
 __device__ __forceinline__ int sb_stride(int kg) { return ((kg + 31) & ~31) + 4; }
 
+// Chunk i of the 16 rows' scales sv and biases bv (8 values each, groups 8i .. 8i + 7 of the
+// block in row-major order) -> their (scale, bias) pairs in sb, row stride sbs, K / G = kg.
+__device__ __forceinline__ void sb_put8(__half2* sb, int sbs, int kg, int i, const uint4& sv, const uint4& bv) {
+  const __half* sh = reinterpret_cast<const __half*>(&sv);
+  const __half* bh = reinterpret_cast<const __half*>(&bv);
+  int row = (8 * i) / kg, g = 8 * i - row * kg;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    sb[row * sbs + g] = __halves2half2(sh[k], bh[k]);
+    if (++g == kg) {
+      g = 0;
+      ++row;
+    }
+  }
+}
+
 // The (scale, bias) pairs of rows [row0, row0 + 16) -> sb[row * SBS + g] (half2: scale low,
 // bias high). The 16 rows' scales (and biases) are one contiguous block of 16 * K / G
 // values, read 16 bytes at a time where aligned.
@@ -274,19 +292,7 @@ __device__ __forceinline__ void stage_sb(const __half* scales, const __half* bia
   if (((reinterpret_cast<unsigned long long>(s) | reinterpret_cast<unsigned long long>(b)) & 15) == 0) {
 #pragma unroll 2
     for (int i = tid; i < n / 8; i += nt) {
-      const uint4 sv = reinterpret_cast<const uint4*>(s)[i];
-      const uint4 bv = reinterpret_cast<const uint4*>(b)[i];
-      const __half* sh = reinterpret_cast<const __half*>(&sv);
-      const __half* bh = reinterpret_cast<const __half*>(&bv);
-      int row = (8 * i) / kg, g = 8 * i - row * kg;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        sb[row * sbs + g] = __halves2half2(sh[e], bh[e]);
-        if (++g == kg) {
-          g = 0;
-          ++row;
-        }
-      }
+      sb_put8(sb, sbs, kg, i, reinterpret_cast<const uint4*>(s)[i], reinterpret_cast<const uint4*>(b)[i]);
     }
   } else {
     for (int i = tid; i < n; i += nt) {
@@ -332,28 +338,12 @@ __device__ __forceinline__ void stage_sb_store(const __half* scales, const __hal
     return;
   }
   const int sbs = sb_stride(kg);
-  // stage_sb's scatter of one chunk, repeated: routing stage_sb through a shared helper
-  // changed the NVRTC SASS of every default GEMV kernel (session 19's review), and the
-  // measured kernels stay byte-identical with EARLY off.
-  auto put = [&](int i, const uint4& sv, const uint4& bv) {
-    const __half* sh = reinterpret_cast<const __half*>(&sv);
-    const __half* bh = reinterpret_cast<const __half*>(&bv);
-    int row = (8 * i) / kg, g = 8 * i - row * kg;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      sb[row * sbs + g] = __halves2half2(sh[k], bh[k]);
-      if (++g == kg) {
-        g = 0;
-        ++row;
-      }
-    }
-  };
 #pragma unroll
   for (int u = 0; u < PRE; ++u) {
-    if (tid + u * nt < 2 * kg) put(tid + u * nt, e.s[u], e.b[u]);
+    if (tid + u * nt < 2 * kg) sb_put8(sb, sbs, kg, tid + u * nt, e.s[u], e.b[u]);
   }
   for (int i = tid + PRE * nt; i < 2 * kg; i += nt) {
-    put(i, reinterpret_cast<const uint4*>(s)[i], reinterpret_cast<const uint4*>(b)[i]);
+    sb_put8(sb, sbs, kg, i, reinterpret_cast<const uint4*>(s)[i], reinterpret_cast<const uint4*>(b)[i]);
   }
 }
 
