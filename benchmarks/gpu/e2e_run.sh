@@ -257,14 +257,14 @@ bg_wait() {
 }
 
 # `insitu_env TAG ENV=VALUE...`: in-situ kernel times at $CTX (default 32K; ncu_e2e.sh,
-# turbo4, two decode steps) with the given variables, into $R/insitu-TAG (unless NCU=0 or ncu
-# is missing).
+# $INSITU_KV (default turbo4), two decode steps) with the given variables, into $R/insitu-TAG
+# (unless NCU=0 or ncu is missing). Medians per kernel: benchmarks/gpu/insitu_medians.py.
 insitu_env() {
   [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null || return 0
   local tag=$1; shift
   echo "in situ, $*:"
   env "$@" FILL=random-kv NCU_OUT="$R/insitu-$tag" timeout 150 \
-    bash benchmarks/gpu/ncu_e2e.sh turbo4 "${CTX:-32768}" 8,2 2>&1 | tail -12
+    bash benchmarks/gpu/ncu_e2e.sh "${INSITU_KV:-turbo4}" "${CTX:-32768}" 8,2 2>&1 | tail -12
 }
 
 # `insitu_flags VAR...`: insitu_env with every VAR=0 (tag 0), then every VAR=1 (tag 1).

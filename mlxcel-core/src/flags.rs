@@ -597,12 +597,15 @@ pub const MMA_FILLW: Flag = Flag {
 /// first copies) instead of after the cross-warp reduction (`RFIRST` in `cuda/qgemv4.cu`). Why: ncu's source samples
 /// of o_proj with `MLXCEL_QMV_EARLY` (session 20, call 5) put 33 of its 567 stall samples on
 /// the epilogue's wait for that load. Same value, same addition: bit-identical outputs by
-/// construction (`residual_loaded_first_is_bit_identical`). Written after session 20's device
-/// calls, not yet run on the H200: off; 1 turns it on.
+/// construction (`residual_loaded_first_is_bit_identical`; 9 checks on the H200, session 21).
+/// Measured (session 21, in situ at 32K, turbo4, medians of 64 launches, together with
+/// `MLXCEL_MMA_QFIRST1`): o_proj 7.23 -> 7.78 us, down 14.53 -> 14.69. Slower: off; 1 turns
+/// it on. (The load still leaves after the first copies, and the extra live register is
+/// carried through the whole ring loop.)
 pub const QMV_RFIRST: Flag = Flag {
     name: "MLXCEL_QMV_RFIRST",
     default: false,
-    doc: "GEMV kernels with a folded residual load it in the prologue (1 = on; not yet measured)",
+    doc: "GEMV kernels with a folded residual load it in the prologue (1 = on; slower in situ)",
     slot: 38,
 };
 
@@ -632,12 +635,15 @@ pub const MMA_QFIRST: Flag = Flag {
 /// early, ncu's source samples at 32K (session 20) showed the loop's first wait gone (82 -> 5
 /// samples) but the barrier's wait grown (45 -> 324): the warps reached it late from issuing
 /// four tiles of copies. Same copies into the same slots in the same order: bit-identical by
-/// construction (`first_ring_tile_after_the_prologue_loads_is_bit_identical`). Written after
-/// session 20's device calls, not yet run on the H200: off; 1 turns it on.
+/// construction (`first_ring_tile_after_the_prologue_loads_is_bit_identical`: 48 checks on
+/// the H200, session 21). Measured (session 21, ncu medians of 18 launches, turbo4 D=128):
+/// 8.16 -> 8.08 us per call at 4K, 17.57 -> 17.47 at 32K, 48.02 -> 46.90 at 128K; in situ at
+/// 32K (medians of 56 launches) 18.02 -> 17.57 us. Faster at every context measured: default
+/// on; 0 = every ring copy after the prologue's barrier.
 pub const MMA_QFIRST1: Flag = Flag {
     name: "MLXCEL_MMA_QFIRST1",
-    default: false,
-    doc: "tensor-core decode kernel: only the ring's first tile issued after each warp's prologue loads (1 = on; not yet measured)",
+    default: true,
+    doc: "tensor-core decode kernel: the ring's first tile issued after each warp's prologue loads (0 = after the barrier)",
     slot: 39,
 };
 
