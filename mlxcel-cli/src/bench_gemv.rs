@@ -35,7 +35,7 @@ pub struct GemvBench {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "batched,ring:8:4,ring:4:4,ring:8:4:264,ring:8:4:396"
+        default_value = "batched,ring:8:3,ring:8:4,ring:4:4,ring:8:4:264,ring:8:4:396"
     )]
     pub schedules: Vec<String>,
     /// Model shape as HIDDEN:INTERMEDIATE:VOCAB:Q_HEADS:KV_HEADS:HEAD_DIM (default Llama-3-8B).

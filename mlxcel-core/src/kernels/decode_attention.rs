@@ -91,6 +91,16 @@ pub fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
     (lut_k, lut_k && v.format == 4 && flags::MMA_LUT_V.enabled())
 }
 
+/// Whether the tensor-core kernel issues each warp's first ring tile right after its own
+/// prologue loads ([`flags::MMA_QFIRST1`]): everywhere except fp16 keys with turbo4 values
+/// (turbo4-asym's kernel), where it measured slower. In situ at 32K (session 21, medians of
+/// 56-64 launches): turbo4 18.02 -> 17.57 us, int8 25.31 -> 23.01, fp16 keys with int8 values
+/// (the boundary layers) 31.06 -> 29.31, fp16 keys with turbo4 values 32.08 -> 33.17. Same
+/// copies in the same order either way: the outputs are bit-identical.
+fn mma_qfirst1(k: &RawSide<'_>, v: &RawSide<'_>) -> bool {
+    flags::MMA_QFIRST1.enabled() && !(k.format == FORMAT_FP16 && v.format == 4)
+}
+
 /// Threads per CTA of the main kernel (fixed in the CUDA source).
 const THREADS: i32 = 128;
 /// Fewest tokens per split.
@@ -682,7 +692,7 @@ pub fn fused_decode_rope(
                 .template("QSWZ", TemplateArg::Bool(flags::MMA_QSWZ.enabled()))
                 .template("FILLW", TemplateArg::Bool(flags::MMA_FILLW.enabled()))
                 .template("QFIRST", TemplateArg::Bool(flags::MMA_QFIRST.enabled()))
-                .template("QFIRST1", TemplateArg::Bool(flags::MMA_QFIRST1.enabled()))
+                .template("QFIRST1", TemplateArg::Bool(mma_qfirst1(k, v)))
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(

@@ -52,10 +52,16 @@ impl Schedule {
         stages: 0,
         grid: 0,
     };
-    /// The ring schedule decode steps use by default (`MLXCEL_QMV_RING`).
+    /// The ring schedule decode steps use by default (`MLXCEL_QMV_RING`): 8 warps, 3 stages
+    /// (two 1-KiB tiles in flight per warp while it computes on the third). Why 3: in situ at
+    /// 32K (session 21, ncu medians of 56-64 launches per kernel, turbo4) ring:8:3 against
+    /// ring:8:4 ran the qkv GEMV + append in 12.58 against 13.49 us and gate/up + SiLU in 27.26
+    /// against 27.87 us, the others level (o_proj 7.17 / 7.20, down 14.56 / 14.53, head 110.4
+    /// / 110.4); deeper rings were slower (qkv + append 14.56 at 5 stages, 14.59 at 6). ring:8:4
+    /// was session 9's choice, made on standalone times. ADR 0004, addendum of session 21.
     pub const RING: Schedule = Schedule {
         warps: 8,
-        stages: 4,
+        stages: 3,
         grid: 0,
     };
 
@@ -829,19 +835,25 @@ mod tests {
         assert_eq!(Schedule::BATCHED.shared_bytes(4096, 64, 1), 8192);
         // Ring 8:4 at K = 4096, group 64: x 8192 bytes, 16 rows of (scale, bias) pairs (4
         // bytes each; K / G = 64 rounded up to 32s, plus 4: 68 per row), 8 warps x 4 KiB.
+        let ring84 = Schedule::parse("ring:8:4").unwrap();
+        assert_eq!(
+            ring84.shared_bytes(4096, 64, 1),
+            8192 + 16 * 68 * 4 + 8 * 4 * 1024
+        );
+        // The default ring (8 warps, 3 stages): 8 warps x 3 KiB.
         assert_eq!(
             Schedule::RING.shared_bytes(4096, 64, 1),
-            8192 + 16 * 68 * 4 + 8 * 4 * 1024
+            8192 + 16 * 68 * 4 + 8 * 3 * 1024
         );
         // Gate/up stages two scale tables.
         assert_eq!(
-            Schedule::RING.shared_bytes(4096, 64, 2),
+            ring84.shared_bytes(4096, 64, 2),
             8192 + 2 * 16 * 68 * 4 + 32768
         );
         // K = 14336, group 64: 224 groups -> 228 pairs per row; over 48 KB (needs MLX's
         // opt-in, hence the SMEM template argument).
         let down = Schedule::RING.shared_bytes(14336, 64, 1);
-        assert_eq!(down, 28672 + 16 * 228 * 4 + 32768);
+        assert_eq!(down, 28672 + 16 * 228 * 4 + 24576);
         assert!(down > 48_000);
         // A capped grid double-buffers the scale tables.
         let capped = Schedule::parse("ring:8:4:264").unwrap();
@@ -852,7 +864,7 @@ mod tests {
         // K / G not a multiple of 32 is rounded up before the pad: 20 -> 32 + 4.
         assert_eq!(
             Schedule::RING.shared_bytes(2560, 128, 1),
-            5120 + 16 * 36 * 4 + 32768
+            5120 + 16 * 36 * 4 + 24576
         );
     }
 }
