@@ -600,8 +600,8 @@ pub const MMA_FILLW: Flag = Flag {
 /// construction (`residual_loaded_first_is_bit_identical`; 9 checks on the H200, session 21).
 /// Measured (session 21, in situ at 32K, turbo4, medians of 64 launches, together with
 /// `MLXCEL_MMA_QFIRST1`): o_proj 7.23 -> 7.78 us, down 14.53 -> 14.69. Slower: off; 1 turns
-/// it on. (The load still leaves after the first copies, and the extra live register is
-/// carried through the whole ring loop.)
+/// it on. Why was not measured; the load still leaves after the first copies, and its value is
+/// live through the whole ring loop.
 pub const QMV_RFIRST: Flag = Flag {
     name: "MLXCEL_QMV_RFIRST",
     default: false,
@@ -638,12 +638,14 @@ pub const MMA_QFIRST: Flag = Flag {
 /// construction (`first_ring_tile_after_the_prologue_loads_is_bit_identical`: 48 checks on
 /// the H200, session 21). Measured (session 21, ncu medians of 18 launches, turbo4 D=128):
 /// 8.16 -> 8.08 us per call at 4K, 17.57 -> 17.47 at 32K, 48.02 -> 46.90 at 128K; in situ at
-/// 32K (medians of 56 launches) 18.02 -> 17.57 us. Faster at every context measured: default
-/// on; 0 = every ring copy after the prologue's barrier.
+/// 32K (medians of 56 launches) 18.02 -> 17.57 us; int8 25.31 -> 23.01, fp16 keys with int8
+/// values 31.06 -> 29.31, but fp16 keys with turbo4 values (turbo4-asym) 32.08 -> 33.17. Default
+/// on for every kernel but that one (`mma_qfirst1` in kernels/decode_attention.rs); 0 = every
+/// ring copy after the prologue's barrier.
 pub const MMA_QFIRST1: Flag = Flag {
     name: "MLXCEL_MMA_QFIRST1",
     default: true,
-    doc: "tensor-core decode kernel: the ring's first tile issued after each warp's prologue loads (0 = after the barrier)",
+    doc: "tensor-core decode kernel: the ring's first tile issued after each warp's prologue loads, except for fp16 keys with turbo4 values (0 = after the barrier everywhere)",
     slot: 39,
 };
 
