@@ -121,8 +121,10 @@ MMA_VARIANTS = [
     mma_variant(rope=True, trad=True, fold=True, qfirst1=True),
 ]
 # The shipped defaults (MLXCEL_MMA_HOIST, MLXCEL_MMA_RSALL, MLXCEL_MMA_WIDE, MLXCEL_MMA_FTZ, MLXCEL_MMA_QSWZ,
-# MLXCEL_MMA_FILLW and the pair table with immediate offsets on; fold off).
-DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True)
+# MLXCEL_MMA_FILLW, MLXCEL_MMA_QFIRST1 and the pair table with immediate offsets on; fold off). QFIRST1 is off
+# in the fp16-K / turbo4-V kernel (mma_qfirst1 in decode_attention.rs): the variant without it above.
+DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True,
+                              qfirst1=True)
 
 
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
@@ -252,8 +254,9 @@ def main():
     # (NW, S, U, MB, NORM, EARLY, RFIRST): EARLY (MLXCEL_QMV_EARLY: x's and the scales' loads before
     # the ring's first copies) on the ring schedules without a capped grid, with and without the
     # norm; RFIRST (MLXCEL_QMV_RFIRST: the residual loaded in the prologue; RESID at group 64 below)
-    # on the default schedule, the batched one and 4 warps.
-    variants = [(8, 0, 4, False, False, False, False), (8, 4, 4, False, False, False, False), (8, 8, 4, False, False, False, False),
+    # on the default schedule, the batched one and 4 warps. Session 21: ring:8:3 (the default since) and
+    # ring:8:2 with EARLY, with and without the norm.
+    variants = [(8, 3, 4, False, False, True, False), (8, 3, 4, False, True, True, False), (8, 2, 4, False, True, True, False),(8, 0, 4, False, False, False, False), (8, 4, 4, False, False, False, False), (8, 8, 4, False, False, False, False),
                 (4, 8, 4, False, False, False, False), (8, 4, 4, True, False, False, False), (4, 4, 4, True, False, False, False),
                 (8, 0, 4, False, True, False, False), (8, 4, 4, False, True, False, False), (4, 8, 4, False, True, False, False),
                 (8, 4, 4, False, False, True, False), (8, 4, 4, False, True, True, False), (4, 8, 4, False, True, True, False),
@@ -284,13 +287,15 @@ def main():
     # The qkv GEMV with the turbo4 K+V append folded in (MLXCEL_QKV_ENCODE): Llama-3-8B's parts
     # at D = 128, a GQA-7 head_dim-64 model's at D = 64.
     qkv_enc = read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + read("qgemv4_qkv_encode.cu")
+    # The default ring's stages: 4 until session 21, 3 since (the shipped build: EARLY, the norm and RoPE on).
     for d, nq, nk in ((128, 4096, 1024), (64, 1792, 256)):
-        for norm, rope, trad, fmt, early in (("false", "false", "false", 0, "false"), ("true", "true", "false", 0, "false"),
-                                             ("true", "true", "true", 0, "false"), ("true", "true", "false", 1, "false"),
-                                             ("false", "false", "false", 1, "false"), ("true", "true", "false", 2, "false"),
-                                             ("false", "false", "false", 2, "false"), ("true", "true", "false", 0, "true"),
-                                             ("true", "true", "false", 1, "true")):
-            consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = 4; constexpr int U = 4; constexpr bool MB = false; "
+        for norm, rope, trad, fmt, early, st in (("false", "false", "false", 0, "false", 4), ("true", "true", "false", 0, "false", 4),
+                                                 ("true", "true", "true", 0, "false", 4), ("true", "true", "false", 1, "false", 4),
+                                                 ("false", "false", "false", 1, "false", 4), ("true", "true", "false", 2, "false", 4),
+                                                 ("false", "false", "false", 2, "false", 4), ("true", "true", "false", 0, "true", 4),
+                                                 ("true", "true", "false", 1, "true", 4), ("true", "true", "false", 0, "true", 3),
+                                                 ("true", "true", "false", 1, "true", 3), ("true", "true", "false", 2, "true", 3)):
+            consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
                       f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; "
                       f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                       f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
@@ -307,7 +312,8 @@ def main():
                    f"{vbuf}, const __half* v_norms, const uint8_t* pos_marker, const Shape pos_marker_shape, "
                    "const int* k_after, const int* v_after, const float* inv_freq, const uint32_t* tickets, const uint8_t* slot_marker, "
                    "const Shape slot_marker_shape, __half* y, __half* yk, __half* yv, int* done) {\n" + consts + qkv_enc + "\n}\n")
-            ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}" + (" early" if early == "true" else ""), src)
+            ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}" + (" early" if early == "true" else "")
+                              + (f" s{st}" if st != 4 else ""), src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")
