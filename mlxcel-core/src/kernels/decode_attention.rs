@@ -97,8 +97,8 @@ pub fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
 /// 56-64 launches): turbo4 18.02 -> 17.57 us, int8 25.31 -> 23.01, fp16 keys with int8 values
 /// (the boundary layers) 31.06 -> 29.31, fp16 keys with turbo4 values 32.08 -> 33.17. Same
 /// copies in the same order either way: the outputs are bit-identical.
-fn mma_qfirst1(k: &RawSide<'_>, v: &RawSide<'_>) -> bool {
-    flags::MMA_QFIRST1.enabled() && !(k.format == FORMAT_FP16 && v.format == 4)
+fn mma_qfirst1(k_format: i32, v_format: i32) -> bool {
+    flags::MMA_QFIRST1.enabled() && !(k_format == FORMAT_FP16 && v_format == 4)
 }
 
 /// Threads per CTA of the main kernel (fixed in the CUDA source).
@@ -692,7 +692,10 @@ pub fn fused_decode_rope(
                 .template("QSWZ", TemplateArg::Bool(flags::MMA_QSWZ.enabled()))
                 .template("FILLW", TemplateArg::Bool(flags::MMA_FILLW.enabled()))
                 .template("QFIRST", TemplateArg::Bool(flags::MMA_QFIRST.enabled()))
-                .template("QFIRST1", TemplateArg::Bool(mma_qfirst1(k, v)))
+                .template(
+                    "QFIRST1",
+                    TemplateArg::Bool(mma_qfirst1(k.format, v.format)),
+                )
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
@@ -721,7 +724,26 @@ pub fn fused_decode_rope(
 
 #[cfg(test)]
 mod tests {
-    use super::length_marker;
+    use super::{length_marker, mma_qfirst1};
+    use crate::flags;
+    use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
+
+    /// QFIRST1 reaches every tensor-core kernel but turbo4-asym's (fp16 keys, turbo4 values),
+    /// where session 21 measured it slower; with `MLXCEL_MMA_QFIRST1=0` none.
+    #[test]
+    fn first_ring_tile_early_everywhere_but_fp16_keys_with_turbo4_values() {
+        let on = flags::MMA_QFIRST1.enabled();
+        for (k, v) in [
+            (4, 4),
+            (FORMAT_INT8, FORMAT_INT8),
+            (FORMAT_FP16, FORMAT_INT8),
+            (FORMAT_FP16, FORMAT_FP16),
+            (4, FORMAT_INT8),
+        ] {
+            assert_eq!(mma_qfirst1(k, v), on, "k format {k}, v format {v}");
+        }
+        assert!(!mma_qfirst1(FORMAT_FP16, 4));
+    }
 
     #[test]
     fn length_markers_have_the_length_as_their_shape() {
