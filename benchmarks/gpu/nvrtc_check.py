@@ -151,7 +151,8 @@ def main():
     mma_header = header + "\n#include <cuda_bf16.h>\n" + read("decode_attention_mma.cuh")
     mma_body = read("decode_attention_mma.cu")
     sel = sys.argv[1:] or None
-    for kf, vf in [(4, 4), (0, 4), (1, 1), (0, 0), (4, 1), (1, 4)]:
+    # (0, 1): fp16 keys with int8 values, the boundary layers' default storage since session 16.
+    for kf, vf in [(4, 4), (0, 4), (1, 1), (0, 0), (4, 1), (1, 4), (0, 1)]:
         for d, gqa in [(128, 4), (128, 8), (64, 3), (64, 7), (128, 1)]:
             for qt in ("__half", "__nv_bfloat16", "float"):
                 if qt != "__half" and (d, gqa) != (128, 4):
