@@ -267,6 +267,16 @@ insitu_env() {
     bash benchmarks/gpu/ncu_e2e.sh "${INSITU_KV:-turbo4}" "${CTX:-32768}" 8,2 2>&1 | tail -12
 }
 
+# `insitu_schedules SCHEDULE...`: insitu_env with MLXCEL_QMV_SCHEDULE=SCHEDULE for each (tag:
+# the schedule with - for :), each only while 35 s of $BUDGET are left.
+insitu_schedules() {
+  local s
+  for s in "$@"; do
+    if ((SECONDS + 35 > BUDGET)); then echo "skipped in situ $s (t=${SECONDS}s)"; continue; fi
+    insitu_env "${s//:/-}" MLXCEL_QMV_SCHEDULE="$s"
+  done
+}
+
 # `insitu_flags VAR...`: insitu_env with every VAR=0 (tag 0), then every VAR=1 (tag 1).
 insitu_flags() {
   local e v envs

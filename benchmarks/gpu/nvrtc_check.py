@@ -257,7 +257,8 @@ def main():
     # norm; RFIRST (MLXCEL_QMV_RFIRST: the residual loaded in the prologue; RESID at group 64 below)
     # on the default schedule, the batched one and 4 warps. Session 21: ring:8:3 (the default since) and
     # ring:8:2 with EARLY, with and without the norm.
-    variants = [(8, 3, 4, False, False, True, False), (8, 3, 4, False, True, True, False), (8, 2, 4, False, True, True, False),(8, 0, 4, False, False, False, False), (8, 4, 4, False, False, False, False), (8, 8, 4, False, False, False, False),
+    variants = [(8, 3, 4, False, False, True, False), (8, 3, 4, False, True, True, False), (8, 2, 4, False, True, True, False),
+                (8, 0, 4, False, False, False, False), (8, 4, 4, False, False, False, False), (8, 8, 4, False, False, False, False),
                 (4, 8, 4, False, False, False, False), (8, 4, 4, True, False, False, False), (4, 4, 4, True, False, False, False),
                 (8, 0, 4, False, True, False, False), (8, 4, 4, False, True, False, False), (4, 8, 4, False, True, False, False),
                 (8, 4, 4, False, False, True, False), (8, 4, 4, False, True, True, False), (4, 8, 4, False, True, True, False),

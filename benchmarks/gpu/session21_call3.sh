@@ -24,8 +24,5 @@ for ctx in ${CTXS:-131072 32768}; do
   config_rounds "$ctx" "$need" 1 fp16 turbo4 turbo4-asym int8
 done
 for kv in fp16 turbo4 turbo4-asym int8; do timed 16 r1 "$kv" "${SHORT:-4096}"; done
-for s in ring:8:4 ring:4:4 ring:8:3 ring:8:4:264; do
-  if ((SECONDS + 35 > BUDGET)); then echo "skipped in situ $s (t=${SECONDS}s)"; continue; fi
-  insitu_env "${s//:/-}" MLXCEL_QMV_SCHEDULE=$s
-done
+insitu_schedules ring:8:4 ring:4:4 ring:8:3 ring:8:4:264
 finish_call

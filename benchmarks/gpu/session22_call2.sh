@@ -18,8 +18,5 @@ on="MLXCEL_QMV_SCHEDULE=ring:8:3" off="MLXCEL_QMV_SCHEDULE=ring:8:4"
 FLAG_MODES="turbo4 fp16" FLAG_ROUNDS=2 env_rounds 22 "$on" "$off" "${CTX:-32768}"
 FLAG_MODES=turbo4 FLAG_ROUNDS=2 env_rounds 34 "$on" "$off" "${LONG:-131072}"
 for kv in fp16 turbo4 turbo4-asym int8; do timed 16 r1 "$kv" "${SHORT:-4096}"; done
-for s in ring:8:3 ring:8:2; do
-  if ((SECONDS + 35 > BUDGET)); then echo "skipped in situ $s (t=${SECONDS}s)"; continue; fi
-  insitu_env "${s//:/-}" MLXCEL_QMV_SCHEDULE=$s
-done
+insitu_schedules ring:8:3 ring:8:2
 finish_call

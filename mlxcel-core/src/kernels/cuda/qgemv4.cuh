@@ -58,13 +58,10 @@ __device__ __forceinline__ void store_pairs8(uint4* xs4, int b, const uint4& v) 
                       mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
 }
 
-// The folded RMSNorm's pieces (XEarly): x^2 of 8 fp16 values added to ss in order;
-// n = rsqrt(sum / K + eps) from every thread's ss (warp shuffles, then red across warps: one
-// barrier); one value normalized and weighted with MLX's roundings; 8 values of x normalized,
-// weighted and stored in pair order at xs4[b]. stage_x_rms below keeps the same arithmetic
-// inline: routing it through these changed the NVRTC SASS of the shipped gate/up + SiLU kernel
-// (EARLY on, which keeps stage_x_rms as its fallback for an unaligned x), while the measured
-// kernels stay byte-identical as written (session 20's review).
+// The folded RMSNorm's pieces (stage_x_rms and XEarly): x^2 of 8 fp16 values added to ss in
+// order; n = rsqrt(sum / K + eps) from every thread's ss (warp shuffles, then red across warps:
+// one barrier); one value normalized and weighted with MLX's roundings; 8 values of x
+// normalized, weighted and stored in pair order at xs4[b].
 __device__ __forceinline__ void sum_sq8(const uint4& v, float& ss) {
   const __half2* h = reinterpret_cast<const __half2*>(&v);
 #pragma unroll
@@ -128,49 +125,30 @@ __device__ __forceinline__ void stage_x_rms(const __half* x, const __half* nw, f
   if (vec) {
     const uint4* x4 = reinterpret_cast<const uint4*>(x);
 #pragma unroll 2
-    for (int b = tid; b < K / 8; b += NT) {
-      const uint4 v = x4[b];
-      const __half2* h = reinterpret_cast<const __half2*>(&v);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 f = __half22float2(h[e]);
-        ss = fmaf(f.x, f.x, ss);
-        ss = fmaf(f.y, f.y, ss);
-      }
-    }
+    for (int b = tid; b < K / 8; b += NT) sum_sq8(x4[b], ss);
   } else {
     for (int i = tid; i < K; i += NT) {
       const float f = __half2float(x[i]);
       ss = fmaf(f, f, ss);
     }
   }
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if ((tid & 31) == 0) red[tid >> 5] = ss;
-  __syncthreads();
-  float total = 0.0f;
-#pragma unroll
-  for (int w = 0; w < NT / 32; ++w) total += red[w];
-  const float n = rsqrtf(total / static_cast<float>(K) + eps);
-  auto norm1 = [n](__half xv, __half wv) { return __hmul(wv, __float2half(__half2float(xv) * n)); };
+  const float n = rms_scale<NT>(ss, eps, K, tid, red);
   if (vec) {
     const uint4* x4 = reinterpret_cast<const uint4*>(x);
     const uint4* w4 = reinterpret_cast<const uint4*>(nw);
     uint4* xs4 = reinterpret_cast<uint4*>(xs);
 #pragma unroll 2
     for (int b = tid; b < K / 8; b += NT) {
-      uint4 v = x4[b];
+      // Both loads named before the call: passed as x4[b] / w4[b] directly, NVRTC scheduled the
+      // shipped (EARLY) kernels, which keep this function as their unaligned fallback, differently.
+      const uint4 v = x4[b];
       const uint4 wv = w4[b];
-      __half* hx = reinterpret_cast<__half*>(&v);
-      const __half* hw = reinterpret_cast<const __half*>(&wv);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) hx[e] = norm1(hx[e], hw[e]);
-      xs4[b] = make_uint4(mlxcel_mma::prmt(v.x, v.z, 0x5410), mlxcel_mma::prmt(v.x, v.z, 0x7632),
-                          mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
+      rms_store8(xs4, b, v, wv, n);
     }
   } else {
     for (int i = tid; i < K / 2; i += NT) {
       const int b = i >> 2, j = i & 3;
-      xs[i] = __halves2half2(norm1(x[8 * b + j], nw[8 * b + j]), norm1(x[8 * b + j + 4], nw[8 * b + j + 4]));
+      xs[i] = __halves2half2(rms_norm1(x[8 * b + j], nw[8 * b + j], n), rms_norm1(x[8 * b + j + 4], nw[8 * b + j + 4], n));
     }
   }
 }
