@@ -8,8 +8,8 @@ per step, the process's, and preemptions; KV-cache MB (and its compression again
 and peak memory MB; and each config's median ratio to the median of fp16 at the same context
 (of the same build where the tag names one, e.g. `r1A`). With --csv, one row per run too.
 Host variance between runs of one configuration was up to 45% in session 8, so single
-samples decide nothing."""
-import csv, glob, json, os, re, statistics, sys
+samples decide nothing. Archived runs may be gzipped (`*.json.gz`): they are read alike."""
+import csv, glob, gzip, json, os, re, statistics, sys
 from collections import defaultdict
 
 args = sys.argv[1:]
@@ -23,20 +23,22 @@ if len(args) != 1:
 
 rows = defaultdict(list)
 runs = []
-for f in sorted(glob.glob(os.path.join(args[0], "*.json"))):
-    m = re.match(r"r(\d+)([^-]*)-(.+)-(\d+)\.json$", os.path.basename(f))
+files = glob.glob(os.path.join(args[0], "*.json")) + glob.glob(os.path.join(args[0], "*.json.gz"))
+for f in sorted(files):
+    base = os.path.basename(f).removesuffix(".gz")
+    m = re.match(r"r(\d+)([^-]*)-(.+)-(\d+)\.json$", base)
     if m:
         rnd, cfg, kv, ctx = m.groups()
     else:
         # flag_rounds (benchmarks/gpu/e2e_run.sh): on<round> / off<round>, config `on` / `off`.
-        m = re.match(r"(on|off)(\d+)-(.+)-(\d+)\.json$", os.path.basename(f))
+        m = re.match(r"(on|off)(\d+)-(.+)-(\d+)\.json$", base)
         if not m:
             continue
         cfg, rnd, kv, ctx = m.groups()
     try:
-        s = json.load(open(f))["stats"]
+        s = json.load((gzip.open if f.endswith(".gz") else open)(f, "rt"))["stats"]
     except Exception as e:  # a failed run leaves an empty or partial file
-        print(f"{os.path.basename(f)}: unreadable ({e})", file=sys.stderr)
+        print(f"{base}: unreadable ({e})", file=sys.stderr)
         continue
     ms = lambda k: None if s.get(k) is None else 1e3 * s[k]
     r = {
