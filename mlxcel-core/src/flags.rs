@@ -649,6 +649,21 @@ pub const MMA_QFIRST1: Flag = Flag {
     slot: 39,
 };
 
+/// The tensor-core kernel's 4-warp CTAs take the split count rounded down to one wave, as the
+/// wide CTAs do, instead of up (`mma_num_splits_for` in kernels/decode_attention.rs). Why: the
+/// rounding only matters where the CTAs per SM are odd, and there rounding up spills a second
+/// wave. turbo4-asym's kernel (fp16 keys, turbo4 values, 65.9 KB of shared memory) fits 3
+/// CTAs per SM, 396 on an H200: with 8 KV heads 49.5 splits per head became 50, i.e. 400
+/// CTAs, whose last 4 start only when 4 others finish. Every other shipped kernel fits an even
+/// number per SM (132 x 2 or x 4 CTAs divide by 8) and is unchanged. Rounding down leaves 4 of
+/// the 396 slots idle and gives each split 2% more tokens.
+pub const MMA_ONE_WAVE: Flag = Flag {
+    name: "MLXCEL_MMA_ONE_WAVE",
+    default: false,
+    doc: "tensor-core decode kernel: 4-warp CTAs round the split count down to one wave (1 = on; turbo4-asym's kernel 50 -> 49 splits)",
+    slot: 40,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -750,6 +765,7 @@ pub const ALL: &[Flag] = &[
     MMA_QFIRST,
     QMV_RFIRST,
     MMA_QFIRST1,
+    MMA_ONE_WAVE,
 ];
 
 #[cfg(test)]

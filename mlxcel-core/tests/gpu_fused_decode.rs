@@ -11,7 +11,7 @@ use common::{clear_flags, randn, rel_rms, rng, set_flags};
 use mlxcel_core::attention::{attend_with, fused_applies, select_path, AttentionPath};
 use mlxcel_core::kernels::decode_attention::{
     fused_decode, kernel_name, merge_warp_fits, mma_luts, mma_num_splits, mma_num_splits_for,
-    mma_supported, num_splits,
+    mma_num_splits_rounded, mma_supported, num_splits,
 };
 use mlxcel_core::kv::mode::new_side;
 use mlxcel_core::kv::side::{KvSide, RawSide};
@@ -116,6 +116,32 @@ fn mma_splits_make_one_wave_of_whole_tiles() {
     assert_eq!(mma_num_splits_for(1, 8, 1000, wide16, 16), 4);
     // 4 warps: the policy above, unchanged.
     assert_eq!(mma_num_splits_for(1, 8, 131072, table, 4), 33);
+}
+
+/// MLXCEL_MMA_ONE_WAVE: rounding the 4-warp CTA count down changes only the configurations
+/// with an odd number of CTAs per SM, e.g. turbo4-asym's kernel (fp16 keys, turbo4 values,
+/// D 128, GQA 4: 4096 + 4 x 3 x 5152 = 65920 bytes, 3 per SM, 396 CTAs).
+#[test]
+fn one_wave_rounding_moves_only_odd_ctas_per_sm() {
+    let asym = 4096 + 4 * 3 * 5152;
+    assert_eq!(mma_num_splits_rounded(1, 8, 131072, asym, 4, true), 50);
+    assert_eq!(mma_num_splits_rounded(1, 8, 131072, asym, 4, false), 49);
+    assert_eq!(mma_num_splits_rounded(1, 8, 32768, asym, 4, false), 49);
+    // 49 x 8 = 392 CTAs fit the 396 slots of one wave; 50 x 8 = 400 do not.
+    assert!(49 * 8 <= 396 && 50 * 8 > 396);
+    // Even CTAs per SM: 528 and 264 CTAs divide by 8 heads, either rounding.
+    for shared in [46336, 46336 + 65536] {
+        for round_up in [true, false] {
+            let n = mma_num_splits_rounded(1, 8, 131072, shared, 4, round_up);
+            assert_eq!(
+                n,
+                mma_num_splits_rounded(1, 8, 131072, shared, 4, !round_up)
+            );
+        }
+    }
+    // More heads than CTAs of a wave: one split either way; short contexts: the tile bound.
+    assert_eq!(mma_num_splits_rounded(64, 8, 131072, asym, 4, false), 1);
+    assert_eq!(mma_num_splits_rounded(1, 8, 640, asym, 4, false), 10);
 }
 
 #[test]

@@ -382,8 +382,9 @@ pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize, shared: usize) 
 
 /// Splits of the tensor-core kernel in CTAs of `warps` warps: one wave of CTAs, at least one
 /// 16-token tile per warp. 4-warp CTAs round the CTA count up (the policy measured since
-/// session 10); wide ones ([`MMA_WIDE_WARPS`]) fit one per SM and round down (132 / 8 KV
-/// heads: 16 splits, not 17, whose 136 CTAs would leave 4 for a second wave).
+/// session 10) unless [`flags::MMA_ONE_WAVE`] is on; wide ones ([`MMA_WIDE_WARPS`]) fit one
+/// per SM and round down (132 / 8 KV heads: 16 splits, not 17, whose 136 CTAs would leave 4
+/// for a second wave).
 pub fn mma_num_splits_for(
     batch: usize,
     kv_heads: usize,
@@ -391,8 +392,23 @@ pub fn mma_num_splits_for(
     shared: usize,
     warps: usize,
 ) -> usize {
+    let round_up = warps == MMA_WARPS && !flags::MMA_ONE_WAVE.enabled();
+    mma_num_splits_rounded(batch, kv_heads, len, shared, warps, round_up)
+}
+
+/// [`mma_num_splits_for`] with the rounding of the CTA count given: up (`round_up`, which
+/// spills a partial second wave wherever the heads do not divide the CTAs of one wave) or
+/// down to one wave.
+pub fn mma_num_splits_rounded(
+    batch: usize,
+    kv_heads: usize,
+    len: usize,
+    shared: usize,
+    warps: usize,
+    round_up: bool,
+) -> usize {
     let (target, heads) = (mma_target_ctas(shared), (batch * kv_heads).max(1));
-    let by_ctas = if warps == MMA_WARPS {
+    let by_ctas = if round_up {
         target.div_ceil(heads)
     } else {
         target / heads
