@@ -128,7 +128,6 @@ fn one_wave_rounding_moves_only_odd_ctas_per_sm() {
     assert_eq!(mma_num_splits_rounded(1, 8, 131072, asym, 4, false), 49);
     assert_eq!(mma_num_splits_rounded(1, 8, 32768, asym, 4, false), 49);
     // 49 x 8 = 392 CTAs fit the 396 slots of one wave; 50 x 8 = 400 do not.
-    assert!(49 * 8 <= 396 && 50 * 8 > 396);
     // Even CTAs per SM: 528 and 264 CTAs divide by 8 heads, either rounding.
     for shared in [46336, 46336 + 65536] {
         for round_up in [true, false] {
