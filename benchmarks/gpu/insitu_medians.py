@@ -8,10 +8,12 @@ share a name prefix (o_proj and down are both `qgemv4`, with different template 
 this groups launches by their full kernel name, grid and block instead and prints each group's
 median time per launch in us, one column per CSV, largest first (by the first CSV's sums).
 Kernels whose template arguments differ between the CSVs (a schedule or a flag changes the
-name) land in different rows: compare the rows with the same grid.
+name) land in different rows: compare the rows with the same grid. CSVs may be gzipped (`.gz`,
+as the recorded results keep them).
 """
 
 import csv
+import gzip
 import io
 import statistics
 import sys
@@ -19,7 +21,7 @@ import sys
 
 def groups(path: str) -> dict:
     """(name, grid, block) -> per-launch times in us, from one ncu CSV."""
-    lines = open(path).read().splitlines()
+    lines = (gzip.open if path.endswith(".gz") else open)(path, "rt").read().splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
         sys.exit(f"{path}: no ncu CSV header (\"ID\",...): did ncu profile any kernel?")

@@ -654,13 +654,19 @@ pub const MMA_QFIRST1: Flag = Flag {
 /// rounding only matters where the CTAs per SM are odd, and there rounding up spills a second
 /// wave. turbo4-asym's kernel (fp16 keys, turbo4 values, 65.9 KB of shared memory) fits 3
 /// CTAs per SM, 396 on an H200: with 8 KV heads 49.5 splits per head became 50, i.e. 400
-/// CTAs, whose last 4 start only when 4 others finish. Every other shipped kernel fits an even
-/// number per SM (132 x 2 or x 4 CTAs divide by 8) and is unchanged. Rounding down leaves 4 of
-/// the 396 slots idle and gives each split 2% more tokens.
+/// CTAs, whose last 4 start only when 4 others finish and then stream a whole split alone.
+/// Every other shipped kernel fits an even number per SM (132 x 2 or x 4 CTAs divide by 8)
+/// and is unchanged. Rounding down leaves 4 of the 396 slots idle and gives each split 2%
+/// more tokens. Measured on the H200 (session 22, call 2): in situ at 32K (ncu, medians of 56
+/// launches) 34.24 -> 28.14 us per call; turbo4-asym's device time per step at 128K 5.53 /
+/// 5.54 -> 5.07 / 5.04 ms (two interleaved rounds); parity 35 cases, worst relative RMS
+/// 4.07e-4. (`bench attention`, whose back-to-back launches fill the idle SMs of one call's
+/// tail with the next call's CTAs, does not see it: 102.5 -> 103.7 us at 128K.) Default on;
+/// 0 = 4-warp counts rounded up.
 pub const MMA_ONE_WAVE: Flag = Flag {
     name: "MLXCEL_MMA_ONE_WAVE",
-    default: false,
-    doc: "tensor-core decode kernel: 4-warp CTAs round the split count down to one wave (1 = on; turbo4-asym's kernel 50 -> 49 splits)",
+    default: true,
+    doc: "tensor-core decode kernel: 4-warp CTAs round the split count down to one wave (turbo4-asym's kernel 50 -> 49 splits; 0 = round up, a second wave of 4 CTAs)",
     slot: 40,
 };
 

@@ -381,10 +381,10 @@ pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize, shared: usize) 
 }
 
 /// Splits of the tensor-core kernel in CTAs of `warps` warps: one wave of CTAs, at least one
-/// 16-token tile per warp. 4-warp CTAs round the CTA count up (the policy measured since
-/// session 10) unless [`flags::MMA_ONE_WAVE`] is on; wide ones ([`MMA_WIDE_WARPS`]) fit one
-/// per SM and round down (132 / 8 KV heads: 16 splits, not 17, whose 136 CTAs would leave 4
-/// for a second wave).
+/// 16-token tile per warp. The CTA count rounds down to one wave (132 / 8 KV heads with one
+/// wide CTA per SM: 16 splits, not 17, whose 136 CTAs would leave 4 for a second wave);
+/// with [`flags::MMA_ONE_WAVE`] off, 4-warp CTAs round up (the policy before session 22,
+/// which cost turbo4-asym's 3-per-SM kernel a second wave).
 pub fn mma_num_splits_for(
     batch: usize,
     kv_heads: usize,
