@@ -205,6 +205,12 @@ rust::Vec<int32_t> array_shape(const Array& a) {
 uint8_t array_dtype(const Array& a) { return from_dtype(a.inner.dtype()); }
 size_t array_size(const Array& a) { return a.inner.size(); }
 size_t array_nbytes(const Array& a) { return a.inner.nbytes(); }
+size_t array_buffer_id(const Array& a) {
+  // The allocator's handle of the array's buffer; 0 while MLX has not scheduled the array
+  // (no buffer yet). Read without waiting for the array's value.
+  if (a.inner.status() == mx::array::Status::unscheduled) return 0;
+  return reinterpret_cast<std::uintptr_t>(a.inner.buffer().ptr());
+}
 size_t array_graph_nodes(const Array& a) {
   // Depth-first over the inputs, stopping at arrays already scheduled (evaluated or
   // available) or without a primitive; an op with several outputs counts once.

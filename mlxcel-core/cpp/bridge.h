@@ -85,6 +85,7 @@ uint8_t array_dtype(const Array& a);
 size_t array_size(const Array& a);
 size_t array_nbytes(const Array& a);
 size_t array_graph_nodes(const Array& a);
+size_t array_buffer_id(const Array& a);
 void array_eval(const Array& a);
 void array_copy_to(const Array& a, rust::Slice<uint8_t> dst);
 rust::String array_to_string(const Array& a);

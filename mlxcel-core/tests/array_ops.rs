@@ -508,3 +508,51 @@ fn pending_ops_counts_what_evaluation_would_schedule() {
     assert_eq!(d.pending_ops().unwrap(), 0);
     assert_eq!(d.to_vec::<f32>().unwrap(), [4.0 + 36.0, 16.0 + 64.0]);
 }
+
+/// The fp16 KV cache appends each token with `slice_update` (kv::buffer) and relies on MLX
+/// writing into the input's buffer when nothing else holds it (donation); when something does
+/// (e.g. a previous step's attention still queued), MLX copies the whole cache first.
+/// `Array::buffer_id` tells the two apart (examples/slice_update_donation.rs uses it on a decode
+/// pattern): same buffer without other holders, a new one while a clone is held, and the
+/// values right either way.
+#[test]
+fn slice_update_reuses_the_buffer_only_when_nothing_else_holds_it() {
+    let mut r = rng("slice_update_reuses_the_buffer_only_when_nothing_else_holds_it");
+    let base: Vec<f32> = randn(&mut r, 2 * 8 * 4);
+    let row: Vec<f32> = randn(&mut r, 2 * 4);
+    let cache = Array::from_slice(&base, &[2, 8, 4]).unwrap();
+    let id = cache.buffer_id().unwrap();
+    assert_ne!(id, 0);
+    let lazy = cache.add_scalar(1.0).unwrap();
+    assert_eq!(lazy.buffer_id().unwrap(), 0, "no buffer before evaluation");
+    let upd = Array::from_slice(&row, &[2, 1, 4]).unwrap();
+    let want = |pos: usize| {
+        let mut w = base.clone();
+        for b in 0..2 {
+            w[(b * 8 + pos) * 4..(b * 8 + pos) * 4 + 4].copy_from_slice(&row[b * 4..b * 4 + 4]);
+        }
+        w
+    };
+
+    // Held elsewhere: the update must copy into a new buffer and leave the held array as is.
+    let held = cache.clone();
+    let copied = cache.slice_update(&upd, &[0, 3, 0], &[2, 4, 4]).unwrap();
+    copied.eval().unwrap();
+    assert_ne!(copied.buffer_id().unwrap(), id);
+    assert_eq!(copied.to_vec::<f32>().unwrap(), want(3));
+    assert_eq!(held.to_vec::<f32>().unwrap(), base);
+    drop(held);
+
+    // Sole holder (the input's handle dropped before evaluation, as kv::buffer does): the
+    // update takes the input's buffer over.
+    let id = copied.buffer_id().unwrap();
+    let donated = copied.slice_update(&upd, &[0, 5, 0], &[2, 6, 4]).unwrap();
+    drop(copied);
+    donated.eval().unwrap();
+    assert_eq!(donated.buffer_id().unwrap(), id);
+    let mut w = want(3);
+    for b in 0..2 {
+        w[(b * 8 + 5) * 4..(b * 8 + 5) * 4 + 4].copy_from_slice(&row[b * 4..b * 4 + 4]);
+    }
+    assert_eq!(donated.to_vec::<f32>().unwrap(), w);
+}

@@ -153,6 +153,14 @@ impl Array {
         ffi::array_graph_nodes(self.raw()).op("graph nodes")
     }
 
+    /// The allocator's handle of this array's buffer (0 before MLX scheduled the array), read
+    /// without waiting for its value. A diagnostic: whether an op such as `slice_update`
+    /// reused its input's buffer (MLX donates it when nothing else holds it) or copied the
+    /// input into a new one (`examples/slice_update_donation.rs`).
+    pub fn buffer_id(&self) -> Result<usize> {
+        ffi::array_buffer_id(self.raw()).op("buffer id")
+    }
+
     /// Runs the graph that produces this array.
     pub fn eval(&self) -> Result<()> {
         ffi::array_eval(self.raw()).op("eval")

@@ -49,6 +49,7 @@ pub(crate) mod bridge {
         fn array_size(a: &Array) -> usize;
         fn array_nbytes(a: &Array) -> usize;
         fn array_graph_nodes(a: &Array) -> Result<usize>;
+        fn array_buffer_id(a: &Array) -> Result<usize>;
         fn array_eval(a: &Array) -> Result<()>;
         fn array_copy_to(a: &Array, dst: &mut [u8]) -> Result<()>;
         fn array_to_string(a: &Array) -> Result<String>;
