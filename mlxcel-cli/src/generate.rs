@@ -174,6 +174,12 @@ fn print_profile(s: &GenerationStats) {
             eprintln!("  inside them (ms) {}", list(&inner));
         }
     }
+    if s.decode_kv_appends_seen > 0 {
+        eprintln!(
+            "kv appends         {} of {} slice_update appends copied the layer's cache (MLX could not write in place)",
+            s.decode_kv_appends_copied, s.decode_kv_appends_seen
+        );
+    }
     if let Some(ops) = s.decode_ops_per_step_steady {
         eprintln!("ops per step       {ops:.1} MLX operations queued (2nd half)");
     }

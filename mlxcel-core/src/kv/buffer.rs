@@ -3,17 +3,44 @@
 //! grows by [`GROWTH_STEP`](super::GROWTH_STEP) positions at a time, so the cache is never
 //! re-concatenated per token.
 
+use std::cell::Cell;
+
 use crate::mlx::ops::concatenate;
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
 
 use super::GROWTH_STEP;
 
+thread_local! {
+    /// This thread's `slice_update` appends whose outcome was seen (a later append found
+    /// the output scheduled), and those among them that copied the buffer.
+    static APPENDS: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// `(seen, copied)`: of this thread's [`GrowBuffer::append`]s whose outcome was seen since its
+/// last [`reset_append_copies`], how many copied the whole buffer instead of writing in place.
+/// Why: MLX writes a `slice_update` into its input's buffer only when nothing else holds that
+/// buffer as it encodes the op; a pipelined decode loop that queues step n+1 while step n's
+/// attention still holds a layer's cache makes MLX copy that cache (268 MB per side and layer
+/// at 128K for Llama-3-8B): session 22's lead for fp16's slow 128K steps. Per thread, because
+/// a model's appends are built on the thread that runs its decode loop.
+pub fn append_copies() -> (usize, usize) {
+    APPENDS.with(Cell::get)
+}
+
+/// Zeroes this thread's counts of [`append_copies`].
+pub fn reset_append_copies() {
+    APPENDS.with(|c| c.set((0, 0)));
+}
+
 pub struct GrowBuffer {
     dtype: Dtype,
     data: Option<Array>,
     len: usize,
     capacity: usize,
+    /// The buffer handle of the array the last `append` updated (0: none, or it was not yet
+    /// scheduled): the next append compares it with the output's buffer.
+    appended_from: usize,
 }
 
 impl GrowBuffer {
@@ -23,6 +50,7 @@ impl GrowBuffer {
             data: None,
             len: 0,
             capacity: 0,
+            appended_from: 0,
         }
     }
 
@@ -57,6 +85,17 @@ impl GrowBuffer {
         let start = [0, 0, self.len as i32, 0];
         let stop = [s[0], s[1], (self.len + l) as i32, s[3]];
         let d = self.data.take().expect("allocated above");
+        // d is the last append's output (unless growth or an in-place write replaced it):
+        // once scheduled, its buffer tells whether that append wrote in place.
+        let id = d.buffer_id()?;
+        if self.appended_from != 0 && id != 0 {
+            let copied = usize::from(id != self.appended_from);
+            APPENDS.with(|c| {
+                let (seen, n) = c.get();
+                c.set((seen + 1, n + copied));
+            });
+        }
+        self.appended_from = id;
         self.data = Some(d.slice_update(&x, &start, &stop)?);
         self.len += l;
         Ok(())
@@ -88,6 +127,8 @@ impl GrowBuffer {
                 None => block,
             });
             self.capacity += extra;
+            // A new buffer on purpose: not an append's copy.
+            self.appended_from = 0;
         }
         Ok(())
     }
@@ -171,5 +212,30 @@ mod tests {
         b.append(&x).unwrap();
         let v = b.view().unwrap().unwrap().to_vec::<u8>().unwrap();
         assert_eq!(v, [0, 0, 0, 0, 7, 7, 7, 7, 0, 0, 0, 0, 7, 7, 7, 7]);
+    }
+
+    /// An append's output in the input's buffer counts as in place; while a view of the
+    /// buffer is held across the next append's evaluation, MLX copies and it counts as copied.
+    /// Each outcome is seen at the append after it.
+    #[test]
+    fn appends_count_the_copies_mlx_made() {
+        reset_append_copies();
+        let mut b = GrowBuffer::new(Dtype::F32);
+        let x = Array::from_slice(&[1.0f32; 8], &[1, 2, 1, 4]).unwrap();
+        b.append(&x).unwrap();
+        b.full().unwrap().eval().unwrap();
+        b.append(&x).unwrap(); // sees nothing yet: the first output came from growth
+        b.full().unwrap().eval().unwrap();
+        // A view of the second output, held while the third append evaluates: a copy.
+        let held = b.view().unwrap().unwrap();
+        b.append(&x).unwrap(); // sees the second append: in place
+        assert_eq!(append_copies(), (1, 0));
+        b.full().unwrap().eval().unwrap();
+        b.append(&x).unwrap(); // sees the third
+        assert_eq!(append_copies(), (2, 1));
+        assert_eq!(held.shape(), vec![1, 2, 2, 4]);
+        assert_eq!(b.len(), 4);
+        reset_append_copies();
+        assert_eq!(append_copies(), (0, 0));
     }
 }

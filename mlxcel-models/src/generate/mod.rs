@@ -150,6 +150,12 @@ pub struct GenerationStats {
     /// Linux only): its core was taken by another thread or process.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_loop_thread_preemptions_per_step_steady: Option<f64>,
+    /// Decode-step cache appends through `slice_update` (`kv::buffer::GrowBuffer`: the fp16
+    /// cache everywhere, every cache on the split paths) whose outcome was seen, and how many
+    /// of them copied the whole layer cache because MLX could not write in place (something
+    /// still held the buffer when MLX encoded the append; see `kv::buffer::append_copies`).
+    pub decode_kv_appends_seen: usize,
+    pub decode_kv_appends_copied: usize,
 }
 
 /// What came out.
@@ -294,6 +300,8 @@ pub fn generate(
             .build_profile
             .unwrap_or_else(|| flags::BUILD_PROFILE.enabled()),
     );
+    // Only the decode steps' cache appends are counted (kv::buffer::append_copies).
+    mlxcel_core::kv::buffer::reset_append_copies();
     // The queued step of the pipelined loop: its token, still on the device.
     let mut queued: Option<Array> = None;
     let mut steps = StepRecorder::new(params.max_tokens);
@@ -368,6 +376,7 @@ pub fn generate(
     }
     device::synchronize()?;
     let decode_s = t1.elapsed().as_secs_f64();
+    let appends = mlxcel_core::kv::buffer::append_copies();
     let n = out.len();
     let half = step_times.len() / 2;
     let steady = if step_times.len() >= 4 {
@@ -420,6 +429,8 @@ pub fn generate(
         decode_loop_thread_cpu_seconds_per_step_steady: cpu.map(|c| c.0),
         decode_process_cpu_seconds_per_step_steady: cpu.map(|c| c.1),
         decode_loop_thread_preemptions_per_step_steady: cpu.map(|c| c.2),
+        decode_kv_appends_seen: appends.0,
+        decode_kv_appends_copied: appends.1,
     };
     Ok(Generation {
         tokens: out,
