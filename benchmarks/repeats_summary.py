@@ -52,6 +52,10 @@ for f in sorted(files):
         "preempt": s.get("decode_loop_thread_preemptions_per_step_steady"),
         "kv MB": s["kv_cache_bytes"] / 1e6,
         "peak MB": s["peak_memory_bytes"] / 1e6,
+        # Share of the decode's slice_update cache appends that copied the layer's cache
+        # (recorded since session 22; older runs have no count).
+        "appends copied": (s["decode_kv_appends_copied"] / s["decode_kv_appends_seen"]
+                           if s.get("decode_kv_appends_seen") else None),
     }
     name = kv + (f" {cfg}" if cfg else "")
     rows[(int(ctx), name)].append(r)
@@ -69,7 +73,8 @@ def med(runs_, key):
     vals = [r[key] for r in runs_ if r[key] is not None]
     return statistics.median(vals) if vals else None
 
-cols = ["tok/s", "host", "submit", "device", "idle", "cpu thread", "cpu process", "preempt"]
+cols = ["tok/s", "host", "submit", "device", "idle", "cpu thread", "cpu process", "preempt",
+        "appends copied"]
 print("| ctx | config | n | ratio | " + " | ".join(cols) + " | KV MB (x fp16) | peak MB |")
 print("|---" * (len(cols) + 6) + "|")
 for (ctx, name) in sorted(rows):

@@ -11,7 +11,8 @@
 #    synchronous / pipelined / held control (the control must copy every append);
 # 2. fp16 at 128K, 128 tokens, twice, with nvidia-smi logging clocks, power and the
 #    clock-event reasons every 50 ms beside it (a clock or power state in the slow phase?),
-#    and MLX's peak memory per run (copies allocate 268-MB buffers);
+#    --profile's `kv appends` line (the decode loop's own count of appends that copied the
+#    layer's cache) and MLX's peak memory per run (copies allocate 268-MB buffers);
 # 3. turbo4 at 128K once (the same log).
 # CPU dry run: NCU=0 MODEL=synthetic:/tmp/tiny.json LONG=1024 PROBE_CTX=1024 PROBE_LAYERS=2 BIN=target/release/mlxcel PROBE=target/release/examples/slice_update_donation
 set -uo pipefail
