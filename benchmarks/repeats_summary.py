@@ -4,7 +4,8 @@ written by `mlxcel generate --json` (benchmarks/gpu/e2e_run.sh, benchmarks/bench
 with tags ending in a round number (e.g. `r2lift-turbo4-131072.json`: tag `r2lift`, round 2,
 config `lift`; also `on2-...` / `off2-...` from flag_rounds) and prints a markdown table: per context and config, the median and range of
 steady tok/s, host ms per step, submit, device span, idle, the decode loop thread's CPU ms
-per step, the process's, and preemptions; KV-cache MB (and its compression against fp16)
+per step, the process's, preemptions, and the share of the decode's slice_update cache
+appends that copied the cache; KV-cache MB (and its compression against fp16)
 and peak memory MB; and each config's median ratio to the median of fp16 at the same context
 (of the same build where the tag names one, e.g. `r1A`). With --csv, one row per run too.
 Host variance between runs of one configuration was up to 45% in session 8, so single
