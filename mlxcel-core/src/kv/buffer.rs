@@ -85,7 +85,7 @@ impl GrowBuffer {
         let start = [0, 0, self.len as i32, 0];
         let stop = [s[0], s[1], (self.len + l) as i32, s[3]];
         let d = self.data.take().expect("allocated above");
-        // d is the last append's output (unless growth or an in-place write replaced it):
+        // d is the last append's output (unless growth replaced it; in-place writes keep it):
         // once scheduled, its buffer tells whether that append wrote in place.
         let id = d.buffer_id()?;
         if self.appended_from != 0 && id != 0 {
