@@ -50,14 +50,14 @@ rounds() {
   done
 }
 
-# `bench_ab VAR TAG`: `mlxcel bench attention` for turbo4 at $CTXS (default 4K, 32K, 128K) on
-# the Llama-3-8B layer shape, once with VAR=0 and once with VAR=1, into $R/bench-attn-TAG{0,1}
-# (CSV + markdown, stderr), printing the per-call lines.
+# `bench_ab VAR TAG`: `mlxcel bench attention` for $BENCH_MODES (default turbo4) at $CTXS
+# (default 4K, 32K, 128K) on the Llama-3-8B layer shape, once with VAR=0 and once with VAR=1,
+# into $R/bench-attn-TAG{0,1} (CSV + markdown, stderr), printing the per-call lines.
 bench_ab() {
   local var=$1 tag=$2 v
   for v in 0 1; do
     env "$var=$v" timeout 100 "${BIN:-.devcarry/bin/mlxcel}" bench attention --contexts "${CTXS:-4096,32768,131072}" \
-      --modes turbo4 --shapes 32:8:128 --split-modes none --iters 50 \
+      --modes "${BENCH_MODES:-turbo4}" --shapes 32:8:128 --split-modes none --iters 50 \
       --out "$R/bench-attn-$tag$v" > /dev/null 2> "$R/bench-attn-$tag$v.err"
     echo "bench attention $var=$v rc=$?"; grep -E " us \(host" "$R/bench-attn-$tag$v.err"
   done

@@ -23,12 +23,7 @@ set -uo pipefail
 . benchmarks/gpu/e2e_run.sh
 call_dir s22c2
 PARITY_MODES=turbo4-asym flag_parity onewave 120 MLXCEL_MMA_ONE_WAVE=1
-for v in 0 1; do
-  MLXCEL_MMA_ONE_WAVE=$v timeout 100 "${BIN:-.devcarry/bin/mlxcel}" bench attention \
-    --contexts "${CTXS:-4096,32768,131072}" --modes turbo4-asym --shapes 32:8:128 --split-modes none \
-    --iters 50 --out "$R/bench-attn-onewave$v" > /dev/null 2> "$R/bench-attn-onewave$v.err"
-  echo "bench attention MLXCEL_MMA_ONE_WAVE=$v rc=$?"; grep -E " us \(host" "$R/bench-attn-onewave$v.err"
-done
+BENCH_MODES=turbo4-asym bench_ab MLXCEL_MMA_ONE_WAVE onewave
 INSITU_KV=turbo4-asym insitu_flags MLXCEL_MMA_ONE_WAVE
 e2e_setup 560 80
 FLAG_MODES="turbo4-asym fp16" FLAG_ROUNDS=1 flag_rounds MLXCEL_MMA_ONE_WAVE 22 "${CTX:-32768}"

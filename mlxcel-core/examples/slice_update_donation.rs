@@ -11,23 +11,25 @@
 //! tells whether such copies happen.
 //!
 //! It runs `--steps` decode-like steps over `--layers` K and V caches of `--ctx` positions
-//! (B 1, 8 KV heads, 32 query heads, D 128): per layer one `slice_update` of K and V and MLX's
-//! SDPA over the filled part, first synchronously (each step waited for) and then pipelined
+//! (B 1, 8 KV heads, 32 query heads, D 128): per layer one `GrowBuffer::append` of K and V
+//! (the fp16 cache's own append) and MLX's SDPA over the filled part, first synchronously (each step waited for) and then pipelined
 //! like `generate` (step n+1 queued before waiting for step n), and last as a control that
 //! holds each step's previous caches on the host until the step is queued (no donation is
-//! possible: every append must count as a copy, or the probe cannot see copies). It counts the
-//! appends whose output landed in a different buffer than the cache before it (a copy) and
-//! prints the wall time per step.
+//! possible: every append must count as a copy, or the probe cannot see copies). It prints
+//! `kv::buffer::append_copies` (the count `generate --profile` reports as `kv appends`: the
+//! appends whose output landed in another buffer than their input) and the wall time per step.
 //!
 //!     cargo run --release -p mlxcel-core --example slice_update_donation -- --ctx 4096 --layers 4 --steps 16
 
+use std::error::Error;
 use std::time::Instant;
 
 use mlxcel_core::attention::dense_attention;
+use mlxcel_core::kv::buffer::{append_copies, reset_append_copies, GrowBuffer};
 use mlxcel_core::mlx::array::async_eval_all;
 use mlxcel_core::mlx::device::synchronize;
 use mlxcel_core::mlx::random::normal;
-use mlxcel_core::{Array, Dtype, Result};
+use mlxcel_core::{Array, Dtype};
 
 const KV_HEADS: i32 = 8;
 const Q_HEADS: i32 = 32;
@@ -44,49 +46,44 @@ enum Mode {
     HeldControl,
 }
 
-/// One run: returns (appends that copied, appends in all, ms per step).
-fn run(ctx: i32, layers: usize, steps: usize, mode: Mode) -> Result<(usize, usize, f64)> {
-    let shape = [1, KV_HEADS, ctx, HEAD_DIM];
+/// One run: returns (appends that copied, appends whose outcome was seen, ms per step).
+fn run(
+    ctx: usize,
+    layers: usize,
+    steps: usize,
+    mode: Mode,
+) -> Result<(usize, usize, f64), Box<dyn Error>> {
     let mut caches = Vec::with_capacity(layers);
     for _ in 0..layers {
-        let (k, v) = (
-            Array::zeros(&shape, Dtype::F16)?,
-            Array::zeros(&shape, Dtype::F16)?,
-        );
-        async_eval_all(&[&k, &v])?;
+        let (mut k, mut v) = (GrowBuffer::new(Dtype::F16), GrowBuffer::new(Dtype::F16));
+        for b in [&mut k, &mut v] {
+            // Every position allocated up front and all but the last `steps` counted as
+            // filled, so that each step's attention reads almost the whole cache.
+            b.reserve([1, KV_HEADS, HEAD_DIM], ctx)?;
+            b.advance(ctx - steps)?;
+        }
+        async_eval_all(&[full(&k)?, full(&v)?])?;
         caches.push((k, v));
     }
     synchronize()?;
+    reset_append_copies();
     let scale = 1.0 / (HEAD_DIM as f32).sqrt();
-    let (mut copies, mut appends) = (0, 0);
     let mut pending: Option<Array> = None;
     let t = Instant::now();
-    for step in 0..steps {
-        // Positions near the end, so that each step's attention reads almost the whole cache.
-        let pos = ctx - steps as i32 + step as i32;
-        let (start, stop) = ([0, 0, pos, 0], [1, KV_HEADS, pos + 1, HEAD_DIM]);
+    for _ in 0..steps {
         let mut x = normal(&[1, Q_HEADS, 1, HEAD_DIM], Dtype::F16, None)?;
-        let mut before = Vec::with_capacity(layers);
         let mut held = Vec::new();
         for (k, v) in caches.iter_mut() {
-            before.push((k.buffer_id()?, v.buffer_id()?));
             if mode == Mode::HeldControl {
-                held.push((k.clone(), v.clone()));
+                held.extend([full(k)?.clone(), full(v)?.clone()]);
             }
             let new = normal(&[1, KV_HEADS, 1, HEAD_DIM], Dtype::F16, None)?;
-            *k = k.slice_update(&new, &start, &stop)?;
-            *v = v.slice_update(&new, &start, &stop)?;
-            let filled = [1, KV_HEADS, pos + 1, HEAD_DIM];
-            let (kv, vv) = (k.slice(&[0; 4], &filled)?, v.slice(&[0; 4], &filled)?);
-            x = dense_attention(&x, &kv, &vv, scale)?;
+            k.append(&new)?;
+            v.append(&new)?;
+            x = dense_attention(&x, &filled(k)?, &filled(v)?, scale)?;
         }
         async_eval_all(&[&x])?;
         drop(held);
-        // MLX has encoded the step now: each append's output has its buffer.
-        for ((k, v), (k0, v0)) in caches.iter().zip(&before) {
-            copies += usize::from(k.buffer_id()? != *k0) + usize::from(v.buffer_id()? != *v0);
-            appends += 2;
-        }
         if mode == Mode::Pipelined {
             if let Some(previous) = pending.replace(x) {
                 previous.eval()?;
@@ -99,15 +96,23 @@ fn run(ctx: i32, layers: usize, steps: usize, mode: Mode) -> Result<(usize, usiz
         last.eval()?;
     }
     synchronize()?;
-    Ok((
-        copies,
-        appends,
-        t.elapsed().as_secs_f64() * 1e3 / steps as f64,
-    ))
+    // Each append's outcome is seen at the buffer's next append (kv::buffer::append_copies).
+    let (seen, copied) = append_copies();
+    Ok((copied, seen, t.elapsed().as_secs_f64() * 1e3 / steps as f64))
+}
+
+/// The whole allocated buffer of a cache side.
+fn full(b: &GrowBuffer) -> Result<&Array, Box<dyn Error>> {
+    b.full().ok_or_else(|| "cache buffer not allocated".into())
+}
+
+/// The filled positions of a cache side.
+fn filled(b: &GrowBuffer) -> Result<Array, Box<dyn Error>> {
+    b.view()?.ok_or_else(|| "empty cache".into())
 }
 
 /// The positive integer after `name` in `args`, or `default` when `name` is absent.
-fn arg(args: &[String], name: &str, default: usize) -> std::result::Result<usize, String> {
+fn arg(args: &[String], name: &str, default: usize) -> Result<usize, String> {
     match args.iter().position(|a| a == name) {
         None => Ok(default),
         Some(i) => args
@@ -118,7 +123,7 @@ fn arg(args: &[String], name: &str, default: usize) -> std::result::Result<usize
     }
 }
 
-fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().collect();
     let ctx = arg(&args, "--ctx", 4096)?;
     let layers = arg(&args, "--layers", 4)?;
@@ -135,7 +140,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         (Mode::Pipelined, "pipelined"),
         (Mode::HeldControl, "control"),
     ] {
-        let (copies, appends, ms) = run(ctx as i32, layers, steps, mode)?;
+        let (copies, appends, ms) = run(ctx, layers, steps, mode)?;
         println!("{name:<10} {copies} of {appends} appends copied the cache; {ms:.3} ms per step");
     }
     Ok(())
