@@ -217,6 +217,16 @@ def main():
                        "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
                        + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + asym + "\n}\n")
                 ok &= compile_one(f"turbo_encode_kv_asym d{d} rope={rope} trad={trad} {xt}", src)
+    f16kv = read("fp16_append_kv.cu")
+    for d in (64, 128):
+        for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
+            for xt in ("__half", "__nv_bfloat16", "float"):
+                src = (header + "\n" + read("kv_pair.cuh") + "\n" + read("fp16_store.cuh") + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                       f"__global__ void e(const {xt}* xk, const Shape xk_shape, const int xk_ndim, const {xt}* xv, "
+                       "const __half* k_buf, const Shape k_buf_shape, const __half* v_buf, "
+                       "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
+                       + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + f16kv + "\n}\n")
+                ok &= compile_one(f"fp16_append_kv d{d} rope={rope} trad={trad} {xt}", src)
     i8 = read("int8_encode.cu")
     i8_header = header + "\n" + read("kv_pair.cuh") + "\n" + read("int8_encode.cuh")
     for d in (64, 128):

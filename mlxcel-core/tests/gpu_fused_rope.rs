@@ -70,7 +70,7 @@ fn rope_inside_the_fused_kernels_matches_mlx_rope_first() {
         ]
     };
     let mut worst = (0f32, 0f32);
-    for mode in ["turbo4", "turbo4-asym", "int8"] {
+    for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
         for (hq, hkv, d) in [(32usize, 8usize, 128usize), (12, 3, 64)] {
             for (rname, rope) in ropes(d) {
                 for prefill in [63usize, 300] {

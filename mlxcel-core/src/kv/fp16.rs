@@ -5,12 +5,15 @@ use crate::kv::pending::{PairSide, PendingWrite};
 use crate::kv::side::{KvSide, RawSide, FORMAT_FP16};
 use crate::kv::turbo::rotation::Rotation;
 use crate::mlx::{Array, Dtype};
+use crate::rope::RopeSpec;
 use crate::{Error, Result};
 
-/// One unquantized side. Its only in-place writer is the turbo4-asym K+V launch
-/// (`TurboSide::append_asym_pair_in_place`: the key side of turbo4-asym on CUDA, read by
-/// the fused decode kernel, which takes the write token); every other reader and writer
-/// waits for that write first ([`crate::kv::pending`] has the rules).
+/// One unquantized side. Its in-place writers on CUDA are the turbo4-asym K+V launch
+/// (`TurboSide::append_asym_pair_in_place`, the key side) and the fp16 K+V launch
+/// ([`Fp16Side::append_pair_in_place`], both sides of an fp16 cache). The fused decode
+/// kernel takes the write token as an input; [`KvSide::dense`] hands out a view ordered
+/// after the write (`Array::after`); the other writers wait for it on the host
+/// ([`crate::kv::pending`] has the rules).
 pub struct Fp16Side {
     buf: GrowBuffer,
     pending: PendingWrite,
@@ -28,6 +31,36 @@ impl Fp16Side {
     /// The storage dtype.
     pub fn dtype(&self) -> Dtype {
         self.buf.dtype()
+    }
+
+    /// Appends one decode-step position to an fp16 cache's key side `k` and value side `v`
+    /// with one in-place launch (`kernels::fp16_append::append_kv_into`); with `rope`, `xk`
+    /// is the key before RoPE. Returns false, having appended nothing, where that path does
+    /// not apply (then each side appends on its own through `slice_update`).
+    pub fn append_pair_in_place(
+        k: &mut Fp16Side,
+        v: &mut Fp16Side,
+        xk: &Array,
+        xv: &Array,
+        rope: Option<&RopeSpec>,
+    ) -> Result<bool> {
+        use crate::kernels::fp16_append::{append_kv_into, applies};
+        use crate::kv::pending::{append_pair_one, pair_step_applies};
+        let s = xk.shape();
+        let d = s.get(3).copied().unwrap_or(0);
+        if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope)
+            && applies(d as usize, k.dtype())
+            && v.dtype() == k.dtype())
+        {
+            return Ok(false);
+        }
+        append_pair_one(
+            k.pair_side(d),
+            v.pair_side(d),
+            [s[0], s[1]],
+            |[kd, _], [vd, _], pos, afters| append_kv_into(xk, xv, kd, vd, pos, afters, rope),
+        )?;
+        Ok(true)
     }
 
     /// This side's state for [`crate::kv::pending::append_pair_one`] (vectors of `d`
@@ -77,11 +110,18 @@ impl KvSide for Fp16Side {
     }
 
     fn dense(&self, dtype: Dtype) -> Result<Array> {
-        self.pending.settle()?;
-        let v = self
-            .buf
-            .view()?
-            .ok_or_else(|| Error::invalid("kv", "empty cache"))?;
+        let empty = || Error::invalid("kv", "empty cache");
+        // After an in-place write, the view is ordered after it inside the graph (a
+        // `depends` node): MLX's SDPA then reads the new position without the host waiting
+        // for the write, which would stall the pipelined decode loop at every layer.
+        let v = match self.pending.token() {
+            Some(t) => self.buf.full().ok_or_else(empty)?.after(&[t])?.slice_axis(
+                2,
+                0,
+                self.buf.len() as i32,
+            )?,
+            None => self.buf.view()?.ok_or_else(empty)?,
+        };
         if v.dtype() == dtype {
             Ok(v)
         } else {

@@ -2,6 +2,7 @@
 //! storage format. Attention goes through [`crate::attention::attend`], which picks the path.
 
 use crate::attention::{attend, attend_before_rope};
+use crate::kv::fp16::Fp16Side;
 use crate::kv::int8::Int8Side;
 use crate::kv::side::KvSide;
 use crate::kv::turbo::TurboSide;
@@ -43,9 +44,9 @@ impl SplitKvCache {
         SplitKvCache { k, v, name }
     }
 
-    /// Both sides' decode-step append in one launch where both are turbo4, both int8, or
-    /// fp16 keys with turbo4 values (turbo4-asym), with in-place appends
-    /// (`MLXCEL_FUSED_KV_APPEND`); false when that does not apply.
+    /// Both sides' decode-step append in one launch where both are turbo4, both int8, fp16
+    /// keys with turbo4 values (turbo4-asym), or both fp16 (`MLXCEL_FP16_INPLACE_APPEND`),
+    /// with in-place appends (`MLXCEL_FUSED_KV_APPEND`); false when that does not apply.
     fn append_pair(&mut self, k: &Array, v: &Array, rope: Option<&RopeSpec>) -> Result<bool> {
         if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
             return TurboSide::append_pair_in_place(kt, vt, k, v, rope);
@@ -53,8 +54,11 @@ impl SplitKvCache {
         if let (Some(kf), Some(vt)) = (self.k.as_fp16_mut(), self.v.as_turbo_mut()) {
             return TurboSide::append_asym_pair_in_place(kf, vt, k, v, rope);
         }
-        match (self.k.as_int8_mut(), self.v.as_int8_mut()) {
-            (Some(ki), Some(vi)) => Int8Side::append_pair_in_place(ki, vi, k, v, rope),
+        if let (Some(ki), Some(vi)) = (self.k.as_int8_mut(), self.v.as_int8_mut()) {
+            return Int8Side::append_pair_in_place(ki, vi, k, v, rope);
+        }
+        match (self.k.as_fp16_mut(), self.v.as_fp16_mut()) {
+            (Some(kf), Some(vf)) => Fp16Side::append_pair_in_place(kf, vf, k, v, rope),
             _ => Ok(false),
         }
     }
