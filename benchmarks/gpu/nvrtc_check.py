@@ -210,7 +210,7 @@ def main():
     for d in (64, 128):
         for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
             for xt in ("__half", "__nv_bfloat16"):
-                src = (enc_header + "\n" + read("fp16_store.cuh") + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                src = (enc_header + "\n" + "#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                        f"__global__ void e(const {xt}* xk, const Shape xk_shape, const int xk_ndim, const {xt}* xv, "
                        "const float* v_mids, const float* v_lut, const float* v_signs, "
                        "const __half* k_buf, const Shape k_buf_shape, const uint8_t* v_packed, const Shape v_packed_shape, const __half* v_norms, "
@@ -221,12 +221,21 @@ def main():
     for d in (64, 128):
         for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
             for xt in ("__half", "__nv_bfloat16", "float"):
-                src = (header + "\n" + read("kv_pair.cuh") + "\n" + read("fp16_store.cuh") + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                src = (header + "\n" + read("kv_pair.cuh") + "\n" + "#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                        f"__global__ void e(const {xt}* xk, const Shape xk_shape, const int xk_ndim, const {xt}* xv, "
                        "const __half* k_buf, const Shape k_buf_shape, const __half* v_buf, "
                        "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
                        + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + f16kv + "\n}\n")
                 ok &= compile_one(f"fp16_append_kv d{d} rope={rope} trad={trad} {xt}", src)
+    rq = read("rope_q_after.cu")
+    for d in (64, 128):
+        for trad in ("false", "true"):
+            for xt in ("__half", "__nv_bfloat16", "float"):
+                src = (header + "\n" + read("kv_pair.cuh") + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                       f"__global__ void e(const {xt}* q, const Shape q_shape, const int q_ndim, const float* inv_freq, "
+                       f"const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, {xt}* out) {{\n"
+                       + f"constexpr int D = {d}; constexpr bool TRAD = {trad};\n" + rq + "\n}\n")
+                ok &= compile_one(f"rope_q_after d{d} trad={trad} {xt}", src)
     i8 = read("int8_encode.cu")
     i8_header = header + "\n" + read("kv_pair.cuh") + "\n" + read("int8_encode.cuh")
     for d in (64, 128):
@@ -316,7 +325,7 @@ def main():
             kbuf, knorms, vbuf = (("const uint8_t* k_packed", "const __half* k_norms", "const uint8_t* v_packed"),
                                   ("const __half* k_packed", "const float* k_norms", "const uint8_t* v_packed"),
                                   ("const int8_t* k_packed", "const __half* k_norms", "const int8_t* v_packed"))[fmt]
-            src = ("typedef signed char int8_t;\n" + enc_header + "\n" + read("fp16_store.cuh") + "\n" + read("int8_encode.cuh") + "\n"
+            src = ("typedef signed char int8_t;\n" + enc_header + "\n" + "#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n" + read("int8_encode.cuh") + "\n"
                    + qmv_header + "\ntypedef unsigned char uint8_t;\n" + SHAPE
                    + "__global__ void q(const __half* x, const uint32_t* w, const Shape w_shape, const __half* scales, const __half* biases, "
                    "const __half* r, const __half* nw, const float* k_mids, const float* k_lut, const float* k_signs, const float* v_mids, "

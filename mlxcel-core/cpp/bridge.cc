@@ -405,11 +405,6 @@ std::unique_ptr<ArrayVec> split_sections(const Array& a, I32s indices, int32_t a
   out->items = mx::split(a.inner, to_shape(indices), axis);
   return out;
 }
-std::unique_ptr<ArrayVec> depends(const ArrayVec& inputs, const ArrayVec& dependencies) {
-  auto out = std::make_unique<ArrayVec>();
-  out->items = mx::depends(inputs.items, dependencies.items);
-  return out;
-}
 ArrayPtr take(const Array& a, const Array& indices, int32_t axis) {
   return wrap(mx::take(a.inner, indices.inner, axis));
 }

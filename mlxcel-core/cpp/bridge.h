@@ -124,7 +124,6 @@ ArrayPtr slice_update_dynamic(const Array& src, const Array& update, const Array
 ArrayPtr concatenate(const ArrayVec& v, int32_t axis);
 ArrayPtr stack(const ArrayVec& v, int32_t axis);
 std::unique_ptr<ArrayVec> split_sections(const Array& a, I32s indices, int32_t axis);
-std::unique_ptr<ArrayVec> depends(const ArrayVec& inputs, const ArrayVec& dependencies);
 ArrayPtr take(const Array& a, const Array& indices, int32_t axis);
 ArrayPtr take_along_axis(const Array& a, const Array& indices, int32_t axis);
 ArrayPtr put_along_axis(const Array& a, const Array& indices, const Array& values, int32_t axis);

@@ -672,8 +672,10 @@ pub const MMA_ONE_WAVE: Flag = Flag {
 
 /// Decode-step K+V appends of fp16 caches on CUDA (the fp16 mode, and fp16/fp16 boundary
 /// layers) write both sides' buffers in place in one launch (`cuda/fp16_append_kv.cu`,
-/// RoPE inside), and MLX's SDPA reads them after that write through a `depends` node
-/// (`Array::after`), not a host wait. Why: MLX's `slice_update` copies a layer's whole cache
+/// RoPE inside), and MLX's SDPA runs after that write because its queries come from a RoPE
+/// launch that takes the write's token (`cuda/rope_q_after.cu`; MLX's CUDA graphs order
+/// nodes by the buffers they read, and an MLX `depends` node launches nothing), not after a
+/// host wait. Why: MLX's `slice_update` copies a layer's whole cache
 /// when the previous step's attention still holds the buffer as the op is encoded, which the
 /// pipelined loop makes common: on the H200 (session 23, call 1) 2186 of 8000 fp16 appends
 /// at 128K copied 268 MB each, and fp16's 128K step took 8.9 ms instead of ~6.2 ms.

@@ -556,37 +556,3 @@ fn slice_update_reuses_the_buffer_only_when_nothing_else_holds_it() {
     }
     assert_eq!(donated.to_vec::<f32>().unwrap(), w);
 }
-
-/// `Array::after` is an identity that shares the buffer (no copy) and makes evaluating it
-/// evaluate the dependencies too: what orders MLX's SDPA after an in-place cache write.
-#[test]
-fn after_shares_the_buffer_and_evaluates_its_dependencies() {
-    let mut r = rng("after_shares_the_buffer_and_evaluates_its_dependencies");
-    let xs = randn(&mut r, 24);
-    let x = Array::from_slice(&xs, &[2, 3, 4]).unwrap();
-    x.eval().unwrap();
-    let dep = x.multiply(&x).unwrap();
-    let y = x.after(&[&dep]).unwrap();
-    assert_eq!(
-        dep.pending_ops().unwrap(),
-        1,
-        "the dependency is still lazy"
-    );
-    y.eval().unwrap();
-    assert_eq!(
-        dep.pending_ops().unwrap(),
-        0,
-        "evaluating y ran the dependency"
-    );
-    assert_eq!(y.shape(), x.shape());
-    assert_eq!(y.buffer_id().unwrap(), x.buffer_id().unwrap(), "no copy");
-    assert_eq!(y.to_vec::<f32>().unwrap(), xs);
-    // A lazy dependency with no other reader (an in-place write's token) still runs.
-    let marker = Array::zeros(&[4], Dtype::I32)
-        .unwrap()
-        .add(&Array::ones(&[4], Dtype::I32).unwrap())
-        .unwrap();
-    let z = x.after(&[&marker]).unwrap();
-    z.eval().unwrap();
-    assert_eq!(marker.pending_ops().unwrap(), 0);
-}

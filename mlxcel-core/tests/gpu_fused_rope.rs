@@ -10,8 +10,9 @@
 //! launch) and must store exactly what the one-side encoders store. `attend_rope_flat`
 //! (the output declared `[1, 1, Hq * D]`) must give exactly `attend_rope`'s values.
 //! On the CUDA host this runs the in-place encoders and the tensor-core kernel with RoPE
-//! inside; on the CPU (CI) both caches take MLX's rope, which checks the plumbing (the
-//! positions each call rotates at) and that nothing is fused there.
+//! inside, and for fp16 the in-place K+V append with the query RoPE launch that orders
+//! MLX's SDPA after it; on the CPU (CI) both caches take MLX's rope, which checks the
+//! plumbing (the positions each call rotates at) and that nothing is fused there.
 
 mod common;
 
@@ -157,6 +158,9 @@ fn check_case(
     b.append_rope(&k, &v, rope).unwrap();
     assert_eq!(b.len(), prefill + 1);
     let got = b.attend_rope(&q, scale, rope).unwrap();
+    // Evaluated before anything waits for the in-place write on the host (the reference
+    // below does): the output must be ordered after the write inside MLX's graph.
+    got.eval().unwrap();
     // The output in the projection's layout [1, 1, Hq * D] (fused: the same
     // launches with the output declared flat) holds the same values.
     let flat = b.attend_rope_flat(&q, scale, rope).unwrap();

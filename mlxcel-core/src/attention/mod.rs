@@ -10,6 +10,7 @@
 
 use crate::flags;
 use crate::kernels::decode_attention::{fused_decode, fused_decode_rope, rope_fits, supported};
+use crate::kernels::fp16_append::rope_q_after;
 use crate::kv::side::{KvSide, FORMAT_FP16};
 use crate::mlx::fast::{scaled_dot_product_attention, AttentionMask};
 use crate::mlx::kernel::KernelBackend;
@@ -106,8 +107,11 @@ pub fn attend_before_rope(
     rope: &RopeSpec,
     flat: bool,
 ) -> Result<Option<Array>> {
-    if !flags::FUSED_ROPE.enabled() || select_path(q, k, v) != AttentionPath::FusedDecode {
+    if !flags::FUSED_ROPE.enabled() {
         return Ok(None);
+    }
+    if select_path(q, k, v) != AttentionPath::FusedDecode {
+        return attend_fp16_after_write(q, k, v, scale, rope, flat);
     }
     let d = q.dim(-1) as usize;
     if !kernel_scale(scale, d) {
@@ -122,6 +126,38 @@ pub fn attend_before_rope(
             fused_decode_rope(q, &kr, &vr, k.len(), scale, None, Some(rope), flat).map(Some)
         }
         _ => Ok(None),
+    }
+}
+
+/// MLX's SDPA over fp16 sides that an in-place append wrote since their last host wait
+/// (`MLXCEL_FP16_INPLACE_APPEND`), with `q` given before RoPE: q is rotated by a launch that
+/// takes the write's tokens ([`rope_q_after`]), which orders SDPA after the write inside
+/// MLX's CUDA graph. `None` where no such write is pending (the caller's path then waits
+/// for nothing) or `q` is not one decode position.
+fn attend_fp16_after_write(
+    q: &Array,
+    k: &dyn KvSide,
+    v: &dyn KvSide,
+    scale: f32,
+    rope: &RopeSpec,
+    flat: bool,
+) -> Result<Option<Array>> {
+    let (kr, vr) = match (k.raw(), v.raw()) {
+        (Some(kr), Some(vr)) if kr.format == FORMAT_FP16 && vr.format == FORMAT_FP16 => (kr, vr),
+        _ => return Ok(None),
+    };
+    if (kr.pending.is_none() && vr.pending.is_none()) || q.ndim() != 4 || q.dim(2) != 1 {
+        return Ok(None);
+    }
+    let len = k.len();
+    let q = rope_q_after(q, rope, len, [kr.pending, vr.pending])?;
+    let keys = kr.data.slice_axis(2, 0, len as i32)?;
+    let values = vr.data.slice_axis(2, 0, len as i32)?;
+    let o = dense_attention(&q, &keys, &values, scale)?;
+    if flat {
+        crate::kv::flatten_heads(&o).map(Some)
+    } else {
+        Ok(Some(o))
     }
 }
 

@@ -1,7 +1,8 @@
 //! In-place decode-step appends of fp16 caches on CUDA (`MLXCEL_FP16_INPLACE_APPEND`): a
 //! layer's new key (rotated by RoPE in the launch) and value written straight into both
 //! sides' buffers by one launch (`cuda/fp16_append_kv.cu`), instead of MLX's rope and a
-//! `slice_update` per side.
+//! `slice_update` per side; and RoPE of the step's queries by a launch that takes that
+//! write's token ([`rope_q_after`]), so that MLX's SDPA runs after the write.
 //!
 //! Why: `slice_update` writes into the cache buffer only when nothing else holds it as MLX
 //! encodes the op. In the pipelined decode loop the previous step's attention often still
@@ -10,8 +11,9 @@
 //! fp16's step ran at ~9 ms instead of ~6.2 ms.
 
 use crate::flags;
+use crate::kernels::decode_attention::{length_marker, wait_for};
 use crate::kernels::in_place::{buffer_fits, write_pair, PAIR_ORDER_INPUTS};
-use crate::mlx::kernel::{KernelBackend, KernelSource};
+use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
 use crate::rope::RopeSpec;
 use crate::{Error, Result};
@@ -38,13 +40,75 @@ fn source() -> KernelSource {
         &["done"],
         include_str!("cuda/fp16_append_kv.cu"),
     );
-    spec.header = format!(
+    spec.header = header();
+    spec
+}
+
+/// What both launches include: RoPE of a warp's vector (`decode_attention.cuh`), loading it
+/// (`kv_pair.cuh`), storing it (`fp16_store.cuh`).
+fn header() -> String {
+    format!(
         "{}\n{}\n{}",
         include_str!("cuda/decode_attention.cuh"),
         include_str!("cuda/kv_pair.cuh"),
         include_str!("cuda/fp16_store.cuh")
+    )
+}
+
+fn q_source() -> KernelSource {
+    let mut spec = KernelSource::new(
+        "mlxcel_rope_q_after",
+        &["q", "inv_freq", "pos_marker", "k_after", "v_after"],
+        &["out"],
+        include_str!("cuda/rope_q_after.cu"),
     );
+    spec.header = header();
     spec
+}
+
+/// RoPE of queries `q [B, H, L, D]` (the last `L` of `len` cached positions) by a launch
+/// that takes the last in-place writes' tokens `afters` as inputs (`cuda/rope_q_after.cu`);
+/// the result has q's shape and dtype. Why: MLX's CUDA graphs order a node after the nodes
+/// that produced its inputs' buffers, and an in-place cache write produces only its token, so
+/// MLX's SDPA over the cache would not wait for the write (nor would an MLX `depends` node,
+/// which launches nothing). SDPA reads these queries, so it runs after this launch and hence
+/// after the write; the launch replaces MLX's rope on q (no node added, no host wait).
+pub fn rope_q_after(
+    q: &Array,
+    rope: &RopeSpec,
+    len: usize,
+    afters: [Option<&Array>; 2],
+) -> Result<Array> {
+    let s = q.shape();
+    let fits = s.len() == 4
+        && s[2] >= 1
+        && len >= s[2] as usize
+        && rope.fits_warp_layout(s[3] as usize)
+        && (32..=256).contains(&s[3]);
+    if !fits {
+        return Err(Error::invalid(
+            "rope q",
+            format!(
+                "needs q [B, H, L, D] with L <= len ({len}) and a head_dim RoPE's warp layout takes; got {s:?}"
+            ),
+        ));
+    }
+    let marker = length_marker(len)?;
+    let [ka, va] = afters;
+    let (ka, va) = (wait_for(ka)?, wait_for(va)?);
+    let rows = s[0] * s[1] * s[2];
+    let launch = Launch::new(
+        &[q, rope.inv_freq(), &marker, &ka, &va],
+        [rows * 32, 1, 1],
+        [128, 1, 1],
+    )
+    .output(&s, q.dtype())
+    .template("D", TemplateArg::Int(s[3]))
+    .template("TRAD", TemplateArg::Bool(rope.traditional));
+    cached_by_name(KernelBackend::Cuda, "rope_q_after", 0, q_source)?
+        .call(&launch)?
+        .pop()
+        .ok_or_else(|| Error::invalid("rope q", "no output"))
 }
 
 /// Writes keys `xk` and values `xv` (`[B, H, L, D]`, one shape; `xk` before RoPE when `rope`

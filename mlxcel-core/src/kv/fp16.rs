@@ -10,10 +10,11 @@ use crate::{Error, Result};
 
 /// One unquantized side. Its in-place writers on CUDA are the turbo4-asym K+V launch
 /// (`TurboSide::append_asym_pair_in_place`, the key side) and the fp16 K+V launch
-/// ([`Fp16Side::append_pair_in_place`], both sides of an fp16 cache). The fused decode
-/// kernel takes the write token as an input; [`KvSide::dense`] hands out a view ordered
-/// after the write (`Array::after`); the other writers wait for it on the host
-/// ([`crate::kv::pending`] has the rules).
+/// ([`Fp16Side::append_pair_in_place`], both sides of an fp16 cache). The readers that run
+/// after such a write without a host wait take its token as an input: the fused decode
+/// kernel, and the RoPE launch whose queries MLX's SDPA reads
+/// (`attention::attend_fp16_after_write`); every other reader and writer waits for the
+/// write on the host first ([`crate::kv::pending`] has the rules).
 pub struct Fp16Side {
     buf: GrowBuffer,
     pending: PendingWrite,
@@ -34,21 +35,22 @@ impl Fp16Side {
     }
 
     /// Appends one decode-step position to an fp16 cache's key side `k` and value side `v`
-    /// with one in-place launch (`kernels::fp16_append::append_kv_into`); with `rope`, `xk`
-    /// is the key before RoPE. Returns false, having appended nothing, where that path does
-    /// not apply (then each side appends on its own through `slice_update`).
+    /// with one in-place launch (`kernels::fp16_append::append_kv_into`); `xk` is the key
+    /// before `rope`. Returns false, having appended nothing, where that path does not apply
+    /// (then each side appends on its own through `slice_update`). Only with RoPE: the
+    /// attention that reads the write is ordered after it by its query RoPE launch.
     pub fn append_pair_in_place(
         k: &mut Fp16Side,
         v: &mut Fp16Side,
         xk: &Array,
         xv: &Array,
-        rope: Option<&RopeSpec>,
+        rope: &RopeSpec,
     ) -> Result<bool> {
         use crate::kernels::fp16_append::{append_kv_into, applies};
         use crate::kv::pending::{append_pair_one, pair_step_applies};
         let s = xk.shape();
         let d = s.get(3).copied().unwrap_or(0);
-        if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope)
+        if !(pair_step_applies(xk, xv, [k.len(), v.len()], Some(rope))
             && applies(d as usize, k.dtype())
             && v.dtype() == k.dtype())
         {
@@ -58,7 +60,7 @@ impl Fp16Side {
             k.pair_side(d),
             v.pair_side(d),
             [s[0], s[1]],
-            |[kd, _], [vd, _], pos, afters| append_kv_into(xk, xv, kd, vd, pos, afters, rope),
+            |[kd, _], [vd, _], pos, afters| append_kv_into(xk, xv, kd, vd, pos, afters, Some(rope)),
         )?;
         Ok(true)
     }
@@ -110,18 +112,11 @@ impl KvSide for Fp16Side {
     }
 
     fn dense(&self, dtype: Dtype) -> Result<Array> {
-        let empty = || Error::invalid("kv", "empty cache");
-        // After an in-place write, the view is ordered after it inside the graph (a
-        // `depends` node): MLX's SDPA then reads the new position without the host waiting
-        // for the write, which would stall the pipelined decode loop at every layer.
-        let v = match self.pending.token() {
-            Some(t) => self.buf.full().ok_or_else(empty)?.after(&[t])?.slice_axis(
-                2,
-                0,
-                self.buf.len() as i32,
-            )?,
-            None => self.buf.view()?.ok_or_else(empty)?,
-        };
+        self.pending.settle()?;
+        let v = self
+            .buf
+            .view()?
+            .ok_or_else(|| Error::invalid("kv", "empty cache"))?;
         if v.dtype() == dtype {
             Ok(v)
         } else {

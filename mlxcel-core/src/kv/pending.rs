@@ -8,7 +8,12 @@
 //! - each in-place write takes the previous write's token as an input, so the tokens form a
 //!   chain, and the fused decode kernels take the last token
 //!   ([`RawSide::pending`](super::side::RawSide::pending)): they run after every write, even
-//!   when several appends were queued without evaluation;
+//!   when several appends were queued without evaluation; so does the query RoPE launch in
+//!   front of MLX's SDPA over fp16 sides (`kernels::fp16_append::rope_q_after`). Taking the
+//!   token as an input is what orders a node: MLX's CUDA graphs link a node to the nodes that
+//!   produced the buffers it reads, and the write produces only its token (an MLX `depends`
+//!   node launches nothing and orders nothing there: session 23 read a stale position
+//!   through one);
 //! - every other reader or writer of the buffers (split attention paths, `slice_update`
 //!   appends, growth by concatenation) first waits for the last token ([`PendingWrite::settle`]);
 //! - a write only touches positions no earlier launch still reads (the previous step's fused

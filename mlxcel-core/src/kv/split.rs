@@ -57,8 +57,10 @@ impl SplitKvCache {
         if let (Some(ki), Some(vi)) = (self.k.as_int8_mut(), self.v.as_int8_mut()) {
             return Int8Side::append_pair_in_place(ki, vi, k, v, rope);
         }
-        match (self.k.as_fp16_mut(), self.v.as_fp16_mut()) {
-            (Some(kf), Some(vf)) => Fp16Side::append_pair_in_place(kf, vf, k, v, rope),
+        // fp16 sides only with RoPE given: their in-place write is ordered before MLX's SDPA
+        // by the query RoPE launch (`attention::attend_before_rope`), which needs q before RoPE.
+        match (self.k.as_fp16_mut(), self.v.as_fp16_mut(), rope) {
+            (Some(kf), Some(vf), Some(r)) => Fp16Side::append_pair_in_place(kf, vf, k, v, r),
             _ => Ok(false),
         }
     }

@@ -105,7 +105,6 @@ pub(crate) mod bridge {
         fn concatenate(v: &ArrayVec, axis: i32) -> Result<UniquePtr<Array>>;
         fn stack(v: &ArrayVec, axis: i32) -> Result<UniquePtr<Array>>;
         fn split_sections(a: &Array, indices: &[i32], axis: i32) -> Result<UniquePtr<ArrayVec>>;
-        fn depends(inputs: &ArrayVec, dependencies: &ArrayVec) -> Result<UniquePtr<ArrayVec>>;
         fn take(a: &Array, indices: &Array, axis: i32) -> Result<UniquePtr<Array>>;
         fn take_along_axis(a: &Array, indices: &Array, axis: i32) -> Result<UniquePtr<Array>>;
         fn put_along_axis(

@@ -399,18 +399,6 @@ impl Array {
         from_array_vec(&v, "split")
     }
 
-    /// This array, computed only after `dependencies` (MLX's `depends`: an identity that
-    /// shares this array's buffer, no copy). Why: a kernel that writes a buffer in place
-    /// (the cache appends, `kv::pending`) is a node nothing reads; a reader that takes the
-    /// buffer through this op is ordered after the write inside the graph, where waiting
-    /// for the write on the host would stall the pipelined decode loop.
-    pub fn after(&self, dependencies: &[&Array]) -> Result<Array> {
-        let v = ffi::depends(&array_vec(&[self]), &array_vec(dependencies)).op("depends")?;
-        from_array_vec(&v, "depends")?
-            .pop()
-            .ok_or_else(|| Error::invalid("depends", "no output"))
-    }
-
     /// Fast Walsh–Hadamard transform over the last axis (size must be a power of two
     /// times 1, 12, 20 or 28). `scale` defaults to `1/sqrt(n)` (orthonormal).
     pub fn hadamard_transform(&self, scale: Option<f32>) -> Result<Array> {

@@ -1,6 +1,7 @@
 // The fp16 key side of a turbo4-asym cache, written by one warp per head vector (what MLX's
 // rope op followed by a slice_update into the cache buffer does). Used by
-// turbo_encode_kv_asym.cu. Appended to kv_pair.cuh (load_row).
+// turbo_encode_kv_asym.cu and fp16_append_kv.cu; store_f32 by rope_q_after.cu. Appended to
+// kv_pair.cuh (load_row).
 #pragma once
 
 namespace mlxcel_enc {
@@ -17,5 +18,10 @@ __device__ __forceinline__ void fp16_row(const T* x_row, int lane, float pos, co
 #pragma unroll
   for (int e = 0; e < QE; ++e) buf[dst * D + lane * QE + e] = __float2half_rn(v[e]);
 }
+
+// Stores x rounded once to the element type of p (the output types of rope_q_after.cu).
+__device__ __forceinline__ void store_f32(__half* p, float x) { *p = __float2half_rn(x); }
+__device__ __forceinline__ void store_f32(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+__device__ __forceinline__ void store_f32(float* p, float x) { *p = x; }
 
 }  // namespace mlxcel_enc
