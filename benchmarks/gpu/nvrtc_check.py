@@ -227,6 +227,17 @@ def main():
                        "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
                        + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + f16kv + "\n}\n")
                 ok &= compile_one(f"fp16_append_kv d{d} rope={rope} trad={trad} {xt}", src)
+    fi8 = read("fp16_int8_kv.cu")
+    for d in (64, 128):
+        for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
+            for xt in ("__half", "__nv_bfloat16", "float"):
+                src = ("typedef signed char int8_t;\n" + header + "\n" + read("kv_pair.cuh") + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n" + read("int8_encode.cuh")
+                       + "\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                       f"__global__ void e(const {xt}* xk, const Shape xk_shape, const int xk_ndim, const {xt}* xv, "
+                       "const __half* k_buf, const Shape k_buf_shape, const int8_t* v_q, const __half* v_scale, "
+                       "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
+                       + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + fi8 + "\n}\n")
+                ok &= compile_one(f"fp16_int8_kv d{d} rope={rope} trad={trad} {xt}", src)
     rq = read("rope_q_after.cu")
     for d in (64, 128):
         for trad in ("false", "true"):

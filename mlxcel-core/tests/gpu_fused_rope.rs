@@ -10,8 +10,9 @@
 //! launch) and must store exactly what the one-side encoders store. `attend_rope_flat`
 //! (the output declared `[1, 1, Hq * D]`) must give exactly `attend_rope`'s values.
 //! On the CUDA host this runs the in-place encoders and the tensor-core kernel with RoPE
-//! inside, and for fp16 the in-place K+V append with the query RoPE launch that orders
-//! MLX's SDPA after it; on the CPU (CI) both caches take MLX's rope, which checks the
+//! inside, for fp16 the in-place K+V append with the query RoPE launch that orders MLX's
+//! SDPA after it, and for fp16+int8 (the turbo modes' boundary layers) the fp16-key /
+//! int8-value in-place append; on the CPU (CI) both caches take MLX's rope, which checks the
 //! plumbing (the positions each call rotates at) and that nothing is fused there.
 
 mod common;
@@ -71,7 +72,7 @@ fn rope_inside_the_fused_kernels_matches_mlx_rope_first() {
         ]
     };
     let mut worst = (0f32, 0f32);
-    for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
+    for mode in ["turbo4", "turbo4-asym", "int8", "fp16", "fp16+int8"] {
         for (hq, hkv, d) in [(32usize, 8usize, 128usize), (12, 3, 64)] {
             for (rname, rope) in ropes(d) {
                 for prefill in [63usize, 300] {

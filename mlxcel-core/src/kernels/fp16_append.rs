@@ -44,7 +44,22 @@ fn source() -> KernelSource {
     spec
 }
 
-/// What both launches include: RoPE of a warp's vector (`decode_attention.cuh`), loading it
+fn source_int8() -> KernelSource {
+    let inputs: Vec<&str> = ["xk", "xv", "k_buf", "v_q", "v_scale"]
+        .into_iter()
+        .chain(PAIR_ORDER_INPUTS)
+        .collect();
+    let mut spec = KernelSource::new(
+        "mlxcel_fp16_int8_kv",
+        &inputs,
+        &["done"],
+        include_str!("cuda/fp16_int8_kv.cu"),
+    );
+    spec.header = format!("{}\n{}", header(), include_str!("cuda/int8_encode.cuh"));
+    spec
+}
+
+/// What the launches include: RoPE of a warp's vector (`decode_attention.cuh`), loading it
 /// (`kv_pair.cuh`), storing it (`fp16_store.cuh`).
 fn header() -> String {
     format!(
@@ -64,6 +79,53 @@ fn q_source() -> KernelSource {
     );
     spec.header = header();
     spec
+}
+
+/// [`append_kv_into`] for an fp16 key side and a plain int8 value side (the boundary layers
+/// of the turbo modes, `fp16+int8`; `cuda/fp16_int8_kv.cu`): keys stored as fp16 into
+/// `k_buf` (`[B, H, cap, D]`), values quantized into `v_q` (`[B, H, cap, D]` int8) and
+/// `v_scale` (`[B, H, cap, 1]` fp16) as the int8 encoders do. Returns the token of both
+/// writes.
+#[allow(clippy::too_many_arguments)]
+pub fn append_fp16_int8_into(
+    xk: &Array,
+    xv: &Array,
+    k_buf: &Array,
+    v_q: &Array,
+    v_scale: &Array,
+    pos: usize,
+    afters: [Option<&Array>; 2],
+    rope: Option<&RopeSpec>,
+) -> Result<Array> {
+    let xs = xk.shape();
+    let d = xs.get(3).copied().unwrap_or(0);
+    if !(buffer_fits(&xs, k_buf, d, Dtype::F16, pos)
+        && buffer_fits(&xs, v_q, d, Dtype::I8, pos)
+        && buffer_fits(&xs, v_scale, 1, Dtype::F16, pos))
+    {
+        return Err(Error::invalid(
+            "fp16+int8 append",
+            format!(
+                "K and V in place: x {xs:?} / {:?} into k {:?} {:?} / v {:?} {:?}, scales {:?} at {pos}",
+                xv.shape(),
+                k_buf.shape(),
+                k_buf.dtype(),
+                v_q.shape(),
+                v_q.dtype(),
+                v_scale.shape()
+            ),
+        ));
+    }
+    write_pair(
+        "fp16_int8_kv",
+        source_int8,
+        xk,
+        xv,
+        &[k_buf, v_q, v_scale],
+        pos,
+        afters,
+        rope,
+    )
 }
 
 /// RoPE of queries `q [B, H, L, D]` (the last `L` of `len` cached positions) by a launch

@@ -2,6 +2,7 @@
 //! the rotated vector (`int8r`: the turbo codec's randomized Hadamard rotation first).
 
 use crate::kv::buffer::GrowBuffer;
+use crate::kv::fp16::Fp16Side;
 use crate::kv::pending::{PairSide, PendingWrite};
 use crate::kv::side::{KvSide, RawSide, FORMAT_INT8};
 use crate::kv::turbo::rotation::Rotation;
@@ -209,6 +210,43 @@ impl Int8Side {
                 rope,
             )
         })?;
+        Ok(true)
+    }
+}
+
+impl Int8Side {
+    /// Appends one decode-step position to an fp16-key / int8-value cache (the turbo modes'
+    /// boundary layers, `fp16+int8`) with one in-place launch
+    /// (`kernels::fp16_append::append_fp16_int8_into`); with `rope`, `xk` is the key before
+    /// RoPE. Returns false, having appended nothing, where that path does not apply (a
+    /// rotated value side, `MLXCEL_FP16_INPLACE_APPEND` or `MLXCEL_INPLACE_APPEND` off, not
+    /// CUDA): then each side appends on its own.
+    pub fn append_fp16_pair_in_place(
+        k: &mut Fp16Side,
+        v: &mut Int8Side,
+        xk: &Array,
+        xv: &Array,
+        rope: Option<&RopeSpec>,
+    ) -> Result<bool> {
+        use crate::kernels::fp16_append::{append_fp16_int8_into, applies};
+        use crate::kv::pending::{append_pair_one, pair_step_applies};
+        let d = xk.dim(-1);
+        if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope)
+            && Self::in_place_shape(xk)
+            && applies(d as usize, k.dtype())
+            && v.rotation.is_none())
+        {
+            return Ok(false);
+        }
+        let s = xk.shape();
+        append_pair_one(
+            k.pair_side(d),
+            v.pair_side(d),
+            [s[0], s[1]],
+            |[kd, _], [vq, vs], pos, afters| {
+                append_fp16_int8_into(xk, xv, kd, vq, vs, pos, afters, rope)
+            },
+        )?;
         Ok(true)
     }
 }

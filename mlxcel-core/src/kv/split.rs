@@ -45,7 +45,8 @@ impl SplitKvCache {
     }
 
     /// Both sides' decode-step append in one launch where both are turbo4, both int8, fp16
-    /// keys with turbo4 values (turbo4-asym), or both fp16 (`MLXCEL_FP16_INPLACE_APPEND`),
+    /// keys with turbo4 values (turbo4-asym), or fp16 keys with fp16 or int8 values
+    /// (`MLXCEL_FP16_INPLACE_APPEND`; the turbo modes' boundary layers are `fp16+int8`),
     /// with in-place appends (`MLXCEL_FUSED_KV_APPEND`); false when that does not apply.
     fn append_pair(&mut self, k: &Array, v: &Array, rope: Option<&RopeSpec>) -> Result<bool> {
         if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
@@ -56,6 +57,9 @@ impl SplitKvCache {
         }
         if let (Some(ki), Some(vi)) = (self.k.as_int8_mut(), self.v.as_int8_mut()) {
             return Int8Side::append_pair_in_place(ki, vi, k, v, rope);
+        }
+        if let (Some(kf), Some(vi)) = (self.k.as_fp16_mut(), self.v.as_int8_mut()) {
+            return Int8Side::append_fp16_pair_in_place(kf, vi, k, v, rope);
         }
         // fp16 sides only with RoPE given: their in-place write is ordered before MLX's SDPA
         // by the query RoPE launch (`attention::attend_before_rope`), which needs q before RoPE.
