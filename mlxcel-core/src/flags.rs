@@ -678,8 +678,10 @@ pub const MMA_ONE_WAVE: Flag = Flag {
 /// host wait. Why: MLX's `slice_update` copies a layer's whole cache
 /// when the previous step's attention still holds the buffer as the op is encoded, which the
 /// pipelined loop makes common: on the H200 (session 23, call 1) 2186 of 8000 fp16 appends
-/// at 128K copied 268 MB each, and fp16's 128K step took 8.9 ms instead of ~6.2 ms.
-/// 0 = MLX's rope and a `slice_update` per side (the reference path).
+/// at 128K copied 268 MB each. With the flag (call 3, two interleaved rounds) fp16's device
+/// time per step went 9.33 -> 6.19 ms at 128K and 3.68 -> 3.31 ms at 32K; turbo4's boundary
+/// layers (call 4) 3.86 -> 3.81 ms at 128K. Not bit-identical to MLX's rope (f32 rotation,
+/// one rounding; ADR 0013). 0 = MLX's rope and a `slice_update` per side (the reference path).
 pub const FP16_INPLACE_APPEND: Flag = Flag {
     name: "MLXCEL_FP16_INPLACE_APPEND",
     default: true,
