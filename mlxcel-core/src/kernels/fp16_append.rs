@@ -212,3 +212,47 @@ pub fn append_kv_into(
         rope,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The in-place path is CUDA-only and fp16-only; on any other backend (CI's CPU) every
+    /// append keeps `slice_update`, whatever the shape.
+    #[test]
+    fn applies_only_to_fp16_on_cuda_with_a_warp_head_dim() {
+        let cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+        assert_eq!(
+            applies(128, Dtype::F16),
+            cuda && flags::FP16_INPLACE_APPEND.enabled()
+        );
+        assert!(!applies(128, Dtype::BF16));
+        assert!(!applies(100, Dtype::F16));
+        assert!(!applies(512, Dtype::F16));
+    }
+
+    /// Shapes the launches cannot take are errors naming what was expected, before any
+    /// kernel is built.
+    #[test]
+    fn bad_shapes_are_errors() {
+        let rope = RopeSpec::new(64, false, 10000.0, None).unwrap();
+        let q = Array::zeros(&[1, 4, 3, 64], Dtype::F16).unwrap();
+        // Three query positions cannot be the last positions of a 2-position cache.
+        let e = rope_q_after(&q, &rope, 2, [None, None]).unwrap_err();
+        assert!(e.to_string().contains("L <= len"), "{e}");
+        // A head_dim other than RoPE's.
+        let q = Array::zeros(&[1, 4, 1, 128], Dtype::F16).unwrap();
+        assert!(rope_q_after(&q, &rope, 5, [None, None]).is_err());
+        // A buffer of another dtype or too short for the position.
+        let x = Array::zeros(&[1, 2, 1, 64], Dtype::F16).unwrap();
+        let buf = Array::zeros(&[1, 2, 8, 64], Dtype::F16).unwrap();
+        let f32_buf = Array::zeros(&[1, 2, 8, 64], Dtype::F32).unwrap();
+        let e = append_kv_into(&x, &x, &buf, &f32_buf, 3, [None, None], None).unwrap_err();
+        assert!(e.to_string().contains("in place"), "{e}");
+        assert!(append_kv_into(&x, &x, &buf, &buf, 8, [None, None], None).is_err());
+        let q8 = Array::zeros(&[1, 2, 8, 64], Dtype::I8).unwrap();
+        let sc = Array::zeros(&[1, 2, 8, 1], Dtype::F16).unwrap();
+        assert!(append_fp16_int8_into(&x, &x, &buf, &q8, &buf, 3, [None, None], None).is_err());
+        assert!(append_fp16_int8_into(&x, &x, &buf, &q8, &sc, 8, [None, None], None).is_err());
+    }
+}
