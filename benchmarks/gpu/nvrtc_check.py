@@ -210,39 +210,34 @@ def main():
     for d in (64, 128):
         for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
             for xt in ("__half", "__nv_bfloat16"):
-                src = (enc_header + "\n" + "#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                src = (enc_header + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\ntypedef unsigned char uint8_t;\n" + SHAPE +
                        f"__global__ void e(const {xt}* xk, const Shape xk_shape, const int xk_ndim, const {xt}* xv, "
                        "const float* v_mids, const float* v_lut, const float* v_signs, "
                        "const __half* k_buf, const Shape k_buf_shape, const uint8_t* v_packed, const Shape v_packed_shape, const __half* v_norms, "
                        "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
                        + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + asym + "\n}\n")
                 ok &= compile_one(f"turbo_encode_kv_asym d{d} rope={rope} trad={trad} {xt}", src)
+    # fp16-key appends: fp16 values, and with MLXCEL_V_INT8 int8 values (fp16_int8_kv).
     f16kv = read("fp16_append_kv.cu")
-    for d in (64, 128):
-        for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
-            for xt in ("__half", "__nv_bfloat16", "float"):
-                src = (header + "\n" + read("kv_pair.cuh") + "\n" + "#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
-                       f"__global__ void e(const {xt}* xk, const Shape xk_shape, const int xk_ndim, const {xt}* xv, "
-                       "const __half* k_buf, const Shape k_buf_shape, const __half* v_buf, "
-                       "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
-                       + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + f16kv + "\n}\n")
-                ok &= compile_one(f"fp16_append_kv d{d} rope={rope} trad={trad} {xt}", src)
-    fi8 = read("fp16_int8_kv.cu")
-    for d in (64, 128):
-        for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
-            for xt in ("__half", "__nv_bfloat16", "float"):
-                src = ("typedef signed char int8_t;\n" + header + "\n" + read("kv_pair.cuh") + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n" + read("int8_encode.cuh")
-                       + "\ntypedef unsigned char uint8_t;\n" + SHAPE +
-                       f"__global__ void e(const {xt}* xk, const Shape xk_shape, const int xk_ndim, const {xt}* xv, "
-                       "const __half* k_buf, const Shape k_buf_shape, const int8_t* v_q, const __half* v_scale, "
-                       "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
-                       + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + fi8 + "\n}\n")
-                ok &= compile_one(f"fp16_int8_kv d{d} rope={rope} trad={trad} {xt}", src)
+    f16_header = header + "\n" + read("kv_pair.cuh") + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh")
+    values = {"fp16_append_kv": ("", "", "const __half* v_buf, "),
+              "fp16_int8_kv": ("#define MLXCEL_V_INT8\ntypedef signed char int8_t;\n", "\n" + read("int8_encode.cuh"),
+                               "const int8_t* v_q, const __half* v_scale, ")}
+    for name, (define, extra, vsig) in values.items():
+        for d in (64, 128):
+            for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
+                for xt in ("__half", "__nv_bfloat16", "float"):
+                    src = (define + f16_header + extra + "\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                           f"__global__ void e(const {xt}* xk, const Shape xk_shape, const int xk_ndim, const {xt}* xv, "
+                           "const __half* k_buf, const Shape k_buf_shape, " + vsig +
+                           "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
+                           + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + f16kv + "\n}\n")
+                    ok &= compile_one(f"{name} d{d} rope={rope} trad={trad} {xt}", src)
     rq = read("rope_q_after.cu")
     for d in (64, 128):
         for trad in ("false", "true"):
             for xt in ("__half", "__nv_bfloat16", "float"):
-                src = (header + "\n" + read("kv_pair.cuh") + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\ntypedef unsigned char uint8_t;\n" + SHAPE +
+                src = (f16_header + "\ntypedef unsigned char uint8_t;\n" + SHAPE +
                        f"__global__ void e(const {xt}* q, const Shape q_shape, const int q_ndim, const float* inv_freq, "
                        f"const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, {xt}* out) {{\n"
                        + f"constexpr int D = {d}; constexpr bool TRAD = {trad};\n" + rq + "\n}\n")

@@ -4,7 +4,8 @@
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session23_call4.sh
 # Call 3 left turbo4's boundary layers (fp16 keys, int8 values) appending keys through
 # slice_update, 85 of 500 copied at 128K (239 in call 2). MLXCEL_FP16_INPLACE_APPEND now also
-# writes fp16+int8 pairs in place (cuda/fp16_int8_kv.cu). This call:
+# writes fp16+int8 pairs in place (cuda/fp16_int8_kv.cu at the time; the review merged
+# it into cuda/fp16_append_kv.cu under MLXCEL_V_INT8, NVRTC cubins byte-identical). This call:
 # 1. gpu_fused_rope's first test (now with fp16+int8);
 # 2. turbo4's greedy tokens at 1K with the flag off and on;
 # 3. turbo4 with the flag on / off: two interleaved rounds at 128K, one at 32K (128 tokens);

@@ -44,6 +44,8 @@ fn source() -> KernelSource {
     spec
 }
 
+/// [`source`] with int8 values (`MLXCEL_V_INT8`): the turbo modes' fp16-key / int8-value
+/// boundary layers.
 fn source_int8() -> KernelSource {
     let inputs: Vec<&str> = ["xk", "xv", "k_buf", "v_q", "v_scale"]
         .into_iter()
@@ -53,9 +55,13 @@ fn source_int8() -> KernelSource {
         "mlxcel_fp16_int8_kv",
         &inputs,
         &["done"],
-        include_str!("cuda/fp16_int8_kv.cu"),
+        include_str!("cuda/fp16_append_kv.cu"),
     );
-    spec.header = format!("{}\n{}", header(), include_str!("cuda/int8_encode.cuh"));
+    spec.header = format!(
+        "#define MLXCEL_V_INT8\n{}\n{}",
+        header(),
+        include_str!("cuda/int8_encode.cuh")
+    );
     spec
 }
 
@@ -79,53 +85,6 @@ fn q_source() -> KernelSource {
     );
     spec.header = header();
     spec
-}
-
-/// [`append_kv_into`] for an fp16 key side and a plain int8 value side (the boundary layers
-/// of the turbo modes, `fp16+int8`; `cuda/fp16_int8_kv.cu`): keys stored as fp16 into
-/// `k_buf` (`[B, H, cap, D]`), values quantized into `v_q` (`[B, H, cap, D]` int8) and
-/// `v_scale` (`[B, H, cap, 1]` fp16) as the int8 encoders do. Returns the token of both
-/// writes.
-#[allow(clippy::too_many_arguments)]
-pub fn append_fp16_int8_into(
-    xk: &Array,
-    xv: &Array,
-    k_buf: &Array,
-    v_q: &Array,
-    v_scale: &Array,
-    pos: usize,
-    afters: [Option<&Array>; 2],
-    rope: Option<&RopeSpec>,
-) -> Result<Array> {
-    let xs = xk.shape();
-    let d = xs.get(3).copied().unwrap_or(0);
-    if !(buffer_fits(&xs, k_buf, d, Dtype::F16, pos)
-        && buffer_fits(&xs, v_q, d, Dtype::I8, pos)
-        && buffer_fits(&xs, v_scale, 1, Dtype::F16, pos))
-    {
-        return Err(Error::invalid(
-            "fp16+int8 append",
-            format!(
-                "K and V in place: x {xs:?} / {:?} into k {:?} {:?} / v {:?} {:?}, scales {:?} at {pos}",
-                xv.shape(),
-                k_buf.shape(),
-                k_buf.dtype(),
-                v_q.shape(),
-                v_q.dtype(),
-                v_scale.shape()
-            ),
-        ));
-    }
-    write_pair(
-        "fp16_int8_kv",
-        source_int8,
-        xk,
-        xv,
-        &[k_buf, v_q, v_scale],
-        pos,
-        afters,
-        rope,
-    )
 }
 
 /// RoPE of queries `q [B, H, L, D]` (the last `L` of `len` cached positions) by a launch
@@ -173,46 +132,57 @@ pub fn rope_q_after(
         .ok_or_else(|| Error::invalid("rope q", "no output"))
 }
 
-/// Writes keys `xk` and values `xv` (`[B, H, L, D]`, one shape; `xk` before RoPE when `rope`
-/// is given) as fp16 into `k_buf` and `v_buf` (`[B, H, cap, D]` fp16) at `pos..pos+L`, in
-/// place, after the sides' previous writes (`afters`). Returns the token of both writes.
+/// The value buffers of an fp16-key in-place append (`[B, H, cap, D]`, aux `[B, H, cap, 1]`).
+pub enum ValueBuffers<'a> {
+    /// fp16 values (the fp16 mode).
+    Fp16(&'a Array),
+    /// int8 values and their fp16 absmax scales, quantized as the int8 encoders do (the turbo
+    /// modes' boundary layers, `fp16+int8`).
+    Int8 { q: &'a Array, scale: &'a Array },
+}
+
+/// Writes keys `xk` (`[B, H, L, D]`, before RoPE when `rope` is given) as fp16 into `k_buf`
+/// (`[B, H, cap, D]` fp16) and values `xv` (of xk's shape) into the value buffers `v`, at
+/// `pos..pos+L`, in place, after the sides' previous writes (`afters`), by one launch
+/// (`cuda/fp16_append_kv.cu`). Returns the token of both writes.
 pub fn append_kv_into(
     xk: &Array,
     xv: &Array,
     k_buf: &Array,
-    v_buf: &Array,
+    v: ValueBuffers<'_>,
     pos: usize,
     afters: [Option<&Array>; 2],
     rope: Option<&RopeSpec>,
 ) -> Result<Array> {
     let xs = xk.shape();
     let d = xs.get(3).copied().unwrap_or(0);
-    if !(buffer_fits(&xs, k_buf, d, Dtype::F16, pos) && buffer_fits(&xs, v_buf, d, Dtype::F16, pos))
-    {
+    let (name, src, values): (_, fn() -> KernelSource, Vec<&Array>) = match v {
+        ValueBuffers::Fp16(b) => ("fp16_append_kv", source, vec![b]),
+        ValueBuffers::Int8 { q, scale } => ("fp16_int8_kv", source_int8, vec![q, scale]),
+    };
+    let values_fit = match values[..] {
+        [b] => buffer_fits(&xs, b, d, Dtype::F16, pos),
+        [q, scale] => {
+            buffer_fits(&xs, q, d, Dtype::I8, pos) && buffer_fits(&xs, scale, 1, Dtype::F16, pos)
+        }
+        _ => false,
+    };
+    if !(buffer_fits(&xs, k_buf, d, Dtype::F16, pos) && values_fit) {
+        let vs: Vec<_> = values.iter().map(|b| (b.shape(), b.dtype())).collect();
         return Err(Error::invalid(
             "fp16 append",
             format!(
-                "K and V in place: x {xs:?} / {:?} into k {:?} {:?} / v {:?} {:?} at {pos}",
+                "K and V in place: x {xs:?} / {:?} into k {:?} {:?} / values {vs:?} at {pos}",
                 xv.shape(),
                 k_buf.shape(),
                 k_buf.dtype(),
-                v_buf.shape(),
-                v_buf.dtype()
             ),
         ));
     }
-    write_pair(
-        "fp16_append_kv",
-        source,
-        xk,
-        xv,
-        &[k_buf, v_buf],
-        pos,
-        afters,
-        rope,
-    )
+    let mut buffers = vec![k_buf];
+    buffers.extend(values);
+    write_pair(name, src, xk, xv, &buffers, pos, afters, rope)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,12 +217,31 @@ mod tests {
         let x = Array::zeros(&[1, 2, 1, 64], Dtype::F16).unwrap();
         let buf = Array::zeros(&[1, 2, 8, 64], Dtype::F16).unwrap();
         let f32_buf = Array::zeros(&[1, 2, 8, 64], Dtype::F32).unwrap();
-        let e = append_kv_into(&x, &x, &buf, &f32_buf, 3, [None, None], None).unwrap_err();
+        let e = append_kv_into(
+            &x,
+            &x,
+            &buf,
+            ValueBuffers::Fp16(&f32_buf),
+            3,
+            [None, None],
+            None,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("in place"), "{e}");
-        assert!(append_kv_into(&x, &x, &buf, &buf, 8, [None, None], None).is_err());
+        assert!(append_kv_into(
+            &x,
+            &x,
+            &buf,
+            ValueBuffers::Fp16(&buf),
+            8,
+            [None, None],
+            None
+        )
+        .is_err());
         let q8 = Array::zeros(&[1, 2, 8, 64], Dtype::I8).unwrap();
         let sc = Array::zeros(&[1, 2, 8, 1], Dtype::F16).unwrap();
-        assert!(append_fp16_int8_into(&x, &x, &buf, &q8, &buf, 3, [None, None], None).is_err());
-        assert!(append_fp16_int8_into(&x, &x, &buf, &q8, &sc, 8, [None, None], None).is_err());
+        let int8 = |scale| ValueBuffers::Int8 { q: &q8, scale };
+        assert!(append_kv_into(&x, &x, &buf, int8(&buf), 3, [None, None], None).is_err());
+        assert!(append_kv_into(&x, &x, &buf, int8(&sc), 8, [None, None], None).is_err());
     }
 }

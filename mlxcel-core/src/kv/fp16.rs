@@ -46,7 +46,7 @@ impl Fp16Side {
         xv: &Array,
         rope: &RopeSpec,
     ) -> Result<bool> {
-        use crate::kernels::fp16_append::{append_kv_into, applies};
+        use crate::kernels::fp16_append::{append_kv_into, applies, ValueBuffers};
         use crate::kv::pending::{append_pair_one, pair_step_applies};
         let s = xk.shape();
         let d = s.get(3).copied().unwrap_or(0);
@@ -60,7 +60,9 @@ impl Fp16Side {
             k.pair_side(d),
             v.pair_side(d),
             [s[0], s[1]],
-            |[kd, _], [vd, _], pos, afters| append_kv_into(xk, xv, kd, vd, pos, afters, Some(rope)),
+            |[kd, _], [vd, _], pos, afters| {
+                append_kv_into(xk, xv, kd, ValueBuffers::Fp16(vd), pos, afters, Some(rope))
+            },
         )?;
         Ok(true)
     }

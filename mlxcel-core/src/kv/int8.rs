@@ -217,7 +217,7 @@ impl Int8Side {
 impl Int8Side {
     /// Appends one decode-step position to an fp16-key / int8-value cache (the turbo modes'
     /// boundary layers, `fp16+int8`) with one in-place launch
-    /// (`kernels::fp16_append::append_fp16_int8_into`); with `rope`, `xk` is the key before
+    /// (`kernels::fp16_append::append_kv_into`); with `rope`, `xk` is the key before
     /// RoPE. Returns false, having appended nothing, where that path does not apply (a
     /// rotated value side, `MLXCEL_FP16_INPLACE_APPEND` or `MLXCEL_INPLACE_APPEND` off, not
     /// CUDA): then each side appends on its own.
@@ -228,7 +228,7 @@ impl Int8Side {
         xv: &Array,
         rope: Option<&RopeSpec>,
     ) -> Result<bool> {
-        use crate::kernels::fp16_append::{append_fp16_int8_into, applies};
+        use crate::kernels::fp16_append::{append_kv_into, applies, ValueBuffers};
         use crate::kv::pending::{append_pair_one, pair_step_applies};
         let d = xk.dim(-1);
         if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope)
@@ -244,7 +244,8 @@ impl Int8Side {
             v.pair_side(d),
             [s[0], s[1]],
             |[kd, _], [vq, vs], pos, afters| {
-                append_fp16_int8_into(xk, xv, kd, vq, vs, pos, afters, rope)
+                let values = ValueBuffers::Int8 { q: vq, scale: vs };
+                append_kv_into(xk, xv, kd, values, pos, afters, rope)
             },
         )?;
         Ok(true)
