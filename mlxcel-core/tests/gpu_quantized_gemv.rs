@@ -23,13 +23,14 @@ use mlxcel_core::{Array, Dtype};
 const TOL: f64 = 2e-3;
 
 /// Every schedule the GPU tests run: the batched one, the default ring (8:3), ring variants
-/// (8:4, the default until session 21), and capped grids (CTAs owning several 16-row blocks;
+/// (8:4, the default until session 21; 8:2, the next candidate), and capped grids (CTAs owning several 16-row blocks;
 /// a cap of 3 gives uneven block counts per CTA).
 fn schedules() -> Vec<Schedule> {
     [
         "batched",
         "ring",
         "ring:8:4",
+        "ring:8:2",
         "ring:4:4",
         "ring:8:4:64",
         "ring:8:4:3",
