@@ -11,8 +11,7 @@
 //! in place took fp16's 128K step from 9.33 to 6.19 ms of device time (ADR 0013).
 
 use crate::flags;
-use crate::kernels::decode_attention::{length_marker, wait_for};
-use crate::kernels::in_place::{buffer_fits, write_pair, PAIR_ORDER_INPUTS};
+use crate::kernels::in_place::{buffer_fits, order_inputs, write_pair, PAIR_ORDER_INPUTS};
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
 use crate::rope::RopeSpec;
@@ -114,12 +113,11 @@ pub fn rope_q_after(
             ),
         ));
     }
-    let marker = length_marker(len)?;
-    let [ka, va] = afters;
-    let (ka, va) = (wait_for(ka)?, wait_for(va)?);
+    // The ordering inputs of a write at the last position (`len - 1`; len >= L >= 1).
+    let (marker, afters) = order_inputs(len - 1, &afters)?;
     let rows = s[0] * s[1] * s[2];
     let launch = Launch::new(
-        &[q, rope.inv_freq(), &marker, &ka, &va],
+        &[q, rope.inv_freq(), &marker, &afters[0], &afters[1]],
         [rows * 32, 1, 1],
         [128, 1, 1],
     )
@@ -156,16 +154,19 @@ pub fn append_kv_into(
 ) -> Result<Array> {
     let xs = xk.shape();
     let d = xs.get(3).copied().unwrap_or(0);
-    let (name, src, values): (_, fn() -> KernelSource, Vec<&Array>) = match v {
-        ValueBuffers::Fp16(b) => ("fp16_append_kv", source, vec![b]),
-        ValueBuffers::Int8 { q, scale } => ("fp16_int8_kv", source_int8, vec![q, scale]),
-    };
-    let values_fit = match values[..] {
-        [b] => buffer_fits(&xs, b, d, Dtype::F16, pos),
-        [q, scale] => {
-            buffer_fits(&xs, q, d, Dtype::I8, pos) && buffer_fits(&xs, scale, 1, Dtype::F16, pos)
-        }
-        _ => false,
+    let (name, src, values, values_fit): (_, fn() -> KernelSource, Vec<&Array>, _) = match v {
+        ValueBuffers::Fp16(b) => (
+            "fp16_append_kv",
+            source,
+            vec![b],
+            buffer_fits(&xs, b, d, Dtype::F16, pos),
+        ),
+        ValueBuffers::Int8 { q, scale } => (
+            "fp16_int8_kv",
+            source_int8,
+            vec![q, scale],
+            buffer_fits(&xs, q, d, Dtype::I8, pos) && buffer_fits(&xs, scale, 1, Dtype::F16, pos),
+        ),
     };
     if !(buffer_fits(&xs, k_buf, d, Dtype::F16, pos) && values_fit) {
         let vs: Vec<_> = values.iter().map(|b| (b.shape(), b.dtype())).collect();
