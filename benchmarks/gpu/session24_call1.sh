@@ -21,7 +21,7 @@ call_dir s24c1
 [ "${TESTS:-1}" = 0 ] || gpu_test gpu_quantized_gemv 120 "bit-identical to batched: false|ring:8:2" \
   fused_gate_up_silu_matches_a_float64_reference_or_is_not_used
 e2e_setup 540 60
-insitu_schedules ring:8:3 ring:8:2 ring:8:4
+insitu_schedules ring:8:3 ring:16:3 ring:8:2 ring:8:4
 for f in "$R"/insitu-*/*.csv; do [ -f "$f" ] && echo "$f"; done
 TOKENS=128
 config_rounds "${LONG:-131072}" 36 1 fp16 turbo4

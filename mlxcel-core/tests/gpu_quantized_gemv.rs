@@ -541,3 +541,110 @@ fn residual_loaded_first_is_bit_identical() {
         eprintln!("residual loaded first: {checks} bit-identity checks on CUDA");
     }
 }
+
+/// `MLXCEL_L2_PREFETCH` (a GEMV launch prefetching the next GEMV's weights into L2) must not
+/// change a bit: the plain kernel with and without the residual, the folded norm, gate/up +
+/// SiLU with and without it, and the qkv parts launch, with the prefetch issued at the first
+/// tile, the middle job and the end, both L2 priorities, a budget that buys whole rows and one
+/// that buys only the scale and bias tables; on Llama-3-8B's shapes (the next weights of
+/// down's shape and of o_proj's) and a small one, on the default ring and the batched schedule
+/// (which issues the prefetch at the end only). On the CPU every call ends in MLX's CUDA error.
+#[test]
+fn next_weights_prefetch_is_bit_identical_or_is_not_used() {
+    use mlxcel_core::kernels::l2_prefetch::{next_gemv_with, Settings};
+    let mut r = rng("next_weights_prefetch_is_bit_identical_or_is_not_used");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let eps = 1e-5f32;
+    let shapes = [(6144, 4096, 64), (4096, 14336, 64), (48, 384, 32)];
+    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[2..] };
+    let (next_big, _) = weight(&mut r, 4096, 14336, 64);
+    let (next_small, _) = weight(&mut r, 64, 4096, 64);
+    // (start / mid / end, evict_last, budget): whole rows; the tables only (down's tables are
+    // 2 x 3.67 MB, 0.5 MB of rows would be 128 bytes each: 7.4 MB buys no line of a row).
+    let settings = [
+        (1, true, 16_000_000),
+        (2, true, 16_000_000),
+        (3, false, 16_000_000),
+        (2, false, 7_400_000),
+    ];
+    let mut checks = 0;
+    for &(n, k, g) in shapes {
+        let (q, _) = weight(&mut r, n, k, g);
+        let (qu, _) = weight(&mut r, n, k, g);
+        let (x, _) = input(&mut r, k);
+        let (res, _) = input(&mut r, n);
+        let (xr, w) = residual_and_norm_weight(&mut r, k);
+        let norm = FoldedNorm { weight: &w, eps };
+        let parts: [&[i32]; 3] = [&[1, 1, n as i32 - 32], &[1, 1, 16], &[1, 1, 16]];
+        let plan = parts_plan(&x, &q, parts);
+        for s in ["ring", "batched"] {
+            let sched = Schedule::parse(s).unwrap();
+            let calls: [(&str, &dyn Fn() -> mlxcel_core::Result<Array>); 5] = [
+                ("plain", &|| gemv_with(&x, &q, None, sched)),
+                ("residual", &|| gemv_with(&x, &q, Some(&res), sched)),
+                ("norm", &|| gemv_rms_with(&xr, norm, &q, sched)),
+                ("silu", &|| gemv_silu_mul_with(&x, &q, &qu, sched)),
+                ("silu norm", &|| {
+                    gemv_silu_mul_rms_with(&xr, norm, &q, &qu, sched)
+                }),
+            ];
+            for (what, call) in calls {
+                for (i, &(at, evict_last, budget)) in settings.iter().enumerate() {
+                    let next = if i % 2 == 0 { &next_big } else { &next_small };
+                    let case = format!(
+                        "{what} n={n} k={k} g={g} {s} at={at} last={evict_last} budget={budget}"
+                    );
+                    let s = Settings {
+                        at,
+                        evict_last,
+                        budget_bytes: budget,
+                    };
+                    checks += usize::from(same_bits_with_hint(&case, call, &|| {
+                        next_gemv_with(next, s)
+                    }));
+                }
+            }
+        }
+        // The qkv parts launch (the default schedule; the plan exists only on CUDA).
+        if let Some(plan) = &plan {
+            let call = || -> mlxcel_core::Result<Array> {
+                let [a, b, c] = try_gemv_parts(&x, None, &q, plan)?.expect("parts launch");
+                let flat = [a.reshape(&[-1])?, b.reshape(&[-1])?, c.reshape(&[-1])?];
+                mlxcel_core::mlx::ops::concatenate(&[&flat[0], &flat[1], &flat[2]], 0)
+            };
+            let s = Settings::DEFAULT;
+            checks += usize::from(same_bits_with_hint(
+                &format!("parts n={n} k={k}"),
+                &call,
+                &|| next_gemv_with(&next_big, s),
+            ));
+        }
+    }
+    if on_cuda {
+        eprintln!("next-weights L2 prefetch: {checks} bit-identity checks on CUDA");
+        assert!(checks > 90, "{checks} checks");
+    }
+}
+
+/// Runs `call` without and with the hint `hint()` sets (kept while the call runs). On the
+/// CPU the kernels never run: the call with the hint must end in MLX's CUDA error (false).
+/// On CUDA both outputs must have the same bits (true: one check).
+fn same_bits_with_hint(
+    case: &str,
+    call: &dyn Fn() -> mlxcel_core::Result<Array>,
+    hint: &dyn Fn() -> mlxcel_core::kernels::l2_prefetch::NextGuard,
+) -> bool {
+    let run = |with: bool| {
+        let _g = with.then(hint);
+        call().and_then(|y| y.eval().map(|_| y))
+    };
+    if KernelBackend::current() != Some(KernelBackend::Cuda) {
+        let err = run(true).unwrap_err().to_string();
+        assert!(err.contains("CUDA"), "{case}: {err}");
+        return false;
+    }
+    let off = run(false).unwrap().to_vec::<half::f16>().unwrap();
+    let on = run(true).unwrap().to_vec::<half::f16>().unwrap();
+    assert!(off == on, "{case}: the L2 prefetch changed the output");
+    true
+}
