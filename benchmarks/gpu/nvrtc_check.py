@@ -274,11 +274,6 @@ def main():
                        "__global__ void m(const float* o_part, const Shape o_part_shape, const float* ml, const float* rot_v, __half* out) {\n"
                        + consts + text + "\n}\n")
                 ok &= compile_one(f"{name} d{d} group{group}", src)
-    # The next GEMV's weights every GEMV kernel takes last (l2_prefetch.rs), and PF's constants.
-    PF_SIG = "const uint32_t* pf_w, const Shape pf_w_shape, const __half* pf_s, const Shape pf_s_shape, const __half* pf_b, "
-
-    def pf_consts(pf):
-        return f"constexpr int PF = {pf}; constexpr int PFC = {2048 if pf else 0}; constexpr bool PFL = {'true' if pf else 'false'}; "
     qmv_header = read("decode_attention_mma.cuh") + "\ntypedef unsigned int uint32_t;\n" + read("qgemv4.cuh")
     # (NW, S, U): quantized_gemv.rs's schedules: S = 0 the batched one, S > 0 the ring.
     # The folded RMSNorm (NORM) on the schedules without a capped grid.
@@ -293,32 +288,27 @@ def main():
                 (8, 0, 4, False, True, False, False), (8, 4, 4, False, True, False, False), (4, 8, 4, False, True, False, False),
                 (8, 4, 4, False, False, True, False), (8, 4, 4, False, True, True, False), (4, 8, 4, False, True, True, False),
                 (8, 4, 4, False, False, True, True), (8, 0, 4, False, False, False, True), (4, 8, 4, False, False, True, True)]
-    # PF (MLXCEL_L2_PREFETCH: the next GEMV's weights into L2 at the first tile, the middle job or
-    # the end) on the shipped schedule (ring:8:3, EARLY, with and without the norm).
-    variants = [v + (0,) for v in variants] + [(8, 3, 4, False, norm, True, False, pf) for norm in (False, True) for pf in (1, 2, 3)]
-    for nw, st, u, mb, norm, early, rfirst, pf in variants:
+    for nw, st, u, mb, norm, early, rfirst in variants:
         for g in (32, 64, 128):
-            tag = (f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "") + (" rfirst" if rfirst else "")
-                   + (f" pf{pf}" if pf else ""))
+            tag = f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "") + (" rfirst" if rfirst else "")
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
                       f"constexpr bool MB = {'true' if mb else 'false'}; constexpr bool NORM = {'true' if norm else 'false'}; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = {'true' if rfirst else 'false'}; "
-                      f"constexpr int EPS = 0x3727c5ac; " + pf_consts(pf) +
+                      f"constexpr int EPS = 0x3727c5ac; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
-                   "const __half* scales, const __half* biases, const __half* r, const __half* nw, " + PF_SIG + "__half* y) {\n" + consts
+                   "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y) {\n" + consts
                    + read("qgemv4_store.cu") + read("qgemv4.cu") + "\n}\n")
             ok &= compile_one(f"qgemv4 {tag}", src)
             # The stacked qkv projection's three outputs (MLXCEL_QKV_PARTS; never with RESID).
             if g != 64:
                 src = (qmv_header + SHAPE + "__global__ void p(const __half* x, const uint32_t* w, const Shape w_shape, "
-                       "const __half* scales, const __half* biases, const __half* r, const __half* nw, " + PF_SIG + "__half* y, __half* yk, "
+                       "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y, __half* yk, "
                        "__half* yv) {\n" + consts + "constexpr int NQ = 4096; constexpr int NK = 1024;\n"
                        + read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + "\n}\n")
                 ok &= compile_one(f"qgemv4 qkv {tag}", src)
             src = (qmv_header + SHAPE + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
-                   "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, " + PF_SIG
-                   + "__half* y) {\n"
+                   "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
                    + consts + read("qgemv4_silu.cu") + "\n}\n")
             ok &= compile_one(f"qgemv4 silu {tag}", src)
     # The qkv GEMV with the turbo4 K+V append folded in (MLXCEL_QKV_ENCODE): Llama-3-8B's parts
@@ -336,7 +326,7 @@ def main():
                       f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; "
                       f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                       f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
-                      f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024; " + pf_consts(2 if st == 3 else 0) + "\n")
+                      f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024;\n")
             # The buffers' types per format (turbo4, turbo4-asym, int8); unused codec inputs are f32 placeholders.
             kbuf, knorms, vbuf = (("const uint8_t* k_packed", "const __half* k_norms", "const uint8_t* v_packed"),
                                   ("const __half* k_packed", "const float* k_norms", "const uint8_t* v_packed"),
@@ -348,7 +338,7 @@ def main():
                    f"const float* v_lut, const float* v_signs, {kbuf}, const Shape k_packed_shape, {knorms}, "
                    f"{vbuf}, const __half* v_norms, const uint8_t* pos_marker, const Shape pos_marker_shape, "
                    "const int* k_after, const int* v_after, const float* inv_freq, const uint32_t* tickets, const uint8_t* slot_marker, "
-                   "const Shape slot_marker_shape, " + PF_SIG + "__half* y, __half* yk, __half* yv, int* done) {\n" + consts + qkv_enc + "\n}\n")
+                   "const Shape slot_marker_shape, __half* y, __half* yk, __half* yv, int* done) {\n" + consts + qkv_enc + "\n}\n")
             ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}" + (" early" if early == "true" else "")
                               + (f" s{st}" if st != 4 else ""), src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran on the build of commit 97b1199 (MLXCEL_L2_PREFETCH); that code was removed after this call
+# measured it slower (session 24 write-up): check that commit out to run this again.
 # Session 24, second device call (H200, ~8 min; timeout_s 580), after benchmarks/gpu/stage.sh
 # (carry .devcarry/mlx-cuda, .devcarry/bin/mlxcel, .devcarry/bin/tests/gpu_quantized_gemv):
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session24_call2.sh

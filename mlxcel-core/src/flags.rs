@@ -689,21 +689,6 @@ pub const FP16_INPLACE_APPEND: Flag = Flag {
     slot: 41,
 };
 
-/// Each GEMV launch of a decode step prefetches the start of the next GEMV's weights into L2
-/// (`kernels::l2_prefetch`; `NextPrefetch` in `cuda/qgemv4.cuh`): the layer's o_proj from the
-/// qkv GEMV, gate from o_proj, down from gate/up, the next layer's qkv from down. Why: a step is
-/// a chain of ~200 short kernels, each starting with a DRAM round trip for its first tiles
-/// while the GEMVs stream at about half of DRAM bandwidth. Prefetches only move data into the
-/// cache: outputs are unchanged. Where and how much: `MLXCEL_L2_PREFETCH_AT`,
-/// `MLXCEL_L2_PREFETCH_MB`, `MLXCEL_L2_PREFETCH_EVICT`. Measured in session 24 (see the
-/// session-24 write-up and ADR 0014).
-pub const L2_PREFETCH: Flag = Flag {
-    name: "MLXCEL_L2_PREFETCH",
-    default: false,
-    doc: "GEMV launches prefetch the next GEMV's weights into L2 (1 = on)",
-    slot: 42,
-};
-
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -807,7 +792,6 @@ pub const ALL: &[Flag] = &[
     MMA_QFIRST1,
     MMA_ONE_WAVE,
     FP16_INPLACE_APPEND,
-    L2_PREFETCH,
 ];
 
 #[cfg(test)]

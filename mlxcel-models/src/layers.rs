@@ -5,7 +5,6 @@ use std::cell::OnceCell;
 
 use mlxcel_core::build_profile;
 use mlxcel_core::kernels::folded_append::PairTarget;
-use mlxcel_core::kernels::l2_prefetch;
 use mlxcel_core::kernels::quantized_gemv::{self, FoldedNorm, PartsPlan};
 use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::ops::{concatenate, Quantized};
@@ -86,15 +85,6 @@ impl Linear {
             weight: Tensor::Quantized(weight),
             bias,
         }))
-    }
-
-    /// The quantized weight, if this layer has one (the next-GEMV prefetch hint,
-    /// [`l2_prefetch::next_gemv`]).
-    pub fn quantized(&self) -> Option<&Quantized> {
-        match &self.weight {
-            Tensor::Quantized(q) => Some(q),
-            Tensor::Dense(_) => None,
-        }
     }
 
     /// Output features.
@@ -339,26 +329,9 @@ impl Mlp {
     }
 
     /// `residual + down(silu(gate(x)) * up(x))` for `x = norm(input)` (the residual add
-    /// folded into down_proj where it can be). `next`: the weight of the GEMV after down_proj
-    /// (the next layer's qkv projection), which down_proj's launch may prefetch
-    /// ([`l2_prefetch`]); the gate/up launch prefetches down_proj's.
-    pub fn forward_residual(
-        &self,
-        input: &PreNormed<'_>,
-        residual: &Array,
-        next: Option<&Quantized>,
-    ) -> Result<Array> {
-        let hidden = {
-            let _pf = l2_prefetch::next_gemv(self.down.quantized())?;
-            self.hidden(input)?
-        };
-        let _pf = l2_prefetch::next_gemv(next)?;
-        self.down.forward_residual(&hidden, residual)
-    }
-
-    /// The weight the MLP's first GEMV reads first (gate's).
-    pub fn first_weight(&self) -> Option<&Quantized> {
-        self.gate.quantized()
+    /// folded into down_proj where it can be).
+    pub fn forward_residual(&self, input: &PreNormed<'_>, residual: &Array) -> Result<Array> {
+        self.down.forward_residual(&self.hidden(input)?, residual)
     }
 
     /// `silu(gate(x)) * up(x)` for `x = norm(input)`: one launch on CUDA for 4-bit weights

@@ -5,9 +5,7 @@
 //! biases, per-head q/k RMSNorm); see `qwen2.rs` and `qwen3.rs`.
 
 use mlxcel_core::build_profile;
-use mlxcel_core::kernels::l2_prefetch;
 use mlxcel_core::kv::KvCache;
-use mlxcel_core::mlx::ops::Quantized;
 use mlxcel_core::rope::RopeSpec;
 use mlxcel_core::{Array, Dtype};
 
@@ -92,14 +90,6 @@ enum QkvProjections {
 }
 
 impl QkvProjections {
-    /// The weight the projection's first GEMV reads (the stacked one, or q's).
-    fn first_weight(&self) -> Option<&Quantized> {
-        match self {
-            QkvProjections::Stacked { qkv } => qkv.quantized(),
-            QkvProjections::Separate { q, .. } => q.quantized(),
-        }
-    }
-
     fn new(q: Linear, k: Linear, v: Linear) -> Result<QkvProjections> {
         Ok(match Linear::stack_rows(&[&q, &k, &v])? {
             Some(qkv) => QkvProjections::Stacked { qkv },
@@ -245,17 +235,14 @@ impl Attention {
 
     /// `residual + attention(x)` for `x = norm(input) [B, L, hidden]` (the residual add
     /// folded into o_proj where the GEMV kernel takes it); appends this block's K/V to
-    /// `cache`. `next`: the weight of the GEMV after o_proj (the MLP's gate), which o_proj's
-    /// launch may prefetch ([`l2_prefetch`]); the qkv launch prefetches o_proj's.
+    /// `cache`.
     pub fn forward(
         &self,
         input: &PreNormed<'_>,
         rope: &RopeSpec,
         cache: &mut dyn KvCache,
         residual: &Array,
-        next: Option<&Quantized>,
     ) -> Result<Array> {
-        let pf = l2_prefetch::next_gemv(self.o_proj.quantized())?;
         let l = input.x.dim(1);
         // Heads come as [B, n, 1, hd] for one position (decode): the memory order of
         // [B, 1, n, hd], so no transpose node on the host-bound decode step (ADR 0006);
@@ -295,14 +282,12 @@ impl Attention {
                 q
             }
         };
-        drop(pf);
         // [B, L, Hq * D]: fused decode paths declare this shape, no reshape node.
         let o = {
             let _s = build_profile::span("attention");
             cache.attend_rope_flat(&q, self.scale, rope)?
         };
         let _s = build_profile::span("o_proj");
-        let _pf = l2_prefetch::next_gemv(next)?;
         self.o_proj.forward_residual(&o, residual)
     }
 }
@@ -335,30 +320,13 @@ impl DecoderLayer {
         })
     }
 
-    /// The block's output for `x`. `next`: the first weight the next block reads (its qkv
-    /// projection's; None for the last), which this block's last GEMV may prefetch.
-    pub fn forward(
-        &self,
-        x: &Array,
-        rope: &RopeSpec,
-        cache: &mut dyn KvCache,
-        next: Option<&Quantized>,
-    ) -> Result<Array> {
-        let h = self.attn.forward(
-            &PreNormed::new(x, &self.input_norm),
-            rope,
-            cache,
-            x,
-            self.mlp.first_weight(),
-        )?;
+    pub fn forward(&self, x: &Array, rope: &RopeSpec, cache: &mut dyn KvCache) -> Result<Array> {
+        let h = self
+            .attn
+            .forward(&PreNormed::new(x, &self.input_norm), rope, cache, x)?;
         let _s = build_profile::span("mlp");
         self.mlp
-            .forward_residual(&PreNormed::new(&h, &self.post_norm), &h, next)
-    }
-
-    /// The first weight this block reads (its qkv projection's).
-    pub fn first_weight(&self) -> Option<&Quantized> {
-        self.attn.qkv.first_weight()
+            .forward_residual(&PreNormed::new(&h, &self.post_norm), &h)
     }
 }
 
@@ -424,9 +392,8 @@ impl Transformer {
             let _s = build_profile::span("embed + head");
             self.embed.forward(tokens)?
         };
-        for (i, (layer, cache)) in self.layers.iter().zip(caches.iter_mut()).enumerate() {
-            let next = self.layers.get(i + 1).and_then(DecoderLayer::first_weight);
-            h = layer.forward(&h, &self.rope, cache.as_mut(), next)?;
+        for (layer, cache) in self.layers.iter().zip(caches.iter_mut()) {
+            h = layer.forward(&h, &self.rope, cache.as_mut())?;
         }
         if last_only {
             let l = h.dim(1);

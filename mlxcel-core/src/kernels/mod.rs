@@ -7,7 +7,6 @@ pub mod folded_append;
 pub mod fp16_append;
 mod in_place;
 pub mod int8_encode;
-pub mod l2_prefetch;
 pub mod quantized_gemv;
 pub mod selftest;
 pub mod turbo_encode;

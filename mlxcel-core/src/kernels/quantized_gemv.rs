@@ -11,7 +11,6 @@
 //! the path for other backends, other bit widths, bf16, and more than one token).
 
 use crate::flags;
-use crate::kernels::l2_prefetch;
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::ops::Quantized;
 use crate::mlx::{Array, Dtype};
@@ -162,9 +161,7 @@ fn gemv_source(
     body: &str,
     shared: usize,
 ) -> KernelSource {
-    // Every GEMV kernel takes the next GEMV's weights last (`run` adds them).
-    let inputs: Vec<&str> = inputs.iter().copied().chain(l2_prefetch::INPUTS).collect();
-    let mut s = KernelSource::new(name, &inputs, outputs, body);
+    let mut s = KernelSource::new(name, inputs, outputs, body);
     s.header = format!("{MMA_HEADER}\n{HEADER}");
     s.shared_memory = shared as i32;
     s
@@ -471,7 +468,7 @@ fn launch_plain(
     sched: Schedule,
 ) -> Result<Array> {
     let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched);
-    one(run("qgemv4", shared, plain_source, launch)?)
+    one(run("qgemv4", shared, plain_source, &launch)?)
 }
 
 /// The output of a one-output launch.
@@ -558,7 +555,7 @@ pub fn try_gemv_parts(
         return Ok(None);
     };
     let (launch, shared) = parts_launch(x, norm, q, plan, sched)?;
-    let parts = exactly(run("qgemv4_qkv", shared, qkv_source, launch)?, "parts")?;
+    let parts = exactly(run("qgemv4_qkv", shared, qkv_source, &launch)?, "parts")?;
     Ok(Some(parts))
 }
 
@@ -660,7 +657,7 @@ pub fn try_gemv_parts_encode(
         .template("KVFMT", TemplateArg::Int(target.format as i32))
         .template("TICKETS", TemplateArg::Int(QKV_ENCODE_MAX_HEADS as i32));
     let [yq, yk, yv, token] = exactly(
-        run("qgemv4_qkv_enc", shared, qkv_encode_source, launch)?,
+        run("qgemv4_qkv_enc", shared, qkv_encode_source, &launch)?,
         "parts + encode",
     )?;
     Ok(Some(([yq, yk, yv], token)))
@@ -709,12 +706,11 @@ const MAX_SHARED: usize = 227 * 1024;
 
 /// Calls the kernel `name` built for `shared` bytes of dynamic shared memory (one build per
 /// size); returns its outputs.
-/// The launch takes the next GEMV's weights [`l2_prefetch::next_gemv`] named, if any.
 fn run(
     name: &'static str,
     shared: usize,
     source: fn(usize) -> KernelSource,
-    launch: Launch<'_>,
+    launch: &Launch<'_>,
 ) -> Result<Vec<Array>> {
     if shared > MAX_SHARED {
         return Err(Error::invalid(
@@ -722,10 +718,7 @@ fn run(
             format!("{name}: {shared} bytes of shared memory per CTA (at most {MAX_SHARED}); use fewer warps or stages"),
         ));
     }
-    let next = l2_prefetch::take();
-    let placeholder = launch.inputs[0];
-    let launch = l2_prefetch::with_next(launch, next.as_ref(), placeholder);
-    cached_by_name(KernelBackend::Cuda, name, shared as u64, || source(shared))?.call(&launch)
+    cached_by_name(KernelBackend::Cuda, name, shared as u64, || source(shared))?.call(launch)
 }
 
 /// `silu(x @ Wg^T) * (x @ Wu^T)` for one row of x -> `[..., N]` fp16, in one launch.
@@ -785,7 +778,7 @@ fn launch_silu(
         "qgemv4_silu",
         shared,
         silu_source,
-        with_norm(launch, norm),
+        &with_norm(launch, norm),
     )?)
 }
 

@@ -7,9 +7,7 @@
 // SMEM, MB (ring only: the grid is capped and each CTA owns several 16-row blocks,
 // ring_blocks), EARLY (ring only, one CTA per 16 rows: the prologue's loads of x and of the
 // scales before the ring's first copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without
-// MB: the residual loaded in the prologue, MLXCEL_QMV_RFIRST), PF, PFC, PFL (the next GEMV's
-// weights pf_w, pf_s, pf_b prefetched into L2, MLXCEL_L2_PREFETCH: next_prefetch in qgemv4.cuh;
-// placeholders when PF is 0). Dynamic shared memory: the
+// MB: the residual loaded in the prologue, MLXCEL_QMV_RFIRST). Dynamic shared memory: the
 // batched schedule K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says.
 // Outputs are written through put(row, value), defined in front of this body by
 // qgemv4_store.cu (y[row]) or qgemv4_store_qkv.cu (the stacked qkv projection's three
@@ -29,15 +27,6 @@ static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
 const float eps = __int_as_float(EPS);
 __shared__ float nred[NORM ? NW : 1];
 const mlxcel_qmv::StageX<NORM, NT> stage{x, nw, eps, nred};
-// PF (MLXCEL_L2_PREFETCH): the next GEMV's weights pf_w, pf_s, pf_b into L2 (next_prefetch in
-// qgemv4.cuh); at the first tile or the middle job only on the ring with one CTA per 16 rows.
-// A lambda, so that the pointers and shapes stay kernel parameters until it runs (see AtHook).
-const auto next_pf = [&](int t, int nt) {
-  if constexpr (PF != 0) {
-    mlxcel_qmv::next_prefetch<PFC, PFL>(pf_w, pf_s, pf_b, pf_w_shape[0], 4LL * pf_w_shape[1],
-                                        2LL * pf_s_shape[0] * pf_s_shape[1], t, nt);
-  }
-};
 if constexpr (S > 0 && MB) {
   // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
   __shared__ float red2[2 * NW * 16];
@@ -60,8 +49,7 @@ if constexpr (S > 0 && MB) {
   float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
   if constexpr (S > 0) {
     const mlxcel_qmv::QMat mats[1] = {{w, scales, biases}};
-    mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc,
-                                                mlxcel_qmv::at_hook<PF == 1 || PF == 2 ? PF : 0>(next_pf));
+    mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);
     if constexpr (NORM) mlxcel_qmv::stage_x_rms<NT>(x, nw, eps, xs, K, tid, nred);
@@ -76,4 +64,3 @@ if constexpr (S > 0 && MB) {
     put(row0 + tid, __float2half_rn(v));
   }
 }
-if constexpr (PF == 3) next_pf(tid, NT);

@@ -390,60 +390,6 @@ __device__ __forceinline__ void rows16(const u32* w, const __half* scales, const
   }
 }
 
-// The next GEMV's weights into L2 while this one runs (MLXCEL_L2_PREFETCH; l2_prefetch.rs).
-// Why: a decode step is a chain of short kernels (~200 per step) that each start by waiting a
-// DRAM round trip for their first weight tiles and end with a tail of finishing CTAs, while
-// the GEMVs in between stream at ~50% of DRAM bandwidth (in situ at 32K: o_proj 1.3 TB/s,
-// down 2.0-2.3 TB/s). The weights never depend on the previous kernel, so the kernel before a
-// GEMV can bring the start of every row of the next GEMV's packed weights (the tiles its
-// warps read first, PFC bytes of each row) and its whole scale and bias tables into L2 with
-// fire-and-forget prefetches, using the spare bandwidth. Results do not change (prefetch only
-// moves data into the cache). The kernels' PF: 0 off, 1 at the ring's first tile, 2 at each
-// warp's middle job, 3 after the outputs; PFC: leading bytes of each row (a multiple of 128);
-// PFL: evict_last priority (the lines outlive the attention's KV stream between the qkv GEMV
-// and o_proj). The lines are spread over every thread of the grid: thread g issues lines g,
-// g + grid threads, ... (consecutive lanes: consecutive lines of a row).
-template <int PFC, bool PFL>
-__device__ __forceinline__ void next_prefetch(const void* w, const void* s, const void* b, long long rows,
-                                              long long row_bytes, long long sb_bytes, int tid, int nt) {
-  constexpr int LPR = PFC / 128;  // lines per row
-  const long long wl = LPR > 0 ? rows * LPR : 0, sbl = (sb_bytes + 127) >> 7;
-  const long long total = wl + 2 * sbl, stride = static_cast<long long>(gridDim.x) * nt;
-  for (long long l = static_cast<long long>(blockIdx.x) * nt + tid; l < total; l += stride) {
-    const char* p;
-    if (l < wl) {
-      const long long row = l / (LPR > 0 ? LPR : 1);
-      p = static_cast<const char*>(w) + row * row_bytes + ((l - row * LPR) << 7);
-    } else if (l < wl + sbl) {
-      p = static_cast<const char*>(s) + ((l - wl) << 7);
-    } else {
-      p = static_cast<const char*>(b) + ((l - wl - sbl) << 7);
-    }
-    if constexpr (PFL) asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p));
-    else asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-  }
-}
-
-// ring_rows16's hook: f(tid, nt) at the ring's first tile (AT 1) or at each warp's middle job
-// (AT 2); NoHook (AT 0) compiles to nothing. The kernels pass a lambda that reads the next
-// weights' pointers and shapes from the kernel parameters where it runs: held in a struct
-// through the ring loop, they cost 8 registers (NVRTC: 64 -> 72 for ring:8:3 with EARLY,
-// one CTA fewer per SM).
-struct NoHook {
-  static constexpr int AT = 0;
-  __device__ __forceinline__ void operator()(int, int) const {}
-};
-template <int A, typename F>
-struct AtHook {
-  static constexpr int AT = A;
-  F f;
-  __device__ __forceinline__ void operator()(int tid, int nt) const { f(tid, nt); }
-};
-template <int A, typename F>
-__device__ __forceinline__ AtHook<A, F> at_hook(F f) {
-  return AtHook<A, F>{f};
-}
-
 // cp.async and its wait with a memory clobber: the ring's shared reads and writes must stay
 // on their side of these (the attention kernel's variants have none; it orders its ring
 // through barriers).
@@ -478,10 +424,9 @@ struct QMat {
 // EARLY off. Session 19's EARLY (scale loads before x's staging, both after the copies)
 // measured no faster in situ (the four layer GEMVs 2.127 -> 2.124 ms per step at 32K);
 // session 20's source counters then showed x's first load waiting behind the copies.
-template <int G, int NW, int S, int MATS, bool EARLY, typename Stage, typename Hook = NoHook>
+template <int G, int NW, int S, int MATS, bool EARLY, typename Stage>
 __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem, int K,
-                                            long long row0, int tid, int warp, int lane, float (&acc)[MATS][4],
-                                            const Hook& hook = Hook()) {
+                                            long long row0, int tid, int warp, int lane, float (&acc)[MATS][4]) {
   constexpr int NT = NW * 32;
   constexpr int SS = S > 1 ? S : 2;  // S itself where the ring is used (S >= 2)
   const int r = lane >> 2, c = lane & 3;
@@ -532,11 +477,6 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
     for (int i = 0; i < tw; ++i) {
       const int j = m * tw + i;
       issue(j + SS - 1);
-      if constexpr (Hook::AT == 1) {
-        if (j == 0) hook(tid, NT);
-      } else if constexpr (Hook::AT == 2) {
-        if (j == jobs / 2) hook(tid, NT);
-      }
       ring_wait<SS - 1>();
       const uint4* slot = ring + (j % SS) * 64;
       const uint4 q0 = slot[lane], q1 = slot[32 + lane];

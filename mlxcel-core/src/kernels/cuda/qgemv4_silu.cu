@@ -3,8 +3,7 @@
 // 16 outputs: it computes those 16 rows of both projections, so the activation never
 // leaves the CTA and stays fp32 until the one rounding of y. Inputs: x (fp16, K values),
 // wg/wu uint32 [N, K/8], sg/su, bg/bu fp16 [N, K/G], nw fp16 [K] (read only when NORM).
-// Output: y fp16 [N]. Template constants (PF, PFC, PFL and the inputs pf_w, pf_s, pf_b
-// included) and dynamic shared memory as qgemv4.cu (the ring
+// Output: y fp16 [N]. Template constants and dynamic shared memory as qgemv4.cu (the ring
 // schedule streams gate, then up, through one ring and stages both scale tables).
 constexpr int NT = NW * 32;
 // SMEM (the launch's dynamic shared memory) only names the kernel: see smem_arg in
@@ -22,14 +21,6 @@ static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
 const float eps = __int_as_float(EPS);
 __shared__ float nred[NORM ? NW : 1];
 const mlxcel_qmv::StageX<NORM, NT> stage{x, nw, eps, nred};
-// PF (MLXCEL_L2_PREFETCH): as in qgemv4.cu.
-// A lambda, so that the pointers and shapes stay kernel parameters until it runs (see AtHook).
-const auto next_pf = [&](int t, int nt) {
-  if constexpr (PF != 0) {
-    mlxcel_qmv::next_prefetch<PFC, PFL>(pf_w, pf_s, pf_b, pf_w_shape[0], 4LL * pf_w_shape[1],
-                                        2LL * pf_s_shape[0] * pf_s_shape[1], t, nt);
-  }
-};
 if constexpr (S > 0 && MB) {
   // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
   __shared__ float red2[2 * NW * 32];
@@ -43,8 +34,7 @@ if constexpr (S > 0 && MB) {
   float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
   if constexpr (S > 0) {
     const mlxcel_qmv::QMat mats[2] = {{wg, sg, bg}, {wu, su, bu}};
-    mlxcel_qmv::ring_rows16<G, NW, S, 2, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc,
-                                                mlxcel_qmv::at_hook<PF == 1 || PF == 2 ? PF : 0>(next_pf));
+    mlxcel_qmv::ring_rows16<G, NW, S, 2, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);
     if constexpr (NORM) mlxcel_qmv::stage_x_rms<NT>(x, nw, eps, xs, K, tid, nred);
@@ -61,4 +51,3 @@ if constexpr (S > 0 && MB) {
     y[row0 + tid] = __float2half_rn(g / (1.0f + __expf(-g)) * u);
   }
 }
-if constexpr (PF == 3) next_pf(tid, NT);

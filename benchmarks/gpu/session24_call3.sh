@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Ran on the build of commit 97b1199 (its pf runs set that build's MLXCEL_L2_PREFETCH, since removed).
+# Session 24, third device call (H200, ~2 min; timeout_s 300), after benchmarks/gpu/stage.sh
+# (carry .devcarry/mlx-cuda, .devcarry/bin/mlxcel):
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session24_call3.sh
+# Call 2's greedy fp16 tokens at 1K differed at token 25 with MLXCEL_L2_PREFETCH off / on,
+# though a prefetch cannot change a value (turbo4's matched). Is the fp16 decode itself
+# deterministic? The same fp16 run three times (the default in-place appends), twice with
+# MLXCEL_FP16_INPLACE_APPEND=0 (rope + slice_update), twice with the prefetch on, and turbo4
+# twice; every pair's first differing token.
+# CPU dry run: MODEL=synthetic:/tmp/tiny.json BIN=target/release/mlxcel
+set -uo pipefail
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s24c3
+e2e_setup 240 60
+export TOKENS=32
+for i in 1 2 3; do timed 40 "det$i" fp16 1024; done
+for i in 1 2; do timed 40 "ref$i" fp16 1024 MLXCEL_FP16_INPLACE_APPEND=0; done
+for i in 1 2; do timed 40 "pf$i" fp16 1024 MLXCEL_L2_PREFETCH=1; done
+for i in 1 2; do timed 40 "tq$i" turbo4 1024; done
+python3 - "$R" <<'PY'
+import glob, json, os, sys
+runs = {}
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*-1024.json"))):
+    try:
+        runs[os.path.basename(f)[:-5]] = json.load(open(f))["tokens"]
+    except Exception as e:
+        print(f, "unreadable", e)
+names = sorted(runs)
+for i, a in enumerate(names):
+    for b in names[i + 1:]:
+        if a.split("-")[1] != b.split("-")[1]:
+            continue
+        d = [j for j, (x, y) in enumerate(zip(runs[a], runs[b])) if x != y]
+        print(f"{a} vs {b}: " + ("all equal" if not d else f"first difference at {d[0]}") + f" ({len(runs[a])}, {len(runs[b])} tokens)")
+PY
+echo "done at t=${SECONDS}s"
