@@ -313,7 +313,7 @@ def main():
             ok &= compile_one(f"qgemv4 silu {tag}", src)
     # The qkv GEMV with the turbo4 K+V append folded in (MLXCEL_QKV_ENCODE): Llama-3-8B's parts
     # at D = 128, a GQA-7 head_dim-64 model's at D = 64.
-    qkv_enc = read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + read("qgemv4_qkv_encode.cu")
+    qkv_enc = read("qgemv4_store_qkv.cu") + read("qgemv4_qkv_encode_pre.cu") + read("qgemv4.cu") + read("qgemv4_qkv_encode.cu")
     # The default ring's stages: 4 until session 21, 3 since (the shipped build: EARLY, the norm and RoPE on).
     for d, nq, nk in ((128, 4096, 1024), (64, 1792, 256)):
         for norm, rope, trad, fmt, early, st in (("false", "false", "false", 0, "false", 4), ("true", "true", "false", 0, "false", 4),
@@ -322,11 +322,14 @@ def main():
                                                  ("false", "false", "false", 2, "false", 4), ("true", "true", "false", 0, "true", 4),
                                                  ("true", "true", "false", 1, "true", 4), ("true", "true", "false", 0, "true", 3),
                                                  ("true", "true", "false", 1, "true", 3), ("true", "true", "false", 2, "true", 3)):
+          # ETAIL (MLXCEL_QKV_ENC_TAIL: the encoder's tables in shared memory, the ticket without
+          # fences) on the shipped builds (3 stages, EARLY).
+          for etail in (("false", "true") if st == 3 else ("false",)):
             consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
                       f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; "
                       f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                       f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
-                      f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024;\n")
+                      f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024; constexpr bool ETAIL = {etail};\n")
             # The buffers' types per format (turbo4, turbo4-asym, int8); unused codec inputs are f32 placeholders.
             kbuf, knorms, vbuf = (("const uint8_t* k_packed", "const __half* k_norms", "const uint8_t* v_packed"),
                                   ("const __half* k_packed", "const float* k_norms", "const uint8_t* v_packed"),
@@ -340,7 +343,7 @@ def main():
                    "const int* k_after, const int* v_after, const float* inv_freq, const uint32_t* tickets, const uint8_t* slot_marker, "
                    "const Shape slot_marker_shape, __half* y, __half* yk, __half* yv, int* done) {\n" + consts + qkv_enc + "\n}\n")
             ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}" + (" early" if early == "true" else "")
-                              + (f" s{st}" if st != 4 else ""), src)
+                              + (f" s{st}" if st != 4 else "") + (" etail" if etail == "true" else ""), src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")

@@ -689,6 +689,23 @@ pub const FP16_INPLACE_APPEND: Flag = Flag {
     slot: 41,
 };
 
+/// The qkv GEMV with the K+V append folded in (`MLXCEL_QKV_ENCODE`) copies the encoder's
+/// tables (rotation signs, centroid midpoints and centroids, RoPE's inverse frequencies) into
+/// shared memory with cp.async at its start (`cuda/qgemv4_qkv_encode_pre.cu`), and a head's
+/// CTAs take their ticket with one acquire-release atomic instead of two fences around a plain
+/// one (`ETAIL` in `cuda/qgemv4_qkv_encode.cu`). Why: the encode is the serial tail of a head's
+/// last CTA, where each global read is a round trip (the centroid of each code depends on the
+/// code) and each fence waits for the CTA's stores; in situ at 32K (session 24) the launch took
+/// 12.64 us against 8.91 for the same GEMV without the append. Same values, same arithmetic:
+/// the cache bytes must be bit-identical. Written in session 24 after the device calls, not run
+/// on a GPU yet: off until measured; 1 turns it on.
+pub const QKV_ENC_TAIL: Flag = Flag {
+    name: "MLXCEL_QKV_ENC_TAIL",
+    default: false,
+    doc: "qkv GEMV + folded K/V append: encoder tables in shared memory, the head ticket without fences (1 = on; not yet measured)",
+    slot: 42,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -792,6 +809,7 @@ pub const ALL: &[Flag] = &[
     MMA_QFIRST1,
     MMA_ONE_WAVE,
     FP16_INPLACE_APPEND,
+    QKV_ENC_TAIL,
 ];
 
 #[cfg(test)]

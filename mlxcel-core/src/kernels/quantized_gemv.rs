@@ -197,6 +197,7 @@ fn qkv_source(shared: usize) -> KernelSource {
 fn qkv_encode_source(shared: usize) -> KernelSource {
     let body = concat!(
         include_str!("cuda/qgemv4_store_qkv.cu"),
+        include_str!("cuda/qgemv4_qkv_encode_pre.cu"),
         include_str!("cuda/qgemv4.cu"),
         include_str!("cuda/qgemv4_qkv_encode.cu")
     );
@@ -655,7 +656,8 @@ pub fn try_gemv_parts_encode(
             TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
         )
         .template("KVFMT", TemplateArg::Int(target.format as i32))
-        .template("TICKETS", TemplateArg::Int(QKV_ENCODE_MAX_HEADS as i32));
+        .template("TICKETS", TemplateArg::Int(QKV_ENCODE_MAX_HEADS as i32))
+        .template("ETAIL", TemplateArg::Bool(flags::QKV_ENC_TAIL.enabled()));
     let [yq, yk, yv, token] = exactly(
         run("qgemv4_qkv_enc", shared, qkv_encode_source, &launch)?,
         "parts + encode",

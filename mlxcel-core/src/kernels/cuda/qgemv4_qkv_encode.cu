@@ -21,8 +21,10 @@
 // arrival counters, zero between calls) and slot_marker (this call's slot: slot_marker_shape[0]
 // - 1, rotated by mlxcel so calls that may run concurrently never share counters). Extra
 // output: done [4] int32, the token of both sides' write (kv/pending.rs).
-// Template constants: D (64 or 128), ROPE, TRAD, KVFMT, TICKETS (counters per slot), plus the
-// qkv parts' NQ, NK.
+// Template constants: D (64 or 128), ROPE, TRAD, KVFMT, TICKETS (counters per slot), ETAIL
+// (MLXCEL_QKV_ENC_TAIL: the tables from shared memory, copied at the start by
+// qgemv4_qkv_encode_pre.cu, and the ticket as one acquire-release atomic without fences),
+// plus the qkv parts' NQ, NK.
 static_assert(!MB, "the folded append needs one CTA per 16 rows");
 static_assert(NK % D == 0 && D % 16 == 0, "K and V parts are whole heads of 16-row blocks");
 static_assert(2 * (NK / D) <= TICKETS, "one ticket per K and V head");
@@ -34,19 +36,38 @@ if (row0 >= NQ) {
   __shared__ __align__(16) __half enc_x[D];
   unsigned int* ticket = const_cast<unsigned int*>(tickets) + static_cast<long long>(slot_marker_shape[0] - 1) * TICKETS +
                          (is_v ? NK / D : 0) + head;
-  __threadfence();  // this CTA's rows (stored by tid < 16) are visible device-wide before its ticket
-  __syncthreads();
-  if (tid == 0) {
-    enc_last = atomicAdd(ticket, 1u) + 1 == static_cast<unsigned int>(D / 16);
-    if (enc_last) atomicExch(ticket, 0u);  // every CTA of the head has arrived: ready for the next call
+  if constexpr (ETAIL) {
+    // The tables' copies (qgemv4_qkv_encode_pre.cu) land before the barrier publishes them.
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    // No fences: the barrier orders this CTA's row stores (tid < 16) before tid 0's ticket,
+    // whose release makes them visible with it; the last CTA's acquire on the same ticket,
+    // then its barrier, order warp 0's reads of the head after every CTA's stores.
+    __syncthreads();
+    if (tid == 0) {
+      unsigned int prev;
+      asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(ticket) : "memory");
+      enc_last = prev + 1 == static_cast<unsigned int>(D / 16);
+      if (enc_last) atomicExch(ticket, 0u);  // every CTA of the head has arrived: ready for the next call
+    }
+    __syncthreads();
+  } else {
+    __threadfence();  // this CTA's rows (stored by tid < 16) are visible device-wide before its ticket
+    __syncthreads();
+    if (tid == 0) {
+      enc_last = atomicAdd(ticket, 1u) + 1 == static_cast<unsigned int>(D / 16);
+      if (enc_last) atomicExch(ticket, 0u);  // every CTA of the head has arrived: ready for the next call
+    }
+    __syncthreads();
   }
-  __syncthreads();
   if (enc_last && warp == 0) {
-    __threadfence();
+    if constexpr (!ETAIL) __threadfence();
     const unsigned short* src = reinterpret_cast<const unsigned short*>(is_v ? yv : yk) + static_cast<long long>(head) * D;
     for (int i = lane; i < D; i += 32) enc_x[i] = __ushort_as_half(__ldcg(src + i));
     __syncwarp();
     const long long pos = pos_marker_shape[0] - 1;
+    // The side's tables come from shared memory with ETAIL (qgemv4_qkv_encode_pre.cu), else
+    // from the inputs.
+    const float* const t_freq = ETAIL ? enc_tab + 2 * D + 32 : inv_freq;
     const long long dst = static_cast<long long>(head) * k_packed_shape[2] + pos;
     // The buffers' element types depend on KVFMT: reach them through void pointers.
     void* const k_data = const_cast<void*>(static_cast<const void*>(k_packed));
@@ -57,16 +78,19 @@ if (row0 >= NQ) {
       if (is_v) {
         mlxcel_enc::int8_row<D, false, false>(enc_x, lane, 0.0f, inv_freq, static_cast<int8_t*>(v_data), v_aux, dst);
       } else {
-        mlxcel_enc::int8_row<D, ROPE, TRAD>(enc_x, lane, static_cast<float>(pos), inv_freq, static_cast<int8_t*>(k_data),
+        mlxcel_enc::int8_row<D, ROPE, TRAD>(enc_x, lane, static_cast<float>(pos), t_freq, static_cast<int8_t*>(k_data),
                                             static_cast<__half*>(k_aux), dst);
       }
     } else if (is_v) {  // turbo4 values (turbo4 and turbo4-asym)
-      mlxcel_enc::turbo4_row<D, false, false>(enc_x, lane, v_mids, v_lut, v_signs, 0.0f, inv_freq,
+      mlxcel_enc::turbo4_row<D, false, false>(enc_x, lane, ETAIL ? enc_tab + 2 * D : v_mids,
+                                              ETAIL ? enc_tab + 2 * D + 16 : v_lut, ETAIL ? enc_tab : v_signs, 0.0f, inv_freq,
                                               static_cast<unsigned char*>(v_data), v_aux, dst);
     } else if constexpr (KVFMT == 1) {  // turbo4-asym: fp16 keys (turbo_encode_kv_asym.cu)
-      mlxcel_enc::fp16_row<D, ROPE, TRAD>(enc_x, lane, static_cast<float>(pos), inv_freq, static_cast<__half*>(k_data), dst);
+      mlxcel_enc::fp16_row<D, ROPE, TRAD>(enc_x, lane, static_cast<float>(pos), t_freq, static_cast<__half*>(k_data), dst);
     } else {  // turbo4 keys (turbo_encode_kv.cu)
-      mlxcel_enc::turbo4_row<D, ROPE, TRAD>(enc_x, lane, k_mids, k_lut, k_signs, static_cast<float>(pos), inv_freq,
+      mlxcel_enc::turbo4_row<D, ROPE, TRAD>(enc_x, lane, ETAIL ? enc_tab + 2 * D : k_mids,
+                                            ETAIL ? enc_tab + 2 * D + 16 : k_lut, ETAIL ? enc_tab : k_signs,
+                                            static_cast<float>(pos), t_freq,
                                             static_cast<unsigned char*>(k_data), static_cast<__half*>(k_aux), dst);
     }
   }
