@@ -19,20 +19,5 @@ for i in 1 2 3; do timed 40 "det$i" fp16 1024; done
 for i in 1 2; do timed 40 "ref$i" fp16 1024 MLXCEL_FP16_INPLACE_APPEND=0; done
 for i in 1 2; do timed 40 "pf$i" fp16 1024 MLXCEL_L2_PREFETCH=1; done
 for i in 1 2; do timed 40 "tq$i" turbo4 1024; done
-python3 - "$R" <<'PY'
-import glob, json, os, sys
-runs = {}
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "*-1024.json"))):
-    try:
-        runs[os.path.basename(f)[:-5]] = json.load(open(f))["tokens"]
-    except Exception as e:
-        print(f, "unreadable", e)
-names = sorted(runs)
-for i, a in enumerate(names):
-    for b in names[i + 1:]:
-        if a.split("-")[1] != b.split("-")[1]:
-            continue
-        d = [j for j, (x, y) in enumerate(zip(runs[a], runs[b])) if x != y]
-        print(f"{a} vs {b}: " + ("all equal" if not d else f"first difference at {d[0]}") + f" ({len(runs[a])}, {len(runs[b])} tokens)")
-PY
+python3 benchmarks/gpu/token_pairs.py "$R"
 echo "done at t=${SECONDS}s"

@@ -23,22 +23,5 @@ for i in 1 2; do timed 30 "nog$i" fp16 1024 MLX_USE_CUDA_GRAPHS=0; done
 timed 30 ref1 fp16 1024 MLXCEL_FP16_INPLACE_APPEND=0
 for i in 1 2 3; do timed 30 "short$i" fp16 200; done
 timed 30 shortref1 fp16 200 MLXCEL_FP16_INPLACE_APPEND=0
-python3 - "$R" <<'PY'
-import glob, json, os, sys
-runs = {}
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
-    try:
-        runs[os.path.basename(f)[:-5]] = json.load(open(f))["tokens"]
-    except Exception as e:
-        print(f, "unreadable", e)
-names = sorted(runs)
-for i, a in enumerate(names):
-    for b in names[i + 1:]:
-        if a.rsplit("-", 1)[1] != b.rsplit("-", 1)[1]:
-            continue
-        d = [j for j, (x, y) in enumerate(zip(runs[a], runs[b])) if x != y]
-        print(f"{a} vs {b}: " + ("all equal" if not d else f"first difference at {d[0]}"))
-for n in names:
-    print(n, runs[n])
-PY
+python3 benchmarks/gpu/token_pairs.py "$R" --tokens
 echo "done at t=${SECONDS}s"
