@@ -150,6 +150,9 @@ ab_if_faster() {
 # compute the same values (bit-identical kernels, folded ops with the same roundings).
 tokens_ab() {
   local var=$1 kv=$2 tag=$3
+  # fp16 at >= 256 cached positions runs MLX's SDPA as cuDNN's decode kernels, whose greedy
+  # tokens vary from run to run (session 24): a difference there says nothing about VAR.
+  [ "$kv" != fp16 ] || echo "note: fp16 greedy tokens at 1024 positions vary between identical runs (session 24)"
   TOKENS=32 timed 60 "${tag}0" "$kv" 1024 "$var=0"
   TOKENS=32 timed 60 "${tag}1" "$kv" 1024 "$var=1"
   python3 -c 'import json, sys
