@@ -29,50 +29,45 @@ pub fn applies(head_dim: usize, dtype: Dtype) -> bool {
 }
 
 fn source() -> KernelSource {
-    let inputs: Vec<&str> = ["xk", "xv", "k_buf", "v_buf"]
-        .into_iter()
-        .chain(PAIR_ORDER_INPUTS)
-        .collect();
-    let mut spec = KernelSource::new(
-        "mlxcel_fp16_append_kv",
-        &inputs,
-        &["done"],
-        include_str!("cuda/fp16_append_kv.cu"),
-    );
-    spec.header = header();
-    spec
+    pair_source("mlxcel_fp16_append_kv", &["v_buf"], header())
 }
 
 /// [`source`] with int8 values (`MLXCEL_V_INT8`): the turbo modes' fp16-key / int8-value
 /// boundary layers.
 fn source_int8() -> KernelSource {
-    let inputs: Vec<&str> = ["xk", "xv", "k_buf", "v_q", "v_scale"]
+    pair_source(
+        "mlxcel_fp16_int8_kv",
+        &["v_q", "v_scale"],
+        format!(
+            "#define MLXCEL_V_INT8\n{}\n{}",
+            header(),
+            include_str!("cuda/int8_encode.cuh")
+        ),
+    )
+}
+
+/// `cuda/fp16_append_kv.cu` as kernel `name`, with the value buffers `values` after the keys'
+/// and `header` in front.
+fn pair_source(name: &str, values: &[&str], header: String) -> KernelSource {
+    let inputs: Vec<&str> = ["xk", "xv", "k_buf"]
         .into_iter()
+        .chain(values.iter().copied())
         .chain(PAIR_ORDER_INPUTS)
         .collect();
     let mut spec = KernelSource::new(
-        "mlxcel_fp16_int8_kv",
+        name,
         &inputs,
         &["done"],
         include_str!("cuda/fp16_append_kv.cu"),
     );
-    spec.header = format!(
-        "#define MLXCEL_V_INT8\n{}\n{}",
-        header(),
-        include_str!("cuda/int8_encode.cuh")
-    );
+    spec.header = header;
     spec
 }
 
 /// What the launches include: RoPE of a warp's vector (`decode_attention.cuh`), loading it
 /// (`kv_pair.cuh`), storing it (`fp16_store.cuh`).
 fn header() -> String {
-    format!(
-        "{}\n{}\n{}",
-        include_str!("cuda/decode_attention.cuh"),
-        include_str!("cuda/kv_pair.cuh"),
-        include_str!("cuda/fp16_store.cuh")
-    )
+    crate::kernels::in_place::warp_header(include_str!("cuda/fp16_store.cuh"))
 }
 
 fn q_source() -> KernelSource {
@@ -154,22 +149,26 @@ pub fn append_kv_into(
 ) -> Result<Array> {
     let xs = xk.shape();
     let d = xs.get(3).copied().unwrap_or(0);
-    let (name, src, values, values_fit): (_, fn() -> KernelSource, Vec<&Array>, _) = match v {
-        ValueBuffers::Fp16(b) => (
-            "fp16_append_kv",
-            source,
-            vec![b],
-            buffer_fits(&xs, b, d, Dtype::F16, pos),
-        ),
-        ValueBuffers::Int8 { q, scale } => (
-            "fp16_int8_kv",
-            source_int8,
-            vec![q, scale],
-            buffer_fits(&xs, q, d, Dtype::I8, pos) && buffer_fits(&xs, scale, 1, Dtype::F16, pos),
-        ),
+    // The key buffer, then the value buffers (no allocation: this runs per layer and step).
+    let (fp16_buffers, int8_buffers);
+    let (name, src, buffers, values_fit): (_, fn() -> KernelSource, &[&Array], _) = match v {
+        ValueBuffers::Fp16(b) => {
+            fp16_buffers = [k_buf, b];
+            let fits = buffer_fits(&xs, b, d, Dtype::F16, pos);
+            ("fp16_append_kv", source, &fp16_buffers, fits)
+        }
+        ValueBuffers::Int8 { q, scale } => {
+            int8_buffers = [k_buf, q, scale];
+            let fits = buffer_fits(&xs, q, d, Dtype::I8, pos)
+                && buffer_fits(&xs, scale, 1, Dtype::F16, pos);
+            ("fp16_int8_kv", source_int8, &int8_buffers, fits)
+        }
     };
     if !(buffer_fits(&xs, k_buf, d, Dtype::F16, pos) && values_fit) {
-        let vs: Vec<_> = values.iter().map(|b| (b.shape(), b.dtype())).collect();
+        let vs: Vec<_> = buffers[1..]
+            .iter()
+            .map(|b| (b.shape(), b.dtype()))
+            .collect();
         return Err(Error::invalid(
             "fp16 append",
             format!(
@@ -180,9 +179,7 @@ pub fn append_kv_into(
             ),
         ));
     }
-    let mut buffers = vec![k_buf];
-    buffers.extend(values);
-    write_pair(name, src, xk, xv, &buffers, pos, afters, rope)
+    write_pair(name, src, xk, xv, buffers, pos, afters, rope)
 }
 #[cfg(test)]
 mod tests {

@@ -24,6 +24,18 @@ pub(crate) fn buffer_fits(xs: &[i32], buf: &Array, width: i32, dtype: Dtype, pos
         && pos + xs[2] as usize <= bs[2] as usize
 }
 
+/// The header of a kernel that handles one head vector per warp: RoPE and the
+/// Walsh-Hadamard transform of a warp's vector (`decode_attention.cuh`), loading it
+/// (`kv_pair.cuh`), then `own` (the writer's encoder or store helpers).
+pub(crate) fn warp_header(own: &str) -> String {
+    format!(
+        "{}\n{}\n{}",
+        include_str!("cuda/decode_attention.cuh"),
+        include_str!("cuda/kv_pair.cuh"),
+        own
+    )
+}
+
 /// The names of a K+V writer's ordering inputs, after its data and buffers (the order
 /// [`write_pair`] passes them): the position marker, the sides' previous tokens, and RoPE's
 /// inverse frequencies.

@@ -14,12 +14,7 @@ use crate::{Error, Result};
 /// The encoders' helpers: one warp's int8 encoding (`cuda/int8_encode.cuh`) after the
 /// decode-attention helpers it uses (`rope_warp`) and the K+V launches' warp layout.
 fn helpers() -> String {
-    format!(
-        "{}\n{}\n{}",
-        include_str!("cuda/decode_attention.cuh"),
-        include_str!("cuda/kv_pair.cuh"),
-        include_str!("cuda/int8_encode.cuh")
-    )
+    crate::kernels::in_place::warp_header(include_str!("cuda/int8_encode.cuh"))
 }
 
 fn source() -> KernelSource {

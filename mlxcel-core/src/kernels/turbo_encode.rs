@@ -16,12 +16,7 @@ const BODY: &str = include_str!("cuda/turbo_encode.cu");
 
 /// The warp-level helpers (Walsh-Hadamard, RoPE) and the one-vector encoder.
 pub(crate) fn helpers() -> String {
-    format!(
-        "{}\n{}\n{}",
-        include_str!("cuda/decode_attention.cuh"),
-        include_str!("cuda/kv_pair.cuh"),
-        include_str!("cuda/turbo_encode.cuh")
-    )
+    crate::kernels::in_place::warp_header(include_str!("cuda/turbo_encode.cuh"))
 }
 
 fn source() -> KernelSource {

@@ -1,7 +1,8 @@
 //! Unquantized storage (fp16 by default): the reference every other mode is measured against.
 
+use crate::kernels::fp16_append::{append_kv_into, applies, ValueBuffers};
 use crate::kv::buffer::GrowBuffer;
-use crate::kv::pending::{PairSide, PendingWrite};
+use crate::kv::pending::{append_pair_one, pair_step_applies, PairSide, PendingWrite, Reserved};
 use crate::kv::side::{KvSide, RawSide, FORMAT_FP16};
 use crate::kv::turbo::rotation::Rotation;
 use crate::mlx::{Array, Dtype};
@@ -46,23 +47,46 @@ impl Fp16Side {
         xv: &Array,
         rope: &RopeSpec,
     ) -> Result<bool> {
-        use crate::kernels::fp16_append::{append_kv_into, applies, ValueBuffers};
-        use crate::kv::pending::{append_pair_one, pair_step_applies};
+        if v.dtype() != k.dtype() {
+            return Ok(false);
+        }
+        let v_len = v.len();
+        Fp16Side::append_key_pair_in_place(
+            k,
+            v_len,
+            |d| v.pair_side(d),
+            xk,
+            xv,
+            Some(rope),
+            |[vd, _]| ValueBuffers::Fp16(vd),
+        )
+    }
+
+    /// The in-place append of a pair with fp16 keys (this side) and a value side of `v_len`
+    /// positions whose state `v_side(head_dim)` gives, shared by the fp16 mode and the turbo
+    /// modes' fp16-key / int8-value boundary layers
+    /// (`Int8Side::append_fp16_pair_in_place`): the decode-step checks of both, then one
+    /// `append_kv_into` with the value buffers `values` makes of the value side's reserved
+    /// `[data, aux]`. Returns false, having appended nothing, where the checks fail.
+    pub(crate) fn append_key_pair_in_place<'v>(
+        k: &mut Fp16Side,
+        v_len: usize,
+        v_side: impl FnOnce(i32) -> PairSide<'v>,
+        xk: &Array,
+        xv: &Array,
+        rope: Option<&RopeSpec>,
+        values: for<'a> fn(Reserved<'a>) -> ValueBuffers<'a>,
+    ) -> Result<bool> {
         let s = xk.shape();
         let d = s.get(3).copied().unwrap_or(0);
-        if !(pair_step_applies(xk, xv, [k.len(), v.len()], Some(rope))
-            && applies(d as usize, k.dtype())
-            && v.dtype() == k.dtype())
-        {
+        if !(pair_step_applies(xk, xv, [k.len(), v_len], rope) && applies(d as usize, k.dtype())) {
             return Ok(false);
         }
         append_pair_one(
             k.pair_side(d),
-            v.pair_side(d),
+            v_side(d),
             [s[0], s[1]],
-            |[kd, _], [vd, _], pos, afters| {
-                append_kv_into(xk, xv, kd, ValueBuffers::Fp16(vd), pos, afters, Some(rope))
-            },
+            |[kd, _], vb, pos, afters| append_kv_into(xk, xv, kd, values(vb), pos, afters, rope),
         )?;
         Ok(true)
     }

@@ -228,27 +228,20 @@ impl Int8Side {
         xv: &Array,
         rope: Option<&RopeSpec>,
     ) -> Result<bool> {
-        use crate::kernels::fp16_append::{append_kv_into, applies, ValueBuffers};
-        use crate::kv::pending::{append_pair_one, pair_step_applies};
-        let d = xk.dim(-1);
-        if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope)
-            && Self::in_place_shape(xk)
-            && applies(d as usize, k.dtype())
-            && v.rotation.is_none())
-        {
+        use crate::kernels::fp16_append::ValueBuffers;
+        if !(Self::in_place_shape(xk) && v.rotation.is_none()) {
             return Ok(false);
         }
-        let s = xk.shape();
-        append_pair_one(
-            k.pair_side(d),
-            v.pair_side(d),
-            [s[0], s[1]],
-            |[kd, _], [vq, vs], pos, afters| {
-                let values = ValueBuffers::Int8 { q: vq, scale: vs };
-                append_kv_into(xk, xv, kd, values, pos, afters, rope)
-            },
-        )?;
-        Ok(true)
+        let v_len = v.len();
+        Fp16Side::append_key_pair_in_place(
+            k,
+            v_len,
+            |d| v.pair_side(d),
+            xk,
+            xv,
+            rope,
+            |[q, scale]| ValueBuffers::Int8 { q, scale },
+        )
     }
 }
 

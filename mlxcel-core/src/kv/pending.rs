@@ -167,7 +167,7 @@ pub struct PairSide<'a> {
 
 /// A side's reserved buffers as [`append_pair_one`] hands them to the launch: `[data, aux]`,
 /// with `data` again in place of a missing aux.
-type Reserved<'a> = [&'a Array; 2];
+pub(crate) type Reserved<'a> = [&'a Array; 2];
 
 /// A key side and a value side each get one position from one launch: both sides reserve
 /// it ([`reserve_pair`]), `write(k_buffers, v_buffers, pos, [k_token, v_token])` queues the

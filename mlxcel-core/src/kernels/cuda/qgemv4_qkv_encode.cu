@@ -38,27 +38,25 @@ if (row0 >= NQ) {
                          (is_v ? NK / D : 0) + head;
   if constexpr (ETAIL) {
     // The tables' copies (qgemv4_qkv_encode_pre.cu) land before the barrier publishes them.
-    asm volatile("cp.async.wait_all;" ::: "memory");
     // No fences: the barrier orders this CTA's row stores (tid < 16) before tid 0's ticket,
     // whose release makes them visible with it; the last CTA's acquire on the same ticket,
     // then its barrier, order warp 0's reads of the head after every CTA's stores.
-    __syncthreads();
-    if (tid == 0) {
-      unsigned int prev;
-      asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(ticket) : "memory");
-      enc_last = prev + 1 == static_cast<unsigned int>(D / 16);
-      if (enc_last) atomicExch(ticket, 0u);  // every CTA of the head has arrived: ready for the next call
-    }
-    __syncthreads();
+    asm volatile("cp.async.wait_all;" ::: "memory");
   } else {
     __threadfence();  // this CTA's rows (stored by tid < 16) are visible device-wide before its ticket
-    __syncthreads();
-    if (tid == 0) {
-      enc_last = atomicAdd(ticket, 1u) + 1 == static_cast<unsigned int>(D / 16);
-      if (enc_last) atomicExch(ticket, 0u);  // every CTA of the head has arrived: ready for the next call
-    }
-    __syncthreads();
   }
+  __syncthreads();
+  if (tid == 0) {
+    unsigned int prev;
+    if constexpr (ETAIL) {
+      asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(ticket) : "memory");
+    } else {
+      prev = atomicAdd(ticket, 1u);
+    }
+    enc_last = prev + 1 == static_cast<unsigned int>(D / 16);
+    if (enc_last) atomicExch(ticket, 0u);  // every CTA of the head has arrived: ready for the next call
+  }
+  __syncthreads();
   if (enc_last && warp == 0) {
     if constexpr (!ETAIL) __threadfence();
     const unsigned short* src = reinterpret_cast<const unsigned short*>(is_v ? yv : yk) + static_cast<long long>(head) * D;
