@@ -710,6 +710,22 @@ pub const QKV_ENC_TAIL: Flag = Flag {
     slot: 42,
 };
 
+/// The tensor-core decode kernel computes each tile's scores transposed, S^T = K q^T, with the
+/// decoded K rows as the mma's A operand and q as B (`KT` in `cuda/decode_attention_mma.cu`),
+/// and turns P into P^T's B fragment with `movmatrix`. Why: with q as A, its rows 8..15 (no
+/// head) are zero and ptxas rebuilds the four-register A operand around them in the loop; the
+/// kernel is issue-bound (ncu at 128K, session 25: 66% of cycles issuing, DRAM at 63%). NVRTC
+/// SASS of the turbo4 D=128 GQA-4 loop (12 warps): 401 -> 364 instructions per tile, 24 -> 16
+/// mmas, 133 -> 118 registers. Not bit-identical (the softmax sums a head's weights in another
+/// order): compared with the default kernel and the split reference on the GPU. Off until
+/// measured on the H200; 1 turns it on.
+pub const MMA_KT: Flag = Flag {
+    name: "MLXCEL_MMA_KT",
+    default: false,
+    doc: "tensor-core decode kernel: scores computed transposed (K as the mma's A operand), 1 = on; not yet measured",
+    slot: 43,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -814,6 +830,7 @@ pub const ALL: &[Flag] = &[
     MMA_ONE_WAVE,
     FP16_INPLACE_APPEND,
     QKV_ENC_TAIL,
+    MMA_KT,
 ];
 
 #[cfg(test)]

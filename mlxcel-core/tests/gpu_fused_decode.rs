@@ -597,6 +597,79 @@ fn first_ring_tile_after_the_prologue_loads_is_bit_identical() {
     }
 }
 
+/// `MLXCEL_MMA_KT` (each tile's scores computed transposed, S^T = K q^T, P^T's B fragment by
+/// `movmatrix`) sums a head's softmax weights in another order than the default kernel, so it
+/// is held to the parity bound instead of bits: relative RMS < 1e-3 against the split reference
+/// (f32) and against the default kernel (the differing elements are printed), for every
+/// format the tensor-core kernel serves, head dims 64 and 128, GQA 1, 4 and 7, lengths
+/// 1-4097 and a split override (a split with no tile must merge away). Outputs must be
+/// finite (the kernel's outputs start as NaN). On the CPU the call ends in MLX's "CUDA" error.
+#[test]
+fn transposed_scores_match_the_reference() {
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let mut r = rng("transposed_scores_match_the_reference");
+    let shapes: Vec<(usize, usize, usize)> = MMA_SHAPES
+        .iter()
+        .copied()
+        .chain([(8, 8, 128), (12, 3, 64)])
+        .collect();
+    let lens: Vec<(usize, Option<usize>)> =
+        MMA_LENS.iter().copied().chain([(300, Some(40))]).collect();
+    let (mut checked, mut worst) = (0, 0f32);
+    for mode in ["turbo4", "turbo4-asym", "int8", "fp16", "fp16+int8"] {
+        for &(hq, hkv, d) in &shapes {
+            for &(len, splits) in &lens {
+                if !on_cuda && len > 17 {
+                    continue; // the CPU checks the error path only
+                }
+                let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
+                let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+                let scale = 1.0 / (d as f32).sqrt();
+                let run = |on: bool| {
+                    set_flags(&[("MLXCEL_MMA_KT", on)]);
+                    fused_decode(&q, &kr, &vr, len, scale, splits)
+                        .and_then(|o| o.astype(Dtype::F32))
+                };
+                if !on_cuda {
+                    let err = run(true).and_then(|o| o.eval()).unwrap_err().to_string();
+                    assert!(err.contains("CUDA"), "{err}");
+                    continue;
+                }
+                let case = format!("{mode} hq={hq} hkv={hkv} d={d} len={len} splits={splits:?}");
+                let base = run(false).unwrap();
+                let kt = run(true).unwrap();
+                assert!(!common::has_nan(&kt), "{case}: unwritten (NaN) outputs");
+                let reference = attend_with(
+                    AttentionPath::DequantSdpa,
+                    &q.astype(Dtype::F32).unwrap(),
+                    k.as_ref(),
+                    v.as_ref(),
+                    scale,
+                )
+                .unwrap();
+                let (e_ref, e_base) = (rel_rms(&kt, &reference), rel_rms(&kt, &base));
+                let differing =
+                    differing_bits(&base.to_vec::<f32>().unwrap(), &kt.to_vec::<f32>().unwrap());
+                eprintln!("KT {case}: reference {e_ref:.2e} (default kernel {:.2e}), default kernel {e_base:.2e}, {differing} differing outputs", rel_rms(&base, &reference));
+                assert!(
+                    e_ref < 1e-3,
+                    "{case}: relative RMS {e_ref} against the reference"
+                );
+                assert!(
+                    e_base < 1e-3,
+                    "{case}: relative RMS {e_base} against the default kernel"
+                );
+                worst = worst.max(e_ref);
+                checked += 1;
+            }
+        }
+    }
+    clear_flags(&["MLXCEL_MMA_KT"]);
+    if checked > 0 {
+        eprintln!("transposed scores: {checked} cases on CUDA, worst relative RMS {worst:.2e} against the reference");
+    }
+}
+
 /// `MLXCEL_FOLD_MERGE` (fold v3: the last CTA of each KV head merges its splits, one warp per
 /// query head with the warp merge's arithmetic) must give the default path's bits (the
 /// separate warp merge), for every format the tensor-core kernel serves (turbo4 in 12-warp

@@ -712,6 +712,7 @@ pub fn fused_decode_rope(
                     "QFIRST1",
                     TemplateArg::Bool(mma_qfirst1(k.format, v.format)),
                 )
+                .template("KT", TemplateArg::Bool(flags::MMA_KT.enabled()))
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(

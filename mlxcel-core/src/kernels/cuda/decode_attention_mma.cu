@@ -32,6 +32,7 @@
 // filled by warps without a q head, its codebook loaded first; bit-identical), QFIRST (the
 // ring's first copies issued right after each warp's prologue loads; bit-identical), QFIRST1
 // (only the first of them),
+// KT (S computed transposed, S^T = K q^T with the decoded K as the A operand; below the K phase),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -312,6 +313,9 @@ float o[MT][4];
 #pragma unroll
 for (int j = 0; j < MT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 float m_run = mlxcel_fd::neg_inf(), l_run = 0.0f;
+// KT: this lane's second head (2c + 1; m_run / l_run then hold head 2c). l_run holds the sum
+// over this lane's tokens only (r and 8 + r of each tile) until the end.
+float m_run1 = mlxcel_fd::neg_inf(), l_run1 = 0.0f;
 
 prefill(EARLY_TILES, STAGES - 1);
 
@@ -320,7 +324,61 @@ const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
 // One tile in three phases (the loop below runs them in this order; with PIPE, tile i + 1's
 // K phase is issued next to tile i's V phase).
 // K phase: S = q K^T for the tile's 16 tokens.
-auto k_phase = [&](const unsigned char* st, float (&sacc)[2][4]) {
+// KT: S^T = K q^T instead, one m16n8k16 chain per tile: A = the tile's 16 decoded K rows
+// (rows r and 8 + r of this lane: the same bytes and decoded values the two n-tiles below use
+// as B), B = q^T (the same registers as q's A fragments: rows r of A and columns r of B hold
+// the same lane's values). Why: with q as A its rows 8..15 are zero, and ptxas rebuilds each
+// mma's four-register A operand around the zeros (NVRTC SASS of the turbo4 D=128 GQA-4 loop:
+// 42 moves in 401 instructions per tile) and runs 16 mmas where 8 carry the work. C is then
+// S^T: this lane holds tokens r and 8 + r of heads 2c and 2c + 1 (softmax_phase's KT branch;
+// movmatrix turns its P into P^T's B fragment). Only sacc[0] is used.
+auto k_phase_t = [&](const unsigned char* st, float (&acc)[4]) {
+  acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+  mlxcel_mma::u32 w[2][KW];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int krow = h * 8 + r;
+    const mlxcel_mma::u32* kw = reinterpret_cast<const mlxcel_mma::u32*>(st + krow * KROW + c * (KROW / 4));
+#pragma unroll
+    for (int u = 0; u < KW; u += 4) {
+      if constexpr (KW % 4 == 0) {
+        const int n = (krow * KROW + c * (KROW / 4)) / 16 + u / 4;
+        const uint4 x = *reinterpret_cast<const uint4*>(st + swz_chunk(n, k_swz(krow, n)) * 16);
+        w[h][u] = x.x; w[h][u + 1] = x.y; w[h][u + 2] = x.z; w[h][u + 3] = x.w;
+      } else {
+#pragma unroll
+        for (int e = 0; e < KW - u && e < 4; ++e) w[h][u + e] = kw[u + e];
+      }
+    }
+  }
+  if constexpr (KFMT == 0) {
+#pragma unroll
+    for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(acc, w[0][2 * s], w[1][2 * s], w[0][2 * s + 1], w[1][2 * s + 1], qa[s][0], qa[s][1]);
+  } else if constexpr (KFMT == 1) {
+#pragma unroll
+    for (int s = 0; s < KSTEPS; ++s) {
+      mlxcel_mma::u32 b0[2], b1[2];
+      mlxcel_mma::decode4_i8(w[0][s], b0);
+      mlxcel_mma::decode4_i8(w[1][s], b1);
+      mlxcel_mma::mma(acc, b0[0], b1[0], b0[1], b1[1], qa[s][0], qa[s][1]);
+    }
+  } else {
+#pragma unroll
+    for (int u = 0; u < KW; ++u) {
+      mlxcel_mma::u32 b0[4], b1[4];
+      if constexpr (LUT_K) {
+        mlxcel_mma::decode8_t4_lut<LUT_ROW, LUT_IMM>(lut_tab, w[0][u], lut_lane_k, b0);
+        mlxcel_mma::decode8_t4_lut<LUT_ROW, LUT_IMM>(lut_tab, w[1][u], lut_lane_k, b1);
+      } else {
+        mlxcel_mma::decode8_t4(bk, w[0][u], b0);
+        mlxcel_mma::decode8_t4(bk, w[1][u], b1);
+      }
+      mlxcel_mma::mma(acc, b0[0], b1[0], b0[1], b1[1], qa[2 * u][0], qa[2 * u][1]);
+      mlxcel_mma::mma(acc, b0[2], b1[2], b0[3], b1[3], qa[2 * u + 1][0], qa[2 * u + 1][1]);
+    }
+  }
+};
+auto k_phase_n = [&](const unsigned char* st, float (&sacc)[2][4]) {
   // ---- S = q K^T for tokens [t0, t0 + 16): two n-tiles of 8 tokens.
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
@@ -369,12 +427,64 @@ auto k_phase = [&](const unsigned char* st, float (&sacc)[2][4]) {
     }
   }
 };
+auto k_phase = [&](const unsigned char* st, float (&sacc)[2][4]) {
+  if constexpr (KT) k_phase_t(st, sacc[0]);
+  else k_phase_n(st, sacc);
+};
 // Softmax: scores scaled by the K factors, masked past len, the running max and sum, o
 // rescaled when the max grew; P^T's B fragments with the V factors folded in.
 // FTZ: exp2 with denormal results flushed to zero (exp2_ftz in decode_attention_mma.cuh); NVRTC
 // SASS of the turbo4 D=128 GQA-4 loop (12 warps): 399 -> 384 instructions per tile.
-auto softmax_phase = [&](const unsigned char* st, int t0, float (&sacc)[2][4], mlxcel_mma::u32& pb0, mlxcel_mma::u32& pb1) {
-  auto ex2 = [](float x) { return FTZ ? mlxcel_mma::exp2_ftz(x) : exp2f(x); };
+auto ex2 = [](float x) { return FTZ ? mlxcel_mma::exp2_ftz(x) : exp2f(x); };
+// KT: the same from S^T's fragment (k_phase_t).
+auto softmax_phase_t = [&](const unsigned char* st, int t0, const float (&sacc)[4], mlxcel_mma::u32& pb0, mlxcel_mma::u32& pb1) {
+  // S^T's fragment: (token r, head 2c), (r, 2c + 1), (8 + r, 2c), (8 + r, 2c + 1).
+  float sc[4] = {sacc[0], sacc[1], sacc[2], sacc[3]};
+  float vf0 = 1.0f, vf1 = 1.0f;
+  if constexpr (KFMT != 0) {
+    const __half* ka = reinterpret_cast<const __half*>(st + K_BYTES + V_BYTES);
+    const float f0 = __half2float(ka[r]), f1 = __half2float(ka[8 + r]);
+    sc[0] *= f0; sc[1] *= f0; sc[2] *= f1; sc[3] *= f1;
+  }
+  if constexpr (VFMT != 0) {
+    const __half* va = reinterpret_cast<const __half*>(st + K_BYTES + V_BYTES + KA_BYTES);
+    vf0 = __half2float(va[r]);
+    vf1 = __half2float(va[8 + r]);
+  }
+  if (t0 + r >= len) sc[0] = sc[1] = mlxcel_fd::neg_inf();
+  if (t0 + 8 + r >= len) sc[2] = sc[3] = mlxcel_fd::neg_inf();
+  // Each head's max over the tile's 16 tokens: this lane's two, then across r (the tile's
+  // first token is inside the sequence, so the maxima are finite).
+  float mx0 = fmaxf(sc[0], sc[2]), mx1 = fmaxf(sc[1], sc[3]);
+#pragma unroll
+  for (int off = 4; off < 32; off *= 2) {
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+  }
+  const float mn0 = fmaxf(m_run, mx0), mn1 = fmaxf(m_run1, mx1);
+  const float a0 = ex2(m_run - mn0), a1 = ex2(m_run1 - mn1);  // 0 on the first tile
+  const float p0 = ex2(sc[0] - mn0), p1 = ex2(sc[1] - mn1), p2 = ex2(sc[2] - mn0), p3 = ex2(sc[3] - mn1);
+  l_run = l_run * a0 + (p0 + p2);
+  l_run1 = l_run1 * a1 + (p1 + p3);
+  const bool grew = mn0 > m_run || mn1 > m_run1;
+  m_run = mn0;
+  m_run1 = mn1;
+  // O^T's fragment holds heads 2c and 2c + 1: this lane's own alphas, no shuffles.
+  if (RSALL || __any_sync(0xffffffffu, grew)) {
+#pragma unroll
+    for (int j = 0; j < MT; ++j) {
+      o[j][0] *= a0; o[j][1] *= a1; o[j][2] *= a0; o[j][3] *= a1;
+    }
+  }
+  // P (tokens x heads) as two 8x8 fp16 blocks, V factors folded in, masked tokens exactly 0;
+  // transposed in registers they are P^T's B fragments (tokens 2c, 2c + 1 / 8 + 2c, 9 + 2c
+  // of head r).
+  const mlxcel_mma::u32 h0 = mlxcel_mma::pack_half2(p0 > 0.0f ? p0 * vf0 : 0.0f, p1 > 0.0f ? p1 * vf0 : 0.0f);
+  const mlxcel_mma::u32 h1 = mlxcel_mma::pack_half2(p2 > 0.0f ? p2 * vf1 : 0.0f, p3 > 0.0f ? p3 * vf1 : 0.0f);
+  pb0 = mlxcel_mma::transpose8x8(h0);
+  pb1 = mlxcel_mma::transpose8x8(h1);
+};
+auto softmax_phase_n = [&](const unsigned char* st, int t0, float (&sacc)[2][4], mlxcel_mma::u32& pb0, mlxcel_mma::u32& pb1) {
   // Scores of head r for tile tokens 2c, 2c+1, 8+2c, 9+2c.
   float sc[4] = {sacc[0][0], sacc[0][1], sacc[1][0], sacc[1][1]};
   float vf[4] = {1.0f, 1.0f, 1.0f, 1.0f};
@@ -420,6 +530,10 @@ auto softmax_phase = [&](const unsigned char* st, int t0, float (&sacc)[2][4], m
   // B fragments of P^T (k = tokens, n = heads), V factor folded in; masked tokens exactly 0.
   pb0 = mlxcel_mma::pack_half2(p[0] > 0.0f ? p[0] * vf[0] : 0.0f, p[1] > 0.0f ? p[1] * vf[1] : 0.0f);
   pb1 = mlxcel_mma::pack_half2(p[2] > 0.0f ? p[2] * vf[2] : 0.0f, p[3] > 0.0f ? p[3] * vf[3] : 0.0f);
+};
+auto softmax_phase = [&](const unsigned char* st, int t0, float (&sacc)[2][4], mlxcel_mma::u32& pb0, mlxcel_mma::u32& pb1) {
+  if constexpr (KT) softmax_phase_t(st, t0, sacc[0], pb0, pb1);
+  else softmax_phase_n(st, t0, sacc, pb0, pb1);
 };
 // V phase: O^T += V^T P^T.
 auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32 pb1) {
@@ -541,13 +655,29 @@ if constexpr (!PIPE) {
 mlxcel_mma::cp_wait<0>();
 
 // ---- Merge the CTA's warps (the ring is reused as scratch).
-l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
-l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
+if constexpr (KT) {
+  // Heads 2c and 2c + 1: the sums over the lanes' tokens (r = 0..7).
+#pragma unroll
+  for (int off = 4; off < 32; off *= 2) {
+    l_run += __shfl_xor_sync(0xffffffffu, l_run, off);
+    l_run1 += __shfl_xor_sync(0xffffffffu, l_run1, off);
+  }
+} else {
+  l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
+  l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
+}
 __syncthreads();
 float* wacc = reinterpret_cast<float*>(ring);  // [NW][GQA][D]
 float* wm = wacc + NW * GQA * D;               // [NW][8]
 float* wl = wm + NW * 8;                       // [NW][8]
-if (c == 0) {
+if constexpr (KT) {
+  if (r == 0) {
+    wm[warp * 8 + 2 * c] = m_run;
+    wl[warp * 8 + 2 * c] = l_run;
+    wm[warp * 8 + 2 * c + 1] = m_run1;
+    wl[warp * 8 + 2 * c + 1] = l_run1;
+  }
+} else if (c == 0) {
   wm[warp * 8 + r] = m_run;
   wl[warp * 8 + r] = l_run;
 }

@@ -28,6 +28,15 @@ __device__ __forceinline__ void mma(float c[4], u32 a0, u32 a1, u32 a2, u32 a3, 
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// The 8x8 matrix of 16-bit values whose m8n8 fragment this lane holds (row lane / 4, columns
+// 2 (lane % 4) and + 1), transposed: the same fragment of its transpose (KT in
+// decode_attention_mma.cu turns S^T's C fragment into P^T's B fragment with it).
+__device__ __forceinline__ u32 transpose8x8(u32 x) {
+  u32 y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(y) : "r"(x));
+  return y;
+}
+
 // 2^x with denormal results flushed to zero (FTZ): exp2f compiles to the same MUFU.EX2 with a
 // range check and two predicated multiplies around it so that results below 2^-126 stay
 // denormal. The kernel's weights that small vanish anyway: P is packed to fp16 (smallest
