@@ -726,6 +726,24 @@ pub const MMA_KT: Flag = Flag {
     slot: 43,
 };
 
+/// With [`MMA_KT`]'s transposed scores (this flag implies it), each warp of the tensor-core
+/// decode kernel takes two of its tiles per loop iteration and runs one softmax update over
+/// their 32 tokens (`PAIR` in `cuda/decode_attention_mma.cu`). Why: KT cut the loop's
+/// instructions by 9% but the 128K call only by 0.7% (H200, session 25: ncu medians 46.99 ->
+/// 46.64 us): the warps wait on each tile's dependent chain (lookups, the S mma chain, the max
+/// across lanes, the exponentials) at 3 warps per scheduler. Two tiles give two independent
+/// chains to interleave and halve the reductions, alpha exponentials and o rescales per token
+/// (NVRTC SASS, turbo4 D=128 GQA 4: 667 instructions per pair against 366 per tile, 128
+/// registers). Needs `MLXCEL_MMA_HOIST` and not `MLXCEL_MMA_PIPE` (otherwise off). Not
+/// bit-identical to the default kernel (another summation order). Off until measured on the
+/// H200; 1 turns it on.
+pub const MMA_PAIR: Flag = Flag {
+    name: "MLXCEL_MMA_PAIR",
+    default: false,
+    doc: "tensor-core decode kernel: two tiles per loop iteration, one softmax update (with MLXCEL_MMA_KT's layout), 1 = on; not yet measured",
+    slot: 44,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -831,6 +849,7 @@ pub const ALL: &[Flag] = &[
     FP16_INPLACE_APPEND,
     QKV_ENC_TAIL,
     MMA_KT,
+    MMA_PAIR,
 ];
 
 #[cfg(test)]

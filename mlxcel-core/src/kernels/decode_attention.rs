@@ -712,7 +712,11 @@ pub fn fused_decode_rope(
                     "QFIRST1",
                     TemplateArg::Bool(mma_qfirst1(k.format, v.format)),
                 )
-                .template("KT", TemplateArg::Bool(flags::MMA_KT.enabled()))
+                .template(
+                    "KT",
+                    TemplateArg::Bool(flags::MMA_KT.enabled() || mma_pair()),
+                )
+                .template("PAIR", TemplateArg::Bool(mma_pair()))
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
@@ -737,6 +741,14 @@ pub fn fused_decode_rope(
     let ml = parts.pop().expect("two outputs");
     let o_part = parts.pop().expect("two outputs");
     merge(q, &o_part, &ml, v, &rot_v, d, &out_shape)
+}
+
+/// Whether the tensor-core kernel takes two tiles per loop iteration ([`flags::MMA_PAIR`]): it
+/// builds on the hoisted ring addressing and replaces the single-tile loop, so it needs
+/// `MLXCEL_MMA_HOIST` on and `MLXCEL_MMA_PIPE` off (the kernel asserts both); it implies the
+/// transposed scores (`KT`).
+fn mma_pair() -> bool {
+    flags::MMA_PAIR.enabled() && flags::MMA_HOIST.enabled() && !flags::MMA_PIPE.enabled()
 }
 
 #[cfg(test)]
