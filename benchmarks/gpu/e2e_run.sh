@@ -86,7 +86,8 @@ ncu_attention() {
     "$R/$dir/details.txt" | sed -E 's/ +/ /g' | head -16
 }
 
-# `ncu_sweep TAG [ENV=VALUE...]`: ncu durations of every turbo4 decode-attention launch of
+# `ncu_sweep TAG [ENV=VALUE...]`: ncu durations of every decode-attention launch (mode
+# $SWEEP_MODE, default turbo4) of
 # `bench attention` (Llama-3-8B layer shape) at $SWEEP_CTXS (default 4K, 32K, 128K; 5
 # iterations after the warm-up) with the given variables, into $R/sweep-TAG.csv. Single
 # launches vary by +-3%; medians over many launches rank kernel variants (session 18).
@@ -97,7 +98,7 @@ ncu_sweep() {
   local tag=$1; shift
   env "$@" timeout 100 ncu --clock-control none ${NCU_CACHE:+--cache-control "$NCU_CACHE"} --metrics gpu__time_duration.sum --csv --page raw --print-units base \
     --kernel-name "regex:mlxcel_decode" "${BIN:-.devcarry/bin/mlxcel}" bench attention --contexts "${SWEEP_CTXS:-4096,32768,131072}" \
-    --modes turbo4 --shapes 32:8:128 --split-modes none --iters 5 > "$R/sweep-$tag.csv" 2> "$R/sweep-$tag.err"
+    --modes "${SWEEP_MODE:-turbo4}" --shapes 32:8:128 --split-modes none --iters 5 > "$R/sweep-$tag.csv" 2> "$R/sweep-$tag.err"
 }
 
 # `source_profile TAG KERNEL_REGEX SKIP CMD...`: ncu's SourceCounters and WarpStateStats of one

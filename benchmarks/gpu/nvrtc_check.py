@@ -62,7 +62,7 @@ def b(x):
 
 # Template flags of the tensor-core decode kernel, each variant naming the ones it turns on
 # (swz is on unless a variant says otherwise).
-MMA_FLAGS = ("rope", "trad", "fold", "swz", "lutk", "lutv", "lut1", "luti", "hoist", "pipe", "sacc2", "rsall", "wide", "ftz", "wide16", "qswz", "fillw", "qfirst", "qfirst1", "kt", "pair")
+MMA_FLAGS = ("rope", "trad", "fold", "swz", "lutk", "lutv", "lut1", "luti", "hoist", "pipe", "sacc2", "rsall", "wide", "ftz", "wide16", "qswz", "fillw", "qfirst", "qfirst1", "kt", "pair", "rfe")
 
 
 def mma_variant(**on):
@@ -125,12 +125,16 @@ MMA_VARIANTS = [
     # PAIR (MLXCEL_MMA_PAIR, with KT): two tiles per loop iteration.
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True, qfirst1=True, kt=True, pair=True),
     mma_variant(rope=True, fold=True, hoist=True, qfirst1=True, kt=True, pair=True),
+    # RFE (MLXCEL_MMA_REFILL_EARLY): the refill before the wait, in the paired and one-tile loops.
+    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True, qfirst1=True, kt=True, pair=True, rfe=True),
+    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True, qfirst1=True, rfe=True),
+    mma_variant(rope=True, fold=True, qfirst1=True, rfe=True),
 ]
 # The shipped defaults (MLXCEL_MMA_HOIST, MLXCEL_MMA_RSALL, MLXCEL_MMA_WIDE, MLXCEL_MMA_FTZ, MLXCEL_MMA_QSWZ,
-# MLXCEL_MMA_FILLW, MLXCEL_MMA_QFIRST1 and the pair table with immediate offsets on; fold off). QFIRST1 is off
-# in the fp16-K / turbo4-V kernel (mma_qfirst1 in decode_attention.rs): the variant without it above.
+# MLXCEL_MMA_FILLW, MLXCEL_MMA_QFIRST1, MLXCEL_MMA_PAIR with its KT layout, and the pair table with immediate
+# offsets on; fold off). QFIRST1 is off in the fp16-K / turbo4-V kernel (mma_qfirst1 in decode_attention.rs).
 DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True,
-                              qfirst1=True)
+                              qfirst1=True, kt=True, pair=True)
 
 
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
@@ -174,10 +178,10 @@ def main():
                     for rot in rots:
                         if rot and kf == 1 and v != DEFAULT_VARIANT:
                             continue
-                        rope, trad, fold, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw, qfirst, qfirst1, kt, pair = (b(v[f]) for f in MMA_FLAGS)
+                        rope, trad, fold, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw, qfirst, qfirst1, kt, pair, rfe = (b(v[f]) for f in MMA_FLAGS)
                         if rope == "true" and qt != "__half":
                             continue
-                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                                   f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot)}; constexpr bool ROT_V = {b(vf >= 2 or (rot and kf == 1))}; "
                                   f"constexpr int STAGES = {min(stages, 4) if wide16 == 'true' else stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
                                   f"constexpr bool FOLD = {fold}; using T_q = {qt};\n")

@@ -2,13 +2,15 @@
 
     python3 benchmarks/gpu/sweep_medians.py DIR CONTEXTS TAG...
 
-Reads DIR/sweep-TAG.csv (ncu --csv --page raw with gpu__time_duration.sum, one row per
+Reads DIR/sweep-TAG.csv or, where that is missing, DIR/sweep-TAG.csv.gz (ncu --csv --page raw with gpu__time_duration.sum, one row per
 decode-attention launch, the contexts of CONTEXTS (comma-separated) in order with equally
 many launches each). Prints each tag's per-context median, launch count and range to stderr,
 and on stdout the tag with the lowest sum of the last two contexts' medians.
 """
 
 import csv
+import gzip
+import os
 import statistics
 import sys
 
@@ -18,7 +20,11 @@ def main() -> None:
     score = {}
     for tag in tags:
         try:
-            rows = [line for line in open(f"{out}/sweep-{tag}.csv") if line.startswith('"')]
+            path = f"{out}/sweep-{tag}.csv"
+            if not os.path.exists(path) and os.path.exists(path + ".gz"):
+                path += ".gz"
+            with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+                rows = [line for line in f if line.startswith('"')]
         except OSError as e:
             print(f"{tag}: {e}", file=sys.stderr)
             continue

@@ -717,12 +717,16 @@ pub const QKV_ENC_TAIL: Flag = Flag {
 /// kernel is issue-bound (ncu at 128K, session 25: 66% of cycles issuing, DRAM at 63%). NVRTC
 /// SASS of the turbo4 D=128 GQA-4 loop (12 warps): 401 -> 364 instructions per tile, 24 -> 16
 /// mmas, 133 -> 118 registers. Not bit-identical (the softmax sums a head's weights in another
-/// order): compared with the default kernel and the split reference on the GPU. Off until
-/// measured on the H200; 1 turns it on.
+/// order). On the H200 (session 25, call 3): 125 cases within 5.06e-4 of the split reference
+/// (111 bit-identical to the kernel without it), the parity suite with it on 140 cases
+/// within 5.10e-4, turbo4's greedy tokens equal; ncu medians of 18 launches 8.13 -> 8.21 us at
+/// 4K, 17.60 -> 17.39 at 32K, 46.99 -> 46.64 at 128K; device time per step equal within
+/// 0.01 ms (turbo4 and turbo4-asym, 32K and 128K). Alone it stays off: [`MMA_PAIR`], on by
+/// default, builds on it and turns it on; 1 turns it on without PAIR.
 pub const MMA_KT: Flag = Flag {
     name: "MLXCEL_MMA_KT",
     default: false,
-    doc: "tensor-core decode kernel: scores computed transposed (K as the mma's A operand), 1 = on; not yet measured",
+    doc: "tensor-core decode kernel: scores computed transposed (K as the mma's A operand) without MLXCEL_MMA_PAIR, 1 = on (PAIR, the default, implies it)",
     slot: 43,
 };
 
@@ -734,14 +738,36 @@ pub const MMA_KT: Flag = Flag {
 /// across lanes, the exponentials) at 3 warps per scheduler. Two tiles give two independent
 /// chains to interleave and halve the reductions, alpha exponentials and o rescales per token
 /// (NVRTC SASS, turbo4 D=128 GQA 4: 667 instructions per pair against 366 per tile, 128
-/// registers). Needs `MLXCEL_MMA_HOIST` and not `MLXCEL_MMA_PIPE` (otherwise off). Not
-/// bit-identical to the default kernel (another summation order). Off until measured on the
-/// H200; 1 turns it on.
+/// registers). Needs `MLXCEL_MMA_HOIST` and not `MLXCEL_MMA_PIPE` (otherwise off), and applies
+/// only to rings of 5 or more stages (turbo4's kernels; `MMA_PAIR_MIN_STAGES` in
+/// `kernels/decode_attention.rs`: 3-stage rings would have no copy in flight during a pair). Not
+/// bit-identical to the kernel without it: P is rounded to fp16 against the maximum of 32
+/// tokens instead of 16. On the H200 (session 25, call 5): 125 cases within 5.38e-4 of the
+/// split reference (the kernel without it: within 1.9e-4 of it), turbo4's greedy tokens equal;
+/// ncu medians of 18 launches 8.10 -> 8.10 us at 4K, 17.52 -> 17.22 at 32K, 47.04 -> 44.10
+/// at 128K (call 4, another machine: 43.89 at 128K); turbo4's device time per step at 128K
+/// 3.70-3.71 ms with it (calls 4-5) against 3.77-3.78 without (calls 1 and 3). Default on;
+/// 0 = one tile per iteration (with `MLXCEL_MMA_KT=0`, the kernel measured before session 25).
 pub const MMA_PAIR: Flag = Flag {
     name: "MLXCEL_MMA_PAIR",
-    default: false,
-    doc: "tensor-core decode kernel: two tiles per loop iteration, one softmax update (with MLXCEL_MMA_KT's layout), 1 = on; not yet measured",
+    default: true,
+    doc: "tensor-core decode kernel: two tiles per loop iteration, one softmax update, in MLXCEL_MMA_KT's layout (0 = one tile per iteration)",
     slot: 44,
+};
+
+/// The tensor-core decode kernel's loops refill the ring slot freed by the previous iteration
+/// before waiting for the current tile (or pair), instead of after computing it (`RFE` in
+/// `cuda/decode_attention_mma.cu`): one more copy in flight while a warp computes (STAGES - 1
+/// in the one-tile loop, STAGES - 2 in the paired one). Why: PIPE, with one copy fewer in
+/// flight, measured slower (session 15), and `MLXCEL_MMA_PAIR` leaves no copy in flight on the
+/// 3-stage rings of fp16 or int8 keys at D = 128, which keeps them on the one-tile loop. The
+/// same copies into the same slots: bit-identical outputs. Written in session 25 after the
+/// device calls, never run on a GPU: off until measured; 1 turns it on.
+pub const MMA_REFILL_EARLY: Flag = Flag {
+    name: "MLXCEL_MMA_REFILL_EARLY",
+    default: false,
+    doc: "tensor-core decode kernel: refill the freed ring slot before waiting for the tile (1 = on; not yet measured)",
+    slot: 45,
 };
 
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
@@ -850,6 +876,7 @@ pub const ALL: &[Flag] = &[
     QKV_ENC_TAIL,
     MMA_KT,
     MMA_PAIR,
+    MMA_REFILL_EARLY,
 ];
 
 #[cfg(test)]

@@ -398,6 +398,9 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
 #[test]
 fn hoisted_and_pipelined_loops_are_bit_identical() {
     let mut r = rng("hoisted_and_pipelined_loops_are_bit_identical");
+    // The paired-tile loop (MLXCEL_MMA_PAIR, on by default) needs HOIST and no PIPE, so it
+    // would run on some sides only: compare the single-tile loops it replaces.
+    set_flags(&[("MLXCEL_MMA_PAIR", false)]);
     const NAMES: [&str; 4] = [
         "MLXCEL_MMA_HOIST",
         "MLXCEL_MMA_PIPE",
@@ -448,6 +451,7 @@ fn hoisted_and_pipelined_loops_are_bit_identical() {
         }
     }
     clear_flags(&NAMES);
+    clear_flags(&["MLXCEL_MMA_PAIR"]);
     if on_cuda {
         eprintln!(
             "hoisted / pipelined / rescale-always / ftz loops: {checked} bit-identity checks on CUDA"
@@ -691,6 +695,27 @@ fn transposed_scores_match_the_reference() {
 #[test]
 fn paired_tiles_match_the_reference() {
     flag_within_parity("paired_tiles_match_the_reference", "MLXCEL_MMA_PAIR");
+}
+
+/// `MLXCEL_MMA_REFILL_EARLY` (each loop iteration refills the slot the previous one freed before
+/// its wait) must give the default order's bits: the same copies into the same slots. The
+/// defaults run turbo4 (and turbo4-asym at D = 64: 5-stage rings) in the paired-tile loop and
+/// the others in the one-tile loop, so both loops are covered, with lengths that leave warps
+/// no tile, one, an odd count and more than the ring holds (`MMA_SHAPES`, `MMA_LENS`). On the
+/// CPU both end in MLX's "CUDA" error.
+#[test]
+fn early_ring_refill_is_bit_identical() {
+    let checked = flag_bit_identity(
+        "early_ring_refill_is_bit_identical",
+        "MLXCEL_MMA_REFILL_EARLY",
+        MMA_MODES,
+        MMA_SHAPES,
+        MMA_LENS,
+        1,
+    );
+    if checked > 0 {
+        eprintln!("early ring refill: {checked} bit-identity checks on CUDA");
+    }
 }
 
 /// `MLXCEL_FOLD_MERGE` (fold v3: the last CTA of each KV head merges its splits, one warp per

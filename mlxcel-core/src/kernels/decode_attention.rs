@@ -714,9 +714,10 @@ pub fn fused_decode_rope(
                 )
                 .template(
                     "KT",
-                    TemplateArg::Bool(flags::MMA_KT.enabled() || mma_pair()),
+                    TemplateArg::Bool(flags::MMA_KT.enabled() || mma_pair(stages)),
                 )
-                .template("PAIR", TemplateArg::Bool(mma_pair()))
+                .template("PAIR", TemplateArg::Bool(mma_pair(stages)))
+                .template("RFE", TemplateArg::Bool(flags::MMA_REFILL_EARLY.enabled()))
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
@@ -743,17 +744,31 @@ pub fn fused_decode_rope(
     merge(q, &o_part, &ml, v, &rot_v, d, &out_shape)
 }
 
-/// Whether the tensor-core kernel takes two tiles per loop iteration ([`flags::MMA_PAIR`]): it
-/// builds on the hoisted ring addressing and replaces the single-tile loop, so it needs
-/// `MLXCEL_MMA_HOIST` on and `MLXCEL_MMA_PIPE` off (the kernel asserts both); it implies the
-/// transposed scores (`KT`).
-fn mma_pair() -> bool {
-    flags::MMA_PAIR.enabled() && flags::MMA_HOIST.enabled() && !flags::MMA_PIPE.enabled()
+/// Rings shallower than this keep the one-tile loop under [`flags::MMA_PAIR`]: a pair holds two
+/// slots while it computes, leaving `stages - 3` tiles in flight (the one-tile loop leaves
+/// `stages - 2`), none at 3 stages (fp16 or int8 keys at D = 128, e.g. turbo4-asym's kernel).
+/// Measured faster only with 5 (turbo4, H200 session 25); turbo4-asym's 3-stage kernel ran
+/// 5.24 ms per 128K step with pairs on a slow-host machine against 5.02-5.03 without on
+/// others (not an A/B: the same call's runs without pairs failed), so it is left out.
+pub const MMA_PAIR_MIN_STAGES: usize = 5;
+
+/// Whether the tensor-core kernel with a `stages`-deep ring takes two tiles per loop iteration
+/// ([`flags::MMA_PAIR`]): it builds on the hoisted ring addressing and replaces the one-tile
+/// loop, so it needs `MLXCEL_MMA_HOIST` on and `MLXCEL_MMA_PIPE` off (the kernel asserts
+/// both), and a ring of at least [`MMA_PAIR_MIN_STAGES`]; it implies the transposed scores
+/// (`KT`).
+pub fn mma_pair(stages: usize) -> bool {
+    flags::MMA_PAIR.enabled()
+        && flags::MMA_HOIST.enabled()
+        && !flags::MMA_PIPE.enabled()
+        && stages >= MMA_PAIR_MIN_STAGES
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{length_marker, mma_qfirst1};
+    use super::{
+        length_marker, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages, MMA_PAIR_MIN_STAGES,
+    };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
 
@@ -772,6 +787,30 @@ mod tests {
             assert_eq!(mma_qfirst1(k, v), on, "k format {k}, v format {v}");
         }
         assert!(!mma_qfirst1(FORMAT_FP16, 4));
+    }
+
+    /// Paired tiles only where the ring leaves copies in flight during a pair: turbo4's 5-stage
+    /// ring (D = 128; 6 at D = 64) takes them under the default flags, the 3-stage rings of fp16
+    /// or int8 keys at D = 128 (turbo4-asym, int8, the boundary layers) never do.
+    #[test]
+    fn paired_tiles_only_with_rings_of_five_stages_or_more() {
+        let ring = |k: i32, v: i32, d: usize| mma_stages(mma_stage_bytes(k, v, d));
+        assert_eq!(ring(4, 4, 128), 5);
+        assert_eq!(ring(4, 4, 64), 6);
+        for (k, v) in [
+            (FORMAT_FP16, 4),
+            (FORMAT_INT8, FORMAT_INT8),
+            (FORMAT_FP16, FORMAT_FP16),
+            (FORMAT_FP16, FORMAT_INT8),
+        ] {
+            let stages = ring(k, v, 128);
+            assert_eq!(stages, 3, "k format {k}, v format {v}");
+            assert!(!mma_pair(stages), "k format {k}, v format {v}");
+        }
+        let defaults =
+            flags::MMA_PAIR.enabled() && flags::MMA_HOIST.enabled() && !flags::MMA_PIPE.enabled();
+        assert_eq!(mma_pair(ring(4, 4, 128)), defaults);
+        assert!(!mma_pair(MMA_PAIR_MIN_STAGES - 1));
     }
 
     #[test]

@@ -33,7 +33,9 @@
 // ring's first copies issued right after each warp's prologue loads; bit-identical), QFIRST1
 // (only the first of them),
 // KT (S computed transposed, S^T = K q^T with the decoded K as the A operand; below the K phase),
-// PAIR (with KT: two tiles per loop iteration, one softmax update; the tile loop below),
+// PAIR (with KT: two tiles per loop iteration, one softmax update; the tile loop below), RFE
+// (each iteration refills the slot freed by the previous one before its wait, one more copy in
+// flight; the same copies, bit-identical outputs),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -60,6 +62,7 @@ constexpr int STAGE = K_BYTES + V_BYTES + KA_BYTES + VA_BYTES;
 constexpr float LOG2E = 1.4426950408889634f;
 static_assert(GQA >= 1 && GQA <= 8, "GQA 1..8");
 static_assert(KW >= 1 && VW >= 1, "row too short");
+static_assert(!PAIR || (KT && HOIST && !PIPE && STAGES >= 3), "PAIR needs KT, HOIST, no PIPE and STAGES >= 3");
 // SWZ: the ring stores each tile's 16-byte chunks XOR-permuted within their 128-byte line so
 // that the lanes' reads of one instruction fall in different banks (ncu, turbo4 at 128K:
 // shared loads 4.6-way bank-conflicted on average, session 9). Chunk n of token row t moves
@@ -638,11 +641,19 @@ if constexpr (PAIR) {
   // The ring keeps STAGES - 3 copies in flight during a pair (one fewer than the single-tile
   // loop's STAGES - 2 during a tile; both cover the next pair / the next tiles), and is
   // refilled by two tiles per pair, one commit group each. An odd count ends with one tile.
-  static_assert(KT && HOIST && !PIPE && STAGES >= 3, "PAIR needs KT, HOIST and STAGES >= 3");
   unsigned char* cur = my_ring;  // slot of tile i
   int i = 0;
   for (; i + 1 < count; i += 2) {
-    mlxcel_mma::cp_wait<STAGES - 3>();
+    if constexpr (RFE) {
+      // Tile i + STAGES - 1 into the slot of tile i - 1 (read to the end before the last
+      // iteration's __syncwarp; at i = 0 the slot the prefill left empty) before this pair's
+      // wait: STAGES - 2 copies in flight during the pair instead of STAGES - 3.
+      if (i + STAGES - 1 < count) issue_next(prev_slot(cur));
+      mlxcel_mma::cp_commit();
+      mlxcel_mma::cp_wait<STAGES - 2>();
+    } else {
+      mlxcel_mma::cp_wait<STAGES - 3>();
+    }
     __syncwarp();
     unsigned char* nx = next_slot(cur);
     const int t0 = (tb + warp + i * NW) * 16;
@@ -657,9 +668,12 @@ if constexpr (PAIR) {
     v_phase(cur, pb[0], pb[1]);
     v_phase(nx, pb[2], pb[3]);
     __syncwarp();  // every lane is done with both slots before they are refilled
-    // Tiles i + STAGES - 1 and i + STAGES into the slots of tiles i - 1 and i.
-    if (i + STAGES - 1 < count) issue_next(prev_slot(cur));
-    mlxcel_mma::cp_commit();
+    // Tiles i + STAGES - 1 (unless RFE issued it) and i + STAGES into the slots of tiles i - 1
+    // and i.
+    if constexpr (!RFE) {
+      if (i + STAGES - 1 < count) issue_next(prev_slot(cur));
+      mlxcel_mma::cp_commit();
+    }
     if (i + STAGES < count) issue_next(cur);
     mlxcel_mma::cp_commit();
     cur = next_slot(nx);
@@ -676,7 +690,15 @@ if constexpr (PAIR) {
 } else if constexpr (!PIPE) {
   unsigned char* cur = my_ring;  // HOIST: slot i % STAGES, advanced without the division
   for (int i = 0; i < count; ++i) {
-    mlxcel_mma::cp_wait<STAGES - 2>();
+    if constexpr (RFE) {
+      // The refill of the slot of tile i - 1 (below) before this tile's wait: STAGES - 1
+      // copies in flight while tile i is computed instead of STAGES - 2.
+      refill(i, cur);
+      mlxcel_mma::cp_commit();
+      mlxcel_mma::cp_wait<STAGES - 1>();
+    } else {
+      mlxcel_mma::cp_wait<STAGES - 2>();
+    }
     __syncwarp();
     const unsigned char* st = HOIST ? cur : my_ring + (i % STAGES) * STAGE;
     const int t0 = (tb + warp + i * NW) * 16;
@@ -688,9 +710,9 @@ if constexpr (PAIR) {
     v_phase(st, pb0, pb1);
 
     __syncwarp();  // every lane is done with this slot before it is refilled
-    refill(i, cur);
+    if constexpr (!RFE) refill(i, cur);
     if constexpr (HOIST) cur = next_slot(cur);
-    mlxcel_mma::cp_commit();
+    if constexpr (!RFE) mlxcel_mma::cp_commit();
   }
 } else {
   // PIPE: tile i + 1's K phase is issued next to tile i's V phase (independent work, in one
