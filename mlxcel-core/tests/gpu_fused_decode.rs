@@ -71,6 +71,19 @@ fn fused_values(
         .and_then(|o| o.to_vec::<f32>())
 }
 
+/// The split reference path's output for `q` over `k` and `v`, run in f32 whatever q's dtype, so
+/// that a bound measures the fused kernel (fp16 operands, f32 accumulation) and not the reference.
+fn f32_reference(q: &Array, k: &dyn KvSide, v: &dyn KvSide, scale: f32) -> Array {
+    attend_with(
+        AttentionPath::DequantSdpa,
+        &q.astype(Dtype::F32).unwrap(),
+        k,
+        v,
+        scale,
+    )
+    .unwrap()
+}
+
 /// How many elements of `got` differ from `want` in their bits.
 fn differing_bits(want: &[f32], got: &[f32]) -> usize {
     want.iter()
@@ -251,16 +264,7 @@ fn fused_decode_matches_split_paths_or_falls_back() {
                     AttentionPath::FusedDecode
                 };
                 assert_eq!(select_path(&q, k.as_ref(), v.as_ref()), want, "{mode}");
-                // The reference runs in f32 whatever q's dtype, so the bound measures the
-                // fused kernel (fp16 operands, f32 accumulation) and not the reference.
-                let reference = attend_with(
-                    AttentionPath::DequantSdpa,
-                    &q.astype(Dtype::F32).unwrap(),
-                    k.as_ref(),
-                    v.as_ref(),
-                    scale,
-                )
-                .unwrap();
+                let reference = f32_reference(&q, k.as_ref(), v.as_ref(), scale);
                 let fused = attend_with(
                     AttentionPath::FusedDecode,
                     &q,
@@ -645,14 +649,7 @@ fn flag_within_parity(test: &str, flag: &str) -> usize {
                     !common::has_nan(&got),
                     "{flag} {case}: unwritten (NaN) outputs"
                 );
-                let reference = attend_with(
-                    AttentionPath::DequantSdpa,
-                    &q.astype(Dtype::F32).unwrap(),
-                    k.as_ref(),
-                    v.as_ref(),
-                    scale,
-                )
-                .unwrap();
+                let reference = f32_reference(&q, k.as_ref(), v.as_ref(), scale);
                 let (e_ref, e_base) = (rel_rms(&got, &reference), rel_rms(&got, &base));
                 let differing = differing_bits(
                     &base.to_vec::<f32>().unwrap(),

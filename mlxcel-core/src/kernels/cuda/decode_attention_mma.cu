@@ -328,6 +328,23 @@ const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
 // One tile in three phases (the loop below runs them in this order; with PIPE, tile i + 1's
 // K phase is issued next to tile i's V phase).
 // K phase: S = q K^T for the tile's 16 tokens.
+// This lane's KW words of K row krow of the tile in slot st (bytes [c * KROW / 4, + KROW / 4)),
+// read where the ring's swizzle put them.
+auto k_row_words = [&](const unsigned char* st, int krow, mlxcel_mma::u32 (&w)[KW]) {
+  const mlxcel_mma::u32* kw = reinterpret_cast<const mlxcel_mma::u32*>(st + krow * KROW + c * (KROW / 4));
+#pragma unroll
+  for (int u = 0; u < KW; u += 4) {
+    if constexpr (KW % 4 == 0) {
+      // 16-byte chunk u / 4 of this lane's K bytes, where the ring put it.
+      const int n = (krow * KROW + c * (KROW / 4)) / 16 + u / 4;
+      const uint4 x = *reinterpret_cast<const uint4*>(st + swz_chunk(n, k_swz(krow, n)) * 16);
+      w[u] = x.x; w[u + 1] = x.y; w[u + 2] = x.z; w[u + 3] = x.w;
+    } else {
+#pragma unroll
+      for (int e = 0; e < KW - u && e < 4; ++e) w[u + e] = kw[u + e];
+    }
+  }
+};
 // KT: S^T = K q^T instead, one m16n8k16 chain per tile: A = the tile's 16 decoded K rows
 // (rows r and 8 + r of this lane: the same bytes and decoded values the two n-tiles below use
 // as B), B = q^T (the same registers as q's A fragments: rows r of A and columns r of B hold
@@ -340,21 +357,7 @@ auto k_phase_t = [&](const unsigned char* st, float (&acc)[4]) {
   acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
   mlxcel_mma::u32 w[2][KW];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int krow = h * 8 + r;
-    const mlxcel_mma::u32* kw = reinterpret_cast<const mlxcel_mma::u32*>(st + krow * KROW + c * (KROW / 4));
-#pragma unroll
-    for (int u = 0; u < KW; u += 4) {
-      if constexpr (KW % 4 == 0) {
-        const int n = (krow * KROW + c * (KROW / 4)) / 16 + u / 4;
-        const uint4 x = *reinterpret_cast<const uint4*>(st + swz_chunk(n, k_swz(krow, n)) * 16);
-        w[h][u] = x.x; w[h][u + 1] = x.y; w[h][u + 2] = x.z; w[h][u + 3] = x.w;
-      } else {
-#pragma unroll
-        for (int e = 0; e < KW - u && e < 4; ++e) w[h][u + e] = kw[u + e];
-      }
-    }
-  }
+  for (int h = 0; h < 2; ++h) k_row_words(st, h * 8 + r, w[h]);
   if constexpr (KFMT == 0) {
 #pragma unroll
     for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(acc, w[0][2 * s], w[1][2 * s], w[0][2 * s + 1], w[1][2 * s + 1], qa[s][0], qa[s][1]);
@@ -390,21 +393,8 @@ auto k_phase_n = [&](const unsigned char* st, float (&sacc)[2][4]) {
     // SACC2: the odd k-steps' partial sums, added to sacc[nt] after the chain.
     float sodd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     float* const acc_odd = SACC2 ? sodd : sacc[nt];
-    const int krow = nt * 8 + r;
-    const mlxcel_mma::u32* kw = reinterpret_cast<const mlxcel_mma::u32*>(st + krow * KROW + c * (KROW / 4));
     mlxcel_mma::u32 w[KW];
-#pragma unroll
-    for (int u = 0; u < KW; u += 4) {
-      if constexpr (KW % 4 == 0) {
-        // 16-byte chunk u / 4 of this lane's K bytes, where the ring put it.
-        const int n = (krow * KROW + c * (KROW / 4)) / 16 + u / 4;
-        const uint4 x = *reinterpret_cast<const uint4*>(st + swz_chunk(n, k_swz(krow, n)) * 16);
-        w[u] = x.x; w[u + 1] = x.y; w[u + 2] = x.z; w[u + 3] = x.w;
-      } else {
-#pragma unroll
-        for (int e = 0; e < KW - u && e < 4; ++e) w[u + e] = kw[u + e];
-      }
-    }
+    k_row_words(st, nt * 8 + r, w);
     if constexpr (KFMT == 0) {
 #pragma unroll
       for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(s % 2 ? acc_odd : sacc[nt], qa[s][0], 0u, qa[s][1], 0u, w[2 * s], w[2 * s + 1]);
