@@ -679,6 +679,7 @@ pub fn fused_decode_rope(
     .template("GQA", TemplateArg::Int(gqa as i32))
     .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()));
     let mut parts = if let Some((stages, shared, warps)) = mma_shared {
+        let pair = mma_pair(stages);
         let main = cached_by_name(
             KernelBackend::Cuda,
             "decode_attention_mma",
@@ -712,11 +713,8 @@ pub fn fused_decode_rope(
                     "QFIRST1",
                     TemplateArg::Bool(mma_qfirst1(k.format, v.format)),
                 )
-                .template(
-                    "KT",
-                    TemplateArg::Bool(flags::MMA_KT.enabled() || mma_pair(stages)),
-                )
-                .template("PAIR", TemplateArg::Bool(mma_pair(stages)))
+                .template("KT", TemplateArg::Bool(flags::MMA_KT.enabled() || pair))
+                .template("PAIR", TemplateArg::Bool(pair))
                 .template("RFE", TemplateArg::Bool(flags::MMA_REFILL_EARLY.enabled()))
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))

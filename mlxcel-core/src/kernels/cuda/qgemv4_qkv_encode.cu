@@ -63,9 +63,9 @@ if (row0 >= NQ) {
     for (int i = lane; i < D; i += 32) enc_x[i] = __ushort_as_half(__ldcg(src + i));
     __syncwarp();
     const long long pos = pos_marker_shape[0] - 1;
-    // The side's tables come from shared memory with ETAIL (qgemv4_qkv_encode_pre.cu), else
-    // from the inputs.
-    const float* const t_freq = ETAIL ? enc_tab + 2 * D + 32 : inv_freq;
+    // The side's tables come from shared memory with ETAIL (enc_tab, copied by
+    // qgemv4_qkv_encode_pre.cu at its ENC_* offsets), else from the inputs.
+    const float* const t_freq = ETAIL ? enc_tab + ENC_FREQ : inv_freq;
     const long long dst = static_cast<long long>(head) * k_packed_shape[2] + pos;
     // The buffers' element types depend on KVFMT: reach them through void pointers.
     void* const k_data = const_cast<void*>(static_cast<const void*>(k_packed));
@@ -80,14 +80,14 @@ if (row0 >= NQ) {
                                             static_cast<__half*>(k_aux), dst);
       }
     } else if (is_v) {  // turbo4 values (turbo4 and turbo4-asym)
-      mlxcel_enc::turbo4_row<D, false, false>(enc_x, lane, ETAIL ? enc_tab + 2 * D : v_mids,
-                                              ETAIL ? enc_tab + 2 * D + 16 : v_lut, ETAIL ? enc_tab : v_signs, 0.0f, inv_freq,
+      mlxcel_enc::turbo4_row<D, false, false>(enc_x, lane, ETAIL ? enc_tab + ENC_MIDS : v_mids,
+                                              ETAIL ? enc_tab + ENC_LUT : v_lut, ETAIL ? enc_tab : v_signs, 0.0f, inv_freq,
                                               static_cast<unsigned char*>(v_data), v_aux, dst);
     } else if constexpr (KVFMT == 1) {  // turbo4-asym: fp16 keys (turbo_encode_kv_asym.cu)
       mlxcel_enc::fp16_row<D, ROPE, TRAD>(enc_x, lane, static_cast<float>(pos), t_freq, static_cast<__half*>(k_data), dst);
     } else {  // turbo4 keys (turbo_encode_kv.cu)
-      mlxcel_enc::turbo4_row<D, ROPE, TRAD>(enc_x, lane, ETAIL ? enc_tab + 2 * D : k_mids,
-                                            ETAIL ? enc_tab + 2 * D + 16 : k_lut, ETAIL ? enc_tab : k_signs,
+      mlxcel_enc::turbo4_row<D, ROPE, TRAD>(enc_x, lane, ETAIL ? enc_tab + ENC_MIDS : k_mids,
+                                            ETAIL ? enc_tab + ENC_LUT : k_lut, ETAIL ? enc_tab : k_signs,
                                             static_cast<float>(pos), t_freq,
                                             static_cast<unsigned char*>(k_data), static_cast<__half*>(k_aux), dst);
     }

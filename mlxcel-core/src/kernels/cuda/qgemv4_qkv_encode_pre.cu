@@ -8,10 +8,11 @@
 // the last of its head) copies its side's tables with cp.async before the ring's first weight
 // copies: no register waits for them, and the ring's first cp.async.wait_group covers their
 // group (the oldest), so they cost the GEMV nothing but the copies themselves. enc_tab holds
-// the signs [2 D], the midpoints [15] at 2 D, the centroids [16] at 2 D + 16 and the inverse
-// frequencies [D / 2] at 2 D + 32; a side's codec only where its format has one (turbo4 keys
-// with KVFMT 0, turbo4 values with KVFMT 0 and 1), the frequencies for K with ROPE.
-__shared__ __align__(16) float enc_tab[ETAIL ? 2 * D + 32 + D / 2 : 1];
+// the signs [2 D] at 0, the midpoints [15] at ENC_MIDS, the centroids [16] at ENC_LUT and the
+// inverse frequencies [D / 2] at ENC_FREQ; a side's codec only where its format has one (turbo4
+// keys with KVFMT 0, turbo4 values with KVFMT 0 and 1), the frequencies for K with ROPE.
+constexpr int ENC_MIDS = 2 * D, ENC_LUT = ENC_MIDS + 16, ENC_FREQ = ENC_LUT + 16, ENC_TAB = ENC_FREQ + D / 2;
+__shared__ __align__(16) float enc_tab[ETAIL ? ENC_TAB : 1];
 if constexpr (ETAIL) {
   const long long first_row = static_cast<long long>(blockIdx.x) * 16;
   if (first_row >= NQ) {
@@ -24,15 +25,15 @@ if constexpr (ETAIL) {
       const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
       asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(src) : "memory");
     };
-    for (int i = threadIdx.x; i < 2 * D + 32 + D / 2; i += blockDim.x) {
-      if (i < 2 * D) {
+    for (int i = threadIdx.x; i < ENC_TAB; i += blockDim.x) {
+      if (i < ENC_MIDS) {
         if (codec) copy4(enc_tab + i, signs + i);
-      } else if (i < 2 * D + 15) {
-        if (codec) copy4(enc_tab + i, mids + (i - 2 * D));
-      } else if (i >= 2 * D + 16 && i < 2 * D + 32) {
-        if (codec) copy4(enc_tab + i, lut + (i - 2 * D - 16));
-      } else if (i >= 2 * D + 32) {
-        if (ROPE && !v_side) copy4(enc_tab + i, inv_freq + (i - 2 * D - 32));
+      } else if (i < ENC_MIDS + 15) {
+        if (codec) copy4(enc_tab + i, mids + (i - ENC_MIDS));
+      } else if (i >= ENC_LUT && i < ENC_FREQ) {
+        if (codec) copy4(enc_tab + i, lut + (i - ENC_LUT));
+      } else if (i >= ENC_FREQ) {
+        if (ROPE && !v_side) copy4(enc_tab + i, inv_freq + (i - ENC_FREQ));
       }
     }
     mlxcel_qmv::ring_commit();
