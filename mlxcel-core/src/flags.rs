@@ -761,12 +761,15 @@ pub const MMA_PAIR: Flag = Flag {
 /// in the one-tile loop, STAGES - 2 in the paired one). Why: PIPE, with one copy fewer in
 /// flight, measured slower (session 15), and `MLXCEL_MMA_PAIR` leaves no copy in flight on the
 /// 3-stage rings of fp16 or int8 keys at D = 128, which keeps them on the one-tile loop. The
-/// same copies into the same slots: bit-identical outputs. Written in session 25 after the
-/// device calls, never run on a GPU: off until measured; 1 turns it on.
+/// same copies into the same slots: bit-identical outputs. On the H200 (session 26, call 1):
+/// 48 bit-identity checks (both loops); ncu medians of 18 launches, default -> on: turbo4
+/// 8.10 -> 8.06 us at 4K, 17.25 -> 17.30 at 32K, 43.78 -> 44.72 at 128K; turbo4-asym (3-stage
+/// one-tile loop, where a second copy in flight was the point) 9.20 -> 9.09, 26.91 -> 27.28,
+/// 87.01 -> 87.52. Not faster: off; 1 turns it on.
 pub const MMA_REFILL_EARLY: Flag = Flag {
     name: "MLXCEL_MMA_REFILL_EARLY",
     default: false,
-    doc: "tensor-core decode kernel: refill the freed ring slot before waiting for the tile (1 = on; not yet measured)",
+    doc: "tensor-core decode kernel: refill the freed ring slot before waiting for the tile (1 = on; measured no faster)",
     slot: 45,
 };
 

@@ -312,6 +312,17 @@ fn fused_decode_matches_split_paths_or_falls_back() {
 /// 128-byte rows or `MLXCEL_MMA_LUT_IMM`'s immediate-offset lookups) must decode the same fp16
 /// bits as the register byte permutes: with a fixed split count the outputs are
 /// bit-identical. On the CPU the flags must not make the fused path reachable.
+///
+/// `MLXCEL_MMA_PAIR` (two tiles per iteration, one softmax update per pair: other roundings
+/// than the one-tile loop) is on only for rings of 5 stages or more, and the 128-byte-row
+/// table caps turbo4's ring at 4: its variants are compared with PAIR off on both sides (a
+/// session-26 run with PAIR left to the defaults compared the paired base with the one-tile
+/// variant and found 1 differing output at len = 17). The others keep the defaults (PAIR on
+/// turbo4's 5-stage ring) on both sides. `MLXCEL_MMA_WIDE` (on by default: 12-warp CTAs
+/// around the table, 4 without one) is pinned off on both sides: a warp's tiles are every
+/// WARPS-th of its split's, so 12 warps against 4 change the sums' order wherever a split has
+/// more than 4 tiles (session 26: 1301 differing outputs at len = 4097, 7 tiles per split;
+/// its last recorded GPU run was session 12's, before WIDE was the default).
 #[test]
 fn pair_table_decodes_bit_identically_to_byte_permutes() {
     let mut r = rng("pair_table_decodes_bit_identically_to_byte_permutes");
@@ -322,15 +333,20 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
         "MLXCEL_MMA_LUT_ONE",
         "MLXCEL_MMA_LUT_IMM",
     ];
-    let switches = |k: bool, v: bool, one: bool, imm: bool| {
+    const PAIR: &str = "MLXCEL_MMA_PAIR";
+    const WIDE: &str = "MLXCEL_MMA_WIDE";
+    // PAIR's default (on) unless the one-table layout is in the comparison; 4-warp CTAs always.
+    let switches = |k: bool, v: bool, one: bool, imm: bool, pair: bool| {
         [
             (NAMES[0], k),
             (NAMES[1], v),
             (NAMES[2], one),
             (NAMES[3], imm),
+            (PAIR, pair),
+            (WIDE, false),
         ]
     };
-    let set = |k: bool, v: bool| set_flags(&switches(k, v, false, false));
+    let set = |k: bool, v: bool| set_flags(&switches(k, v, false, false, true));
     // Which sides use the table: V only alongside turbo4 K (alone it measured slower).
     for (mode, both, v_only) in [
         ("turbo4", (true, true), (false, false)),
@@ -351,8 +367,8 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let splits = len.div_ceil(64).min(40);
-                let run = |lk: bool, lv: bool, one: bool, imm: bool| {
-                    let on = switches(lk, lv, one, imm);
+                let run = |lk: bool, lv: bool, one: bool, imm: bool, pair: bool| {
+                    let on = switches(lk, lv, one, imm, pair);
                     fused_values(&on, &q, (&kr, &vr), len, Some(splits))
                 };
                 if !on_cuda {
@@ -361,11 +377,12 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
                         select_path(&q, k.as_ref(), v.as_ref()),
                         AttentionPath::FusedDecode
                     );
-                    let err = run(true, true, true, false).unwrap_err().to_string();
+                    let err = run(true, true, true, false, true).unwrap_err().to_string();
                     assert!(err.contains("CUDA"), "{err}");
                     continue;
                 }
-                let base = run(false, false, false, false).unwrap();
+                let base = run(false, false, false, false, true).unwrap();
+                let base_one_tile = run(false, false, false, false, false).unwrap();
                 // (K table, V table, one 128-byte-row table for both, immediate offsets).
                 for (lk, lv, one, imm) in [
                     (true, false, false, false),
@@ -375,8 +392,13 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
                     (true, false, false, true),
                     (true, true, false, true),
                 ] {
-                    let differing = differing_bits(&base, &run(lk, lv, one, imm).unwrap());
-                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} lut k={lk} v={lv} one={one} imm={imm}: {differing} differing outputs");
+                    let (want, pair) = if one {
+                        (&base_one_tile, false)
+                    } else {
+                        (&base, true)
+                    };
+                    let differing = differing_bits(want, &run(lk, lv, one, imm, pair).unwrap());
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} lut k={lk} v={lv} one={one} imm={imm} pair={pair}: {differing} differing outputs");
                     assert_eq!(
                         differing, 0,
                         "{mode} hq={hq} d={d} len={len} lut k={lk} v={lv} one={one} imm={imm}"
@@ -387,6 +409,7 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
         }
     }
     clear_flags(&NAMES);
+    clear_flags(&[PAIR, WIDE]);
     eprintln!("pair table: {checked} bit-identity checks on CUDA");
 }
 
