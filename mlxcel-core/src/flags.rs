@@ -231,6 +231,25 @@ pub const QMV_EARLY: Flag = Flag {
     slot: 36,
 };
 
+/// The GEMV ring kernels apply each quantization group's scale and bias after the mma, in
+/// fp32 (`ring_rows16_post` in `cuda/qgemv4.cuh`): a 4-bit code goes to the tensor cores as the
+/// exact fp16 1024 + n (or 1024 + 16 n) of one LOP3, and per group and row
+/// y += s (C_even + C_odd / 16 - E) + b D with D = sum x and E = 1024 D_even + 64 D_odd. Why:
+/// ncu (session 26) found the layer GEMVs issue-bound, gate/up at 4.31 thread-instructions per
+/// weight with 62% of issue slots busy at 54% of DRAM; NVRTC SASS per 2048-weight tile: the
+/// gate/up kernel 215 -> 139 instructions, o_proj / down 179 -> 133, qkv with its append 179 ->
+/// 134 (no per-weight HSUB2 / HFMA2, no runtime division in the ring's bookkeeping). Not bit-identical to the
+/// default kernels (they round s n + b to fp16 per weight; here the products are exact): the
+/// GPU tests bound it against float64. Ring schedules with one CTA per 16 rows only (a capped
+/// grid or the batched schedule keep their loops). Written in session 26 after its device time
+/// was spent, never run on a GPU: off until measured; 1 turns it on.
+pub const QMV_POST: Flag = Flag {
+    name: "MLXCEL_QMV_POST",
+    default: false,
+    doc: "GEMV ring kernels apply scales and biases per group after the mma, in fp32 (1 = on; not yet measured)",
+    slot: 46,
+};
+
 /// The tensor-core decode-attention kernel's bank swizzle (`SWZ` in
 /// decode_attention_mma.cu): its cp.async ring stores each tile's 16-byte chunks permuted
 /// within their 128-byte line, so a warp's reads of V (and of K rows of 128 bytes or more)
@@ -880,6 +899,7 @@ pub const ALL: &[Flag] = &[
     MMA_KT,
     MMA_PAIR,
     MMA_REFILL_EARLY,
+    QMV_POST,
 ];
 
 #[cfg(test)]

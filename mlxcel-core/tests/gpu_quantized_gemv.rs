@@ -541,3 +541,104 @@ fn residual_loaded_first_is_bit_identical() {
         eprintln!("residual loaded first: {checks} bit-identity checks on CUDA");
     }
 }
+
+/// One kernel call of a test case.
+type GemvCall<'a> = dyn Fn() -> mlxcel_core::Result<Array> + 'a;
+
+/// `MLXCEL_QMV_POST` (scales and biases applied per group after the mma, in fp32; codes fed as
+/// exact fp16 offsets and the offsets removed through per-group sums of x) against the float64
+/// reference, within TOL: the plain kernel with and without the residual, the folded norm,
+/// gate/up + SiLU with and without it, on Llama-3-8B's layer shapes (qkv, o_proj, down's K =
+/// 14336, gate/up), the largest K, group sizes 32, 64 and 128, tiles per warp odd and even
+/// (the per-group sums run two tiles per pass); the default ring everywhere, a 2-stage ring and
+/// 4 warps on the first shape (each combination is one NVRTC build on the device).
+/// Each case also prints the default kernel's error on the same data: POST skips the fp16
+/// rounding of every dequantized weight, so it should not be the worse of the two by much; it
+/// must stay within TOL and within 1.5x the default's error plus 1e-4. On the CPU the kernels
+/// never run: every call ends in MLX's CUDA error with the flag on.
+#[test]
+fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
+    let mut r = rng("post_scaled_groups_match_a_float64_reference_or_are_not_used");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let eps = 1e-5f32;
+    let shapes = [
+        (6144, 4096, 64),
+        (4096, 14336, 64),
+        (14336, 4096, 64),
+        (256, 20480, 64),
+        (4096, 2048, 32),
+        (1024, 14336, 128),
+        (48, 384, 32),
+        (16, 1152, 128),
+    ];
+    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[6..7] };
+    let (mut checks, mut worst) = (0usize, 0f64);
+    for &(n, k, g) in shapes {
+        let (q, dense) = weight(&mut r, n, k, g);
+        let (qu, du) = weight(&mut r, n, k, g);
+        let (x, xv) = input(&mut r, k);
+        let (res, rv) = input(&mut r, n);
+        let (xr, w) = residual_and_norm_weight(&mut r, k);
+        let xrv = xr.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+        let wv = w.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+        let xn = rms_reference(&xrv, &wv, eps);
+        let norm = FoldedNorm { weight: &w, eps };
+        let silu = |gv: &[f64], uv: &[f64]| -> Vec<f64> {
+            gv.iter()
+                .zip(uv)
+                .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
+                .collect()
+        };
+        let plain = reference(&xv, &dense, n, k);
+        let with_res: Vec<f64> = plain.iter().zip(&rv).map(|(a, b)| a + *b as f64).collect();
+        let normed = reference(&xn, &dense, n, k);
+        let gate_up = silu(&plain, &reference(&xv, &du, n, k));
+        let gate_up_norm = silu(&normed, &reference(&xn, &du, n, k));
+        let scheds: &[&str] = if (n, k, g) == shapes[0] {
+            &["ring", "ring:8:2", "ring:4:8"]
+        } else {
+            &["ring"]
+        };
+        for &s in scheds {
+            let sched = Schedule::parse(s).unwrap();
+            let calls: [(&str, &[f64], &GemvCall); 5] = [
+                ("plain", &plain, &|| gemv_with(&x, &q, None, sched)),
+                ("residual", &with_res, &|| {
+                    gemv_with(&x, &q, Some(&res), sched)
+                }),
+                ("norm", &normed, &|| gemv_rms_with(&xr, norm, &q, sched)),
+                ("silu", &gate_up, &|| gemv_silu_mul_with(&x, &q, &qu, sched)),
+                ("silu norm", &gate_up_norm, &|| {
+                    gemv_silu_mul_rms_with(&xr, norm, &q, &qu, sched)
+                }),
+            ];
+            for (what, want, call) in calls {
+                let case = format!("{what} n={n} k={k} g={g} {s}");
+                let run = |on: bool| {
+                    common::set_flags(&[("MLXCEL_QMV_POST", on)]);
+                    let y = call().and_then(|y| y.eval().map(|_| y));
+                    common::clear_flags(&["MLXCEL_QMV_POST"]);
+                    y
+                };
+                if !on_cuda {
+                    let err = run(true).unwrap_err().to_string();
+                    assert!(err.contains("CUDA"), "{case}: {err}");
+                    continue;
+                }
+                let e = rel_rms(&run(true).unwrap(), want);
+                let e_default = rel_rms(&run(false).unwrap(), want);
+                eprintln!("post {case}: relative RMS {e:.2e} (default kernel {e_default:.2e})");
+                assert!(e < TOL, "{case}: relative RMS {e} >= {TOL}");
+                assert!(
+                    e < 1.5 * e_default + 1e-4,
+                    "{case}: {e} against the default kernel's {e_default}"
+                );
+                worst = worst.max(e);
+                checks += 1;
+            }
+        }
+    }
+    if on_cuda {
+        eprintln!("post-scaled GEMV: {checks} cases on CUDA, worst relative RMS {worst:.2e}");
+    }
+}

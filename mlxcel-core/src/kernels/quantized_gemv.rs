@@ -690,6 +690,7 @@ fn launch<'a>(
     .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
     .template("MB", TemplateArg::Bool(sched.multi_block()))
     .template("EARLY", TemplateArg::Bool(flags::QMV_EARLY.enabled()))
+    .template("POST", TemplateArg::Bool(flags::QMV_POST.enabled()))
     .template("SMEM", smem_arg(shared));
     (launch, shared)
 }

@@ -7,7 +7,8 @@
 // SMEM, MB (ring only: the grid is capped and each CTA owns several 16-row blocks,
 // ring_blocks), EARLY (ring only, one CTA per 16 rows: the prologue's loads of x and of the
 // scales before the ring's first copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without
-// MB: the residual loaded in the prologue, MLXCEL_QMV_RFIRST). Dynamic shared memory: the
+// MB: the residual loaded in the prologue, MLXCEL_QMV_RFIRST), POST (ring without MB: scales and
+// biases applied per group after the mma, MLXCEL_QMV_POST; ring_rows16_post). Dynamic shared memory: the
 // batched schedule K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says.
 // Outputs are written through put(row, value), defined in front of this body by
 // qgemv4_store.cu (y[row]) or qgemv4_store_qkv.cu (the stacked qkv projection's three
@@ -49,7 +50,11 @@ if constexpr (S > 0 && MB) {
   float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
   if constexpr (S > 0) {
     const mlxcel_qmv::QMat mats[1] = {{w, scales, biases}};
-    mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+    if constexpr (POST) {
+      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+    } else {
+      mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+    }
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);
     if constexpr (NORM) mlxcel_qmv::stage_x_rms<NT>(x, nw, eps, xs, K, tid, nred);

@@ -489,6 +489,170 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
   }
 }
 
+// Nibbles (i, i + 4) of word w as one exact fp16 pair without nibble_pair's subtraction (POST
+// folds the offset into a per-group correction): for MASK 0x000F000F at bits 0..3 of each half,
+// (1024 + n, 1024 + n'); for 0x00F000F0 at bits 4..7, (1024 + 16 n, 1024 + 16 n').
+template <u32 MASK>
+__device__ __forceinline__ u32 code_pair(u32 w) {
+  u32 v;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(v) : "r"(w), "r"(MASK), "r"(0x64006400u));
+  return v;
+}
+// POST (MLXCEL_QMV_POST): the ring schedule with each quantization group's scale and bias
+// applied after the mma, in fp32, instead of to every weight before it. Why: the layer GEMVs
+// are issue-bound (ncu, session 26: gate/up 4.31 thread-instructions per weight, 62% of issue
+// slots busy at 54% of DRAM); ring_rows16's loop spends 215 SASS instructions per tile, 64 of
+// them on the per-weight HSUB2 + HFMA2 of tile_mma and ~80 on bookkeeping (a runtime integer
+// division among them). Here a code is fed to the mma as an exact fp16 straight from one LOP3:
+// 1024 + n for the nibbles at bits 0..3 of a word's halves (even nibbles: one mma, C_lo), 1024
+// + 16 n for those at bits 4..7 (odd nibbles: another, C_hi), the word shifted once for its
+// upper byte pair. Each warp first sums x over the groups of its own tiles (D, and E = 1024
+// D_even + 64 D_odd, fp32, into xsum: no barrier, only its lanes read them), and per group and
+// row
+//   y += s (C_lo + C_hi / 16 - E) + b D
+// = sum (s n + b) x. For that every mma's 16 k values must lie in one group: lane c's word s
+// (s = 0..3) is the tile's word 4 s + c, so step s covers the tile's values [32 s, 32 s + 32),
+// one group for G >= 32. The copies stay 16 bytes per lane (row r's chunk c, stored at chunk
+// (c + r / 2) % 4 of its 64 bytes so that the reads of word c of chunk s by all lanes at once
+// hit 32 banks); a lane reads words other lanes copied, so each tile's wait is followed by a
+// __syncwarp, and each refill is preceded by one. The next copy's source is walked by a
+// pointer, the ring slot by a counter (no division). Numerics: products exact in fp32, no
+// fp16 rounding of the weights, so not bit-identical to ring_rows16 (which rounds s n + b
+// to fp16); the GEMV tests bound it against float64. One CTA per 16 rows only (no MB).
+template <int G, int NW, int S, int MATS, bool EARLY, typename Stage>
+__device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem,
+                                                 int K, long long row0, int tid, int warp, int lane,
+                                                 float (&acc)[MATS][4]) {
+  static_assert(G == 32 || G == 64 || G == 128, "a 32-value step must lie in one group");
+  constexpr int NT = NW * 32;
+  constexpr int SS = S > 1 ? S : 2;
+  constexpr int NG = 128 / G;  // groups per tile
+  constexpr int SPG = 4 / NG;  // 32-value steps per group
+  constexpr int CPG = G / 8;   // 16-byte chunks of x per group
+  // Per group (D, E): the sum of x and the offsets' share (K / G <= 20480 / G: MAX_K in
+  // quantized_gemv.rs).
+  __shared__ float2 xsum[20480 / G];
+  const int r = lane >> 2, c = lane & 3;
+  const int words = K / 8, kg = K / G, sbs = sb_stride(kg);
+  const int tiles = K / 128;
+  const int tw = (tiles - warp + NW - 1) / NW;
+  const int jobs = MATS * tw;
+  __half2* xs = reinterpret_cast<__half2*>(smem);
+  __half2* sb = xs + K / 2;
+  uint4* ring = reinterpret_cast<uint4*>(sb + MATS * 16 * sbs) + warp * SS * 64;
+  const int put = r * 4 + ((c + (r >> 1)) & 3);
+  const long long lane_off = (row0 + r) * words + c * 4 + warp * 16;
+  const u32* src = mats[0].w + lane_off;
+  int issued = 0, left = tw, fill = 0;
+  auto issue = [&]() {
+    if (issued < jobs) {
+      uint4* dst = ring + fill * 64;
+      ring_copy16(dst + put, src);
+      ring_copy16(dst + 32 + put, src + 8LL * words);
+      ++issued;
+      src += NW * 16;
+      if (MATS > 1 && --left == 0) src = mats[MATS - 1].w + lane_off;
+    }
+    ring_commit();
+    fill = fill + 1 == SS ? 0 : fill + 1;
+  };
+  if constexpr (EARLY) {
+    constexpr int PRE = MATS == 1 ? 2 : 1;
+    typename Stage::Early xe;
+    stage.load(xe, K, tid);
+    SbEarly<PRE> early[MATS];
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
+#pragma unroll
+    for (int j = 0; j < SS - 1; ++j) issue();
+    stage.store(xe, xs, K, tid);
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
+  } else {
+#pragma unroll
+    for (int j = 0; j < SS - 1; ++j) issue();
+    stage(xs, K, tid);
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
+  }
+  __syncthreads();
+  // (D, E) of this warp's groups: lanes 0-15 take the 16 chunks of one tile, lanes 16-31 the
+  // next tile's; each sums its chunk's even and odd values in fp32 (a chunk in pair order holds
+  // (x0, x4), (x1, x5), (x2, x6), (x3, x7)), then the CPG lanes of a group add theirs. Each
+  // chunk is also rewritten as (x0, x4), (x2, x6), (x1, x5), (x3, x7), so that the even and
+  // the odd mma each take their B operand as two adjacent registers of one 16-byte load (NVRTC
+  // otherwise moves 6 registers per tile into place). Only this warp reads its tiles' chunks.
+  for (int i0 = 0; i0 < tw; i0 += 2) {
+    const int i = i0 + (lane >> 4), q = lane & 15;
+    float ev = 0.0f, od = 0.0f;
+    if (i < tw) {
+      uint4* chp = reinterpret_cast<uint4*>(xs) + (warp + NW * i) * 16 + q;
+      const uint4 ch = *chp;
+      *chp = make_uint4(ch.x, ch.z, ch.y, ch.w);
+      const __half2* h = reinterpret_cast<const __half2*>(&ch);
+      const float2 f0 = __half22float2(h[0]), f1 = __half22float2(h[1]);
+      const float2 f2 = __half22float2(h[2]), f3 = __half22float2(h[3]);
+      ev = (f0.x + f0.y) + (f2.x + f2.y);
+      od = (f1.x + f1.y) + (f3.x + f3.y);
+    }
+#pragma unroll
+    for (int o = 1; o < CPG; o <<= 1) {
+      ev += __shfl_xor_sync(0xffffffffu, ev, o);
+      od += __shfl_xor_sync(0xffffffffu, od, o);
+    }
+    if (i < tw && q % CPG == 0) xsum[(warp + NW * i) * NG + q / CPG] = make_float2(ev + od, fmaf(1024.0f, ev, 64.0f * od));
+  }
+  __syncwarp();
+  // Word c of chunk s of row r (and of row r + 8, 128 words further) in a slot, as u32 offsets.
+  int at[4];
+#pragma unroll
+  for (int s = 0; s < 4; ++s) at[s] = (r * 4 + ((s + (r >> 1)) & 3)) * 4 + c;
+  int slot = 0;
+  const uint4* xw = reinterpret_cast<const uint4*>(xs) + warp * 16 + c;  // this lane's x word of step 0
+#pragma unroll
+  for (int m = 0; m < MATS; ++m) {
+    const __half2* sbr = sb + m * 16 * sbs + r * sbs + warp * NG;
+    const float2* dg = xsum + warp * NG;
+    const uint4* xt = xw;
+    for (int i = 0; i < tw; ++i) {
+      __syncwarp();  // every lane is done with the slot the refill reuses
+      issue();
+      ring_wait<SS - 1>();
+      __syncwarp();  // every lane's copies of this tile have landed
+      const u32* sl = reinterpret_cast<const u32*>(ring + slot * 64);
+      slot = slot + 1 == SS ? 0 : slot + 1;
+      u32 w0[4], w1[4];
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        w0[s] = sl[at[s]];
+        w1[s] = sl[128 + at[s]];
+      }
+#pragma unroll
+      for (int gi = 0; gi < NG; ++gi) {
+        float lo[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hi[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int q = 0; q < SPG; ++q) {
+          const int s = gi * SPG + q;
+          const uint4 xx = xt[4 * s];  // word 4 s + c of the tile: (x0, x4), (x2, x6), (x1, x5), (x3, x7)
+          const u32 u0 = w0[s] >> 8, u1 = w1[s] >> 8;
+          // Even nibbles (0, 4 | 2, 6) against x's first two pairs, odd ones (1, 5 | 3, 7) against the last two.
+          mlxcel_mma::mma(lo, code_pair<0x000F000Fu>(w0[s]), code_pair<0x000F000Fu>(w1[s]), code_pair<0x000F000Fu>(u0),
+                          code_pair<0x000F000Fu>(u1), xx.x, xx.y);
+          mlxcel_mma::mma(hi, code_pair<0x00F000F0u>(w0[s]), code_pair<0x00F000F0u>(w1[s]), code_pair<0x00F000F0u>(u0),
+                          code_pair<0x00F000F0u>(u1), xx.z, xx.w);
+        }
+        const float2 de = dg[gi];
+        const float2 p0 = __half22float2(sbr[gi]), p1 = __half22float2(sbr[8 * sbs + gi]);
+        acc[m][0] = fmaf(p0.y, de.x, fmaf(p0.x, fmaf(hi[0], 0.0625f, lo[0]) - de.y, acc[m][0]));
+        acc[m][2] = fmaf(p1.y, de.x, fmaf(p1.x, fmaf(hi[2], 0.0625f, lo[2]) - de.y, acc[m][2]));
+      }
+      xt += NW * 16;
+      sbr += NW * NG;
+      dg += NW * NG;
+    }
+  }
+}
+
 // The ring schedule with CTAs that own several 16-row blocks (blockIdx.x, blockIdx.x +
 // gridDim.x, ... below nblocks), for grids capped near the number of CTAs the GPU holds at
 // once. Why: with one block per CTA, the layer GEMVs (1-3.4 waves of CTAs) streamed at ~50%

@@ -3,7 +3,7 @@
 // 16 outputs: it computes those 16 rows of both projections, so the activation never
 // leaves the CTA and stays fp32 until the one rounding of y. Inputs: x (fp16, K values),
 // wg/wu uint32 [N, K/8], sg/su, bg/bu fp16 [N, K/G], nw fp16 [K] (read only when NORM).
-// Output: y fp16 [N]. Template constants and dynamic shared memory as qgemv4.cu (the ring
+// Output: y fp16 [N]. Template constants (POST included) and dynamic shared memory as qgemv4.cu (the ring
 // schedule streams gate, then up, through one ring and stages both scale tables).
 constexpr int NT = NW * 32;
 // SMEM (the launch's dynamic shared memory) only names the kernel: see smem_arg in
@@ -34,7 +34,11 @@ if constexpr (S > 0 && MB) {
   float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
   if constexpr (S > 0) {
     const mlxcel_qmv::QMat mats[2] = {{wg, sg, bg}, {wu, su, bu}};
-    mlxcel_qmv::ring_rows16<G, NW, S, 2, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+    if constexpr (POST) {
+      mlxcel_qmv::ring_rows16_post<G, NW, S, 2, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+    } else {
+      mlxcel_qmv::ring_rows16<G, NW, S, 2, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+    }
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);
     if constexpr (NORM) mlxcel_qmv::stage_x_rms<NT>(x, nw, eps, xs, K, tid, nred);
