@@ -408,6 +408,39 @@ struct QMat {
   const __half* b;
 };
 
+// The ring schedules' prologue: the first SS - 1 copies (issue_first(j), j = 0 .. SS - 2), x's
+// staging and the 16 rows' (scale, bias) tables, then a barrier; with EARLY, x's and the tables'
+// loads leave before the copies (held in registers, stored after them). Shared by ring_rows16
+// and ring_rows16_post.
+template <int NW, int SS, int MATS, bool EARLY, typename Stage, typename IssueFirst>
+__device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const Stage& stage, __half2* xs, __half2* sb,
+                                              int K, long long row0, int kg, int sbs, int tid,
+                                              IssueFirst issue_first) {
+  constexpr int NT = NW * 32;
+  if constexpr (EARLY) {
+    // Enough chunks in registers for one 16-row table at K / G <= 256 (2 K / G chunks) with
+    // 8 warps; gate/up's two tables take one each (K / G <= 128 at 8 warps).
+    constexpr int PRE = MATS == 1 ? 2 : 1;
+    typename Stage::Early xe;
+    stage.load(xe, K, tid);
+    SbEarly<PRE> early[MATS];
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
+#pragma unroll
+    for (int j = 0; j < SS - 1; ++j) issue_first(j);
+    stage.store(xe, xs, K, tid);
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
+  } else {
+#pragma unroll
+    for (int j = 0; j < SS - 1; ++j) issue_first(j);
+    stage(xs, K, tid);
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
+  }
+  __syncthreads();
+}
+
 // The ring schedule: rows [row0, row0 + 16) of MATS matrices (gate then up for the SwiGLU
 // kernel) into acc[m]. Each warp streams its tiles (t = warp, warp + NW, ... of each matrix
 // in turn) through a ring of S shared-memory stages filled by cp.async: S - 1 tiles per warp
@@ -427,7 +460,6 @@ struct QMat {
 template <int G, int NW, int S, int MATS, bool EARLY, typename Stage>
 __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem, int K,
                                             long long row0, int tid, int warp, int lane, float (&acc)[MATS][4]) {
-  constexpr int NT = NW * 32;
   constexpr int SS = S > 1 ? S : 2;  // S itself where the ring is used (S >= 2)
   const int r = lane >> 2, c = lane & 3;
   const int words = K / 8, kg = K / G, sbs = sb_stride(kg);
@@ -449,28 +481,7 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
     }
     ring_commit();
   };
-  if constexpr (EARLY) {
-    // Enough chunks in registers for one 16-row table at K / G <= 256 (2 K / G chunks) with
-    // 8 warps; gate/up's two tables take one each (K / G <= 128 at 8 warps).
-    constexpr int PRE = MATS == 1 ? 2 : 1;
-    typename Stage::Early xe;
-    stage.load(xe, K, tid);
-    SbEarly<PRE> early[MATS];
-#pragma unroll
-    for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
-#pragma unroll
-    for (int j = 0; j < SS - 1; ++j) issue(j);
-    stage.store(xe, xs, K, tid);
-#pragma unroll
-    for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
-  } else {
-#pragma unroll
-    for (int j = 0; j < SS - 1; ++j) issue(j);
-    stage(xs, K, tid);
-#pragma unroll
-    for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
-  }
-  __syncthreads();
+  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int j) { issue(j); });
 #pragma unroll
   for (int m = 0; m < MATS; ++m) {
     const __half2* sbm = sb + m * 16 * sbs;
@@ -524,7 +535,6 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
                                                  int K, long long row0, int tid, int warp, int lane,
                                                  float (&acc)[MATS][4]) {
   static_assert(G == 32 || G == 64 || G == 128, "a 32-value step must lie in one group");
-  constexpr int NT = NW * 32;
   constexpr int SS = S > 1 ? S : 2;
   constexpr int NG = 128 / G;  // groups per tile
   constexpr int SPG = 4 / NG;  // 32-value steps per group
@@ -556,26 +566,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
     ring_commit();
     fill = fill + 1 == SS ? 0 : fill + 1;
   };
-  if constexpr (EARLY) {
-    constexpr int PRE = MATS == 1 ? 2 : 1;
-    typename Stage::Early xe;
-    stage.load(xe, K, tid);
-    SbEarly<PRE> early[MATS];
-#pragma unroll
-    for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
-#pragma unroll
-    for (int j = 0; j < SS - 1; ++j) issue();
-    stage.store(xe, xs, K, tid);
-#pragma unroll
-    for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
-  } else {
-#pragma unroll
-    for (int j = 0; j < SS - 1; ++j) issue();
-    stage(xs, K, tid);
-#pragma unroll
-    for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
-  }
-  __syncthreads();
+  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); });
   // (D, E) of this warp's groups: lanes 0-15 take the 16 chunks of one tile, lanes 16-31 the
   // next tile's; each sums its chunk's even and odd values in fp32 (a chunk in pair order holds
   // (x0, x4), (x1, x5), (x2, x6), (x3, x7)), then the CPG lanes of a group add theirs. Each
