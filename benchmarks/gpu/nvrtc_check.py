@@ -298,10 +298,11 @@ def main():
                 (8, 0, 4, False, True, False, False), (8, 4, 4, False, True, False, False), (4, 8, 4, False, True, False, False),
                 (8, 4, 4, False, False, True, False), (8, 4, 4, False, True, True, False), (4, 8, 4, False, True, True, False),
                 (8, 4, 4, False, False, True, True), (8, 0, 4, False, False, False, True), (4, 8, 4, False, False, True, True)]
-    # POST (MLXCEL_QMV_POST: scales after the mma, ring_rows16_post) on the ring schedules of 8
-    # warps without a capped grid; the other builds with it off (their SASS as before).
+    # POST (MLXCEL_QMV_POST: scales after the mma, ring_rows16_post) on the ring schedules
+    # without a capped grid (8 and 4 warps: the GPU test runs ring:4:8); the other builds with it
+    # off (their SASS as before).
     post_variants = [(v, False) for v in variants] + [
-        (v, True) for v in variants if v[0] == 8 and v[1] > 0 and not v[3]]
+        (v, True) for v in variants if v[1] > 0 and not v[3]]
     for (nw, st, u, mb, norm, early, rfirst), post in post_variants:
         for g in (32, 64, 128):
             tag = (f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "")
