@@ -439,6 +439,47 @@ fn gemv_rejects_what_it_cannot_run() {
     assert!(gemv(&x2, &q2).is_err(), "K mismatch must be an error");
 }
 
+/// One kernel call of a test case.
+type GemvCall<'a> = dyn Fn() -> mlxcel_core::Result<Array> + 'a;
+
+/// The inputs of one flag test case: x and its residual-stream counterpart for the folded norm,
+/// the residual, the gate (or plain) and up weights.
+struct FlagCase<'a> {
+    x: &'a Array,
+    xr: &'a Array,
+    res: &'a Array,
+    q: &'a Quantized,
+    qu: &'a Quantized,
+    norm: FoldedNorm<'a>,
+}
+
+/// The five ring kernels a flag test runs on `c` with `sched`, in this order: plain, with the
+/// residual, with the folded norm, gate/up + SiLU, gate/up + SiLU with the norm.
+fn five_kernels<'a>(
+    c: &'a FlagCase<'a>,
+    sched: Schedule,
+) -> [(&'static str, Box<GemvCall<'a>>); 5] {
+    [
+        ("plain", Box::new(move || gemv_with(c.x, c.q, None, sched))),
+        (
+            "residual",
+            Box::new(move || gemv_with(c.x, c.q, Some(c.res), sched)),
+        ),
+        (
+            "norm",
+            Box::new(move || gemv_rms_with(c.xr, c.norm, c.q, sched)),
+        ),
+        (
+            "silu",
+            Box::new(move || gemv_silu_mul_with(c.x, c.q, c.qu, sched)),
+        ),
+        (
+            "silu norm",
+            Box::new(move || gemv_silu_mul_rms_with(c.xr, c.norm, c.q, c.qu, sched)),
+        ),
+    ]
+}
+
 /// Runs `call` with `flag` off and on. On the CPU the kernels never run: the call with the
 /// flag on must end in MLX's CUDA error, and nothing is compared (false). On CUDA both
 /// outputs must have the same bits (true: one check); `case` names the case on failure.
@@ -493,20 +534,18 @@ fn early_prologue_loads_are_bit_identical_or_are_not_used() {
         let (res, _) = input(&mut r, n);
         let (xr, w) = residual_and_norm_weight(&mut r, k);
         let norm = FoldedNorm { weight: &w, eps };
+        let c = FlagCase {
+            x: &x,
+            xr: &xr,
+            res: &res,
+            q: &q,
+            qu: &qu,
+            norm,
+        };
         for s in ["ring", "ring:4:8"] {
-            let sched = Schedule::parse(s).unwrap();
-            let calls: [(&str, &dyn Fn() -> mlxcel_core::Result<Array>); 5] = [
-                ("plain", &|| gemv_with(&x, &q, None, sched)),
-                ("residual", &|| gemv_with(&x, &q, Some(&res), sched)),
-                ("norm", &|| gemv_rms_with(&xr, norm, &q, sched)),
-                ("silu", &|| gemv_silu_mul_with(&x, &q, &qu, sched)),
-                ("silu norm", &|| {
-                    gemv_silu_mul_rms_with(&xr, norm, &q, &qu, sched)
-                }),
-            ];
-            for (what, call) in calls {
+            for (what, call) in five_kernels(&c, Schedule::parse(s).unwrap()) {
                 let case = format!("{what} n={n} k={k} g={g} {s}");
-                checks += usize::from(same_bits_with_flag("MLXCEL_QMV_EARLY", &case, call));
+                checks += usize::from(same_bits_with_flag("MLXCEL_QMV_EARLY", &case, &*call));
             }
         }
     }
@@ -541,9 +580,6 @@ fn residual_loaded_first_is_bit_identical() {
         eprintln!("residual loaded first: {checks} bit-identity checks on CUDA");
     }
 }
-
-/// One kernel call of a test case.
-type GemvCall<'a> = dyn Fn() -> mlxcel_core::Result<Array> + 'a;
 
 /// `MLXCEL_QMV_POST` (scales and biases applied per group after the mma, in fp32; codes fed as
 /// exact fp16 offsets and the offsets removed through per-group sums of x) against the float64
@@ -599,20 +635,19 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
         } else {
             &["ring"]
         };
+        let c = FlagCase {
+            x: &x,
+            xr: &xr,
+            res: &res,
+            q: &q,
+            qu: &qu,
+            norm,
+        };
+        // five_kernels' order.
+        let wants: [&[f64]; 5] = [&plain, &with_res, &normed, &gate_up, &gate_up_norm];
         for &s in scheds {
-            let sched = Schedule::parse(s).unwrap();
-            let calls: [(&str, &[f64], &GemvCall); 5] = [
-                ("plain", &plain, &|| gemv_with(&x, &q, None, sched)),
-                ("residual", &with_res, &|| {
-                    gemv_with(&x, &q, Some(&res), sched)
-                }),
-                ("norm", &normed, &|| gemv_rms_with(&xr, norm, &q, sched)),
-                ("silu", &gate_up, &|| gemv_silu_mul_with(&x, &q, &qu, sched)),
-                ("silu norm", &gate_up_norm, &|| {
-                    gemv_silu_mul_rms_with(&xr, norm, &q, &qu, sched)
-                }),
-            ];
-            for (what, want, call) in calls {
+            let calls = five_kernels(&c, Schedule::parse(s).unwrap());
+            for ((what, call), want) in calls.into_iter().zip(wants) {
                 let case = format!("{what} n={n} k={k} g={g} {s}");
                 let run = |on: bool| {
                     common::set_flags(&[("MLXCEL_QMV_POST", on)]);

@@ -22,11 +22,20 @@ namespace mlxcel_qmv {
 
 using mlxcel_mma::u32;
 
-// (n_i, n_{i+4}) of word w as an exact fp16 pair, i = 0..3 (shift = 4i).
-__device__ __forceinline__ __half2 nibble_pair(u32 w, int shift) {
+// Nibbles (i, i + 4) of word w as one exact fp16 pair straight from one LOP3 (the fp16 bits
+// 0x6400 | field): for MASK 0x000F000F at bits 0..3 of each half, (1024 + n, 1024 + n'); for
+// 0x00F000F0 at bits 4..7, (1024 + 16 n, 1024 + 16 n'). POST (ring_rows16_post) feeds these to
+// the mma and folds the offset into a per-group correction.
+template <u32 MASK>
+__device__ __forceinline__ u32 code_pair(u32 w) {
   u32 v;
-  const u32 mask = 0x000F000Fu, magic = 0x64006400u;  // fp16 1024 + n
-  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(v) : "r"(w >> shift), "r"(mask), "r"(magic));
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(v) : "r"(w), "r"(MASK), "r"(0x64006400u));
+  return v;
+}
+
+// (n_i, n_{i+4}) of word w as an exact fp16 pair, i = 0..3 (shift = 4i): code_pair less 1024.
+__device__ __forceinline__ __half2 nibble_pair(u32 w, int shift) {
+  u32 v = code_pair<0x000F000Fu>(w >> shift);
   const __half2 h = *reinterpret_cast<__half2*>(&v);
   return __hsub2(h, __half2half2(__ushort_as_half(0x6400)));
 }
@@ -500,15 +509,6 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
   }
 }
 
-// Nibbles (i, i + 4) of word w as one exact fp16 pair without nibble_pair's subtraction (POST
-// folds the offset into a per-group correction): for MASK 0x000F000F at bits 0..3 of each half,
-// (1024 + n, 1024 + n'); for 0x00F000F0 at bits 4..7, (1024 + 16 n, 1024 + 16 n').
-template <u32 MASK>
-__device__ __forceinline__ u32 code_pair(u32 w) {
-  u32 v;
-  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(v) : "r"(w), "r"(MASK), "r"(0x64006400u));
-  return v;
-}
 // POST (MLXCEL_QMV_POST): the ring schedule with each quantization group's scale and bias
 // applied after the mma, in fp32, instead of to every weight before it. Why: the layer GEMVs
 // are issue-bound (ncu, session 26: gate/up 4.31 thread-instructions per weight, 62% of issue
@@ -553,6 +553,8 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   const int put = r * 4 + ((c + (r >> 1)) & 3);
   const long long lane_off = (row0 + r) * words + c * 4 + warp * 16;
   const u32* src = mats[0].w + lane_off;
+  // left (the first matrix's copies still to issue) is derivable from issued, but testing
+  // `issued == tw` instead took NVRTC 2 more instructions per tile (139 -> 141, gate/up).
   int issued = 0, left = tw, fill = 0;
   auto issue = [&]() {
     if (issued < jobs) {
@@ -561,7 +563,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
       ring_copy16(dst + 32 + put, src + 8LL * words);
       ++issued;
       src += NW * 16;
-      if (MATS > 1 && --left == 0) src = mats[MATS - 1].w + lane_off;
+      if (MATS > 1 && --left == 0) src = mats[MATS - 1].w + lane_off;  // the second matrix's first tile
     }
     ring_commit();
     fill = fill + 1 == SS ? 0 : fill + 1;
