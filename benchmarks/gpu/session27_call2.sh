@@ -1,24 +1,45 @@
 #!/usr/bin/env bash
-# Next session's second device call (H200, ~8 min; timeout_s 560), after session27_call1.sh
-# (carry .devcarry/mlx-cuda, .devcarry/bin/mlxcel):
+# Session 27's second device call (H200, ~6 min; timeout_s 540), after benchmarks/gpu/stage.sh
+# (carry .devcarry/mlx-cuda, .devcarry/bin/mlxcel, .devcarry/bin/tests/gpu_quantized_gemv,
+# .devcarry/bin/tests/gpu_fused_decode):
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session27_call2.sh
-# MLXCEL_QMV_POST, second half (see session27_call1.sh for the flag and the prediction):
-# 1. Nsight Compute's full set on one decode step's layer GEMVs with POST on (fp16 mode, 4K:
-#    instructions per weight, issue slots, DRAM; session 26 has the same with it off);
-# 2. interleaved rounds POST off / on, turbo4 at 32K (two) and 128K (one), device time per
-#    step (repeats_summary.py's on / off rows).
-# CPU dry run: NCU=0 MODEL=synthetic:/tmp/tiny.json LONG=1024 CTX=512 BIN=target/release/mlxcel
+# (This replaces the plan written after session 26, ncu and rounds of MLXCEL_QMV_POST: call 1
+# measured POST at the default's speed in situ, gate/up 27.1 -> 27.5 us, so the GEMVs are not
+# issue-bound and POST's rounds would only confirm it.)
+# The weights' layout (MLXCEL_QMV_TILED's kernels; `tile_rows16` in quantized_gemv.rs): each
+# 16-row x 128-value tile contiguous, so a warp's copy instruction reads 512 contiguous bytes
+# and a CTA's ring stage 8 KiB, instead of 8 rows' 64-byte pieces K / 2 bytes apart. Bytes and
+# instructions unchanged (the same SASS but for the address arithmetic); only DRAM locality
+# changes. Question: does the access pattern hold the GEMVs at ~2.6 TB/s (lm_head, 8016 CTAs,
+# also ~2.7)?
+# 1. gpu_quantized_gemv's tiled test (bit identity with MLX's layout, 3 ring schedules);
+# 2. bench gemv --tiled: wall time per call of each layer GEMV and the head, ring:8:3 on both
+#    layouts (its own bit-identity check per GEMV);
+# 3. ncu device time (cache flushed between launches) of the same launches, medians per kernel
+#    and grid;
+# 4. if time is left: the hoisted / pipelined attention test (session 26: 149 checks identical
+#    before its 120 s limit).
+# CPU dry run: TESTS=0 NCU=0 BIN=target/release/mlxcel (bench gemv refuses --tiled off CUDA:
+# it times MLX's path only, slowly at these shapes).
 set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s27c2
-if [ "${NCU:-1}" != 0 ]; then
-  MLXCEL_QMV_POST=1 NCU_OUT=$R LAUNCHES=4 NCU_TIMEOUT=150 bash benchmarks/gpu/ncu_gemv.sh > "$R/ncu-gemv-post.txt" 2>&1
-  rm -f "$R/ncu-gemv/gemv.ncu-rep"
-  grep -E "custom_kernel|Duration|DRAM Throughput|Issue Slots Busy" "$R/ncu-gemv-post.txt" | head -24
+BIN=${BIN:-.devcarry/bin/mlxcel}
+if [ "${TESTS:-1}" != 0 ]; then
+  gpu_test gpu_quantized_gemv 150 "tiled:" tiled_weights
 fi
-e2e_setup 530 60
-TOKENS=128
-FLAG_MODES=turbo4 FLAG_ROUNDS=2 flag_rounds MLXCEL_QMV_POST 20 "${CTX:-32768}"
-FLAG_MODES=turbo4 FLAG_ROUNDS=1 flag_rounds MLXCEL_QMV_POST 36 "${LONG:-131072}"
-finish_call
+timeout 150 "$BIN" bench gemv --schedules ring --tiled --iters 50 --out "$R/bench-gemv" \
+  > "$R/bench-gemv.out" 2> "$R/bench-gemv.err"
+echo "bench gemv rc=$?"; grep -E "us \(host|rror|identical" "$R/bench-gemv.err" | head -30
+if [ "${NCU:-1}" != 0 ]; then
+  timeout 200 ncu --clock-control none --kernel-name regex:qgemv4 --csv \
+    --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+    "$BIN" bench gemv --schedules ring --tiled --iters 20 > "$R/ncu-bench.csv" 2> "$R/ncu-bench.err"
+  echo "ncu rc=$?"
+  python3 benchmarks/gpu/ncu_kernel_medians.py "$R/ncu-bench.csv" | tee "$R/ncu-bench-medians.txt"
+fi
+if [ "${TESTS:-1}" != 0 ] && ((SECONDS < 330)); then
+  gpu_test gpu_fused_decode $((520 - SECONDS)) "hoisted" hoisted_and_pipelined_loops
+fi
+echo "done at t=${SECONDS}s"

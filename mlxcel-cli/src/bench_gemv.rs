@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use mlxcel_core::kernels::quantized_gemv::{gemv_silu_mul_with, gemv_with, Schedule};
+use mlxcel_core::kernels::quantized_gemv::{gemv_silu_mul_with, gemv_with, tile_rows16, Schedule};
 use mlxcel_core::mlx::array::eval_all;
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::ops::{quantize, Quantized};
@@ -50,6 +50,11 @@ pub struct GemvBench {
     /// Timed calls per measurement (after warm-up).
     #[arg(long, default_value_t = 50)]
     pub iters: usize,
+    /// Also time each one-CTA-per-16-rows ring schedule on weights reordered into the tiled
+    /// layout (`tile_rows16`: each 16-row x 128-value tile contiguous), as `SCHEDULE+tiled`;
+    /// its outputs must be bit-identical to the same schedule's on MLX's layout (checked).
+    #[arg(long)]
+    pub tiled: bool,
     /// Folder for gemv.csv and gemv.md (default: the table on stdout).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -202,6 +207,7 @@ pub fn run(a: &GemvBench) -> Result<()> {
                 y
             })
         };
+        // The weights carry their layout (`tile_rows16`'s reorder or MLX's).
         let ours = |w: &[Quantized], s: Schedule| -> Result<Array> {
             Ok(if gv.mats == 2 {
                 gemv_silu_mul_with(&x, &w[0], &w[1], s)?
@@ -211,18 +217,64 @@ pub fn run(a: &GemvBench) -> Result<()> {
         };
         let want = mlx_call(&ws[0])?;
         want.eval()?;
-        let mut paths: Vec<(String, Option<Schedule>)> = vec![("mlx-qmm".into(), None)];
+        let tiled_ws: Vec<Vec<Quantized>> = if on_cuda && a.tiled {
+            let t: Vec<Vec<Quantized>> = ws
+                .iter()
+                .map(|m| m.iter().map(tile_rows16).collect::<Result<_, _>>())
+                .collect::<Result<_, _>>()?;
+            eval_all(&t.iter().flatten().map(|q| &q.w).collect::<Vec<_>>())?;
+            t
+        } else {
+            Vec::new()
+        };
+        let mut paths: Vec<(String, Option<(Schedule, bool)>)> = vec![("mlx-qmm".into(), None)];
         if on_cuda {
-            paths.extend(schedules.iter().map(|s| (s.to_string(), Some(*s))));
+            for s in &schedules {
+                paths.push((s.to_string(), Some((*s, false))));
+                if a.tiled && s.stages > 0 && s.grid == 0 {
+                    paths.push((format!("{s}+tiled"), Some((*s, true))));
+                }
+            }
         }
         for (path, sched) in paths {
+            let weights = |i: usize, tiled: bool| {
+                if tiled {
+                    &tiled_ws[i % copies]
+                } else {
+                    &ws[i % copies]
+                }
+            };
             let ct = time_calls(a.iters, &|i| match sched {
                 None => mlx_call(&ws[i % copies]),
-                Some(s) => ours(&ws[i % copies], s),
+                Some((s, t)) => ours(weights(i, t), s),
             })?;
             let t = ct.wall;
             let err = match sched {
-                Some(s) => Some(rel_rms(&ours(&ws[0], s)?, &want)?),
+                Some((s, tiled)) => {
+                    let got = ours(weights(0, tiled), s)?;
+                    if tiled {
+                        let plain = ours(&ws[0], s)?;
+                        // fp16 -> f32 is exact, so f32 bits compare the fp16 bits.
+                        let bits = |a: &Array| -> Result<Vec<u32>> {
+                            Ok(a.astype(Dtype::F32)?
+                                .to_vec::<f32>()?
+                                .iter()
+                                .map(|v| v.to_bits())
+                                .collect())
+                        };
+                        let (g, p) = (bits(&got)?, bits(&plain)?);
+                        let differ = g.iter().zip(&p).filter(|(a, b)| a != b).count();
+                        if differ > 0 {
+                            bail!("{} {path}: {differ} of {} outputs differ from {s} on MLX's layout (must be bit-identical)", gv.name, g.len());
+                        }
+                        eprintln!(
+                            "{} {path}: {} outputs bit-identical to {s}",
+                            gv.name,
+                            g.len()
+                        );
+                    }
+                    Some(rel_rms(&got, &want)?)
+                }
                 None => None,
             };
             let row = Row {

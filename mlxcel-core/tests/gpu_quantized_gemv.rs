@@ -12,7 +12,7 @@ use common::{f16_array, randn, rng};
 use mlxcel_core::flags;
 use mlxcel_core::kernels::quantized_gemv::{
     applies, applies_add, applies_silu, gemv, gemv_add, gemv_rms_with, gemv_silu_mul,
-    gemv_silu_mul_rms_with, gemv_silu_mul_with, gemv_with, parts_plan, try_gemv_parts,
+    gemv_silu_mul_rms_with, gemv_silu_mul_with, gemv_with, parts_plan, tile_rows16, try_gemv_parts,
     try_gemv_rms, FoldedNorm, Schedule,
 };
 use mlxcel_core::mlx::fast::rms_norm;
@@ -676,4 +676,86 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
     if on_cuda {
         eprintln!("post-scaled GEMV: {checks} cases on CUDA, worst relative RMS {worst:.2e}");
     }
+}
+
+/// `tile_rows16` moves each word to its tile's contiguous KiB (checked word by word on every
+/// backend); on CUDA the kernels on the tiled words give the same bits as on MLX's layout
+/// (the same shared-memory contents, the same arithmetic) for the plain, residual and gate/up
+/// kernels and three ring schedules; schedules without the per-16-row ring are refused.
+#[test]
+fn tiled_weights_give_the_same_bits_or_are_refused() {
+    let mut r = rng("tiled_weights_give_the_same_bits_or_are_refused");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    // The permutation: word (row, j) of [N, K / 8] goes to ((row / 16) * T + j / 16) * 256 +
+    // (row % 16) * 16 + j % 16, T = K / 128 tiles per row.
+    let (n, k) = (48usize, 384usize);
+    let (q, _) = weight(&mut r, n, k, 64);
+    let t = tile_rows16(&q).unwrap();
+    assert_eq!(t.w.shape(), q.w.shape());
+    let (a, b) = (q.w.to_vec::<u32>().unwrap(), t.w.to_vec::<u32>().unwrap());
+    let (words, tiles) = (k / 8, k / 128);
+    for row in 0..n {
+        for j in 0..words {
+            let at = ((row / 16) * tiles + j / 16) * 256 + (row % 16) * 16 + j % 16;
+            assert_eq!(b[at], a[row * words + j], "row {row} word {j}");
+        }
+    }
+    // MLX's ops see MLX's order again (`untiled`): the same words, the same matmul bits.
+    assert_eq!(t.untiled().unwrap().to_vec::<u32>().unwrap(), a);
+    let (x, _) = input(&mut r, k);
+    assert_eq!(
+        t.matmul(&x, true).unwrap().to_vec::<half::f16>().unwrap(),
+        q.matmul(&x, true).unwrap().to_vec::<half::f16>().unwrap()
+    );
+    assert!(tile_rows16(&t).is_err(), "tiling twice is refused");
+    for bad in ["batched", "ring:8:4:3"] {
+        let s = Schedule::parse(bad).unwrap();
+        let e = gemv_with(&x, &t, None, s).unwrap_err().to_string();
+        assert!(
+            e.contains("tiled weights need a ring schedule"),
+            "{bad}: {e}"
+        );
+    }
+    if !on_cuda {
+        return;
+    }
+    let scheds = ["ring", "ring:8:2", "ring:4:8"].map(|s| Schedule::parse(s).unwrap());
+    let bits = |y: Array| y.to_vec::<half::f16>().unwrap();
+    let mut checks = 0;
+    for &(n, k, g) in &[
+        (48, 384, 32),
+        (6144, 4096, 64),
+        (4096, 14336, 64),
+        (1024, 2048, 128),
+    ] {
+        let (q, _) = weight(&mut r, n, k, g);
+        let t = tile_rows16(&q).unwrap();
+        let (x, _) = input(&mut r, k);
+        let (res, _) = input(&mut r, n);
+        for s in scheds {
+            for rr in [None, Some(&res)] {
+                let want = bits(gemv_with(&x, &q, rr, s).unwrap());
+                let got = bits(gemv_with(&x, &t, rr, s).unwrap());
+                assert!(
+                    got == want,
+                    "n={n} k={k} g={g} {s} residual={}",
+                    rr.is_some()
+                );
+                checks += 1;
+            }
+        }
+    }
+    for &(n, k, g) in &[(32, 256, 64), (14336, 4096, 64)] {
+        let (qg, _) = weight(&mut r, n, k, g);
+        let (qu, _) = weight(&mut r, n, k, g);
+        let (tg, tu) = (tile_rows16(&qg).unwrap(), tile_rows16(&qu).unwrap());
+        let (x, _) = input(&mut r, k);
+        for s in scheds {
+            let want = bits(gemv_silu_mul_with(&x, &qg, &qu, s).unwrap());
+            let got = bits(gemv_silu_mul_with(&x, &tg, &tu, s).unwrap());
+            assert!(got == want, "silu n={n} k={k} g={g} {s}");
+            checks += 1;
+        }
+    }
+    eprintln!("tiled: {checks} bit-identity checks on CUDA");
 }

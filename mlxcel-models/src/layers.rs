@@ -7,7 +7,7 @@ use mlxcel_core::build_profile;
 use mlxcel_core::kernels::folded_append::PairTarget;
 use mlxcel_core::kernels::quantized_gemv::{self, FoldedNorm, PartsPlan};
 use mlxcel_core::mlx::fast::rms_norm;
-use mlxcel_core::mlx::ops::{concatenate, Quantized};
+use mlxcel_core::mlx::ops::{concatenate, Quantized, WeightLayout};
 use mlxcel_core::rope::RopeSpec;
 use mlxcel_core::{Array, Dtype};
 
@@ -59,6 +59,7 @@ impl Linear {
                 && q.w.dim(-1) == first.w.dim(-1)
                 && q.w.dtype() == first.w.dtype()
                 && q.scales.dtype() == first.scales.dtype()
+                && q.layout == first.layout
         });
         let biased = parts.iter().filter(|p| p.bias.is_some()).count();
         if !same || (biased != 0 && biased != parts.len()) {
@@ -74,6 +75,8 @@ impl Linear {
             biases: cat(&|q| &q.biases)?,
             group_size: first.group_size,
             bits: first.bits,
+            // Both layouts order rows in 16-row blocks (parts are whole blocks where tiled).
+            layout: first.layout,
         };
         let bias = if biased == 0 {
             None
@@ -233,11 +236,12 @@ impl Embedding {
             Tensor::Dense(t) => t.take(ids, 0)?,
             Tensor::Quantized(q) => {
                 let rows = Quantized {
-                    w: q.w.take(ids, 0)?,
+                    w: q.untiled()?.take(ids, 0)?,
                     scales: q.scales.take(ids, 0)?,
                     biases: q.biases.take(ids, 0)?,
                     group_size: q.group_size,
                     bits: q.bits,
+                    layout: WeightLayout::Mlx,
                 };
                 rows.dequantize(q.scales.dtype())?
             }

@@ -3,7 +3,7 @@
 //! Q8_0 -> MLX affine mapping, and clear errors for broken files.
 
 use mlxcel_core::mlx::io::save_gguf;
-use mlxcel_core::mlx::ops::Quantized;
+use mlxcel_core::mlx::ops::{Quantized, WeightLayout};
 use mlxcel_core::{Array, Dtype};
 use mlxcel_models::loader::gguf::{GgmlType, GgufFile};
 use mlxcel_models::loader::gguf_quants::{dequantize, to_mlx_affine};
@@ -84,6 +84,7 @@ fn q4_0_q4_1_q8_0_map_losslessly_onto_mlx_affine() {
             biases: Array::from_slice(&p.biases, &[1, n / 32]).unwrap(),
             group_size: 32,
             bits: p.bits,
+            layout: WeightLayout::Mlx,
         };
         let got = q.dequantize(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {

@@ -12,7 +12,7 @@
 
 use crate::flags;
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
-use crate::mlx::ops::Quantized;
+use crate::mlx::ops::{Quantized, WeightLayout};
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
 
@@ -458,6 +458,56 @@ pub fn gemv_with(x: &Array, q: &Quantized, r: Option<&Array>, sched: Schedule) -
     launch_plain(x, q, r, None, n, k, sched)
 }
 
+/// `q` with its packed words reordered into [`WeightLayout::Rows16Tiles`]: each 16-row x
+/// 128-value tile of the ring schedule is 1 KiB of contiguous memory, so that a warp's copy
+/// instruction reads 512 contiguous bytes (`TILED` in `cuda/qgemv4.cuh`'s `ring_rows16`).
+/// Words `[N, K / 8]` viewed as `[N / 16, 16, K / 128, 16]`, axes 1 and 2 swapped; scales and
+/// biases keep MLX's layout. MLX's ops read the result through [`Quantized::untiled`].
+pub fn tile_rows16(q: &Quantized) -> Result<Quantized> {
+    let shape = weight_shape(q).filter(|_| q.layout == WeightLayout::Mlx);
+    let (n, k) = shape.ok_or_else(|| {
+        Error::invalid(
+            "quantized gemv",
+            format!(
+                "tile_rows16: a {}-bit weight {:?} (group {}, layout {:?}) is not one the kernels take in MLX's layout",
+                q.bits,
+                q.w.shape(),
+                q.group_size,
+                q.layout
+            ),
+        )
+    })?;
+    let (n, k) = (n as i32, k as i32);
+    let w =
+        q.w.reshape(&[n / 16, 16, k / 128, 16])?
+            .transpose(&[0, 2, 1, 3])?
+            .contiguous()?
+            .reshape(&[n, k / 8])?;
+    Ok(Quantized {
+        w,
+        scales: q.scales.clone(),
+        biases: q.biases.clone(),
+        group_size: q.group_size,
+        bits: q.bits,
+        layout: WeightLayout::Rows16Tiles,
+    })
+}
+
+/// Whether `sched` reads weights of `q`'s layout: the tiled one only through the ring with
+/// one CTA per 16 rows (`ring_rows16`; with it the launch leaves `MLXCEL_QMV_POST`'s loop
+/// off, which has no tiled variant).
+fn check_layout(q: &Quantized, sched: Schedule) -> Result<()> {
+    if q.layout == WeightLayout::Rows16Tiles && (sched.stages == 0 || sched.multi_block()) {
+        return Err(Error::invalid(
+            "quantized gemv",
+            format!(
+                "schedule {sched}: tiled weights need a ring schedule with one CTA per 16 rows"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The plain kernel's launch for a checked call (N, K).
 fn launch_plain(
     x: &Array,
@@ -468,6 +518,7 @@ fn launch_plain(
     k: usize,
     sched: Schedule,
 ) -> Result<Array> {
+    check_layout(q, sched)?;
     let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched);
     one(run("qgemv4", shared, plain_source, &launch)?)
 }
@@ -506,7 +557,7 @@ fn plain_launch<'a>(
         r.unwrap_or(x),
         norm.map_or(x, |m| m.weight),
     ];
-    let (launch, shared) = launch(&inputs, x, n, k, q.group_size, 1, sched);
+    let (launch, shared) = launch(&inputs, x, n, k, q, 1, sched);
     let launch = launch
         .template("RESID", TemplateArg::Bool(r.is_some()))
         .template(
@@ -589,6 +640,7 @@ fn parts_launch<'a>(
             ),
         ));
     }
+    check_layout(q, sched)?;
     let (mut launch, shared) = plain_launch(x, q, None, norm, plan.n, plan.k, sched);
     launch.outputs = plan
         .shapes
@@ -673,10 +725,11 @@ fn launch<'a>(
     x: &Array,
     n: usize,
     k: usize,
-    group: i32,
+    q: &Quantized,
     mats: usize,
     sched: Schedule,
 ) -> (Launch<'a>, usize) {
+    let (group, tiled) = (q.group_size, q.layout == WeightLayout::Rows16Tiles);
     let shared = sched.shared_bytes(k, group as usize, mats);
     let launch = Launch::new(
         inputs,
@@ -690,7 +743,11 @@ fn launch<'a>(
     .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
     .template("MB", TemplateArg::Bool(sched.multi_block()))
     .template("EARLY", TemplateArg::Bool(flags::QMV_EARLY.enabled()))
-    .template("POST", TemplateArg::Bool(flags::QMV_POST.enabled()))
+    .template(
+        "POST",
+        TemplateArg::Bool(flags::QMV_POST.enabled() && !tiled),
+    )
+    .template("TILED", TemplateArg::Bool(tiled))
     .template("SMEM", smem_arg(shared));
     (launch, shared)
 }
@@ -743,7 +800,10 @@ pub fn gemv_silu_mul_with(
 /// (N, K) of a gate/up pair the kernel takes, or the error saying why not.
 fn checked_pair(x: &Array, gate: &Quantized, up: &Quantized) -> Result<(usize, usize)> {
     let (n, k) = checked(x, gate, "gate")?;
-    if checked(x, up, "up")? != (n, k) || up.group_size != gate.group_size {
+    if checked(x, up, "up")? != (n, k)
+        || up.group_size != gate.group_size
+        || up.layout != gate.layout
+    {
         return Err(Error::invalid(
             "quantized gemv",
             format!(
@@ -766,6 +826,7 @@ fn launch_silu(
     k: usize,
     sched: Schedule,
 ) -> Result<Array> {
+    check_layout(gate, sched)?;
     let inputs = [
         x,
         &gate.w,
@@ -776,7 +837,7 @@ fn launch_silu(
         &up.biases,
         norm.map_or(x, |m| m.weight),
     ];
-    let (launch, shared) = launch(&inputs, x, n, k, gate.group_size, 2, sched);
+    let (launch, shared) = launch(&inputs, x, n, k, gate, 2, sched);
     one(run(
         "qgemv4_silu",
         shared,

@@ -435,9 +435,22 @@ pub fn stack(arrays: &[&Array], axis: i32) -> Result<Array> {
         .map(Array::from_ptr)
 }
 
+/// The order of a [`Quantized`] weight's packed words.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WeightLayout {
+    /// MLX's: row-major `[N, K * bits / 32]`, what `quantized_matmul` reads.
+    #[default]
+    Mlx,
+    /// 4-bit words reordered so that each 16-row x 128-value tile is 1 KiB of contiguous
+    /// memory (the CUDA GEMV kernels' `TILED` input; see
+    /// `kernels::quantized_gemv::tile_rows16`). Same shape as [`WeightLayout::Mlx`]; MLX's
+    /// ops see it through [`Quantized::untiled`].
+    Rows16Tiles,
+}
+
 /// MLX's affine quantization of `w` along its last axis.
 pub struct Quantized {
-    /// Packed `bits`-bit values in uint32 words.
+    /// Packed `bits`-bit values in uint32 words, ordered as `layout` says.
     pub w: Array,
     /// One scale per group.
     pub scales: Array,
@@ -445,6 +458,7 @@ pub struct Quantized {
     pub biases: Array,
     pub group_size: i32,
     pub bits: i32,
+    pub layout: WeightLayout,
 }
 
 /// Quantizes `w` (last axis divisible by `group_size`) to `bits` per element.
@@ -458,6 +472,7 @@ pub fn quantize(w: &Array, group_size: i32, bits: i32) -> Result<Quantized> {
             biases,
             group_size,
             bits,
+            layout: WeightLayout::Mlx,
         }),
         _ => Err(Error::invalid(
             "quantize",
@@ -467,10 +482,27 @@ pub fn quantize(w: &Array, group_size: i32, bits: i32) -> Result<Quantized> {
 }
 
 impl Quantized {
+    /// The packed words in MLX's order: `w` itself, or for [`WeightLayout::Rows16Tiles`] the
+    /// inverse reorder (a lazy copy: a prefill chunk's matmuls pay one read and write of the
+    /// weight, small beside their arithmetic).
+    pub fn untiled(&self) -> Result<Array> {
+        match self.layout {
+            WeightLayout::Mlx => Ok(self.w.clone()),
+            WeightLayout::Rows16Tiles => {
+                let (n, words) = (self.w.dim(0), self.w.dim(-1));
+                self.w
+                    .reshape(&[n / 16, words / 16, 16, 16])?
+                    .transpose(&[0, 2, 1, 3])?
+                    .reshape(&[n, words])
+            }
+        }
+    }
+
     /// Back to a dense array of `dtype`.
     pub fn dequantize(&self, dtype: Dtype) -> Result<Array> {
+        let w = self.untiled()?;
         ffi::dequantize(
-            self.w.raw(),
+            w.raw(),
             self.scales.raw(),
             self.biases.raw(),
             self.group_size,
@@ -483,9 +515,10 @@ impl Quantized {
 
     /// `x @ W.T` (when `transpose`) without materializing `W`.
     pub fn matmul(&self, x: &Array, transpose: bool) -> Result<Array> {
+        let w = self.untiled()?;
         ffi::quantized_matmul(
             x.raw(),
-            self.w.raw(),
+            w.raw(),
             self.scales.raw(),
             self.biases.raw(),
             transpose,

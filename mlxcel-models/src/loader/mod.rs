@@ -10,7 +10,7 @@ pub mod synthetic;
 use std::path::{Path, PathBuf};
 
 use mlxcel_core::mlx::io::TensorFile;
-use mlxcel_core::mlx::ops::{quantize, Quantized};
+use mlxcel_core::mlx::ops::{quantize, Quantized, WeightLayout};
 use mlxcel_core::Array;
 
 use crate::config::ModelConfig;
@@ -71,6 +71,7 @@ fn unpermute(t: Tensor, heads: usize) -> Result<Tensor> {
             biases: unpermute_rows(&q.biases, heads)?,
             group_size: q.group_size,
             bits: q.bits,
+            layout: WeightLayout::Mlx,
         }),
     })
 }
@@ -125,6 +126,7 @@ fn gguf_tensor(g: &GgufFile, t: &GgufTensorInfo, fmt: WeightFormat) -> Result<Te
                     biases,
                     group_size: 32,
                     bits: p.bits,
+                    layout: WeightLayout::Mlx,
                 }));
             }
             // K-quants and Q5_x (and every type in Dense format): exact dequantization.
@@ -231,6 +233,7 @@ pub fn load_safetensors_weights(
                     biases: biases.astype(dtype)?,
                     group_size: q.group_size,
                     bits: q.bits,
+                    layout: WeightLayout::Mlx,
                 };
                 match fmt {
                     WeightFormat::Dense(d) => Tensor::Dense(qt.dequantize(d)?),

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use mlxcel_core::mlx::ops::Quantized;
+use mlxcel_core::mlx::ops::{Quantized, WeightLayout};
 use mlxcel_core::mlx::random;
 use mlxcel_core::{Array, Dtype};
 
@@ -92,6 +92,7 @@ impl Gen {
             biases,
             group_size: group,
             bits,
+            layout: WeightLayout::Mlx,
         })
     }
 }

@@ -466,7 +466,15 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
 // EARLY off. Session 19's EARLY (scale loads before x's staging, both after the copies)
 // measured no faster in situ (the four layer GEMVs 2.127 -> 2.124 ms per step at 32K);
 // session 20's source counters then showed x's first load waiting behind the copies.
-template <int G, int NW, int S, int MATS, bool EARLY, typename Stage>
+//
+// TILED (MLXCEL_QMV_TILED): the packed words were reordered once at load (tile_rows16 in
+// quantized_gemv.rs) so that each 16-row x 128-value tile is 1 KiB of contiguous memory, its
+// 16 rows' 64-byte pieces in row order: row block b's tile t at word (b * K / 128 + t) * 256.
+// Lane (r, c)'s two 16-byte copies are then bytes 16 lane and 512 + 16 lane of the tile
+// (a warp's copy instruction reads 512 contiguous bytes, not 8 rows' 64-byte pieces 2 K / 8
+// words apart) and land in the same ring slots as before: same shared-memory contents, same
+// arithmetic, bit-identical outputs.
+template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, typename Stage>
 __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem, int K,
                                             long long row0, int tid, int warp, int lane, float (&acc)[MATS][4]) {
   constexpr int SS = S > 1 ? S : 2;  // S itself where the ring is used (S >= 2)
@@ -478,15 +486,15 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
   __half2* xs = reinterpret_cast<__half2*>(smem);
   __half2* sb = xs + K / 2;
   uint4* ring = reinterpret_cast<uint4*>(sb + MATS * 16 * sbs) + warp * SS * 64;
-  const long long lane_off = (row0 + r) * words + c * 4;
+  const long long lane_off = TILED ? (row0 / 16) * tiles * 256 + lane * 4 : (row0 + r) * words + c * 4;
   auto issue = [&](int j) {
     if (j < jobs) {
       const int m = MATS == 1 ? 0 : j / tw;
       const int t = warp + NW * (j - m * tw);
-      const u32* src = (m == 0 ? mats[0].w : mats[MATS - 1].w) + lane_off + t * 16;
+      const u32* src = (m == 0 ? mats[0].w : mats[MATS - 1].w) + lane_off + t * (TILED ? 256 : 16);
       uint4* dst = ring + (j % SS) * 64;
       ring_copy16(dst + lane, src);
-      ring_copy16(dst + 32 + lane, src + 8LL * words);
+      ring_copy16(dst + 32 + lane, src + (TILED ? 128LL : 8LL * words));
     }
     ring_commit();
   };
