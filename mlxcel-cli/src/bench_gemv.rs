@@ -30,8 +30,9 @@ use crate::bench::{copy_roofline, time_calls, write_tables};
 
 #[derive(Args, Debug)]
 pub struct GemvBench {
-    /// mlxcel kernel schedules to time: `batched`, `ring`, `ring:WARPS:STAGES` or
-    /// `ring:WARPS:STAGES:GRID` (CUDA only; MLX's quantized_matmul is always timed).
+    /// mlxcel kernel schedules to time: `batched`, `ring`, `ring:WARPS:STAGES`,
+    /// `ring:WARPS:STAGES:GRID` or `bulk:WARPS:STAGES` (with --tiled; CUDA only; MLX's
+    /// quantized_matmul is always timed).
     #[arg(
         long,
         value_delimiter = ',',
@@ -155,6 +156,9 @@ pub fn run(a: &GemvBench) -> Result<()> {
         .iter()
         .map(|s| Schedule::parse(s))
         .collect::<std::result::Result<Vec<_>, _>>()?;
+    if schedules.iter().any(|s| s.bulk) && !a.tiled {
+        bail!("bulk:WARPS:STAGES schedules read tiled weights: add --tiled");
+    }
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     if !on_cuda {
         eprintln!(
@@ -230,6 +234,11 @@ pub fn run(a: &GemvBench) -> Result<()> {
         let mut paths: Vec<(String, Option<(Schedule, bool)>)> = vec![("mlx-qmm".into(), None)];
         if on_cuda {
             for s in &schedules {
+                if s.bulk {
+                    // Bulk copies read the tiled layout only.
+                    paths.push((s.to_string(), Some((*s, true))));
+                    continue;
+                }
                 paths.push((s.to_string(), Some((*s, false))));
                 if a.tiled && s.stages > 0 && s.grid == 0 {
                     paths.push((format!("{s}+tiled"), Some((*s, true))));
@@ -253,6 +262,8 @@ pub fn run(a: &GemvBench) -> Result<()> {
                 Some((s, tiled)) => {
                     let got = ours(weights(0, tiled), s)?;
                     if tiled {
+                        // The same ring with per-lane copies on MLX's layout.
+                        let s = Schedule { bulk: false, ..s };
                         let plain = ours(&ws[0], s)?;
                         // fp16 -> f32 is exact, so f32 bits compare the fp16 bits.
                         let bits = |a: &Array| -> Result<Vec<u32>> {

@@ -241,13 +241,30 @@ pub const QMV_EARLY: Flag = Flag {
 /// 134 (no per-weight HSUB2 / HFMA2, no runtime division in the ring's bookkeeping). Not bit-identical to the
 /// default kernels (they round s n + b to fp16 per weight; here the products are exact): the
 /// GPU tests bound it against float64. Ring schedules with one CTA per 16 rows only (a capped
-/// grid or the batched schedule keep their loops). Written in session 26 after its device time
-/// was spent, never run on a GPU: off until measured; 1 turns it on.
+/// grid or the batched schedule keep their loops). Session 27 (H200): within the test's bounds
+/// (float64 reference, 7 of 8 shapes before its time limit, e.g. gate/up + SiLU 3.3e-4 against
+/// the default's 2.1e-4) but no faster in situ (turbo4 at 32K, ncu, per launch: gate/up 27.1 ->
+/// 27.5 us, the others level): the GEMVs are not issue-bound after all. Off; 1 turns it on.
 pub const QMV_POST: Flag = Flag {
     name: "MLXCEL_QMV_POST",
     default: false,
-    doc: "GEMV ring kernels apply scales and biases per group after the mma, in fp32 (1 = on; not yet measured)",
+    doc: "GEMV ring kernels apply scales and biases per group after the mma, in fp32 (1 = on; measured no faster)",
     slot: 46,
+};
+
+/// Decode GEMV weights reordered once at load into `WeightLayout::Rows16Tiles` (CUDA only;
+/// `quantized_gemv::tile_rows16`): each 16-row x 128-value tile 1 KiB of contiguous memory,
+/// read by the ring kernels with the same per-lane copies (bit-identical) or, with
+/// `MLXCEL_QMV_SCHEDULE=bulk:8:3`, one bulk copy per tile. Prefill's matmuls read them through
+/// `Quantized::untiled` (a reorder per call). Why: session 27 found the GEMVs neither issue-
+/// nor locality-bound (the tiled layout alone: bench gemv ncu medians level, e.g. gate/up
+/// 26.08 -> 25.66 us, down 14.53 -> 14.50); whole-tile bulk copies need this layout. Off until
+/// measured faster in situ; 1 turns it on.
+pub const QMV_TILED: Flag = Flag {
+    name: "MLXCEL_QMV_TILED",
+    default: false,
+    doc: "decode GEMV weights stored tiled at load, for the bulk:W:S GEMV schedules (1 = on; CUDA only)",
+    slot: 47,
 };
 
 /// The tensor-core decode-attention kernel's bank swizzle (`SWZ` in
@@ -900,6 +917,7 @@ pub const ALL: &[Flag] = &[
     MMA_PAIR,
     MMA_REFILL_EARLY,
     QMV_POST,
+    QMV_TILED,
 ];
 
 #[cfg(test)]

@@ -681,7 +681,8 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
 /// `tile_rows16` moves each word to its tile's contiguous KiB (checked word by word on every
 /// backend); on CUDA the kernels on the tiled words give the same bits as on MLX's layout
 /// (the same shared-memory contents, the same arithmetic) for the plain, residual and gate/up
-/// kernels and three ring schedules; schedules without the per-16-row ring are refused.
+/// kernels and three ring schedules, with per-lane and with bulk copies; schedules without
+/// the per-16-row ring are refused, and bulk copies of MLX's layout too.
 #[test]
 fn tiled_weights_give_the_same_bits_or_are_refused() {
     let mut r = rng("tiled_weights_give_the_same_bits_or_are_refused");
@@ -716,10 +717,19 @@ fn tiled_weights_give_the_same_bits_or_are_refused() {
             "{bad}: {e}"
         );
     }
+    let e = gemv_with(&x, &q, None, Schedule::parse("bulk:8:3").unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bulk copies need tiled weights"), "{e}");
     if !on_cuda {
         return;
     }
-    let scheds = ["ring", "ring:8:2", "ring:4:8"].map(|s| Schedule::parse(s).unwrap());
+    // Each tiled schedule against the per-lane ring of the same warps and stages on MLX's
+    // layout: per-lane copies of the tiled words, then bulk copies (one per tile, lane 0).
+    let scheds = [
+        "ring", "ring:8:2", "ring:4:8", "bulk:8:3", "bulk:8:2", "bulk:4:8",
+    ]
+    .map(|s| Schedule::parse(s).unwrap());
     let bits = |y: Array| y.to_vec::<half::f16>().unwrap();
     let mut checks = 0;
     for &(n, k, g) in &[
@@ -734,7 +744,8 @@ fn tiled_weights_give_the_same_bits_or_are_refused() {
         let (res, _) = input(&mut r, n);
         for s in scheds {
             for rr in [None, Some(&res)] {
-                let want = bits(gemv_with(&x, &q, rr, s).unwrap());
+                let plain = Schedule { bulk: false, ..s };
+                let want = bits(gemv_with(&x, &q, rr, plain).unwrap());
                 let got = bits(gemv_with(&x, &t, rr, s).unwrap());
                 assert!(
                     got == want,
@@ -751,7 +762,8 @@ fn tiled_weights_give_the_same_bits_or_are_refused() {
         let (tg, tu) = (tile_rows16(&qg).unwrap(), tile_rows16(&qu).unwrap());
         let (x, _) = input(&mut r, k);
         for s in scheds {
-            let want = bits(gemv_silu_mul_with(&x, &qg, &qu, s).unwrap());
+            let plain = Schedule { bulk: false, ..s };
+            let want = bits(gemv_silu_mul_with(&x, &qg, &qu, plain).unwrap());
             let got = bits(gemv_silu_mul_with(&x, &tg, &tu, s).unwrap());
             assert!(got == want, "silu n={n} k={k} g={g} {s}");
             checks += 1;

@@ -21,9 +21,16 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// Takes `<prefix>.weight` (and `<prefix>.bias` when `bias`).
+    /// Takes `<prefix>.weight` (and `<prefix>.bias` when `bias`); a quantized weight is
+    /// reordered into the GEMV kernels' tiled layout where `MLXCEL_QMV_TILED` asks for it
+    /// (`quantized_gemv::tiles_at_load`).
     pub fn load(w: &mut Weights, prefix: &str, bias: bool) -> Result<Linear> {
-        let weight = w.take(&format!("{prefix}.weight"))?;
+        let weight = match w.take(&format!("{prefix}.weight"))? {
+            Tensor::Quantized(q) if quantized_gemv::tiles_at_load(&q) => {
+                Tensor::Quantized(quantized_gemv::tile_rows16(&q)?)
+            }
+            t => t,
+        };
         let bias = if bias {
             Some(w.take_dense(&format!("{prefix}.bias"))?)
         } else {

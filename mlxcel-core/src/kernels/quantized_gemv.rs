@@ -43,6 +43,10 @@ pub struct Schedule {
     /// once and the ring running across blocks (`ring_blocks` in qgemv4.cuh); 0 = one CTA
     /// per 16 rows.
     pub grid: i32,
+    /// Ring only, one CTA per 16 rows, weights in [`WeightLayout::Rows16Tiles`]: each tile
+    /// fills its ring slot by one bulk copy (`BULK` in qgemv4.cuh's `ring_rows16`; printed
+    /// and parsed as `bulk:WARPS:STAGES`).
+    pub bulk: bool,
 }
 
 impl Schedule {
@@ -51,6 +55,7 @@ impl Schedule {
         warps: 8,
         stages: 0,
         grid: 0,
+        bulk: false,
     };
     /// The ring schedule decode steps use by default (`MLXCEL_QMV_RING`): 8 warps, 3 stages
     /// (two 1-KiB tiles in flight per warp while it computes on the third). Why 3: in situ at
@@ -63,6 +68,7 @@ impl Schedule {
         warps: 8,
         stages: 3,
         grid: 0,
+        bulk: false,
     };
 
     /// The schedule decode steps use: `MLXCEL_QMV_SCHEDULE` if set (any form
@@ -77,15 +83,16 @@ impl Schedule {
         }
     }
 
-    /// Parses `batched`, `batched:WARPS`, `ring`, `ring:WARPS:STAGES` (e.g. `ring:4:8`) or
-    /// `ring:WARPS:STAGES:GRID` (at most GRID CTAs, each owning several 16-row blocks): every
-    /// form [`Schedule`]'s `Display` prints.
+    /// Parses `batched`, `batched:WARPS`, `ring`, `ring:WARPS:STAGES` (e.g. `ring:4:8`),
+    /// `ring:WARPS:STAGES:GRID` (at most GRID CTAs, each owning several 16-row blocks) or
+    /// `bulk:WARPS:STAGES` (the ring filled by bulk copies; tiled weights only): every form
+    /// [`Schedule`]'s `Display` prints.
     pub fn parse(s: &str) -> Result<Schedule> {
         let bad = || {
             Error::invalid(
                 "gemv schedule",
                 format!(
-                    "{s:?}: expected batched[:WARPS], ring or ring:WARPS:STAGES[:GRID] (WARPS 1-16, STAGES 2-16, GRID 1-65535)"
+                    "{s:?}: expected batched[:WARPS], ring, ring:WARPS:STAGES[:GRID] or bulk:WARPS:STAGES (WARPS 1-16, STAGES 2-16, GRID 1-65535)"
                 ),
             )
         };
@@ -106,6 +113,13 @@ impl Schedule {
                 warps: num(w, 1..=16)?,
                 stages: num(st, 2..=16)?,
                 grid: grid.first().map_or(Ok(0), |g| num(g, 1..=65535))?,
+                bulk: false,
+            }),
+            ["bulk", w, st] => Ok(Schedule {
+                warps: num(w, 1..=16)?,
+                stages: num(st, 2..=16)?,
+                grid: 0,
+                bulk: true,
             }),
             _ => Err(bad()),
         }
@@ -144,6 +158,9 @@ impl Schedule {
 
 impl std::fmt::Display for Schedule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.bulk {
+            return write!(f, "bulk:{}:{}", self.warps, self.stages);
+        }
         match (self.stages, self.grid) {
             (0, _) => write!(f, "batched:{}", self.warps),
             (_, 0) => write!(f, "ring:{}:{}", self.warps, self.stages),
@@ -493,16 +510,33 @@ pub fn tile_rows16(q: &Quantized) -> Result<Quantized> {
     })
 }
 
+/// Whether a decode step's GEMVs should read `q` tiled: `MLXCEL_QMV_TILED` on, the CUDA
+/// backend, and a weight in MLX's layout that the kernels take (what [`tile_rows16`] needs).
+pub fn tiles_at_load(q: &Quantized) -> bool {
+    flags::QMV_TILED.enabled()
+        && KernelBackend::current() == Some(KernelBackend::Cuda)
+        && q.layout == WeightLayout::Mlx
+        && weight_shape(q).is_some()
+}
+
 /// Whether `sched` reads weights of `q`'s layout: the tiled one only through the ring with
 /// one CTA per 16 rows (`ring_rows16`; with it the launch leaves `MLXCEL_QMV_POST`'s loop
 /// off, which has no tiled variant).
+/// A `bulk:` schedule reads whole tiles, so only tiled weights.
 fn check_layout(q: &Quantized, sched: Schedule) -> Result<()> {
-    if q.layout == WeightLayout::Rows16Tiles && (sched.stages == 0 || sched.multi_block()) {
+    let tiled = q.layout == WeightLayout::Rows16Tiles;
+    if tiled && (sched.stages == 0 || sched.multi_block()) {
         return Err(Error::invalid(
             "quantized gemv",
             format!(
                 "schedule {sched}: tiled weights need a ring schedule with one CTA per 16 rows"
             ),
+        ));
+    }
+    if sched.bulk && !tiled {
+        return Err(Error::invalid(
+            "quantized gemv",
+            format!("schedule {sched}: bulk copies need tiled weights (tile_rows16)"),
         ));
     }
     Ok(())
@@ -748,6 +782,7 @@ fn launch<'a>(
         TemplateArg::Bool(flags::QMV_POST.enabled() && !tiled),
     )
     .template("TILED", TemplateArg::Bool(tiled))
+    .template("BULK", TemplateArg::Bool(sched.bulk))
     .template("SMEM", smem_arg(shared));
     (launch, shared)
 }
@@ -874,6 +909,7 @@ mod tests {
             Schedule::RING,
             Schedule::parse("batched:4").unwrap(),
             Schedule::parse("ring:8:4:264").unwrap(),
+            Schedule::parse("bulk:8:3").unwrap(),
         ] {
             assert_eq!(Schedule::parse(&s.to_string()).unwrap(), s, "{s}");
         }
@@ -886,6 +922,8 @@ mod tests {
             "ring:a:4",
             "batched:0",
             "batched:8:2",
+            "bulk:8:3:264",
+            "bulk:8",
             "fast",
         ] {
             let e = Schedule::parse(bad).unwrap_err().to_string();

@@ -19,6 +19,8 @@ constexpr int NT = NW * 32;
 static_assert(SMEM >= 0, "SMEM is the dynamic shared memory in bytes");
 // TILED: the weights in the tiled layout (tile_rows16 in quantized_gemv.rs), read by ring_rows16 only.
 static_assert(!TILED || (S > 0 && !MB && !POST), "tiled weights need the ring schedule, one CTA per 16 rows, no POST");
+// BULK: the tiles by bulk copies (the bulk:W:S schedules; ring_rows16).
+static_assert(!BULK || TILED, "bulk copies need the tiled layout");
 extern __shared__ __align__(16) unsigned char smem[];
 __shared__ float red[NW * 16];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -55,7 +57,7 @@ if constexpr (S > 0 && MB) {
     if constexpr (POST) {
       mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
     } else {
-      mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY, TILED>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+      mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc);
     }
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);

@@ -474,7 +474,40 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
 // (a warp's copy instruction reads 512 contiguous bytes, not 8 rows' 64-byte pieces 2 K / 8
 // words apart) and land in the same ring slots as before: same shared-memory contents, same
 // arithmetic, bit-identical outputs.
-template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, typename Stage>
+//
+// BULK (the `bulk:W:S` schedules; needs TILED): each tile arrives by one bulk copy of its KiB
+// (cp.async.bulk through the TMA unit, issued by lane 0) that completes on a per-slot
+// mbarrier, instead of 64 16-byte cp.async by the 32 lanes. Why: with per-lane copies neither
+// fewer instructions (POST), deeper rings, more warps nor the tiled layout moved the GEMVs
+// from ~2.6-2.9 TB/s; bulk copies leave the SM's load path and its per-request tracking out.
+// The slot's bytes are the same: bit-identical outputs. Lanes read bytes lane 0's copy wrote,
+// so a __syncwarp precedes each refill (every lane's reads of the slot's previous tile done).
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void bulk_init(unsigned long long* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+// Waits until `bar` completes the phase of parity `parity` (its fill number & 1).
+__device__ __forceinline__ void bulk_wait(unsigned long long* bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(smem_u32(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, bool BULK, typename Stage>
 __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem, int K,
                                             long long row0, int tid, int warp, int lane, float (&acc)[MATS][4]) {
   constexpr int SS = S > 1 ? S : 2;  // S itself where the ring is used (S >= 2)
@@ -486,8 +519,31 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
   __half2* xs = reinterpret_cast<__half2*>(smem);
   __half2* sb = xs + K / 2;
   uint4* ring = reinterpret_cast<uint4*>(sb + MATS * 16 * sbs) + warp * SS * 64;
+  static_assert(!BULK || TILED, "bulk copies take whole tiles: the tiled layout");
   const long long lane_off = TILED ? (row0 / 16) * tiles * 256 + lane * 4 : (row0 + r) * words + c * 4;
+  __shared__ __align__(8) unsigned long long bars[BULK ? NW * SS : 1];
+  unsigned long long* bar = bars + (BULK ? warp * SS : 0);
+  if constexpr (BULK) {
+    if (lane == 0) {
+#pragma unroll
+      for (int s = 0; s < SS; ++s) bulk_init(bar + s);
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncwarp();
+  }
   auto issue = [&](int j) {
+    if constexpr (BULK) {
+      if (j < jobs) {
+        const int m = MATS == 1 ? 0 : j / tw;
+        const int t = warp + NW * (j - m * tw);
+        __syncwarp();
+        if (lane == 0) {
+          const u32* src = (m == 0 ? mats[0].w : mats[MATS - 1].w) + (lane_off - lane * 4) + t * 256;
+          bulk_copy(ring + (j % SS) * 64, src, 1024u, bar + j % SS);
+        }
+      }
+      return;
+    }
     if (j < jobs) {
       const int m = MATS == 1 ? 0 : j / tw;
       const int t = warp + NW * (j - m * tw);
@@ -505,7 +561,11 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
     for (int i = 0; i < tw; ++i) {
       const int j = m * tw + i;
       issue(j + SS - 1);
-      ring_wait<SS - 1>();
+      if constexpr (BULK) {
+        bulk_wait(bar + j % SS, static_cast<unsigned>(j / SS) & 1u);
+      } else {
+        ring_wait<SS - 1>();
+      }
       const uint4* slot = ring + (j % SS) * 64;
       const uint4 q0 = slot[lane], q1 = slot[32 + lane];
       const int t = warp + NW * i;
