@@ -519,17 +519,17 @@ pub fn tiles_at_load(q: &Quantized) -> bool {
         && weight_shape(q).is_some()
 }
 
-/// Whether `sched` reads weights of `q`'s layout: the tiled one only through the ring with
-/// one CTA per 16 rows (`ring_rows16`; with it the launch leaves `MLXCEL_QMV_POST`'s loop
-/// off, which has no tiled variant).
-/// A `bulk:` schedule reads whole tiles, so only tiled weights.
+/// Whether `sched` reads weights of `q`'s layout: tiled weights only through the ring with
+/// one CTA per 16 rows (`ring_rows16`; with them the launch leaves `MLXCEL_QMV_POST`'s loop
+/// off, which has no tiled variant), and a `bulk:` schedule, which copies whole tiles, only
+/// tiled weights.
 fn check_layout(q: &Quantized, sched: Schedule) -> Result<()> {
     let tiled = q.layout == WeightLayout::Rows16Tiles;
     if tiled && (sched.stages == 0 || sched.multi_block()) {
         return Err(Error::invalid(
             "quantized gemv",
             format!(
-                "schedule {sched}: tiled weights need a ring schedule with one CTA per 16 rows"
+                "schedule {sched}: tiled weights need a ring schedule with one CTA per 16 rows (MLXCEL_QMV_TILED=1 stores them tiled)"
             ),
         ));
     }
