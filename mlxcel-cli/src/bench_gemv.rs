@@ -263,7 +263,7 @@ pub fn run(a: &GemvBench) -> Result<()> {
                     let got = ours(weights(0, tiled), s)?;
                     if tiled {
                         // The same ring with per-lane copies on MLX's layout.
-                        let s = Schedule { bulk: false, ..s };
+                        let s = s.per_lane();
                         let plain = ours(&ws[0], s)?;
                         // fp16 -> f32 is exact, so f32 bits compare the fp16 bits.
                         let bits = |a: &Array| -> Result<Vec<u32>> {

@@ -78,6 +78,14 @@ fn reference(x: &[f32], w: &[f32], n: usize, k: usize) -> Vec<f64> {
         .collect()
 }
 
+/// The SwiGLU half in float64: silu(g) * u per row.
+fn silu_mul(g: &[f64], u: &[f64]) -> Vec<f64> {
+    g.iter()
+        .zip(u)
+        .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
+        .collect()
+}
+
 fn rel_rms(got: &Array, want: &[f64]) -> f64 {
     let got = got.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(got.len(), want.len());
@@ -174,11 +182,7 @@ fn fused_gate_up_silu_matches_a_float64_reference_or_is_not_used() {
         let (qu, du) = weight(&mut r, n, k, g);
         let (x, xv) = input(&mut r, k);
         let (gr, ur) = (reference(&xv, &dg, n, k), reference(&xv, &du, n, k));
-        let want: Vec<f64> = gr
-            .iter()
-            .zip(&ur)
-            .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
-            .collect();
+        let want = silu_mul(&gr, &ur);
         assert_eq!(applies_silu(&x, &qg, &qu), on_cuda);
         if !on_cuda {
             assert!(gemv_silu_mul(&x, &qg, &qu).and_then(|y| y.eval()).is_err());
@@ -243,11 +247,7 @@ fn folded_rms_norm_matches_norm_then_gemv_or_is_not_used() {
         let xn = rms_reference(&xv, &wv, eps);
         let want = reference(&xn, &dense, n, k);
         let want_u = reference(&xn, &du, n, k);
-        let want_silu: Vec<f64> = want
-            .iter()
-            .zip(&want_u)
-            .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
-            .collect();
+        let want_silu = silu_mul(&want, &want_u);
         // A wrong weight and a capped grid are errors before any launch.
         let short = Array::ones(&[k as i32 - 8], Dtype::F16).unwrap();
         let bad = FoldedNorm {
@@ -619,17 +619,11 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
         let wv = w.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
         let xn = rms_reference(&xrv, &wv, eps);
         let norm = FoldedNorm { weight: &w, eps };
-        let silu = |gv: &[f64], uv: &[f64]| -> Vec<f64> {
-            gv.iter()
-                .zip(uv)
-                .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
-                .collect()
-        };
         let plain = reference(&xv, &dense, n, k);
         let with_res: Vec<f64> = plain.iter().zip(&rv).map(|(a, b)| a + *b as f64).collect();
         let normed = reference(&xn, &dense, n, k);
-        let gate_up = silu(&plain, &reference(&xv, &du, n, k));
-        let gate_up_norm = silu(&normed, &reference(&xn, &du, n, k));
+        let gate_up = silu_mul(&plain, &reference(&xv, &du, n, k));
+        let gate_up_norm = silu_mul(&normed, &reference(&xn, &du, n, k));
         let scheds: &[&str] = if (n, k, g) == shapes[0] {
             &["ring", "ring:8:2", "ring:4:8"]
         } else {
@@ -744,8 +738,7 @@ fn tiled_weights_give_the_same_bits_or_are_refused() {
         let (res, _) = input(&mut r, n);
         for s in scheds {
             for rr in [None, Some(&res)] {
-                let plain = Schedule { bulk: false, ..s };
-                let want = bits(gemv_with(&x, &q, rr, plain).unwrap());
+                let want = bits(gemv_with(&x, &q, rr, s.per_lane()).unwrap());
                 let got = bits(gemv_with(&x, &t, rr, s).unwrap());
                 assert!(
                     got == want,
@@ -762,8 +755,7 @@ fn tiled_weights_give_the_same_bits_or_are_refused() {
         let (tg, tu) = (tile_rows16(&qg).unwrap(), tile_rows16(&qu).unwrap());
         let (x, _) = input(&mut r, k);
         for s in scheds {
-            let plain = Schedule { bulk: false, ..s };
-            let want = bits(gemv_silu_mul_with(&x, &qg, &qu, plain).unwrap());
+            let want = bits(gemv_silu_mul_with(&x, &qg, &qu, s.per_lane()).unwrap());
             let got = bits(gemv_silu_mul_with(&x, &tg, &tu, s).unwrap());
             assert!(got == want, "silu n={n} k={k} g={g} {s}");
             checks += 1;

@@ -125,6 +125,15 @@ impl Schedule {
         }
     }
 
+    /// The same schedule with per-lane copies: a `bulk:` schedule's `ring:` counterpart (the
+    /// one whose outputs it must reproduce bit for bit).
+    pub fn per_lane(self) -> Schedule {
+        Schedule {
+            bulk: false,
+            ..self
+        }
+    }
+
     /// Whether CTAs own several 16-row blocks (a capped ring grid).
     fn multi_block(&self) -> bool {
         self.stages > 0 && self.grid > 0
@@ -552,8 +561,7 @@ fn launch_plain(
     k: usize,
     sched: Schedule,
 ) -> Result<Array> {
-    check_layout(q, sched)?;
-    let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched);
+    let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched)?;
     one(run("qgemv4", shared, plain_source, &launch)?)
 }
 
@@ -573,7 +581,8 @@ fn exactly<const N: usize>(outputs: Vec<Array>, what: &str) -> Result<[Array; N]
     })
 }
 
-/// The plain kernel's [`Launch`] (one output, `x`'s shape with N last) and its shared memory.
+/// The plain kernel's [`Launch`] (one output, `x`'s shape with N last) and its shared memory,
+/// or [`launch`]'s error.
 fn plain_launch<'a>(
     x: &'a Array,
     q: &'a Quantized,
@@ -582,7 +591,7 @@ fn plain_launch<'a>(
     n: usize,
     k: usize,
     sched: Schedule,
-) -> (Launch<'a>, usize) {
+) -> Result<(Launch<'a>, usize)> {
     let inputs = [
         x,
         &q.w,
@@ -591,14 +600,14 @@ fn plain_launch<'a>(
         r.unwrap_or(x),
         norm.map_or(x, |m| m.weight),
     ];
-    let (launch, shared) = launch(&inputs, x, n, k, q, 1, sched);
+    let (launch, shared) = launch(&inputs, x, n, k, q, 1, sched)?;
     let launch = launch
         .template("RESID", TemplateArg::Bool(r.is_some()))
         .template(
             "RFIRST",
             TemplateArg::Bool(r.is_some() && flags::QMV_RFIRST.enabled()),
         );
-    (with_norm(launch, norm), shared)
+    Ok((with_norm(launch, norm), shared))
 }
 
 /// A GEMV whose N output rows go to three arrays ([`try_gemv_parts`]): the stacked qkv
@@ -674,8 +683,7 @@ fn parts_launch<'a>(
             ),
         ));
     }
-    check_layout(q, sched)?;
-    let (mut launch, shared) = plain_launch(x, q, None, norm, plan.n, plan.k, sched);
+    let (mut launch, shared) = plain_launch(x, q, None, norm, plan.n, plan.k, sched)?;
     launch.outputs = plan
         .shapes
         .iter()
@@ -751,9 +759,11 @@ pub fn try_gemv_parts_encode(
     Ok(Some(([yq, yk, yv], token)))
 }
 
-/// The launch shared by both kernels over `mats` matrices of N x K (2 for gate/up): CTAs of
-/// `sched.warps` warps, one per 16 output rows (at most `sched.grid` with a capped ring grid,
-/// each owning several), and the dynamic shared memory it needs (also its `SMEM` argument).
+/// The launch shared by both kernels over `mats` matrices of N x K (2 for gate/up; `q` the
+/// first, for its group size and layout): CTAs of `sched.warps` warps, one per 16 output rows
+/// (at most `sched.grid` with a capped ring grid, each owning several), and the dynamic
+/// shared memory it needs (also its `SMEM` argument). A schedule that cannot read `q`'s
+/// layout is an error ([`check_layout`]).
 fn launch<'a>(
     inputs: &[&'a Array],
     x: &Array,
@@ -762,7 +772,8 @@ fn launch<'a>(
     q: &Quantized,
     mats: usize,
     sched: Schedule,
-) -> (Launch<'a>, usize) {
+) -> Result<(Launch<'a>, usize)> {
+    check_layout(q, sched)?;
     let (group, tiled) = (q.group_size, q.layout == WeightLayout::Rows16Tiles);
     let shared = sched.shared_bytes(k, group as usize, mats);
     let launch = Launch::new(
@@ -784,7 +795,7 @@ fn launch<'a>(
     .template("TILED", TemplateArg::Bool(tiled))
     .template("BULK", TemplateArg::Bool(sched.bulk))
     .template("SMEM", smem_arg(shared));
-    (launch, shared)
+    Ok((launch, shared))
 }
 
 /// The `SMEM` template argument: the launch's dynamic shared memory in bytes. MLX raises a
@@ -861,7 +872,6 @@ fn launch_silu(
     k: usize,
     sched: Schedule,
 ) -> Result<Array> {
-    check_layout(gate, sched)?;
     let inputs = [
         x,
         &gate.w,
@@ -872,7 +882,7 @@ fn launch_silu(
         &up.biases,
         norm.map_or(x, |m| m.weight),
     ];
-    let (launch, shared) = launch(&inputs, x, n, k, gate, 2, sched);
+    let (launch, shared) = launch(&inputs, x, n, k, gate, 2, sched)?;
     one(run(
         "qgemv4_silu",
         shared,

@@ -4,6 +4,8 @@
 //! The op codes below cross the bridge and must match `unary`/`binary`/`reduce` in
 //! `cpp/bridge.cc`.
 
+use std::borrow::Cow;
+
 use super::array::{array_vec, from_array_vec, Array};
 use super::dtype::Dtype;
 use super::ffi::bridge as ffi;
@@ -482,18 +484,21 @@ pub fn quantize(w: &Array, group_size: i32, bits: i32) -> Result<Quantized> {
 }
 
 impl Quantized {
-    /// The packed words in MLX's order: `w` itself, or for [`WeightLayout::Rows16Tiles`] the
-    /// inverse reorder (a lazy copy: a prefill chunk's matmuls pay one read and write of the
-    /// weight, small beside their arithmetic).
-    pub fn untiled(&self) -> Result<Array> {
+    /// The packed words in MLX's order: `w` itself (borrowed: MLX-layout weights, every call
+    /// on the CPU and Metal backends, pay nothing here), or for [`WeightLayout::Rows16Tiles`]
+    /// the inverse reorder (a lazy copy: a prefill chunk's matmuls pay one read and write of
+    /// the weight, small beside their arithmetic).
+    pub fn untiled(&self) -> Result<Cow<'_, Array>> {
         match self.layout {
-            WeightLayout::Mlx => Ok(self.w.clone()),
+            WeightLayout::Mlx => Ok(Cow::Borrowed(&self.w)),
             WeightLayout::Rows16Tiles => {
                 let (n, words) = (self.w.dim(0), self.w.dim(-1));
-                self.w
+                let w = self
+                    .w
                     .reshape(&[n / 16, words / 16, 16, 16])?
                     .transpose(&[0, 2, 1, 3])?
-                    .reshape(&[n, words])
+                    .reshape(&[n, words])?;
+                Ok(Cow::Owned(w))
             }
         }
     }

@@ -532,27 +532,21 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
     __syncwarp();
   }
   auto issue = [&](int j) {
-    if constexpr (BULK) {
-      if (j < jobs) {
-        const int m = MATS == 1 ? 0 : j / tw;
-        const int t = warp + NW * (j - m * tw);
-        __syncwarp();
-        if (lane == 0) {
-          const u32* src = (m == 0 ? mats[0].w : mats[MATS - 1].w) + (lane_off - lane * 4) + t * 256;
-          bulk_copy(ring + (j % SS) * 64, src, 1024u, bar + j % SS);
-        }
-      }
-      return;
-    }
     if (j < jobs) {
       const int m = MATS == 1 ? 0 : j / tw;
       const int t = warp + NW * (j - m * tw);
       const u32* src = (m == 0 ? mats[0].w : mats[MATS - 1].w) + lane_off + t * (TILED ? 256 : 16);
       uint4* dst = ring + (j % SS) * 64;
-      ring_copy16(dst + lane, src);
-      ring_copy16(dst + 32 + lane, src + (TILED ? 128LL : 8LL * words));
+      if constexpr (BULK) {
+        // Lane 0's source is the tile's first word (lane_off's lane term is 0 there).
+        __syncwarp();
+        if (lane == 0) bulk_copy(dst, src, 1024u, bar + j % SS);
+      } else {
+        ring_copy16(dst + lane, src);
+        ring_copy16(dst + 32 + lane, src + (TILED ? 128LL : 8LL * words));
+      }
     }
-    ring_commit();
+    if constexpr (!BULK) ring_commit();
   };
   ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int j) { issue(j); });
 #pragma unroll
