@@ -334,6 +334,16 @@ def main():
                    "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
                    + consts + read("qgemv4_silu.cu") + "\n}\n")
             ok &= compile_one(f"qgemv4 silu {tag}", src)
+    # The measuring probe of the ring (gemv_probe.rs): every PARTS value (arithmetic only with x
+    # and the tables), one and several blocks per CTA, one and two matrices.
+    for pro in (0, 1, 2, 3, 4, 7, 11, 15, 16, 17, 21, 25, 29, 64, 65, 93):
+        for bpc, mats, nw, st in ((1, 1, 8, 3), (4, 2, 8, 3), (1, 2, 4, 6)):
+            consts = (f"constexpr int G = 64; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int BPC = {bpc}; "
+                      f"constexpr int MATS = {mats}; constexpr int PRO = {pro}; constexpr int SMEM = 49152;\n")
+            src = (qmv_header + SHAPE + "__global__ void q(const uint32_t* w0, const Shape w0_shape, const __half* s0, "
+                   "const __half* b0, const uint32_t* w1, const __half* s1, const __half* b1, const __half* x, uint32_t* out) {\n"
+                   + consts + read("qgemv4_probe.cu") + "\n}\n")
+            ok &= compile_one(f"qgemv4 probe pro{pro} bpc{bpc} mats{mats} nw{nw} s{st}", src)
     # The qkv GEMV with the turbo4 K+V append folded in (MLXCEL_QKV_ENCODE): Llama-3-8B's parts
     # at D = 128, a GQA-7 head_dim-64 model's at D = 64.
     qkv_enc = read("qgemv4_store_qkv.cu") + read("qgemv4_qkv_encode_pre.cu") + read("qgemv4.cu") + read("qgemv4_qkv_encode.cu")

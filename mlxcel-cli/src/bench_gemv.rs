@@ -18,6 +18,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use mlxcel_core::kernels::gemv_probe::{probe, Probe};
 use mlxcel_core::kernels::quantized_gemv::{gemv_silu_mul_with, gemv_with, tile_rows16, Schedule};
 use mlxcel_core::mlx::array::eval_all;
 use mlxcel_core::mlx::kernel::KernelBackend;
@@ -56,9 +57,25 @@ pub struct GemvBench {
     /// its outputs must be bit-identical to the same schedule's on MLX's layout (checked).
     #[arg(long)]
     pub tiled: bool,
+    /// Measuring probes of the ring's grid (CUDA only): `probe:WARPS:STAGES:BLOCKS:PARTS`,
+    /// the ring's copies of each GEMV's weights with BLOCKS 16-row blocks per CTA and the
+    /// GEMV's parts added by the PARTS bits (1 x staged, 2 scale tables, 4 the per-block
+    /// reduction, 8 the arithmetic; 0 = the bare ring). Timed like the schedules; their
+    /// outputs are folds of the bytes read, not products (`gemv_probe.rs`).
+    #[arg(long, value_delimiter = ',')]
+    pub probes: Vec<String>,
     /// Folder for gemv.csv and gemv.md (default: the table on stdout).
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// What a row times: MLX's quantized_matmul, an mlxcel schedule (on tiled weights or not),
+/// or a measuring probe.
+#[derive(Clone, Copy)]
+enum Path {
+    Mlx,
+    Ours(Schedule, bool),
+    Probe(Probe),
 }
 
 /// One GEMV of a decode step: `mats` matrices of N x K (2 for gate/up), with a residual add
@@ -156,6 +173,11 @@ pub fn run(a: &GemvBench) -> Result<()> {
         .iter()
         .map(|s| Schedule::parse(s))
         .collect::<std::result::Result<Vec<_>, _>>()?;
+    let probes = a
+        .probes
+        .iter()
+        .map(|s| Probe::parse(s))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
     if schedules.iter().any(|s| s.bulk) && !a.tiled {
         bail!("bulk:WARPS:STAGES schedules read tiled weights: add --tiled");
     }
@@ -231,19 +253,20 @@ pub fn run(a: &GemvBench) -> Result<()> {
         } else {
             Vec::new()
         };
-        let mut paths: Vec<(String, Option<(Schedule, bool)>)> = vec![("mlx-qmm".into(), None)];
+        let mut paths: Vec<(String, Path)> = vec![("mlx-qmm".into(), Path::Mlx)];
         if on_cuda {
             for s in &schedules {
                 if s.bulk {
                     // Bulk copies read the tiled layout only.
-                    paths.push((s.to_string(), Some((*s, true))));
+                    paths.push((s.to_string(), Path::Ours(*s, true)));
                     continue;
                 }
-                paths.push((s.to_string(), Some((*s, false))));
+                paths.push((s.to_string(), Path::Ours(*s, false)));
                 if a.tiled && s.stages > 0 && s.grid == 0 {
-                    paths.push((format!("{s}+tiled"), Some((*s, true))));
+                    paths.push((format!("{s}+tiled"), Path::Ours(*s, true)));
                 }
             }
+            paths.extend(probes.iter().map(|p| (p.to_string(), Path::Probe(*p))));
         }
         for (path, sched) in paths {
             let weights = |i: usize, tiled: bool| {
@@ -254,12 +277,13 @@ pub fn run(a: &GemvBench) -> Result<()> {
                 }
             };
             let ct = time_calls(a.iters, &|i| match sched {
-                None => mlx_call(&ws[i % copies]),
-                Some((s, t)) => ours(weights(i, t), s),
+                Path::Mlx => mlx_call(&ws[i % copies]),
+                Path::Ours(s, t) => ours(weights(i, t), s),
+                Path::Probe(p) => Ok(probe(&x, &ws[i % copies].iter().collect::<Vec<_>>(), p)?),
             })?;
             let t = ct.wall;
             let err = match sched {
-                Some((s, tiled)) => {
+                Path::Ours(s, tiled) => {
                     let got = ours(weights(0, tiled), s)?;
                     if tiled {
                         // The same ring with per-lane copies on MLX's layout.
@@ -286,7 +310,7 @@ pub fn run(a: &GemvBench) -> Result<()> {
                     }
                     Some(rel_rms(&got, &want)?)
                 }
-                None => None,
+                Path::Mlx | Path::Probe(_) => None,
             };
             let row = Row {
                 gemv: gv.name,

@@ -5,6 +5,7 @@ pub mod decode_attention;
 pub mod device_clock;
 pub mod folded_append;
 pub mod fp16_append;
+pub mod gemv_probe;
 mod in_place;
 pub mod int8_encode;
 pub mod quantized_gemv;
