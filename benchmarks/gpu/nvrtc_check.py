@@ -336,7 +336,7 @@ def main():
             ok &= compile_one(f"qgemv4 silu {tag}", src)
     # The measuring probe of the ring (gemv_probe.rs): every PARTS value (arithmetic only with x
     # and the tables), one and several blocks per CTA, one and two matrices.
-    for pro in (0, 1, 2, 3, 4, 7, 11, 15, 16, 17, 21, 25, 29, 64, 65, 93):
+    for pro in (0, 1, 2, 3, 4, 7, 11, 15, 16, 17, 21, 25, 29, 35, 39, 47, 64, 65, 93):
         for bpc, mats, nw, st in ((1, 1, 8, 3), (4, 2, 8, 3), (1, 2, 4, 6)):
             consts = (f"constexpr int G = 64; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int BPC = {bpc}; "
                       f"constexpr int MATS = {mats}; constexpr int PRO = {pro}; constexpr int SMEM = 49152;\n")

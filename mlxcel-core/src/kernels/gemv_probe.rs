@@ -27,7 +27,8 @@ pub struct Probe {
     pub blocks_per_cta: i32,
     /// `PRO` bits: 1 x staged, 2 scale tables staged per block, 4 the cross-warp reduction
     /// per block, 8 the per-tile arithmetic (needs 1, and 2 or 16), 16 each tile's scales
-    /// and biases copied into its ring slot (group 64 only), 64 shared memory padded to
+    /// and biases copied into its ring slot (group 64 only), 32 the shipped (EARLY) prologue
+    /// (needs 1 and 2), 64 shared memory padded to
     /// [`PAD_BYTES`] (4 CTAs per SM on the H200 whatever the registers).
     pub parts: i32,
 }
@@ -39,7 +40,7 @@ impl Probe {
         let bad = || {
             Error::invalid(
                 "gemv probe",
-                format!("{s:?}: expected probe:WARPS:STAGES:BLOCKS:PARTS (WARPS 1-16, STAGES 2-16, BLOCKS 1-4096, PARTS 0-127: 8 needs 1, and 2 or 16)"),
+                format!("{s:?}: expected probe:WARPS:STAGES:BLOCKS:PARTS (WARPS 1-16, STAGES 2-16, BLOCKS 1-4096, PARTS 0-127: 8 needs 1, and 2 or 16; 32 needs 1 and 2)"),
             )
         };
         let num = |v: &str, range: std::ops::RangeInclusive<i32>| {
@@ -56,7 +57,9 @@ impl Probe {
                     blocks_per_cta: num(b, 1..=4096)?,
                     parts: num(p, 0..=127)?,
                 };
-                if probe.parts & 8 != 0 && (probe.parts & 1 == 0 || probe.parts & 18 == 0) {
+                if (probe.parts & 8 != 0 && (probe.parts & 1 == 0 || probe.parts & 18 == 0))
+                    || (probe.parts & 32 != 0 && probe.parts & 3 != 3)
+                {
                     return Err(bad());
                 }
                 Ok(probe)

@@ -13,6 +13,8 @@
 //   PRO & 16: the tile's scales and biases copied into its ring slot with its words (G = 64:
 //            4 bytes per row of each, one 4-byte cp.async per lane; the slot 1 KiB + 128 B),
 //            instead of the per-block tables: no table staging before the first tile;
+//   PRO & 32: with PRO & 3 == 3, the shipped prologue (ring_prologue with EARLY: x's and the
+//            first block's table loads issued before the ring's first copies);
 //   PRO & 64: dynamic shared memory padded to 56 KiB (gemv_probe.rs), so that every variant
 //            runs 4 CTAs per SM (the shipped kernels' occupancy) whatever its registers.
 // Without PRO & 8 a tile's words are XOR-folded into one register: the bytes are read and
@@ -68,13 +70,23 @@ auto stage_tables = [&](int block) {
   for (int m = 0; m < MATS; ++m)
     mlxcel_qmv::stage_sb(mats[m].s, mats[m].b, static_cast<long long>(block) * 16, kg, sb + m * 16 * sbs, tid, NT);
 };
+static_assert(!(PRO & 32) || (PRO & 3) == 3, "the shipped prologue stages x and the tables");
+if constexpr ((PRO & 32) != 0) {
+  const mlxcel_qmv::StageX<false, NT> stage{x, nullptr, 0.0f, nullptr};
+  mlxcel_qmv::QMat pm[MATS];
+  pm[0] = {w0, s0, b0};
+  if constexpr (MATS == 2) pm[MATS - 1] = {w1, s1, b1};
+  mlxcel_qmv::ring_prologue<NW, SS, MATS, true>(pm, stage, xs, sb, K, static_cast<long long>(first) * 16, kg, sbs, tid,
+                                                [&](int j) { issue(j); });
+} else {
 #pragma unroll
-for (int j = 0; j < SS - 1; ++j) issue(j);
-if constexpr ((PRO & 1) != 0) mlxcel_qmv::stage_x_vec(x, xs, K, tid, NT);
-if constexpr ((PRO & 2) != 0) {
-  if (nb > 0) stage_tables(first);
+  for (int j = 0; j < SS - 1; ++j) issue(j);
+  if constexpr ((PRO & 1) != 0) mlxcel_qmv::stage_x_vec(x, xs, K, tid, NT);
+  if constexpr ((PRO & 2) != 0) {
+    if (nb > 0) stage_tables(first);
+  }
+  if constexpr ((PRO & 3) != 0) __syncthreads();
 }
-if constexpr ((PRO & 3) != 0) __syncthreads();
 u32 fold = 0;
 int j = 0;
 for (int i = 0; i < nb; ++i) {
