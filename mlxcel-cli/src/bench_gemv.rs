@@ -19,8 +19,12 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use mlxcel_core::kernels::gemv_probe::{probe, Probe};
-use mlxcel_core::kernels::quantized_gemv::{gemv_silu_mul_with, gemv_with, tile_rows16, Schedule};
+use mlxcel_core::kernels::quantized_gemv::{
+    gemv_rms_with, gemv_silu_mul_rms_with, gemv_silu_mul_with, gemv_with, tile_rows16, FoldedNorm,
+    Schedule,
+};
 use mlxcel_core::mlx::array::eval_all;
+use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::ops::{quantize, Quantized};
 use mlxcel_core::mlx::random;
@@ -64,6 +68,11 @@ pub struct GemvBench {
     /// outputs are folds of the bytes read, not products (`gemv_probe.rs`).
     #[arg(long, value_delimiter = ',')]
     pub probes: Vec<String>,
+    /// Fold an RMSNorm (random fp16 weight, eps 1e-5) into the GEMVs a decode step folds it
+    /// into (qkv, gate/up, the head: `MLXCEL_FUSED_NORM`), as in situ; MLX's path runs
+    /// `rms_norm` before its matmul. Probes ignore it.
+    #[arg(long)]
+    pub norm: bool,
     /// Folder for gemv.csv and gemv.md (default: the table on stdout).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -178,6 +187,9 @@ pub fn run(a: &GemvBench) -> Result<()> {
         .iter()
         .map(|s| Probe::parse(s))
         .collect::<std::result::Result<Vec<_>, _>>()?;
+    if a.norm && schedules.iter().any(|s| s.stages > 0 && s.grid > 0) {
+        bail!("--norm: capped-grid schedules (ring:WARPS:STAGES:GRID) have no folded norm; leave them out");
+    }
     if schedules.iter().any(|s| s.bulk) && !a.tiled {
         bail!("bulk:WARPS:STAGES schedules read tiled weights: add --tiled");
     }
@@ -221,11 +233,28 @@ pub fn run(a: &GemvBench) -> Result<()> {
         let res = random::normal(&[1, 1, gv.n as i32], Dtype::F16, None)?;
         x.eval()?;
         res.eval()?;
-        // MLX's path: quantized_matmul per matrix, then the same SiLU product / residual add.
+        // The folded norm's weight (around 1, as trained norms are), on the GEMVs a decode
+        // step folds it into: those without a residual.
+        let nw = (random::normal(&[gv.k as i32], Dtype::F16, None)?
+            .multiply(&Array::scalar(0.1f32)?.astype(Dtype::F16)?)?)
+        .add(&Array::scalar(1.0f32)?.astype(Dtype::F16)?)?;
+        nw.eval()?;
+        const EPS: f32 = 1e-5;
+        let norm = (a.norm && !gv.residual).then_some(FoldedNorm {
+            weight: &nw,
+            eps: EPS,
+        });
+        // MLX's path: (rms_norm, then) quantized_matmul per matrix, then the same SiLU
+        // product / residual add.
         let mlx_call = |w: &[Quantized]| -> Result<Array> {
-            let y = w[0].matmul(&x, true)?;
+            let xn = match norm {
+                Some(m) => rms_norm(&x, Some(m.weight), m.eps)?,
+                None => x.clone(),
+            };
+            let x = &xn;
+            let y = w[0].matmul(x, true)?;
             Ok(if gv.mats == 2 {
-                let u = w[1].matmul(&x, true)?;
+                let u = w[1].matmul(x, true)?;
                 y.multiply(&y.sigmoid()?)?.multiply(&u)?
             } else if gv.residual {
                 y.add(&res)?
@@ -235,10 +264,11 @@ pub fn run(a: &GemvBench) -> Result<()> {
         };
         // The weights carry their layout (`tile_rows16`'s reorder or MLX's).
         let ours = |w: &[Quantized], s: Schedule| -> Result<Array> {
-            Ok(if gv.mats == 2 {
-                gemv_silu_mul_with(&x, &w[0], &w[1], s)?
-            } else {
-                gemv_with(&x, &w[0], gv.residual.then_some(&res), s)?
+            Ok(match (gv.mats, norm) {
+                (2, Some(m)) => gemv_silu_mul_rms_with(&x, m, &w[0], &w[1], s)?,
+                (2, None) => gemv_silu_mul_with(&x, &w[0], &w[1], s)?,
+                (_, Some(m)) => gemv_rms_with(&x, m, &w[0], s)?,
+                (_, None) => gemv_with(&x, &w[0], gv.residual.then_some(&res), s)?,
             })
         };
         let want = mlx_call(&ws[0])?;
