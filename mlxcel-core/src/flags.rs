@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 49;
+const SLOTS: usize = 50;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -250,6 +250,22 @@ pub const QMV_POST: Flag = Flag {
     default: false,
     doc: "GEMV ring kernels apply scales and biases per group after the mma, in fp32 (1 = on; measured no faster)",
     slot: 46,
+};
+
+/// The GEMV ring kernels' x (and the folded norm's weight) staged by `cp.async` issued ahead
+/// of the ring's first weight copies (`XEarly` with ASYNC in `cuda/qgemv4.cuh`), instead of
+/// 16-byte loads into registers. Why: EARLY orders x's loads before the copies in the PTX, but
+/// ptxas is free to move them; in the POST build with the folded norm it put the first copies
+/// first, so x waited behind them (session 28, H200: ncu source counters of gate/up, 54% of warp
+/// samples in the prologue, the top one x's conversion; POST's gate/up 21.95 us unfolded against
+/// 25.90 folded in `bench gemv`). cp.async copies keep their order in SASS. Same values, same
+/// arithmetic: bit-identical outputs. Needs `MLXCEL_QMV_EARLY` (ignored without it). Written
+/// after session 28's device calls: not yet run on a GPU, so off; 1 turns it on.
+pub const QMV_XASYNC: Flag = Flag {
+    name: "MLXCEL_QMV_XASYNC",
+    default: false,
+    doc: "GEMV ring kernels stage x and the folded norm's weight by cp.async ahead of the weight copies (1 = on; not yet measured)",
+    slot: 48,
 };
 
 /// Decode GEMV weights reordered once at load into `WeightLayout::Rows16Tiles` (CUDA only;
@@ -918,6 +934,7 @@ pub const ALL: &[Flag] = &[
     MMA_REFILL_EARLY,
     QMV_POST,
     QMV_TILED,
+    QMV_XASYNC,
 ];
 
 #[cfg(test)]

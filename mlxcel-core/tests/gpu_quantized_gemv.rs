@@ -554,6 +554,57 @@ fn early_prologue_loads_are_bit_identical_or_are_not_used() {
     }
 }
 
+/// `MLXCEL_QMV_XASYNC` (x and the folded norm's weight staged by cp.async ahead of the ring's
+/// first copies, read back from shared memory) must give the bits of EARLY's register staging,
+/// with `MLXCEL_QMV_POST` off and on: the five kernels of `five_kernels`, Llama-3-8B's qkv and
+/// down shapes (down's K = 14336 leaves x chunks past EARLY's registers), group 32 and 128, a
+/// small shape, the default ring and 4 warps x 8 stages. On the CPU the kernels never run: every
+/// call still ends in MLX's CUDA error with the flag on.
+#[test]
+fn x_staged_by_cp_async_is_bit_identical_or_is_not_used() {
+    let mut r = rng("x_staged_by_cp_async_is_bit_identical_or_is_not_used");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let eps = 1e-5f32;
+    let shapes = [
+        (6144, 4096, 64),
+        (4096, 14336, 64),
+        (1024, 4096, 32),
+        (1024, 2048, 128),
+        (48, 384, 32),
+    ];
+    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[4..] };
+    let mut checks = 0;
+    for post in [false, true] {
+        common::set_flags(&[("MLXCEL_QMV_POST", post)]);
+        for &(n, k, g) in shapes {
+            let (q, _) = weight(&mut r, n, k, g);
+            let (qu, _) = weight(&mut r, n, k, g);
+            let (x, _) = input(&mut r, k);
+            let (res, _) = input(&mut r, n);
+            let (xr, w) = residual_and_norm_weight(&mut r, k);
+            let norm = FoldedNorm { weight: &w, eps };
+            let c = FlagCase {
+                x: &x,
+                xr: &xr,
+                res: &res,
+                q: &q,
+                qu: &qu,
+                norm,
+            };
+            for s in ["ring", "ring:4:8"] {
+                for (what, call) in five_kernels(&c, Schedule::parse(s).unwrap()) {
+                    let case = format!("{what} n={n} k={k} g={g} {s} post={post}");
+                    checks += usize::from(same_bits_with_flag("MLXCEL_QMV_XASYNC", &case, &*call));
+                }
+            }
+        }
+    }
+    common::clear_flags(&["MLXCEL_QMV_POST"]);
+    if on_cuda {
+        eprintln!("x by cp.async: {checks} bit-identity checks on CUDA");
+    }
+}
+
 /// `MLXCEL_QMV_RFIRST` (the folded residual loaded in the prologue instead of after the
 /// reduction) must give the same bits: o_proj's and down's shapes of Llama-3-8B and a small
 /// one, group 64 and 32, the default ring, 4 warps and the batched schedule. On the CPU every

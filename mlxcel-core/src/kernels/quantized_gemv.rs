@@ -793,6 +793,10 @@ fn launch<'a>(
         TemplateArg::Bool(flags::QMV_POST.enabled() && !tiled),
     )
     .template("TILED", TemplateArg::Bool(tiled))
+    .template(
+        "XASYNC",
+        TemplateArg::Bool(flags::QMV_XASYNC.enabled() && flags::QMV_EARLY.enabled()),
+    )
     .template("BULK", TemplateArg::Bool(sched.bulk))
     .template("SMEM", smem_arg(shared));
     Ok((launch, shared))

@@ -8,7 +8,9 @@
 // ring_blocks), EARLY (ring only, one CTA per 16 rows: the prologue's loads of x and of the
 // scales before the ring's first copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without
 // MB: the residual loaded in the prologue, MLXCEL_QMV_RFIRST), POST (ring without MB: scales and
-// biases applied per group after the mma, MLXCEL_QMV_POST; ring_rows16_post). Dynamic shared memory: the
+// biases applied per group after the mma, MLXCEL_QMV_POST; ring_rows16_post), XASYNC (with
+// EARLY: x and the norm's weight staged by cp.async ahead of the ring's copies,
+// MLXCEL_QMV_XASYNC; XEarly). Dynamic shared memory: the
 // batched schedule K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says.
 // Outputs are written through put(row, value), defined in front of this body by
 // qgemv4_store.cu (y[row]) or qgemv4_store_qkv.cu (the stacked qkv projection's three
@@ -31,7 +33,7 @@ const long long row0 = static_cast<long long>(blockIdx.x) * 16;
 static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
 const float eps = __int_as_float(EPS);
 __shared__ float nred[NORM ? NW : 1];
-const mlxcel_qmv::StageX<NORM, NT> stage{x, nw, eps, nred};
+const mlxcel_qmv::StageX<NORM, NT, XASYNC> stage{x, nw, eps, nred};
 if constexpr (S > 0 && MB) {
   // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
   __shared__ float red2[2 * NW * 16];

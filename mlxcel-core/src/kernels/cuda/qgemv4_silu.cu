@@ -24,7 +24,7 @@ const long long row0 = static_cast<long long>(blockIdx.x) * 16;
 static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
 const float eps = __int_as_float(EPS);
 __shared__ float nred[NORM ? NW : 1];
-const mlxcel_qmv::StageX<NORM, NT> stage{x, nw, eps, nred};
+const mlxcel_qmv::StageX<NORM, NT, XASYNC> stage{x, nw, eps, nred};
 if constexpr (S > 0 && MB) {
   // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
   __shared__ float red2[2 * NW * 32];
