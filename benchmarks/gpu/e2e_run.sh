@@ -260,6 +260,23 @@ bg_wait() {
   cat "$R/bg-$BG_TAG.txt"
 }
 
+# `ncu_gemv TAG BENCH_ARGS...`: ncu device times (caches flushed, the card's clocks) of
+# `mlxcel bench gemv BENCH_ARGS...` (variables set by the caller, e.g. MLXCEL_QMV_POST=1, pass
+# through), $GEMV_METRICS beside the duration, into $R/ncu-TAG.csv.gz; prints and keeps
+# ($R/ncu-TAG-medians.txt) the medians per kernel, grid and run of consecutive launches
+# (ncu_kernel_medians.py --runs: o_proj and down share some kernel names and grids).
+ncu_gemv() {
+  local tag=$1; shift
+  timeout "${NCU_GEMV_TIMEOUT:-120}" ncu --clock-control none --kernel-name regex:qgemv4 --csv \
+    --metrics "${GEMV_METRICS:-gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread}" \
+    "${BIN:-.devcarry/bin/mlxcel}" bench gemv "$@" > "$R/ncu-$tag.csv" 2> "$R/ncu-$tag.err"
+  echo "ncu $tag rc=$? t=${SECONDS}s"
+  python3 benchmarks/gpu/ncu_kernel_medians.py "$R/ncu-$tag.csv" --runs | sed -e 's/custom_kernel_mlxcel_//' \
+    -e 's/dram__throughput.avg.pct_of_peak_sustained_elapsed/dram%/' -e 's/launch__registers_per_thread/regs/' \
+    | tee "$R/ncu-$tag-medians.txt"
+  gzip -f "$R/ncu-$tag.csv"
+}
+
 # `insitu_env TAG ENV=VALUE...`: in-situ kernel times at $CTX (default 32K; ncu_e2e.sh,
 # $INSITU_KV (default turbo4), two decode steps) with the given variables, into $R/insitu-TAG
 # (unless NCU=0 or ncu is missing). Medians per kernel: benchmarks/gpu/insitu_medians.py.

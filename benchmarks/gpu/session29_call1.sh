@@ -20,17 +20,10 @@ BIN=${BIN:-.devcarry/bin/mlxcel}
 if [ "${TESTS:-1}" != 0 ]; then
   gpu_test gpu_quantized_gemv 200 "x by cp.async" x_staged_by_cp_async
 fi
-METRICS=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread
 if [ "${NCU:-1}" != 0 ]; then
   for xa in 0 1; do
     for post in 0 1; do
-      MLXCEL_QMV_XASYNC=$xa MLXCEL_QMV_POST=$post timeout 80 ncu --clock-control none --kernel-name regex:qgemv4 --csv \
-        --metrics "$METRICS" "$BIN" bench gemv --norm --schedules ring --iters 10 > "$R/ncu-x$xa-p$post.csv" 2> "$R/ncu-x$xa-p$post.err"
-      echo "ncu xasync=$xa post=$post rc=$? t=${SECONDS}s"
-      python3 benchmarks/gpu/ncu_kernel_medians.py "$R/ncu-x$xa-p$post.csv" --runs | sed -e 's/custom_kernel_mlxcel_//' \
-        -e 's/dram__throughput.avg.pct_of_peak_sustained_elapsed/dram%/' -e 's/launch__registers_per_thread/regs/' \
-        | tee "$R/ncu-x$xa-p$post-medians.txt"
-      gzip -f "$R/ncu-x$xa-p$post.csv"
+      MLXCEL_QMV_XASYNC=$xa MLXCEL_QMV_POST=$post NCU_GEMV_TIMEOUT=80 ncu_gemv "x$xa-p$post" --norm --schedules ring --iters 10
     done
   done
 fi

@@ -505,6 +505,44 @@ fn same_bits_with_flag(
     true
 }
 
+/// [`same_bits_with_flag`] for `flag` over the five kernels of [`five_kernels`] on fresh
+/// random inputs per shape (N, K, group), with the default ring and 4 warps x 8 stages; each
+/// case's name ends with `label`. Returns the checks made (none on the CPU).
+fn five_kernels_same_bits(
+    r: &mut rand::rngs::StdRng,
+    shapes: &[(usize, usize, i32)],
+    flag: &str,
+    label: &str,
+) -> usize {
+    let mut checks = 0;
+    for &(n, k, g) in shapes {
+        let (q, _) = weight(r, n, k, g);
+        let (qu, _) = weight(r, n, k, g);
+        let (x, _) = input(r, k);
+        let (res, _) = input(r, n);
+        let (xr, w) = residual_and_norm_weight(r, k);
+        let norm = FoldedNorm {
+            weight: &w,
+            eps: 1e-5,
+        };
+        let c = FlagCase {
+            x: &x,
+            xr: &xr,
+            res: &res,
+            q: &q,
+            qu: &qu,
+            norm,
+        };
+        for s in ["ring", "ring:4:8"] {
+            for (what, call) in five_kernels(&c, Schedule::parse(s).unwrap()) {
+                let case = format!("{what} n={n} k={k} g={g} {s}{label}");
+                checks += usize::from(same_bits_with_flag(flag, &case, &*call));
+            }
+        }
+    }
+    checks
+}
+
 /// `MLXCEL_QMV_EARLY` (x's loads, the folded norm weight's and the scale loads issued before
 /// the ring's first weight copies, held in registers, stored after them) must give the bits of
 /// the prologue that stages them after the copies: the plain kernel with and without the
@@ -517,7 +555,6 @@ fn same_bits_with_flag(
 fn early_prologue_loads_are_bit_identical_or_are_not_used() {
     let mut r = rng("early_prologue_loads_are_bit_identical_or_are_not_used");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let eps = 1e-5f32;
     let shapes = [
         (6144, 4096, 64),
         (4096, 14336, 64),
@@ -526,29 +563,7 @@ fn early_prologue_loads_are_bit_identical_or_are_not_used() {
         (48, 384, 32),
     ];
     let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[4..] };
-    let mut checks = 0;
-    for &(n, k, g) in shapes {
-        let (q, _) = weight(&mut r, n, k, g);
-        let (qu, _) = weight(&mut r, n, k, g);
-        let (x, _) = input(&mut r, k);
-        let (res, _) = input(&mut r, n);
-        let (xr, w) = residual_and_norm_weight(&mut r, k);
-        let norm = FoldedNorm { weight: &w, eps };
-        let c = FlagCase {
-            x: &x,
-            xr: &xr,
-            res: &res,
-            q: &q,
-            qu: &qu,
-            norm,
-        };
-        for s in ["ring", "ring:4:8"] {
-            for (what, call) in five_kernels(&c, Schedule::parse(s).unwrap()) {
-                let case = format!("{what} n={n} k={k} g={g} {s}");
-                checks += usize::from(same_bits_with_flag("MLXCEL_QMV_EARLY", &case, &*call));
-            }
-        }
-    }
+    let checks = five_kernels_same_bits(&mut r, shapes, "MLXCEL_QMV_EARLY", "");
     if on_cuda {
         eprintln!("early GEMV prologue: {checks} bit-identity checks on CUDA");
     }
@@ -564,7 +579,6 @@ fn early_prologue_loads_are_bit_identical_or_are_not_used() {
 fn x_staged_by_cp_async_is_bit_identical_or_is_not_used() {
     let mut r = rng("x_staged_by_cp_async_is_bit_identical_or_is_not_used");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let eps = 1e-5f32;
     let shapes = [
         (6144, 4096, 64),
         (4096, 14336, 64),
@@ -576,28 +590,8 @@ fn x_staged_by_cp_async_is_bit_identical_or_is_not_used() {
     let mut checks = 0;
     for post in [false, true] {
         common::set_flags(&[("MLXCEL_QMV_POST", post)]);
-        for &(n, k, g) in shapes {
-            let (q, _) = weight(&mut r, n, k, g);
-            let (qu, _) = weight(&mut r, n, k, g);
-            let (x, _) = input(&mut r, k);
-            let (res, _) = input(&mut r, n);
-            let (xr, w) = residual_and_norm_weight(&mut r, k);
-            let norm = FoldedNorm { weight: &w, eps };
-            let c = FlagCase {
-                x: &x,
-                xr: &xr,
-                res: &res,
-                q: &q,
-                qu: &qu,
-                norm,
-            };
-            for s in ["ring", "ring:4:8"] {
-                for (what, call) in five_kernels(&c, Schedule::parse(s).unwrap()) {
-                    let case = format!("{what} n={n} k={k} g={g} {s} post={post}");
-                    checks += usize::from(same_bits_with_flag("MLXCEL_QMV_XASYNC", &case, &*call));
-                }
-            }
-        }
+        let label = format!(" post={post}");
+        checks += five_kernels_same_bits(&mut r, shapes, "MLXCEL_QMV_XASYNC", &label);
     }
     common::clear_flags(&["MLXCEL_QMV_POST"]);
     if on_cuda {

@@ -8,6 +8,7 @@
 //! bare ring beside each part says which part holds them. Its output is a fold of the bytes
 //! read, not a product: `mlxcel bench gemv --probes` times it; nothing else calls it.
 
+use crate::kernels::quantized_gemv::spec_field;
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::ops::{Quantized, WeightLayout};
 use crate::mlx::{Array, Dtype};
@@ -43,12 +44,7 @@ impl Probe {
                 format!("{s:?}: expected probe:WARPS:STAGES:BLOCKS:PARTS (WARPS 1-16, STAGES 2-16, BLOCKS 1-4096, PARTS 0-127: 8 needs 1, and 2 or 16; 32 needs 1 and 2)"),
             )
         };
-        let num = |v: &str, range: std::ops::RangeInclusive<i32>| {
-            v.parse::<i32>()
-                .ok()
-                .filter(|n| range.contains(n))
-                .ok_or_else(bad)
-        };
+        let num = |v: &str, range| spec_field(v, range).ok_or_else(bad);
         match s.split(':').collect::<Vec<_>>().as_slice() {
             ["probe", w, st, b, p] => {
                 let probe = Probe {

@@ -96,12 +96,7 @@ impl Schedule {
                 ),
             )
         };
-        let num = |v: &str, range: std::ops::RangeInclusive<i32>| {
-            v.parse::<i32>()
-                .ok()
-                .filter(|n| range.contains(n))
-                .ok_or_else(bad)
-        };
+        let num = |v: &str, range| spec_field(v, range).ok_or_else(bad);
         match s.split(':').collect::<Vec<_>>().as_slice() {
             ["batched"] => Ok(Schedule::BATCHED),
             ["batched", w] => Ok(Schedule {
@@ -163,6 +158,12 @@ impl Schedule {
             + tables * mats * 16 * sb_stride * 4
             + self.warps as usize * self.stages as usize * 1024
     }
+}
+
+/// One numeric field of a `NAME:A:B...` kernel spec (schedules, `gemv_probe`'s probes): the
+/// number if it parses and lies in `range`.
+pub(crate) fn spec_field(v: &str, range: std::ops::RangeInclusive<i32>) -> Option<i32> {
+    v.parse::<i32>().ok().filter(|n| range.contains(n))
 }
 
 impl std::fmt::Display for Schedule {
