@@ -64,8 +64,9 @@ pub struct GemvBench {
     /// Measuring probes of the ring's grid (CUDA only): `probe:WARPS:STAGES:BLOCKS:PARTS`,
     /// the ring's copies of each GEMV's weights with BLOCKS 16-row blocks per CTA and the
     /// GEMV's parts added by the PARTS bits (1 x staged, 2 scale tables, 4 the per-block
-    /// reduction, 8 the arithmetic; 0 = the bare ring). Timed like the schedules; their
-    /// outputs are folds of the bytes read, not products (`gemv_probe.rs`).
+    /// reduction, 8 the arithmetic, 16 scales in the ring, 32 the shipped prologue, 64 padded
+    /// to 4 CTAs per SM; 0 = the bare ring; `gemv_probe.rs`). Timed like the schedules; their
+    /// outputs are folds of the bytes read, not products.
     #[arg(long, value_delimiter = ',')]
     pub probes: Vec<String>,
     /// Fold an RMSNorm (random fp16 weight, eps 1e-5) into the GEMVs a decode step folds it
