@@ -236,14 +236,18 @@ pub fn run(a: &GemvBench) -> Result<()> {
         res.eval()?;
         // The folded norm's weight (around 1, as trained norms are), on the GEMVs a decode
         // step folds it into: those without a residual.
-        let nw = (random::normal(&[gv.k as i32], Dtype::F16, None)?
-            .multiply(&Array::scalar(0.1f32)?.astype(Dtype::F16)?)?)
-        .add(&Array::scalar(1.0f32)?.astype(Dtype::F16)?)?;
-        nw.eval()?;
-        const EPS: f32 = 1e-5;
-        let norm = (a.norm && !gv.residual).then_some(FoldedNorm {
-            weight: &nw,
-            eps: EPS,
+        let nw = if a.norm && !gv.residual {
+            let w = random::normal(&[gv.k as i32], Dtype::F16, None)?
+                .multiply(&Array::scalar(0.1f32)?.astype(Dtype::F16)?)?
+                .add(&Array::scalar(1.0f32)?.astype(Dtype::F16)?)?;
+            w.eval()?;
+            Some(w)
+        } else {
+            None
+        };
+        let norm = nw.as_ref().map(|w| FoldedNorm {
+            weight: w,
+            eps: 1e-5,
         });
         // MLX's path: (rms_norm, then) quantized_matmul per matrix, then the same SiLU
         // product / residual add.

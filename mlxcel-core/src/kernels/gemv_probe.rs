@@ -8,8 +8,10 @@
 //! bare ring beside each part says which part holds them. Its output is a fold of the bytes
 //! read, not a product: `mlxcel bench gemv --probes` times it; nothing else calls it.
 
-use crate::kernels::quantized_gemv::spec_field;
-use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
+use crate::kernels::quantized_gemv::{
+    gemv_source, run, smem_arg, spec_field, table_bytes, weight_shape,
+};
+use crate::mlx::kernel::{KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::ops::{Quantized, WeightLayout};
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
@@ -70,10 +72,9 @@ impl Probe {
 
     /// Dynamic shared memory: x (with part 1), the tables (part 2), the ring.
     fn shared_bytes(&self, k: usize, group: usize, mats: usize) -> usize {
-        let sb_stride = (k / group).div_ceil(32) * 32 + 4;
         let x = if self.parts & 1 != 0 { 2 * k } else { 0 };
         let tables = if self.parts & 2 != 0 {
-            mats * 16 * sb_stride * 4
+            table_bytes(k, group, mats)
         } else {
             0
         };
@@ -102,19 +103,13 @@ impl std::fmt::Display for Probe {
 }
 
 fn source(shared: usize) -> KernelSource {
-    let mut s = KernelSource::new(
+    gemv_source(
         "mlxcel_qgemv4_probe",
         &["w0", "s0", "b0", "w1", "s1", "b1", "x"],
         &["out"],
         include_str!("cuda/qgemv4_probe.cu"),
-    );
-    s.header = format!(
-        "{}\n{}",
-        include_str!("cuda/decode_attention_mma.cuh"),
-        include_str!("cuda/qgemv4.cuh")
-    );
-    s.shared_memory = shared as i32;
-    s
+        shared,
+    )
 }
 
 /// Runs the probe over one or two (gate, up) 4-bit weights of one shape in MLX's layout,
@@ -130,28 +125,21 @@ pub fn probe(x: &Array, mats: &[&Quantized], p: Probe) -> Result<Array> {
         [a, b] => (*a, *b),
         _ => return Err(bad(format!("{} matrices (1 or 2)", mats.len()))),
     };
-    let shape = first.w.shape();
-    let (n, k) = match shape.as_slice() {
-        [n, words] if n % 16 == 0 && (words * 8) % 128 == 0 => (*n as usize, *words as usize * 8),
-        _ => {
-            return Err(bad(format!(
-                "weight words of shape {shape:?}: expected [N, K / 8], N a multiple of 16, K of 128"
-            )))
-        }
-    };
-    if first.bits != 4
-        || second.w.shape() != shape
-        || [first, second]
-            .iter()
-            .any(|q| q.layout != WeightLayout::Mlx || q.group_size != first.group_size)
-        || ![32, 64, 128].contains(&first.group_size)
-        || (p.parts & 16 != 0 && first.group_size != 64)
-    {
-        return Err(bad(
-            "expected 4-bit weights of one shape and group size (32, 64 or 128; 64 for scales in the ring) in MLX's layout"
-                .into(),
-        ));
-    }
+    // The GEMV kernels' own test of a weight (4-bit, group 32 / 64 / 128, fp16 tables, N and
+    // K multiples of 16 and 128), both matrices alike and in MLX's layout.
+    let (n, k) = weight_shape(first)
+        .filter(|&nk| {
+            weight_shape(second) == Some(nk)
+                && second.group_size == first.group_size
+                && [first, second].iter().all(|q| q.layout == WeightLayout::Mlx)
+                && (p.parts & 16 == 0 || first.group_size == 64)
+        })
+        .ok_or_else(|| {
+            bad(format!(
+                "weights of shape {:?}: expected 4-bit weights the GEMV kernels take (group 32, 64 or 128; 64 for scales in the ring), both of one shape, in MLX's layout",
+                first.w.shape()
+            ))
+        })?;
     if x.size() != k || x.dtype() != Dtype::F16 {
         return Err(bad(format!(
             "x: {} values of {:?}, expected {k} fp16",
@@ -179,16 +167,10 @@ pub fn probe(x: &Array, mats: &[&Quantized], p: Probe) -> Result<Array> {
         .template("BPC", TemplateArg::Int(p.blocks_per_cta))
         .template("MATS", TemplateArg::Int(mats.len() as i32))
         .template("PRO", TemplateArg::Int(p.parts))
-        .template("SMEM", TemplateArg::Int(shared as i32));
-    cached_by_name(
-        KernelBackend::Cuda,
-        "mlxcel_qgemv4_probe",
-        shared as u64,
-        || source(shared),
-    )?
-    .call(&launch)?
-    .pop()
-    .ok_or_else(|| bad("kernel returned no output".into()))
+        .template("SMEM", smem_arg(shared));
+    run("qgemv4_probe", shared, source, &launch)?
+        .pop()
+        .ok_or_else(|| bad("kernel returned no output".into()))
 }
 
 #[cfg(test)]

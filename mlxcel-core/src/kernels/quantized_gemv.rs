@@ -151,13 +151,19 @@ impl Schedule {
         if self.stages == 0 {
             return 2 * k;
         }
-        let sb_stride = (k / group).div_ceil(32) * 32 + 4;
         // A multi-block CTA stages the next block's table while the current one is in use.
         let tables = if self.multi_block() { 2 } else { 1 };
         2 * k
-            + tables * mats * 16 * sb_stride * 4
+            + tables * table_bytes(k, group, mats)
             + self.warps as usize * self.stages as usize * 1024
     }
+}
+
+/// Shared memory of one 16-row block's (scale, bias) tables of `mats` matrices: rows padded to
+/// `sb_stride` pairs (qgemv4.cuh), 4 bytes a pair.
+pub(crate) fn table_bytes(k: usize, group: usize, mats: usize) -> usize {
+    let sb_stride = (k / group).div_ceil(32) * 32 + 4;
+    mats * 16 * sb_stride * 4
 }
 
 /// One numeric field of a `NAME:A:B...` kernel spec (schedules, `gemv_probe`'s probes): the
@@ -181,7 +187,7 @@ impl std::fmt::Display for Schedule {
 
 /// A GEMV kernel's source: `body` after the shared headers, with the launch's dynamic
 /// shared memory.
-fn gemv_source(
+pub(crate) fn gemv_source(
     name: &str,
     inputs: &[&str],
     outputs: &[&str],
@@ -259,7 +265,7 @@ fn silu_source(shared: usize) -> KernelSource {
 
 /// (N, K) of `q` if the kernels take it: 4-bit, a group size of 32, 64 or 128, fp16 scales
 /// and biases, N a multiple of 16 and K of 128 (at most [`MAX_K`]).
-fn weight_shape(q: &Quantized) -> Option<(usize, usize)> {
+pub(crate) fn weight_shape(q: &Quantized) -> Option<(usize, usize)> {
     let ws = q.w.shape();
     if ws.len() != 2 || q.bits != 4 || !matches!(q.group_size, 32 | 64 | 128) {
         return None;
@@ -808,7 +814,7 @@ fn launch<'a>(
 /// keys kernels by their text and template arguments; without SMEM, o_proj (K = 4096, 45 KB
 /// with the ring) and down_proj (K = 14336, 75 KB) share one kernel, and down_proj's launch
 /// fails (`cuGraphAddKernelNode ... invalid argument`, H200, session 9).
-fn smem_arg(shared: usize) -> TemplateArg {
+pub(crate) fn smem_arg(shared: usize) -> TemplateArg {
     TemplateArg::Int(shared as i32)
 }
 
@@ -817,7 +823,7 @@ const MAX_SHARED: usize = 227 * 1024;
 
 /// Calls the kernel `name` built for `shared` bytes of dynamic shared memory (one build per
 /// size); returns its outputs.
-fn run(
+pub(crate) fn run(
     name: &'static str,
     shared: usize,
     source: fn(usize) -> KernelSource,
