@@ -305,22 +305,21 @@ def main():
     # source addresses only) on the same ring schedules, POST off.
     # BULK (the bulk:W:S schedules: each tiled tile by one cp.async.bulk on a per-slot mbarrier)
     # on the same.
-    # XASYNC (MLXCEL_QMV_XASYNC: x and the norm's weight by cp.async ahead of the ring's copies)
-    # on the EARLY ring schedules, with POST off and on.
+    # LATE (MLXCEL_QMV_NORM_LATE: the folded norm's scale on the row sums) on every norm build,
+    # POST off and on (POST on the ring only).
     post_variants = [(v, False, False, False, False) for v in variants] + [
         (v, True, False, False, False) for v in variants if v[1] > 0 and not v[3]] + [
         (v, False, True, bulk, False) for v in variants if v[1] > 0 and not v[3] for bulk in (False, True)] + [
-        (v, post, False, False, True) for v in variants if v[1] > 0 and not v[3] and v[5] for post in (False, True)]
-    for (nw, st, u, mb, norm, early, rfirst), post, tiled, bulk, xasync in post_variants:
+        (v, post, False, False, True) for v in variants if v[4] for post in ((False, True) if v[1] > 0 else (False,))]
+    for (nw, st, u, mb, norm, early, rfirst), post, tiled, bulk, late in post_variants:
         for g in (32, 64, 128):
             tag = (f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "")
-                   + (" rfirst" if rfirst else "") + (" post" if post else "") + (" tiled" if tiled else "") + (" bulk" if bulk else "")
-                   + (" xasync" if xasync else ""))
+                   + (" rfirst" if rfirst else "") + (" post" if post else "") + (" tiled" if tiled else "") + (" bulk" if bulk else "") + (" late" if late else ""))
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
                       f"constexpr bool MB = {'true' if mb else 'false'}; constexpr bool NORM = {'true' if norm else 'false'}; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = {'true' if rfirst else 'false'}; "
                       f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = {'true' if tiled else 'false'}; "
-                      f"constexpr bool BULK = {'true' if bulk else 'false'}; constexpr bool XASYNC = {'true' if xasync else 'false'}; "
+                      f"constexpr bool BULK = {'true' if bulk else 'false'}; constexpr bool LATE = {'true' if late else 'false'}; "
                       f"constexpr int EPS = 0x3727c5ac; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
@@ -361,13 +360,15 @@ def main():
                                                  ("true", "true", "false", 1, "true", 3), ("true", "true", "false", 2, "true", 3)):
           # ETAIL (MLXCEL_QKV_ENC_TAIL: the encoder's tables in shared memory, the ticket without
           # fences) on the shipped builds (3 stages, EARLY).
-          for etail, post, tiled, bulk, xasync in ((("false", "false", "false", "false", "false"), ("true", "false", "false", "false", "false"),
-                                                    ("true", "true", "false", "false", "false"), ("true", "false", "true", "false", "false"),
-                                                    ("true", "false", "true", "true", "false"), ("true", "false", "false", "false", "true"),
-                                                    ("true", "true", "false", "false", "true"))
-                                                   if st == 3 else (("false", "false", "false", "false", "false"),)):
+          # LATE on the shipped builds with the norm, POST off and on.
+          for etail, post, tiled, bulk, late in ((("false", "false", "false", "false", "false"), ("true", "false", "false", "false", "false"),
+                                                  ("true", "true", "false", "false", "false"), ("true", "false", "true", "false", "false"),
+                                                  ("true", "false", "true", "true", "false"))
+                                                 + ((("true", "false", "false", "false", "true"), ("true", "true", "false", "false", "true"))
+                                                    if norm == "true" else ())
+                                                 if st == 3 else (("false", "false", "false", "false", "false"),)):
             consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
-                      f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool BULK = {bulk}; constexpr bool XASYNC = {xasync}; "
+                      f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
                       f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                       f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
                       f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024; constexpr bool ETAIL = {etail};\n")
@@ -385,8 +386,7 @@ def main():
                    "const Shape slot_marker_shape, __half* y, __half* yk, __half* yv, int* done) {\n" + consts + qkv_enc + "\n}\n")
             ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}" + (" early" if early == "true" else "")
                               + (f" s{st}" if st != 4 else "") + (" etail" if etail == "true" else "") + (" post" if post == "true" else "")
-                              + (" tiled" if tiled == "true" else "") + (" bulk" if bulk == "true" else "")
-                              + (" xasync" if xasync == "true" else ""), src)
+                              + (" tiled" if tiled == "true" else "") + (" bulk" if bulk == "true" else "") + (" late" if late == "true" else ""), src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")

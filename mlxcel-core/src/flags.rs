@@ -252,19 +252,20 @@ pub const QMV_POST: Flag = Flag {
     slot: 46,
 };
 
-/// The GEMV ring kernels' x (and the folded norm's weight) staged by `cp.async` issued ahead
-/// of the ring's first weight copies (`XEarly` with ASYNC in `cuda/qgemv4.cuh`), instead of
-/// 16-byte loads into registers. Why: EARLY orders x's loads before the copies in the PTX, but
-/// ptxas is free to move them; in the POST build with the folded norm it put the first copies
-/// first, so x waited behind them (session 28, H200: ncu source counters of gate/up, 54% of warp
-/// samples in the prologue, the top one x's conversion; POST's gate/up 21.95 us unfolded against
-/// 25.90 folded in `bench gemv`). cp.async copies keep their order in SASS. Same values, same
-/// arithmetic: bit-identical outputs. Needs `MLXCEL_QMV_EARLY` (ignored without it). Written
-/// after session 28's device calls: not yet run on a GPU, so off; 1 turns it on.
-pub const QMV_XASYNC: Flag = Flag {
-    name: "MLXCEL_QMV_XASYNC",
+/// The folded RMSNorm's scale applied late (`LATE` in `cuda/qgemv4.cuh`): the GEMV kernels that
+/// fold a norm stage `nw * x` (one fp16 rounding) in one pass over x, keep each warp's sum of
+/// squares, and multiply the row sums by n = rsqrt(mean(x^2) + eps) in the epilogue, where the
+/// reduction's barrier already is, instead of summing x^2 across the CTA (a barrier) and then
+/// staging `nw * fp16(x n)` in a second pass before the first tile can be used. Why: session
+/// 28's source counters put 40-54% of the folded gate/up kernel's warp samples in that
+/// prologue, and with `MLXCEL_QMV_POST` the fold cost 4 us per gate/up launch (bench: 21.95
+/// without the norm, 25.90 with it). Same n to the bit; the staged values round differently
+/// (MLX's rms_norm rounds x n to fp16 first), so not bit-identical: the GPU test bounds it
+/// against float64. Off until measured faster; 1 turns it on.
+pub const QMV_NORM_LATE: Flag = Flag {
+    name: "MLXCEL_QMV_NORM_LATE",
     default: false,
-    doc: "GEMV ring kernels stage x and the folded norm's weight by cp.async ahead of the weight copies (1 = on; not yet measured)",
+    doc: "GEMV kernels with a folded RMSNorm apply its scale to the row sums in the epilogue (1 = on; not yet measured faster)",
     slot: 48,
 };
 
@@ -934,7 +935,7 @@ pub const ALL: &[Flag] = &[
     MMA_REFILL_EARLY,
     QMV_POST,
     QMV_TILED,
-    QMV_XASYNC,
+    QMV_NORM_LATE,
 ];
 
 #[cfg(test)]

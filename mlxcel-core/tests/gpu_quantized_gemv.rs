@@ -575,35 +575,6 @@ fn early_prologue_loads_are_bit_identical_or_are_not_used() {
     }
 }
 
-/// `MLXCEL_QMV_XASYNC` (x and the folded norm's weight staged by cp.async ahead of the ring's
-/// first copies, read back from shared memory) must give the bits of EARLY's register staging,
-/// with `MLXCEL_QMV_POST` off and on: the five kernels of `five_kernels`, Llama-3-8B's qkv and
-/// down shapes (down's K = 14336 leaves x chunks past EARLY's registers), group 32 and 128, a
-/// small shape, the default ring and 4 warps x 8 stages. On the CPU the kernels never run: every
-/// call still ends in MLX's CUDA error with the flag on.
-#[test]
-fn x_staged_by_cp_async_is_bit_identical_or_is_not_used() {
-    let mut r = rng("x_staged_by_cp_async_is_bit_identical_or_is_not_used");
-    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let shapes = [
-        (6144, 4096, 64),
-        (4096, 14336, 64),
-        (1024, 4096, 32),
-        (1024, 2048, 128),
-        (48, 384, 32),
-    ];
-    let mut checks = 0;
-    for post in [false, true] {
-        common::set_flags(&[("MLXCEL_QMV_POST", post)]);
-        let label = format!(" post={post}");
-        checks += five_kernels_same_bits(&mut r, &shapes, "MLXCEL_QMV_XASYNC", &label);
-    }
-    common::clear_flags(&["MLXCEL_QMV_POST"]);
-    if on_cuda {
-        eprintln!("x by cp.async: {checks} bit-identity checks on CUDA");
-    }
-}
-
 /// `MLXCEL_QMV_RFIRST` (the folded residual loaded in the prologue instead of after the
 /// reduction) must give the same bits: o_proj's and down's shapes of Llama-3-8B and a small
 /// one, group 64 and 32, the default ring, 4 warps and the batched schedule. On the CPU every
@@ -719,6 +690,104 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
     }
     if on_cuda {
         eprintln!("post-scaled GEMV: {checks} cases on CUDA, worst relative RMS {worst:.2e}");
+    }
+}
+
+/// `MLXCEL_QMV_NORM_LATE` (the folded norm's scale applied to the row sums in the epilogue, x
+/// staged as `nw * x`) against the float64 reference of the normalized product, within TOL and
+/// within 1.5x the default fold's error plus 1e-4 on the same data: the plain kernel and gate/up
+/// + SiLU with the norm, POST off and on, on Llama-3-8B's qkv and gate/up shapes, group 32 and
+/// 128, and a small one; x scaled like a residual stream (x 8) and like an embedding row
+/// (x 1/64, where `nw * x` meets fp16's subnormals before the norm scales it up); the default
+/// ring, 4 warps x 8 stages and the batched schedule (its own staging function) on the first
+/// shape. On the CPU the kernels never run: every call ends in MLX's CUDA error with the flag on.
+#[test]
+fn late_norm_scale_matches_a_float64_reference_or_is_not_used() {
+    let mut r = rng("late_norm_scale_matches_a_float64_reference_or_is_not_used");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let eps = 1e-5f32;
+    let shapes = [
+        (6144, 4096, 64),
+        (14336, 4096, 64),
+        (1024, 4096, 32),
+        (256, 2048, 128),
+        (48, 384, 32),
+    ];
+    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[4..] };
+    let (mut checks, mut worst) = (0usize, 0f64);
+    for &(n, k, g) in shapes {
+        let (q, dense) = weight(&mut r, n, k, g);
+        let (qu, du) = weight(&mut r, n, k, g);
+        for scale in [1.0f32, 1.0 / 512.0] {
+            let (xr, w) = residual_and_norm_weight(&mut r, k);
+            let xr = if scale == 1.0 {
+                xr
+            } else {
+                let v = xr.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+                let v: Vec<f32> = v.iter().map(|a| a * scale).collect();
+                f16_array(&v, &[1, 1, k as i32])
+            };
+            let xrv = xr.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+            let wv = w.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+            let xn = rms_reference(&xrv, &wv, eps);
+            let norm = FoldedNorm { weight: &w, eps };
+            let normed = reference(&xn, &dense, n, k);
+            let gate_up_norm = silu_mul(&normed, &reference(&xn, &du, n, k));
+            let scheds: &[&str] = if (n, k, g) == shapes[0] {
+                &["ring", "ring:4:8", "batched"]
+            } else {
+                &["ring"]
+            };
+            for &s in scheds {
+                let sched = Schedule::parse(s).unwrap();
+                let calls: [(&str, Box<GemvCall<'_>>, &[f64]); 2] = [
+                    (
+                        "norm",
+                        Box::new(|| gemv_rms_with(&xr, norm, &q, sched)),
+                        &normed,
+                    ),
+                    (
+                        "silu norm",
+                        Box::new(|| gemv_silu_mul_rms_with(&xr, norm, &q, &qu, sched)),
+                        &gate_up_norm,
+                    ),
+                ];
+                for post in [false, true] {
+                    for (what, call, want) in &calls {
+                        let case = format!("{what} n={n} k={k} g={g} x{scale} {s} post={post}");
+                        let run = |late: bool| {
+                            common::set_flags(&[
+                                ("MLXCEL_QMV_POST", post),
+                                ("MLXCEL_QMV_NORM_LATE", late),
+                            ]);
+                            let y = call().and_then(|y| y.eval().map(|_| y));
+                            common::clear_flags(&["MLXCEL_QMV_POST", "MLXCEL_QMV_NORM_LATE"]);
+                            y
+                        };
+                        if !on_cuda {
+                            let err = run(true).unwrap_err().to_string();
+                            assert!(err.contains("CUDA"), "{case}: {err}");
+                            continue;
+                        }
+                        let e = rel_rms(&run(true).unwrap(), want);
+                        let e_default = rel_rms(&run(false).unwrap(), want);
+                        eprintln!(
+                            "late norm {case}: relative RMS {e:.2e} (folded norm {e_default:.2e})"
+                        );
+                        assert!(e < TOL, "{case}: relative RMS {e} >= {TOL}");
+                        assert!(
+                            e < 1.5 * e_default + 1e-4,
+                            "{case}: {e} against the folded norm's {e_default}"
+                        );
+                        worst = worst.max(e);
+                        checks += 1;
+                    }
+                }
+            }
+        }
+    }
+    if on_cuda {
+        eprintln!("late norm scale: {checks} cases on CUDA, worst relative RMS {worst:.2e}");
     }
 }
 

@@ -800,10 +800,6 @@ fn launch<'a>(
         TemplateArg::Bool(flags::QMV_POST.enabled() && !tiled),
     )
     .template("TILED", TemplateArg::Bool(tiled))
-    .template(
-        "XASYNC",
-        TemplateArg::Bool(flags::QMV_XASYNC.enabled() && flags::QMV_EARLY.enabled()),
-    )
     .template("BULK", TemplateArg::Bool(sched.bulk))
     .template("SMEM", smem_arg(shared));
     Ok((launch, shared))
@@ -902,10 +898,15 @@ fn launch_silu(
     )?)
 }
 
-/// The folded norm's template arguments (`NORM`, and `EPS` as its f32 bits).
+/// The folded norm's template arguments (`NORM`, `LATE` where `MLXCEL_QMV_NORM_LATE` applies
+/// its scale in the epilogue, and `EPS` as its f32 bits).
 fn with_norm<'a>(launch: Launch<'a>, norm: Option<FoldedNorm<'_>>) -> Launch<'a> {
     launch
         .template("NORM", TemplateArg::Bool(norm.is_some()))
+        .template(
+            "LATE",
+            TemplateArg::Bool(norm.is_some() && flags::QMV_NORM_LATE.enabled()),
+        )
         .template(
             "EPS",
             TemplateArg::Int(norm.map_or(0, |m| m.eps.to_bits() as i32)),

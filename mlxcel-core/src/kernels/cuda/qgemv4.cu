@@ -4,13 +4,11 @@
 // [N, K/G], r fp16 [N] (read only when RESID), nw fp16 [K] (read only when NORM). Output: y
 // fp16 [N]. Template constants: G (group size), NW (warps), S (ring stages; 0 = the batched
 // schedule of U tiles in flight per warp), U, RESID, NORM and EPS (the folded RMSNorm),
-// SMEM, MB (ring only: the grid is capped and each CTA owns several 16-row blocks,
+// SMEM, LATE (with NORM: the norm's scale applied to the row sums, MLXCEL_QMV_NORM_LATE), MB (ring only: the grid is capped and each CTA owns several 16-row blocks,
 // ring_blocks), EARLY (ring only, one CTA per 16 rows: the prologue's loads of x and of the
 // scales before the ring's first copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without
 // MB: the residual loaded in the prologue, MLXCEL_QMV_RFIRST), POST (ring without MB: scales and
-// biases applied per group after the mma, MLXCEL_QMV_POST; ring_rows16_post), XASYNC (with
-// EARLY: x and the norm's weight staged by cp.async ahead of the ring's copies,
-// MLXCEL_QMV_XASYNC; XEarly). Dynamic shared memory: the
+// biases applied per group after the mma, MLXCEL_QMV_POST; ring_rows16_post). Dynamic shared memory: the
 // batched schedule K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says.
 // Outputs are written through put(row, value), defined in front of this body by
 // qgemv4_store.cu (y[row]) or qgemv4_store_qkv.cu (the stacked qkv projection's three
@@ -33,7 +31,10 @@ const long long row0 = static_cast<long long>(blockIdx.x) * 16;
 static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
 const float eps = __int_as_float(EPS);
 __shared__ float nred[NORM ? NW : 1];
-const mlxcel_qmv::StageX<NORM, NT, XASYNC> stage{x, nw, eps, nred};
+// LATE (MLXCEL_QMV_NORM_LATE; only with NORM): x staged as nw * x, the norm's scale applied to
+// the row sums below (stage_x_late in qgemv4.cuh).
+static_assert(!LATE || NORM, "LATE is the folded norm's scale applied late");
+const mlxcel_qmv::StageX<NORM, NT, LATE> stage{x, nw, eps, nred};
 if constexpr (S > 0 && MB) {
   // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
   __shared__ float red2[2 * NW * 16];
@@ -63,7 +64,7 @@ if constexpr (S > 0 && MB) {
     }
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);
-    if constexpr (NORM) mlxcel_qmv::stage_x_rms<NT>(x, nw, eps, xs, K, tid, nred);
+    if constexpr (NORM) stage(xs, K, tid);
     else mlxcel_qmv::stage_x(x, xs, K, tid, NT);
     __syncthreads();
     mlxcel_qmv::rows16<G, NW, U>(w, scales, biases, xs, K, row0, warp, lane, acc[0]);
@@ -71,6 +72,7 @@ if constexpr (S > 0 && MB) {
   const float s = mlxcel_qmv::reduce_rows<NW, 1>(acc, red, warp, lane, tid);
   if (tid < 16) {
     float v = s;
+    if constexpr (LATE) v *= mlxcel_qmv::late_scale<NW>(nred, eps, K);
     if constexpr (RESID) v += RFIRST ? mlxcel_qmv::late_half_to_float(rbits) : __half2float(r[row0 + tid]);
     put(row0 + tid, __float2half_rn(v));
   }

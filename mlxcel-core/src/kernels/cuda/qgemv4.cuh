@@ -162,16 +162,62 @@ __device__ __forceinline__ void stage_x_rms(const __half* x, const __half* nw, f
   }
 }
 
-// cp.async and its wait with a memory clobber: the ring's shared reads and writes must stay
-// on their side of these (the attention kernel's variants have none; it orders its ring
-// through barriers).
-__device__ __forceinline__ void ring_copy16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+// LATE (MLXCEL_QMV_NORM_LATE): the folded norm with its scale n applied to the row sums in
+// the epilogue. x is staged once as nw * x (one fp16 rounding per value; MLX's rms_norm rounds
+// x n first, then nw times that), each thread's x^2 sums go, in stage_x_rms's order, through a
+// warp's shuffles to red[warp] (late_partial: no barrier), and the kernel multiplies its row sums
+// by late_scale's n after its reduction's barrier, which also publishes red. Same n to the bit
+// as rms_scale's; the product W (nw x) n equals W (nw x n) in exact arithmetic, so the outputs
+// differ from the folded norm's only by where the fp16 roundings fall. Why: the folded norm
+// summed x^2 across the CTA (a barrier) and staged x in a second pass before the first tile
+// could be used: 40-54% of the folded gate/up kernel's warp samples sat in that prologue
+// (session 28), and with POST the fold cost 4 us per gate/up launch.
+__device__ __forceinline__ void mul_store8(uint4* xs4, int b, uint4 v, const uint4& wv) {
+  __half2* hx = reinterpret_cast<__half2*>(&v);
+  const __half2* hw = reinterpret_cast<const __half2*>(&wv);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) hx[e] = __hmul2(hw[e], hx[e]);
+  store_pairs8(xs4, b, v);
 }
-__device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void ring_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void late_partial(float ss, int tid, float* red) {
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if ((tid & 31) == 0) red[tid >> 5] = ss;
+}
+template <int NW>
+__device__ __forceinline__ float late_scale(const float* red, float eps, int K) {
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < NW; ++w) total += red[w];
+  return rsqrtf(total / static_cast<float>(K) + eps);
+}
+// LATE's staging without EARLY (and EARLY's fallback for unaligned x or nw).
+template <int NT>
+__device__ __forceinline__ void stage_x_late(const __half* x, const __half* nw, __half2* xs, int K, int tid,
+                                             float* red) {
+  float ss = 0.0f;
+  if (((reinterpret_cast<unsigned long long>(x) | reinterpret_cast<unsigned long long>(nw)) & 15) == 0) {
+    const uint4* x4 = reinterpret_cast<const uint4*>(x);
+    const uint4* w4 = reinterpret_cast<const uint4*>(nw);
+    uint4* xs4 = reinterpret_cast<uint4*>(xs);
+#pragma unroll 2
+    for (int b = tid; b < K / 8; b += NT) {
+      const uint4 v = x4[b];
+      const uint4 wv = w4[b];
+      sum_sq8(v, ss);
+      mul_store8(xs4, b, v, wv);
+    }
+  } else {
+    for (int i = tid; i < K; i += NT) {
+      const float f = __half2float(x[i]);
+      ss = fmaf(f, f, ss);
+    }
+    for (int i = tid; i < K / 2; i += NT) {
+      const int b = i >> 2, j = i & 3;
+      xs[i] = __halves2half2(__hmul(nw[8 * b + j], x[8 * b + j]), __hmul(nw[8 * b + j + 4], x[8 * b + j + 4]));
+    }
+  }
+  late_partial(ss, tid, red);
+}
 
 // x's staging in two halves for EARLY (ring_rows16): load() puts each thread's first 16-byte
 // chunks of x (and of nw with the folded RMSNorm) in registers, store() finishes the staging
@@ -182,37 +228,16 @@ __device__ __forceinline__ void ring_wait() { asm volatile("cp.async.wait_group 
 // the registers (K / 8 > XPRE * NT) take stage_x_vec's / stage_x_rms's loops; unaligned x or
 // nw take those functions whole. Same sums in the same order, same roundings, same places:
 // bit-identical to staging without EARLY.
-//
-// ASYNC (MLXCEL_QMV_XASYNC): load() copies x's chunks by cp.async straight into their places in
-// xs (raw; each thread its own chunks) and the norm weight's first XPRE chunks into the ring
-// slot the loop fills last (`spare`: this thread's two 16-byte places in its warp's slot SS - 1,
-// free until the first refill after the prologue's barrier), one commit group ahead of the
-// ring's first copies; store() runs after ring_prologue's wait for that group and reads them
-// back from shared memory. Why: the ordering EARLY asks for lives in the PTX only, and ptxas
-// undid it in the POST build with the folded norm (session 28: the ring's first LDGSTS above
-// x's LDGs, x's conversion the prologue's top stall); cp.async copies stay in order in SASS.
-// Same values, same sums and roundings: bit-identical to ASYNC off.
-template <bool NORM, int NT, bool ASYNC = false>
+template <bool NORM, int NT, bool LATE = false>
 struct XEarly {
   static constexpr int XPRE = NORM ? 2 : 8;  // 2 covers K = 4096 at 8 warps; 8 covers 16384
-  uint4 x[ASYNC ? 1 : XPRE], w[NORM && !ASYNC ? XPRE : 1];
+  uint4 x[XPRE], w[NORM ? XPRE : 1];
   bool vec;
-  __device__ __forceinline__ void load(const __half* xp, const __half* nw, int K, int tid, uint4* xs4, uint4* spare) {
+  __device__ __forceinline__ void load(const __half* xp, const __half* nw, int K, int tid) {
     vec = ((reinterpret_cast<unsigned long long>(xp) | (NORM ? reinterpret_cast<unsigned long long>(nw) : 0ull)) &
            15) == 0;
     if (!vec) return;
     const uint4* x4 = reinterpret_cast<const uint4*>(xp);
-    if constexpr (ASYNC) {
-      for (int b = tid; b < K / 8; b += NT) ring_copy16(xs4 + b, x4 + b);
-      if constexpr (NORM) {
-#pragma unroll
-        for (int u = 0; u < XPRE; ++u) {
-          if (tid + u * NT < K / 8) ring_copy16(spare + 32 * u, reinterpret_cast<const uint4*>(nw) + tid + u * NT);
-        }
-      }
-      ring_commit();
-      return;
-    }
 #pragma unroll
     for (int u = 0; u < XPRE; ++u) {
       if (tid + u * NT < K / 8) {
@@ -222,11 +247,32 @@ struct XEarly {
     }
   }
   __device__ __forceinline__ void store(const __half* xp, const __half* nw, float eps, __half2* xs, int K, int tid,
-                                        float* red, const uint4* spare) const {
+                                        float* red) const {
+    const uint4* x4 = reinterpret_cast<const uint4*>(xp);
     uint4* xs4 = reinterpret_cast<uint4*>(xs);
-    // With ASYNC, x's raw chunks are already in xs (this thread's own): read them there.
-    const uint4* x4 = ASYNC ? xs4 : reinterpret_cast<const uint4*>(xp);
-    if constexpr (NORM) {
+    if constexpr (NORM && LATE) {
+      if (!vec) {
+        stage_x_late<NT>(xp, nw, xs, K, tid, red);
+        return;
+      }
+      const uint4* w4 = reinterpret_cast<const uint4*>(nw);
+      float ss = 0.0f;
+#pragma unroll
+      for (int u = 0; u < XPRE; ++u) {
+        if (tid + u * NT < K / 8) {
+          sum_sq8(x[u], ss);
+          mul_store8(xs4, tid + u * NT, x[u], w[u]);
+        }
+      }
+#pragma unroll 2
+      for (int b = tid + XPRE * NT; b < K / 8; b += NT) {
+        const uint4 v = x4[b];
+        const uint4 wv = w4[b];
+        sum_sq8(v, ss);
+        mul_store8(xs4, b, v, wv);
+      }
+      late_partial(ss, tid, red);
+    } else if constexpr (NORM) {
       if (!vec) {
         stage_x_rms<NT>(xp, nw, eps, xs, K, tid, red);
         return;
@@ -235,25 +281,20 @@ struct XEarly {
       float ss = 0.0f;
 #pragma unroll
       for (int u = 0; u < XPRE; ++u) {
-        if (tid + u * NT < K / 8) sum_sq8(ASYNC ? x4[tid + u * NT] : x[u], ss);
+        if (tid + u * NT < K / 8) sum_sq8(x[u], ss);
       }
 #pragma unroll 2
       for (int b = tid + XPRE * NT; b < K / 8; b += NT) sum_sq8(x4[b], ss);
       const float n = rms_scale<NT>(ss, eps, K, tid, red);
 #pragma unroll
       for (int u = 0; u < XPRE; ++u) {
-        if (tid + u * NT < K / 8)
-          rms_store8(xs4, tid + u * NT, ASYNC ? x4[tid + u * NT] : x[u], ASYNC ? spare[32 * u] : w[u], n);
+        if (tid + u * NT < K / 8) rms_store8(xs4, tid + u * NT, x[u], w[u], n);
       }
 #pragma unroll 2
       for (int b = tid + XPRE * NT; b < K / 8; b += NT) rms_store8(xs4, b, x4[b], w4[b], n);
     } else {
       if (!vec) {
         stage_x(xp, xs, K, tid, NT);
-        return;
-      }
-      if constexpr (ASYNC) {
-        for (int b = tid; b < K / 8; b += NT) store_pairs8(xs4, b, x4[b]);
         return;
       }
 #pragma unroll
@@ -266,25 +307,23 @@ struct XEarly {
 };
 
 // How a kernel stages x: as given (stage_x_vec), or through the folded RMSNorm
-// (stage_x_rms; NORM). ring_rows16 takes it so that the ring's first copies leave first
+// (stage_x_rms; NORM; with LATE, stage_x_late and its scale in the kernel's epilogue). ring_rows16 takes it so that the ring's first copies leave first
 // (with EARLY, x's loads leave before them: load() and store()).
-template <bool NORM, int NT, bool ASYNC = false>
+template <bool NORM, int NT, bool LATE = false>
 struct StageX {
   const __half* x;
   const __half* nw;  // NORM only
   float eps;         // NORM only
   float* red;        // NORM only: NT / 32 floats
-  using Early = XEarly<NORM, NT, ASYNC>;
-  static constexpr bool kAsync = ASYNC;
+  using Early = XEarly<NORM, NT, LATE>;
   __device__ __forceinline__ void operator()(__half2* xs, int K, int tid) const {
-    if constexpr (NORM) stage_x_rms<NT>(x, nw, eps, xs, K, tid, red);
+    if constexpr (NORM && LATE) stage_x_late<NT>(x, nw, xs, K, tid, red);
+    else if constexpr (NORM) stage_x_rms<NT>(x, nw, eps, xs, K, tid, red);
     else stage_x_vec(x, xs, K, tid, NT);
   }
-  __device__ __forceinline__ void load(Early& e, int K, int tid, __half2* xs, uint4* spare) const {
-    e.load(x, nw, K, tid, reinterpret_cast<uint4*>(xs), spare);
-  }
-  __device__ __forceinline__ void store(const Early& e, __half2* xs, int K, int tid, const uint4* spare) const {
-    e.store(x, nw, eps, xs, K, tid, red, spare);
+  __device__ __forceinline__ void load(Early& e, int K, int tid) const { e.load(x, nw, K, tid); }
+  __device__ __forceinline__ void store(const Early& e, __half2* xs, int K, int tid) const {
+    e.store(x, nw, eps, xs, K, tid, red);
   }
 };
 
@@ -440,6 +479,17 @@ __device__ __forceinline__ void rows16(const u32* w, const __half* scales, const
   }
 }
 
+// cp.async and its wait with a memory clobber: the ring's shared reads and writes must stay
+// on their side of these (the attention kernel's variants have none; it orders its ring
+// through barriers).
+__device__ __forceinline__ void ring_copy16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void ring_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
 // One 4-bit matrix of the ring schedule: packed words, scales, biases.
 struct QMat {
   const u32* w;
@@ -453,24 +503,21 @@ struct QMat {
 // and ring_rows16_post.
 template <int NW, int SS, int MATS, bool EARLY, typename Stage, typename IssueFirst>
 __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const Stage& stage, __half2* xs, __half2* sb,
-                                              int K, long long row0, int kg, int sbs, int tid, uint4* spare,
+                                              int K, long long row0, int kg, int sbs, int tid,
                                               IssueFirst issue_first) {
   constexpr int NT = NW * 32;
-  static_assert(!Stage::kAsync || EARLY, "x by cp.async (XASYNC) is EARLY's load order");
   if constexpr (EARLY) {
     // Enough chunks in registers for one 16-row table at K / G <= 256 (2 K / G chunks) with
     // 8 warps; gate/up's two tables take one each (K / G <= 128 at 8 warps).
     constexpr int PRE = MATS == 1 ? 2 : 1;
     typename Stage::Early xe;
-    stage.load(xe, K, tid, xs, spare);
+    stage.load(xe, K, tid);
     SbEarly<PRE> early[MATS];
 #pragma unroll
     for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
 #pragma unroll
     for (int j = 0; j < SS - 1; ++j) issue_first(j);
-    // XASYNC: x's group (committed before the ring's SS - 1) has landed.
-    if constexpr (Stage::kAsync) ring_wait<SS - 1>();
-    stage.store(xe, xs, K, tid, spare);
+    stage.store(xe, xs, K, tid);
 #pragma unroll
     for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
   } else {
@@ -581,8 +628,7 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
     }
     if constexpr (!BULK) ring_commit();
   };
-  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, ring + (SS - 1) * 64 + lane,
-                                     [&](int j) { issue(j); });
+  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int j) { issue(j); });
 #pragma unroll
   for (int m = 0; m < MATS; ++m) {
     const __half2* sbm = sb + m * 16 * sbs;
@@ -664,8 +710,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
     ring_commit();
     fill = fill + 1 == SS ? 0 : fill + 1;
   };
-  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, ring + (SS - 1) * 64 + lane,
-                                     [&](int) { issue(); });
+  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); });
   // (D, E) of this warp's groups: lanes 0-15 take the 16 chunks of one tile, lanes 16-31 the
   // next tile's; each sums its chunk's even and odd values in fp32 (a chunk in pair order holds
   // (x0, x4), (x1, x5), (x2, x6), (x3, x7)), then the CPG lanes of a group add theirs. Each

@@ -76,7 +76,7 @@ if constexpr ((PRO & 32) != 0) {
   mlxcel_qmv::QMat pm[MATS];
   pm[0] = {w0, s0, b0};
   if constexpr (MATS == 2) pm[MATS - 1] = {w1, s1, b1};
-  mlxcel_qmv::ring_prologue<NW, SS, MATS, true>(pm, stage, xs, sb, K, static_cast<long long>(first) * 16, kg, sbs, tid, nullptr,
+  mlxcel_qmv::ring_prologue<NW, SS, MATS, true>(pm, stage, xs, sb, K, static_cast<long long>(first) * 16, kg, sbs, tid,
                                                 [&](int j) { issue(j); });
 } else {
 #pragma unroll

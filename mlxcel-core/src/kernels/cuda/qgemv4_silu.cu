@@ -24,7 +24,8 @@ const long long row0 = static_cast<long long>(blockIdx.x) * 16;
 static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
 const float eps = __int_as_float(EPS);
 __shared__ float nred[NORM ? NW : 1];
-const mlxcel_qmv::StageX<NORM, NT, XASYNC> stage{x, nw, eps, nred};
+static_assert(!LATE || NORM, "LATE is the folded norm's scale applied late");
+const mlxcel_qmv::StageX<NORM, NT, LATE> stage{x, nw, eps, nred};
 if constexpr (S > 0 && MB) {
   // Several 16-row blocks per CTA (a capped grid): ring_blocks reduces and writes each.
   __shared__ float red2[2 * NW * 32];
@@ -45,7 +46,7 @@ if constexpr (S > 0 && MB) {
     }
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);
-    if constexpr (NORM) mlxcel_qmv::stage_x_rms<NT>(x, nw, eps, xs, K, tid, nred);
+    if constexpr (NORM) stage(xs, K, tid);
     else mlxcel_qmv::stage_x(x, xs, K, tid, NT);
     __syncthreads();
     mlxcel_qmv::rows16<G, NW, U>(wg, sg, bg, xs, K, row0, warp, lane, acc[0]);
@@ -55,7 +56,12 @@ if constexpr (S > 0 && MB) {
   if (tid < 32) gu[tid] = s;
   __syncthreads();
   if (tid < 16) {
-    const float g = gu[tid], u = gu[16 + tid];
+    float g = gu[tid], u = gu[16 + tid];
+    if constexpr (LATE) {
+      const float n = mlxcel_qmv::late_scale<NW>(nred, eps, K);
+      g *= n;
+      u *= n;
+    }
     y[row0 + tid] = __float2half_rn(g / (1.0f + __expf(-g)) * u);
   }
 }
