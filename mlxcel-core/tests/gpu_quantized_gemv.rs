@@ -695,8 +695,8 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
 
 /// `MLXCEL_QMV_NORM_LATE` (the folded norm's scale applied to the row sums in the epilogue, x
 /// staged as `nw * x`) against the float64 reference of the normalized product, within TOL and
-/// within 1.5x the default fold's error plus 1e-4 on the same data: the plain kernel and gate/up
-/// + SiLU with the norm, POST off and on, on Llama-3-8B's qkv and gate/up shapes, group 32 and
+/// within 1.5x the default fold's error plus 1e-4 on the same data: the plain kernel and the
+/// gate/up and SiLU kernel with the norm, POST off and on, on Llama-3-8B's qkv and gate/up shapes, group 32 and
 /// 128, and a small one; x scaled like a residual stream (x 8) and like an embedding row
 /// (x 1/64, where `nw * x` meets fp16's subnormals before the norm scales it up); the default
 /// ring, 4 warps x 8 stages and the batched schedule (its own staging function) on the first
