@@ -244,11 +244,17 @@ pub const QMV_EARLY: Flag = Flag {
 /// grid or the batched schedule keep their loops). Session 27 (H200): within the test's bounds
 /// (float64 reference, 7 of 8 shapes before its time limit, e.g. gate/up + SiLU 3.3e-4 against
 /// the default's 2.1e-4) but no faster in situ (turbo4 at 32K, ncu, per launch: gate/up 27.1 ->
-/// 27.5 us, the others level): the GEMVs are not issue-bound after all. Off; 1 turns it on.
+/// 27.5 us, the others level): the GEMVs are not issue-bound after all. Session 28 found the
+/// folded norm's prologue holding it back; session 29, with `MLXCEL_QMV_NORM_LATE` on (in situ,
+/// turbo4 at 32K, ncu): gate/up 26.53 -> 26.27 us, head 104.74 -> 102.72, down 14.69 -> 14.32,
+/// the step's kernels 2.827 -> 2.803 ms; its float64 test passed all 50 cases (worst 5.73e-4).
+/// Default on since session 29; 0 = scales applied per weight before the mma. Known failure
+/// (session 28, not understood): with the non-default `MLXCEL_QMV_SCHEDULE=ring:8:4` a decode
+/// step failed in `cuGraphAddKernelNode` (invalid argument); set 0 there.
 pub const QMV_POST: Flag = Flag {
     name: "MLXCEL_QMV_POST",
-    default: false,
-    doc: "GEMV ring kernels apply scales and biases per group after the mma, in fp32 (1 = on; measured no faster)",
+    default: true,
+    doc: "GEMV ring kernels apply scales and biases per group after the mma, in fp32 (0 = per weight before the mma)",
     slot: 46,
 };
 
@@ -261,11 +267,16 @@ pub const QMV_POST: Flag = Flag {
 /// prologue, and with `MLXCEL_QMV_POST` the fold cost 4 us per gate/up launch (bench: 21.95
 /// without the norm, 25.90 with it). Same n to the bit; the staged values round differently
 /// (MLX's rms_norm rounds x n to fp16 first), so not bit-identical: the GPU test bounds it
-/// against float64. Off until measured faster; 1 turns it on.
+/// against float64, where it is the more accurate (one rounding fewer: 56 cases on the H200,
+/// session 29, e.g. gate/up + SiLU 3.45e-4 against the fold's 4.46e-4). Session 29 (H200, ncu,
+/// turbo4 at 32K in situ): gate/up + SiLU 27.30 -> 26.53 us, head 108.08 -> 104.74, the step's
+/// kernels 2.860 -> 2.827 ms (2.803 with `MLXCEL_QMV_POST`); end to end with both, device time
+/// per step turbo4 2.578 -> 2.525 ms, fp16 3.308 -> 3.260 ms (two rounds). Default on; 0 = the
+/// scale applied to x while staging it.
 pub const QMV_NORM_LATE: Flag = Flag {
     name: "MLXCEL_QMV_NORM_LATE",
-    default: false,
-    doc: "GEMV kernels with a folded RMSNorm apply its scale to the row sums in the epilogue (1 = on; not yet measured faster)",
+    default: true,
+    doc: "GEMV kernels with a folded RMSNorm apply its scale to the row sums in the epilogue (0 = to x while staging it)",
     slot: 48,
 };
 
