@@ -199,12 +199,14 @@ fn fused_gate_up_silu_matches_a_float64_reference_or_is_not_used() {
 
 /// `rms_norm(x, w, eps)` in float64 from the fp16 values of x and w (the folded norm's
 /// exact target).
-fn rms_reference(xv: &[f32], wv: &[f32], eps: f32) -> Vec<f32> {
+fn rms_reference(x: &Array, w: &Array, eps: f32) -> Vec<f32> {
+    let f32s = |a: &Array| a.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+    let (xv, wv) = (f32s(x), f32s(w));
     let k = xv.len() as f64;
     let ms: f64 = xv.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / k;
     let n = 1.0 / (ms + eps as f64).sqrt();
     xv.iter()
-        .zip(wv)
+        .zip(&wv)
         .map(|(x, w)| (*x as f64 * n * *w as f64) as f32)
         .collect()
 }
@@ -241,10 +243,8 @@ fn folded_rms_norm_matches_norm_then_gemv_or_is_not_used() {
         let (q, dense) = weight(&mut r, n, k, g);
         let (qu, du) = weight(&mut r, n, k, g);
         let (x, w) = residual_and_norm_weight(&mut r, k);
-        let xv = x.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
-        let wv = w.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
         let norm = FoldedNorm { weight: &w, eps };
-        let xn = rms_reference(&xv, &wv, eps);
+        let xn = rms_reference(&x, &w, eps);
         let want = reference(&xn, &dense, n, k);
         let want_u = reference(&xn, &du, n, k);
         let want_silu = silu_mul(&want, &want_u);
@@ -636,9 +636,7 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
         let (x, xv) = input(&mut r, k);
         let (res, rv) = input(&mut r, n);
         let (xr, w) = residual_and_norm_weight(&mut r, k);
-        let xrv = xr.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
-        let wv = w.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
-        let xn = rms_reference(&xrv, &wv, eps);
+        let xn = rms_reference(&xr, &w, eps);
         let norm = FoldedNorm { weight: &w, eps };
         let plain = reference(&xv, &dense, n, k);
         let with_res: Vec<f64> = plain.iter().zip(&rv).map(|(a, b)| a + *b as f64).collect();
@@ -727,9 +725,7 @@ fn late_norm_scale_matches_a_float64_reference_or_is_not_used() {
                 let v: Vec<f32> = v.iter().map(|a| a * scale).collect();
                 f16_array(&v, &[1, 1, k as i32])
             };
-            let xrv = xr.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
-            let wv = w.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
-            let xn = rms_reference(&xrv, &wv, eps);
+            let xn = rms_reference(&xr, &w, eps);
             let norm = FoldedNorm { weight: &w, eps };
             let normed = reference(&xn, &dense, n, k);
             let gate_up_norm = silu_mul(&normed, &reference(&xn, &du, n, k));

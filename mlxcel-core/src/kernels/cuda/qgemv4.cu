@@ -3,13 +3,14 @@
 // warps per 16 rows. Inputs: x (fp16, K values), w uint32 [N, K/8], scales, biases fp16
 // [N, K/G], r fp16 [N] (read only when RESID), nw fp16 [K] (read only when NORM). Output: y
 // fp16 [N]. Template constants: G (group size), NW (warps), S (ring stages; 0 = the batched
-// schedule of U tiles in flight per warp), U, RESID, NORM and EPS (the folded RMSNorm),
-// SMEM, LATE (with NORM: the norm's scale applied to the row sums, MLXCEL_QMV_NORM_LATE), MB (ring only: the grid is capped and each CTA owns several 16-row blocks,
-// ring_blocks), EARLY (ring only, one CTA per 16 rows: the prologue's loads of x and of the
-// scales before the ring's first copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without
-// MB: the residual loaded in the prologue, MLXCEL_QMV_RFIRST), POST (ring without MB: scales and
-// biases applied per group after the mma, MLXCEL_QMV_POST; ring_rows16_post). Dynamic shared memory: the
-// batched schedule K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says.
+// schedule of U tiles in flight per warp), U, RESID, NORM and EPS (the folded RMSNorm), LATE
+// (with NORM: the norm's scale applied to the row sums, MLXCEL_QMV_NORM_LATE), SMEM, MB (ring
+// only: the grid is capped and each CTA owns several 16-row blocks, ring_blocks), EARLY (ring
+// only, one CTA per 16 rows: the prologue's loads of x and of the scales before the ring's first
+// copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without MB: the residual loaded in the
+// prologue, MLXCEL_QMV_RFIRST), POST (ring without MB: scales and biases applied per group after
+// the mma, MLXCEL_QMV_POST; ring_rows16_post). Dynamic shared memory: the batched schedule
+// K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says.
 // Outputs are written through put(row, value), defined in front of this body by
 // qgemv4_store.cu (y[row]) or qgemv4_store_qkv.cu (the stacked qkv projection's three
 // outputs, MLXCEL_QKV_PARTS).

@@ -307,8 +307,9 @@ struct XEarly {
 };
 
 // How a kernel stages x: as given (stage_x_vec), or through the folded RMSNorm
-// (stage_x_rms; NORM; with LATE, stage_x_late and its scale in the kernel's epilogue). ring_rows16 takes it so that the ring's first copies leave first
-// (with EARLY, x's loads leave before them: load() and store()).
+// (stage_x_rms; NORM; with LATE, stage_x_late and its scale in the kernel's epilogue).
+// ring_rows16 takes it so that the ring's first copies leave first (with EARLY, x's loads
+// leave before them: load() and store()).
 template <bool NORM, int NT, bool LATE = false>
 struct StageX {
   const __half* x;
