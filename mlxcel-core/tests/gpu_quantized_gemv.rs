@@ -480,6 +480,44 @@ fn five_kernels<'a>(
     ]
 }
 
+/// `call`'s output, evaluated with `switches` set; the switches are cleared again afterwards.
+fn eval_with_flags(
+    switches: &[(&str, bool)],
+    call: &dyn Fn() -> mlxcel_core::Result<Array>,
+) -> mlxcel_core::Result<Array> {
+    common::set_flags(switches);
+    let y = call().and_then(|y| y.eval().map(|_| y));
+    common::clear_flags(&switches.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+    y
+}
+
+/// A not-bit-identical kernel variant against the float64 reference `want`: `run(true)` (the
+/// variant) within TOL and within 1.5x `run(false)`'s (the `baseline` it replaces) error plus
+/// 1e-4, printed with `label`. On the CPU the kernels never run: `run(true)` must end in MLX's
+/// CUDA error, and nothing is compared (None). Returns the variant's relative RMS.
+fn against_float64(
+    label: &str,
+    baseline: &str,
+    case: &str,
+    want: &[f64],
+    run: &dyn Fn(bool) -> mlxcel_core::Result<Array>,
+) -> Option<f64> {
+    if KernelBackend::current() != Some(KernelBackend::Cuda) {
+        let err = run(true).unwrap_err().to_string();
+        assert!(err.contains("CUDA"), "{case}: {err}");
+        return None;
+    }
+    let e = rel_rms(&run(true).unwrap(), want);
+    let e_default = rel_rms(&run(false).unwrap(), want);
+    eprintln!("{label} {case}: relative RMS {e:.2e} ({baseline} {e_default:.2e})");
+    assert!(e < TOL, "{case}: relative RMS {e} >= {TOL}");
+    assert!(
+        e < 1.5 * e_default + 1e-4,
+        "{case}: {e} against the {baseline}'s {e_default}"
+    );
+    Some(e)
+}
+
 /// Runs `call` with `flag` off and on. On the CPU the kernels never run: the call with the
 /// flag on must end in MLX's CUDA error, and nothing is compared (false). On CUDA both
 /// outputs must have the same bits (true: one check); `case` names the case on failure.
@@ -488,12 +526,7 @@ fn same_bits_with_flag(
     case: &str,
     call: &dyn Fn() -> mlxcel_core::Result<Array>,
 ) -> bool {
-    let run = |on: bool| {
-        common::set_flags(&[(flag, on)]);
-        let y = call().and_then(|y| y.eval().map(|_| y));
-        common::clear_flags(&[flag]);
-        y
-    };
+    let run = |on: bool| eval_with_flags(&[(flag, on)], call);
     if KernelBackend::current() != Some(KernelBackend::Cuda) {
         let err = run(true).unwrap_err().to_string();
         assert!(err.contains("CUDA"), "{case}: {err}");
@@ -662,27 +695,11 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
             let calls = five_kernels(&c, Schedule::parse(s).unwrap());
             for ((what, call), want) in calls.into_iter().zip(wants) {
                 let case = format!("{what} n={n} k={k} g={g} {s}");
-                let run = |on: bool| {
-                    common::set_flags(&[("MLXCEL_QMV_POST", on)]);
-                    let y = call().and_then(|y| y.eval().map(|_| y));
-                    common::clear_flags(&["MLXCEL_QMV_POST"]);
-                    y
-                };
-                if !on_cuda {
-                    let err = run(true).unwrap_err().to_string();
-                    assert!(err.contains("CUDA"), "{case}: {err}");
-                    continue;
+                let run = |on: bool| eval_with_flags(&[("MLXCEL_QMV_POST", on)], &*call);
+                if let Some(e) = against_float64("post", "default kernel", &case, want, &run) {
+                    worst = worst.max(e);
+                    checks += 1;
                 }
-                let e = rel_rms(&run(true).unwrap(), want);
-                let e_default = rel_rms(&run(false).unwrap(), want);
-                eprintln!("post {case}: relative RMS {e:.2e} (default kernel {e_default:.2e})");
-                assert!(e < TOL, "{case}: relative RMS {e} >= {TOL}");
-                assert!(
-                    e < 1.5 * e_default + 1e-4,
-                    "{case}: {e} against the default kernel's {e_default}"
-                );
-                worst = worst.max(e);
-                checks += 1;
             }
         }
     }
@@ -752,31 +769,17 @@ fn late_norm_scale_matches_a_float64_reference_or_is_not_used() {
                     for (what, call, want) in &calls {
                         let case = format!("{what} n={n} k={k} g={g} x{scale} {s} post={post}");
                         let run = |late: bool| {
-                            common::set_flags(&[
-                                ("MLXCEL_QMV_POST", post),
-                                ("MLXCEL_QMV_NORM_LATE", late),
-                            ]);
-                            let y = call().and_then(|y| y.eval().map(|_| y));
-                            common::clear_flags(&["MLXCEL_QMV_POST", "MLXCEL_QMV_NORM_LATE"]);
-                            y
+                            eval_with_flags(
+                                &[("MLXCEL_QMV_POST", post), ("MLXCEL_QMV_NORM_LATE", late)],
+                                &**call,
+                            )
                         };
-                        if !on_cuda {
-                            let err = run(true).unwrap_err().to_string();
-                            assert!(err.contains("CUDA"), "{case}: {err}");
-                            continue;
+                        if let Some(e) =
+                            against_float64("late norm", "folded norm", &case, want, &run)
+                        {
+                            worst = worst.max(e);
+                            checks += 1;
                         }
-                        let e = rel_rms(&run(true).unwrap(), want);
-                        let e_default = rel_rms(&run(false).unwrap(), want);
-                        eprintln!(
-                            "late norm {case}: relative RMS {e:.2e} (folded norm {e_default:.2e})"
-                        );
-                        assert!(e < TOL, "{case}: relative RMS {e} >= {TOL}");
-                        assert!(
-                            e < 1.5 * e_default + 1e-4,
-                            "{case}: {e} against the folded norm's {e_default}"
-                        );
-                        worst = worst.max(e);
-                        checks += 1;
                     }
                 }
             }

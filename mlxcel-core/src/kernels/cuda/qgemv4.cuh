@@ -80,15 +80,25 @@ __device__ __forceinline__ void sum_sq8(const uint4& v, float& ss) {
     ss = fmaf(f.y, f.y, ss);
   }
 }
-template <int NT>
-__device__ __forceinline__ float rms_scale(float ss, float eps, int K, int tid, float* red) {
+// late_partial: a warp's sum of its threads' ss into red[warp]; late_scale: n from the NW
+// warps' sums in red (LATE reads it after the kernel's reduction barrier, rms_scale after its
+// own).
+__device__ __forceinline__ void late_partial(float ss, int tid, float* red) {
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if ((tid & 31) == 0) red[tid >> 5] = ss;
-  __syncthreads();
+}
+template <int NW>
+__device__ __forceinline__ float late_scale(const float* red, float eps, int K) {
   float total = 0.0f;
 #pragma unroll
-  for (int w = 0; w < NT / 32; ++w) total += red[w];
+  for (int w = 0; w < NW; ++w) total += red[w];
   return rsqrtf(total / static_cast<float>(K) + eps);
+}
+template <int NT>
+__device__ __forceinline__ float rms_scale(float ss, float eps, int K, int tid, float* red) {
+  late_partial(ss, tid, red);
+  __syncthreads();
+  return late_scale<NT / 32>(red, eps, K);
 }
 __device__ __forceinline__ __half rms_norm1(__half xv, __half wv, float n) {
   return __hmul(wv, __float2half(__half2float(xv) * n));
@@ -178,17 +188,6 @@ __device__ __forceinline__ void mul_store8(uint4* xs4, int b, uint4 v, const uin
 #pragma unroll
   for (int e = 0; e < 4; ++e) hx[e] = __hmul2(hw[e], hx[e]);
   store_pairs8(xs4, b, v);
-}
-__device__ __forceinline__ void late_partial(float ss, int tid, float* red) {
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if ((tid & 31) == 0) red[tid >> 5] = ss;
-}
-template <int NW>
-__device__ __forceinline__ float late_scale(const float* red, float eps, int K) {
-  float total = 0.0f;
-#pragma unroll
-  for (int w = 0; w < NW; ++w) total += red[w];
-  return rsqrtf(total / static_cast<float>(K) + eps);
 }
 // LATE's staging without EARLY (and EARLY's fallback for unaligned x or nw).
 template <int NT>
