@@ -8,6 +8,7 @@ the one MLX's cuda_kernel generates.
 """
 import glob
 import os
+import re
 import sys
 
 from cuda.bindings import nvrtc
@@ -24,7 +25,16 @@ def row(fmt, d):
     return 2 * d if fmt == 0 else (d if fmt == 1 else d // 2)
 
 
-def compile_one(name, src):
+def gemv_static_bound(nw, g, post, enc_d=None):
+    """quantized_gemv.rs's SharedMemory bound on a GEMV build's static shared memory (gemv,
+    with_encoder): 256 bytes a warp + 256, POST's xsum, the qkv + append kernel's tables."""
+    b = 256 * nw + 256 + (20480 // g * 8 if post else 0)
+    return b + (4 * (5 * enc_d // 2 + 32) + 2 * enc_d + 16 if enc_d else 0)
+
+
+def compile_one(name, src, static_bound=None):
+    """Compiles one variant; with static_bound, its static shared memory (ptxas's "bytes
+    smem") must not pass it (mlxcel asks MLX to opt in from the bound: quantized_gemv.rs)."""
     if os.environ.get("NVRTC_ONLY", "") not in name:
         return True
     err, prog = nvrtc.nvrtcCreateProgram(src.encode(), name.encode(), 0, [], [])
@@ -50,6 +60,11 @@ def compile_one(name, src):
             with open(os.path.join(os.environ[var], fname), "wb") as f:
                 f.write(data)
     lines = [l for l in text.splitlines() if ("registers" in l or "spill" in l or "error" in l or "warning" in l)]
+    if ok and static_bound is not None:
+        smem = [int(w) for l in lines for w in re.findall(r"(\d+) bytes smem", l)]
+        if max(smem, default=0) > static_bound:
+            print(f"static shared memory {max(smem)} bytes > the bound {static_bound}")
+            ok = False
     print(f"{'OK ' if ok else 'ERR'} {name}: " + " | ".join(l.strip() for l in lines[-3:]))
     if not ok:
         print(text)
@@ -325,18 +340,19 @@ def main():
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
                    "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y) {\n" + consts
                    + read("qgemv4_store.cu") + read("qgemv4.cu") + "\n}\n")
-            ok &= compile_one(f"qgemv4 {tag}", src)
+            bound = gemv_static_bound(nw, g, post)
+            ok &= compile_one(f"qgemv4 {tag}", src, bound)
             # The stacked qkv projection's three outputs (MLXCEL_QKV_PARTS; never with RESID).
             if g != 64:
                 src = (qmv_header + SHAPE + "__global__ void p(const __half* x, const uint32_t* w, const Shape w_shape, "
                        "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y, __half* yk, "
                        "__half* yv) {\n" + consts + "constexpr int NQ = 4096; constexpr int NK = 1024;\n"
                        + read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + "\n}\n")
-                ok &= compile_one(f"qgemv4 qkv {tag}", src)
+                ok &= compile_one(f"qgemv4 qkv {tag}", src, bound)
             src = (qmv_header + SHAPE + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
                    "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
                    + consts + read("qgemv4_silu.cu") + "\n}\n")
-            ok &= compile_one(f"qgemv4 silu {tag}", src)
+            ok &= compile_one(f"qgemv4 silu {tag}", src, bound)
     # The measuring probe of the ring (gemv_probe.rs): every PARTS value (arithmetic only with x
     # and the tables), one and several blocks per CTA, one and two matrices.
     for pro in (0, 1, 2, 3, 4, 7, 11, 15, 16, 17, 21, 25, 29, 35, 39, 47, 64, 65, 93):
@@ -346,7 +362,7 @@ def main():
             src = (qmv_header + SHAPE + "__global__ void q(const uint32_t* w0, const Shape w0_shape, const __half* s0, "
                    "const __half* b0, const uint32_t* w1, const __half* s1, const __half* b1, const __half* x, uint32_t* out) {\n"
                    + consts + read("qgemv4_probe.cu") + "\n}\n")
-            ok &= compile_one(f"qgemv4 probe pro{pro} bpc{bpc} mats{mats} nw{nw} s{st}", src)
+            ok &= compile_one(f"qgemv4 probe pro{pro} bpc{bpc} mats{mats} nw{nw} s{st}", src, gemv_static_bound(nw, 64, False))
     # The qkv GEMV with the turbo4 K+V append folded in (MLXCEL_QKV_ENCODE): Llama-3-8B's parts
     # at D = 128, a GQA-7 head_dim-64 model's at D = 64.
     qkv_enc = read("qgemv4_store_qkv.cu") + read("qgemv4_qkv_encode_pre.cu") + read("qgemv4.cu") + read("qgemv4_qkv_encode.cu")
@@ -386,7 +402,8 @@ def main():
                    "const Shape slot_marker_shape, __half* y, __half* yk, __half* yv, int* done) {\n" + consts + qkv_enc + "\n}\n")
             ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}" + (" early" if early == "true" else "")
                               + (f" s{st}" if st != 4 else "") + (" etail" if etail == "true" else "") + (" post" if post == "true" else "")
-                              + (" tiled" if tiled == "true" else "") + (" bulk" if bulk == "true" else "") + (" late" if late == "true" else ""), src)
+                              + (" tiled" if tiled == "true" else "") + (" bulk" if bulk == "true" else "") + (" late" if late == "true" else ""), src,
+                              gemv_static_bound(8, 64, post == "true", d))
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")

@@ -9,7 +9,7 @@
 //! read, not a product: `mlxcel bench gemv --probes` times it; nothing else calls it.
 
 use crate::kernels::quantized_gemv::{
-    gemv_source, run, smem_arg, spec_field, table_bytes, weight_shape,
+    gemv_source, run, smem_arg, spec_field, table_bytes, weight_shape, SharedMemory,
 };
 use crate::mlx::kernel::{KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::ops::{Quantized, WeightLayout};
@@ -147,7 +147,12 @@ pub fn probe(x: &Array, mats: &[&Quantized], p: Probe) -> Result<Array> {
             x.dtype()
         )));
     }
-    let shared = p.shared_bytes(k, first.group_size as usize, mats.len());
+    let shared = SharedMemory::gemv(
+        p.shared_bytes(k, first.group_size as usize, mats.len()),
+        p.warps,
+        first.group_size,
+        false,
+    );
     let ctas = p.ctas(n);
     let threads = p.warps * 32;
     let inputs = [
@@ -167,7 +172,7 @@ pub fn probe(x: &Array, mats: &[&Quantized], p: Probe) -> Result<Array> {
         .template("BPC", TemplateArg::Int(p.blocks_per_cta))
         .template("MATS", TemplateArg::Int(mats.len() as i32))
         .template("PRO", TemplateArg::Int(p.parts))
-        .template("SMEM", smem_arg(shared));
+        .template("SMEM", smem_arg(shared.dynamic));
     run("qgemv4_probe", shared, source, &launch)?
         .pop()
         .ok_or_else(|| bad("kernel returned no output".into()))

@@ -598,7 +598,7 @@ fn plain_launch<'a>(
     n: usize,
     k: usize,
     sched: Schedule,
-) -> Result<(Launch<'a>, usize)> {
+) -> Result<(Launch<'a>, SharedMemory)> {
     let inputs = [
         x,
         &q.w,
@@ -678,7 +678,7 @@ fn parts_launch<'a>(
     q: &'a Quantized,
     plan: &PartsPlan<'_>,
     sched: Schedule,
-) -> Result<(Launch<'a>, usize)> {
+) -> Result<(Launch<'a>, SharedMemory)> {
     if x.dtype() != Dtype::F16 || x.size() != plan.k {
         return Err(Error::invalid(
             "quantized gemv",
@@ -744,6 +744,7 @@ pub fn try_gemv_parts_encode(
     let inv_freq = inv_freq_input(rope)?;
     let (tickets, slot) = qkv_encode_tickets()?;
     let (mut launch, shared) = parts_launch(x, norm, q, plan, sched)?;
+    let shared = shared.with_encoder(target.head_dim);
     launch.inputs.extend([
         &k.mids, &k.lut, &k.signs, &v.mids, &v.lut, &v.signs, &k.data, &k.aux, &v.data, &v.aux,
         &marker, &afters[0], &afters[1], &inv_freq, &tickets, &slot,
@@ -779,10 +780,16 @@ fn launch<'a>(
     q: &Quantized,
     mats: usize,
     sched: Schedule,
-) -> Result<(Launch<'a>, usize)> {
+) -> Result<(Launch<'a>, SharedMemory)> {
     check_layout(q, sched)?;
     let (group, tiled) = (q.group_size, q.layout == WeightLayout::Rows16Tiles);
-    let shared = sched.shared_bytes(k, group as usize, mats);
+    let post = flags::QMV_POST.enabled() && !tiled;
+    let shared = SharedMemory::gemv(
+        sched.shared_bytes(k, group as usize, mats),
+        sched.warps,
+        group,
+        post,
+    );
     let launch = Launch::new(
         inputs,
         [sched.ctas(n) * sched.warps * 32, 1, 1],
@@ -795,13 +802,10 @@ fn launch<'a>(
     .template("U", TemplateArg::Int(TILES_IN_FLIGHT))
     .template("MB", TemplateArg::Bool(sched.multi_block()))
     .template("EARLY", TemplateArg::Bool(flags::QMV_EARLY.enabled()))
-    .template(
-        "POST",
-        TemplateArg::Bool(flags::QMV_POST.enabled() && !tiled),
-    )
+    .template("POST", TemplateArg::Bool(post))
     .template("TILED", TemplateArg::Bool(tiled))
     .template("BULK", TemplateArg::Bool(sched.bulk))
-    .template("SMEM", smem_arg(shared));
+    .template("SMEM", smem_arg(shared.dynamic));
     Ok((launch, shared))
 }
 
@@ -814,24 +818,86 @@ pub(crate) fn smem_arg(shared: usize) -> TemplateArg {
     TemplateArg::Int(shared as i32)
 }
 
-/// Most dynamic shared memory one CTA may ask for on sm_90 (227 KiB).
+/// Most shared memory, static and dynamic together, one CTA may use on sm_90 (227 KiB).
 const MAX_SHARED: usize = 227 * 1024;
 
-/// Calls the kernel `name` built for `shared` bytes of dynamic shared memory (one build per
-/// size); returns its outputs.
+/// Shared memory a CTA may use without opting in: static plus dynamic (CUDA's default
+/// `MAX_DYNAMIC_SHARED_SIZE_BYTES` is this less the kernel's static shared memory).
+const DEFAULT_SHARED: usize = 48 * 1024;
+
+/// MLX's custom CUDA kernels opt in to more dynamic shared memory only when a launch asks
+/// for more than this (`custom_kernel.cpp`: `smem > 48000`), and then for exactly that.
+const MLX_OPT_IN_ABOVE: usize = 48_000;
+
+/// One GEMV launch's shared memory: the `dynamic` bytes its layout uses
+/// ([`Schedule::shared_bytes`]) and a bound on its build's static `__shared__` arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SharedMemory {
+    pub dynamic: usize,
+    pub static_bound: usize,
+}
+
+impl SharedMemory {
+    /// The plain, gate/up and probe kernels of `warps` warps: their reduction scratch (at most
+    /// 64 floats per warp in `red` / `red2` / `nred`, and with `BULK` one mbarrier per warp and
+    /// stage, 64 bytes a warp at 8 stages) within 256 bytes a warp plus 256; with `post` (the
+    /// POST loop's per-group sums of x, `xsum` in qgemv4.cuh) 20480 / group float2.
+    /// `benchmarks/gpu/nvrtc_check.py` checks this bound against ptxas's count for every build.
+    pub(crate) fn gemv(dynamic: usize, warps: i32, group: i32, post: bool) -> Self {
+        let xsum = if post { 20480 / group as usize * 8 } else { 0 };
+        SharedMemory {
+            dynamic,
+            static_bound: 256 * warps as usize + 256 + xsum,
+        }
+    }
+
+    /// Adds the qkv + append kernel's tables (`qgemv4_qkv_encode*.cu`: the encoder's
+    /// constants, 2.5 head_dim + 32 floats, x's head in fp16 and the ticket's flag).
+    fn with_encoder(self, head_dim: usize) -> Self {
+        let tables = 4 * (5 * head_dim / 2 + 32) + 2 * head_dim + 16;
+        SharedMemory {
+            static_bound: self.static_bound + tables,
+            ..self
+        }
+    }
+
+    /// The dynamic shared memory to ask MLX for. A launch whose static and dynamic shared
+    /// memory together pass [`DEFAULT_SHARED`] needs MLX to opt the kernel in, which MLX does
+    /// only above [`MLX_OPT_IN_ABOVE`]: such a launch asks for one byte more than that (the
+    /// bytes past `dynamic` stay unused). Why: with `MLXCEL_QMV_POST`'s `xsum` (up to 5 KiB
+    /// static) a ring of 32 KiB stages at K = 2048 or 4096 asked for 45-47 KB and every launch
+    /// failed (`cuGraphAddKernelNode ... invalid argument`, H200, sessions 28 and 30).
+    pub(crate) fn request(&self) -> usize {
+        if self.dynamic <= MLX_OPT_IN_ABOVE && self.dynamic + self.static_bound > DEFAULT_SHARED {
+            MLX_OPT_IN_ABOVE + 1
+        } else {
+            self.dynamic
+        }
+    }
+}
+
+/// Calls the kernel `name` built for `shared` (one build per requested size); returns its
+/// outputs.
 pub(crate) fn run(
     name: &'static str,
-    shared: usize,
+    shared: SharedMemory,
     source: fn(usize) -> KernelSource,
     launch: &Launch<'_>,
 ) -> Result<Vec<Array>> {
-    if shared > MAX_SHARED {
+    let request = shared.request();
+    if request + shared.static_bound > MAX_SHARED {
         return Err(Error::invalid(
             "quantized gemv",
-            format!("{name}: {shared} bytes of shared memory per CTA (at most {MAX_SHARED}); use fewer warps or stages"),
+            format!(
+                "{name}: {} bytes of shared memory per CTA (at most {MAX_SHARED}); use fewer warps or stages",
+                request + shared.static_bound
+            ),
         ));
     }
-    cached_by_name(KernelBackend::Cuda, name, shared as u64, || source(shared))?.call(launch)
+    cached_by_name(KernelBackend::Cuda, name, request as u64, || {
+        source(request)
+    })?
+    .call(launch)
 }
 
 /// `silu(x @ Wg^T) * (x @ Wu^T)` for one row of x -> `[..., N]` fp16, in one launch.
@@ -915,7 +981,7 @@ fn with_norm<'a>(launch: Launch<'a>, norm: Option<FoldedNorm<'_>>) -> Launch<'a>
 
 #[cfg(test)]
 mod tests {
-    use super::Schedule;
+    use super::{Schedule, SharedMemory};
 
     #[test]
     fn schedules_parse_print_and_refuse_what_does_not_exist() {
@@ -951,6 +1017,42 @@ mod tests {
             let e = Schedule::parse(bad).unwrap_err().to_string();
             assert!(e.contains("expected batched[:WARPS], ring"), "{bad:?}: {e}");
         }
+    }
+
+    #[test]
+    fn launches_past_48_kib_with_static_memory_ask_mlx_to_opt_in() {
+        let ring48 = Schedule::parse("ring:4:8").unwrap();
+        // Gate/up at K = 2048, group 32, 4 warps x 8 stages with POST: 45568 dynamic bytes
+        // and up to 5.9 KB static (xsum 5120) pass 48 KiB; the launch asks for 48001 so that
+        // MLX opts in (sessions 28 and 30 failed here).
+        let silu = SharedMemory::gemv(ring48.shared_bytes(2048, 32, 2), 4, 32, true);
+        assert_eq!(silu.dynamic, 4096 + 2 * 16 * 68 * 4 + 32768);
+        assert_eq!(silu.request(), 48_001);
+        // Without POST the static scratch fits: the request is the layout's.
+        let silu_off = SharedMemory::gemv(silu.dynamic, 4, 32, false);
+        assert_eq!(silu_off.request(), silu.dynamic);
+        // The default ring's launches at K = 4096, group 64, keep their request with POST
+        // (41472 + 2304 + 2560 for gate/up), also the qkv + append kernel at head_dim 128.
+        for (mats, enc) in [(2, None), (1, None), (1, Some(128))] {
+            let m = SharedMemory::gemv(Schedule::RING.shared_bytes(4096, 64, mats), 8, 64, true);
+            let m = enc.map_or(m, |d| m.with_encoder(d));
+            assert_eq!(m.request(), m.dynamic, "mats {mats} encoder {enc:?}");
+        }
+        // qkv + append at ring:8:4 (session 28's failure): 45312 + 2304 + 2560 + 1680.
+        let enc = SharedMemory::gemv(
+            Schedule::parse("ring:8:4")
+                .unwrap()
+                .shared_bytes(4096, 64, 1),
+            8,
+            64,
+            true,
+        )
+        .with_encoder(128);
+        assert_eq!(enc.static_bound, 2304 + 2560 + 1680);
+        assert_eq!(enc.request(), 48_001);
+        // Above MLX's threshold MLX opts in by itself.
+        let down = SharedMemory::gemv(Schedule::RING.shared_bytes(14336, 64, 1), 8, 64, true);
+        assert_eq!(down.request(), down.dynamic);
     }
 
     #[test]
