@@ -217,6 +217,8 @@ enum Placeholder {
     /// The tickets input of a launch that does not fold: the kernel source still names the
     /// buffer as `unsigned int*` outside the `FOLD` branch, so the stub keeps that type.
     TicketsStub,
+    /// The marker of one ticket slot (`[slot + 1]`, see [`tickets_and_slot`]).
+    Slot(usize),
 }
 
 thread_local! {
@@ -353,7 +355,13 @@ fn tickets_and_slot(key: Placeholder) -> Result<(Array, Array)> {
         c.set(n.wrapping_add(1));
         n % FOLD_SLOTS
     });
-    Ok((tickets, marker_view(slot + 1)?))
+    // One evaluated view per slot, built once: a new slice per call was one more MLX op per
+    // layer and decode step (the qkv + append launch of every turbo4 layer takes a slot), host
+    // work in the graph's building and in MLX's encoding for an input whose bytes nobody reads.
+    Ok((
+        tickets,
+        dummy(Placeholder::Slot(slot), || marker_view(slot + 1))?,
+    ))
 }
 
 /// Whether the tensor-core kernel merges the splits itself for this call: the flag and the
@@ -765,10 +773,12 @@ pub fn mma_pair(stages: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{
-        length_marker, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages, MMA_PAIR_MIN_STAGES,
+        fold_inputs, length_marker, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages,
+        qkv_encode_tickets, FOLD_SLOTS, MMA_PAIR_MIN_STAGES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
+    use crate::mlx::Array;
 
     /// QFIRST1 reaches every tensor-core kernel but turbo4-asym's (fp16 keys, turbo4 values),
     /// where session 21 measured it slower; with `MLXCEL_MMA_QFIRST1=0` none.
@@ -809,6 +819,31 @@ mod tests {
             flags::MMA_PAIR.enabled() && flags::MMA_HOIST.enabled() && !flags::MMA_PIPE.enabled();
         assert_eq!(mma_pair(ring(4, 4, 128)), defaults);
         assert!(!mma_pair(MMA_PAIR_MIN_STAGES - 1));
+    }
+
+    #[test]
+    fn slot_markers_rotate_over_the_slots_and_are_built_once() {
+        let first: Vec<Array> = (0..FOLD_SLOTS)
+            .map(|_| qkv_encode_tickets().unwrap().1)
+            .collect();
+        let start = first[0].shape()[0] as usize - 1;
+        for (i, m) in first.iter().enumerate() {
+            assert_eq!(m.shape(), vec![((start + i) % FOLD_SLOTS + 1) as i32]);
+            // Already evaluated: nothing for a decode step's graph to schedule.
+            assert_eq!(m.pending_ops().unwrap(), 0);
+        }
+        // The next round hands out the same arrays (same buffers) in the same order, for both
+        // users of the slots.
+        for (i, m) in first.iter().enumerate() {
+            let again = if i % 2 == 0 {
+                qkv_encode_tickets().unwrap().1
+            } else {
+                fold_inputs().unwrap().1
+            };
+            assert_eq!(again.shape(), m.shape());
+            assert_eq!(again.buffer_id().unwrap(), m.buffer_id().unwrap());
+            assert_eq!(again.pending_ops().unwrap(), 0);
+        }
     }
 
     #[test]
