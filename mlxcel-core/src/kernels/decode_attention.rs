@@ -11,6 +11,7 @@
 
 use crate::flags;
 use crate::kv::side::{RawSide, FORMAT_FP16, FORMAT_INT8};
+use crate::mlx::array::eval_all;
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
 use crate::rope::RopeSpec;
@@ -267,8 +268,13 @@ fn marker_view(len: usize) -> Result<Array> {
     full.slice(&[0], &[len as i32])
 }
 
+/// The placeholder cached for `key`, if built.
+fn cached(key: Placeholder) -> Option<Array> {
+    DUMMIES.with(|d| d.borrow().get(&key).cloned())
+}
+
 fn dummy(key: Placeholder, make: impl FnOnce() -> Result<Array>) -> Result<Array> {
-    if let Some(a) = DUMMIES.with(|d| d.borrow().get(&key).cloned()) {
+    if let Some(a) = cached(key) {
         return Ok(a);
     }
     let a = make()?;
@@ -355,13 +361,30 @@ fn tickets_and_slot(key: Placeholder) -> Result<(Array, Array)> {
         c.set(n.wrapping_add(1));
         n % FOLD_SLOTS
     });
-    // One evaluated view per slot, built once: a new slice per call was one more MLX op per
-    // layer and decode step (the qkv + append launch of every turbo4 layer takes a slot), host
-    // work in the graph's building and in MLX's encoding for an input whose bytes nobody reads.
-    Ok((
-        tickets,
-        dummy(Placeholder::Slot(slot), || marker_view(slot + 1))?,
-    ))
+    Ok((tickets, slot_marker(slot)?))
+}
+
+/// Slot `slot`'s marker (`[slot + 1]`), an evaluated view built once. Why: a new slice per
+/// call was one more MLX op per layer and decode step (the qkv + append launch of every turbo4
+/// layer takes a slot), host work in the graph's building and in MLX's encoding for an input
+/// whose bytes nobody reads. All slots' views are built and evaluated together at the first
+/// call: one eval (a wait for the device) in the first decode step instead of one per slot
+/// over the first few.
+fn slot_marker(slot: usize) -> Result<Array> {
+    if let Some(a) = cached(Placeholder::Slot(slot)) {
+        return Ok(a);
+    }
+    let views = (0..FOLD_SLOTS)
+        .map(|s| marker_view(s + 1))
+        .collect::<Result<Vec<_>>>()?;
+    eval_all(&views.iter().collect::<Vec<_>>())?;
+    DUMMIES.with(|d| {
+        let mut d = d.borrow_mut();
+        for (s, v) in views.iter().enumerate() {
+            d.insert(Placeholder::Slot(s), v.clone());
+        }
+    });
+    Ok(views[slot].clone())
 }
 
 /// Whether the tensor-core kernel merges the splits itself for this call: the flag and the

@@ -885,13 +885,11 @@ pub(crate) fn run(
     launch: &Launch<'_>,
 ) -> Result<Vec<Array>> {
     let request = shared.request();
-    if request + shared.static_bound > MAX_SHARED {
+    let total = request + shared.static_bound;
+    if total > MAX_SHARED {
         return Err(Error::invalid(
             "quantized gemv",
-            format!(
-                "{name}: {} bytes of shared memory per CTA (at most {MAX_SHARED}); use fewer warps or stages",
-                request + shared.static_bound
-            ),
+            format!("{name}: {total} bytes of shared memory per CTA (at most {MAX_SHARED}); use fewer warps or stages"),
         ));
     }
     cached_by_name(KernelBackend::Cuda, name, request as u64, || {
