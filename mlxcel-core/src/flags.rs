@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 50;
+const SLOTS: usize = 51;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -432,6 +432,21 @@ pub const FOLD_MERGE: Flag = Flag {
     default: false,
     doc: "the tensor-core decode kernel merges its splits in the same launch (1 = fold; off by default: more device time than the separate merge kernel)",
     slot: 20,
+};
+
+/// With [`FOLD_MERGE`]: the fold's tail as one acquire-release ticket without fences, and the
+/// last CTA's merge in one round trip (each lane loads its split's statistics and every split's
+/// partial at once; at most 16 splits, the H200's count for 8 KV heads at any context). Why:
+/// the fold cost 0.11 ms per 32K step more than the separate merge kernel (session 30, +4 us
+/// per layer), and its tail is a latency chain: a fence in every CTA, the ticket, a second fence
+/// in the last CTA, then three dependent L2 round trips (the splits' maxima, the denominator's
+/// sums, the partials). Same operations in the same order: bit-identical to the separate merge.
+/// Not yet run on a GPU (written in session 31). 0 = the fenced ticket and the three passes.
+pub const FOLD_TAIL: Flag = Flag {
+    name: "MLXCEL_FOLD_TAIL",
+    default: true,
+    doc: "with MLXCEL_FOLD_MERGE: the fold's ticket without fences and its merge in one round trip (0 = fenced ticket, three passes)",
+    slot: 49,
 };
 
 /// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
@@ -947,6 +962,7 @@ pub const ALL: &[Flag] = &[
     QMV_POST,
     QMV_TILED,
     QMV_NORM_LATE,
+    FOLD_TAIL,
 ];
 
 #[cfg(test)]

@@ -753,7 +753,8 @@ pub fn fused_decode_rope(
                     "TRAD",
                     TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
                 )
-                .template("FOLD", TemplateArg::Bool(fold)),
+                .template("FOLD", TemplateArg::Bool(fold))
+                .template("FTAIL", TemplateArg::Bool(fold && flags::FOLD_TAIL.enabled())),
         )?;
         let out = outs.pop().expect("three outputs");
         if fold {

@@ -806,7 +806,10 @@ for (int idx = tid; idx < GQA * D; idx += NT) {
 // the last CTA; a call uses slot `epoch_marker_shape[0] - 1` (mlxcel rotates it over
 // FOLD_SLOTS calls, so calls that may run concurrently in one CUDA graph never share one).
 if constexpr (FOLD) {
-  __threadfence();  // this CTA's partials are visible device-wide before its ticket
+  // FTAIL: no fences. The barrier orders every thread's partials before tid 0's ticket, whose
+  // release makes them visible with it; the last CTA's acquire on the same ticket, then its
+  // barrier, order its reads after every CTA's stores (qgemv4_qkv_encode.cu's ETAIL).
+  if constexpr (!FTAIL) __threadfence();  // this CTA's partials are visible device-wide before its ticket
   __syncthreads();
   // In q's staging area (unused after the prologue), not a static __shared__ variable: the
   // kernel declares none, so its dynamic shared memory starts at DYN_SMEM_BASE (LUTI).
@@ -814,13 +817,18 @@ if constexpr (FOLD) {
   if (tid == 0) {
     const int slot = epoch_marker_shape[0] - 1;
     unsigned int* t = const_cast<unsigned int*>(tickets) + (static_cast<long long>(slot) * gridDim.z + b) * Hkv + kvh;
-    const unsigned int prev = atomicAdd(t, 1u);
+    unsigned int prev;
+    if constexpr (FTAIL) {
+      asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(t) : "memory");
+    } else {
+      prev = atomicAdd(t, 1u);
+    }
     last_cta = prev + 1 == static_cast<unsigned int>(S);
     if (last_cta) atomicExch(t, 0u);  // ready for the next call on this slot
   }
   __syncthreads();
   if (!last_cta) return;
-  __threadfence();
+  if constexpr (!FTAIL) __threadfence();
   // One warp per query head of the group merges it in registers with merge_splits_warp.cu's
   // arithmetic (mlxcel_fd::split_stats, finish_merge): splits s, s + MERGE_P, ... summed apart
   // in order, the parts in order, the inverse rotation on shuffles. No block barrier; the
@@ -832,6 +840,62 @@ if constexpr (FOLD) {
   // turbo4 device time per step 2.99 -> 3.11 ms at 32K and 4.45 -> 4.63 ms at 128K; NVRTC
   // SASS: the fold's registers also grow the loop, 383 -> 407 instructions per tile).
   const long long head0 = static_cast<long long>(b) * Hq + kvh * GQA;
+  // FTAIL with at most FTAIL_S splits (16 on the H200 for 8 KV heads at any context: one wave
+  // of CTAs): one round trip. Each lane loads split `lane`'s (max, sum) and every split's
+  // partial of its dims at once, before any of them is needed; the statistics reduce on
+  // shuffles and each split's weight comes from its lane. The operations and their order are
+  // split_stats' and the loop's below (max tree, then the weights, the denominator's tree, the
+  // splits summed into parts s % MERGE_P in order): the same bits.
+  constexpr int FTAIL_S = 16;
+  if (FTAIL && S <= FTAIL_S) {
+    for (int g = warp; g < GQA; g += NW) {
+      const float* mlb = ml + (head0 + g) * S * 2;
+      const float* ob = o_part + (head0 + g) * S * D + lane * QE;
+      float2 mls = make_float2(mlxcel_fd::neg_inf(), 0.0f);
+      if (lane < S) mls = __ldcg(reinterpret_cast<const float2*>(mlb) + lane);
+      float v[FTAIL_S][QE];
+#pragma unroll
+      for (int s = 0; s < FTAIL_S; ++s) {
+        if (s < S) {
+          if constexpr (QE == 4) {
+            const float4 t = __ldcg(reinterpret_cast<const float4*>(ob + static_cast<long long>(s) * D));
+            v[s][0] = t.x, v[s][1] = t.y, v[s][2] = t.z, v[s][3] = t.w;
+          } else {
+            const float2 t = __ldcg(reinterpret_cast<const float2*>(ob + static_cast<long long>(s) * D));
+            v[s][0] = t.x, v[s][1] = t.y;
+          }
+        }
+      }
+      float M = fmaxf(mlxcel_fd::neg_inf(), mls.x);
+      for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+      const float wt = lane < S ? mlxcel_fd::split_weight(mls.x, M) : 0.0f;
+      float dj = lane < S ? fmaf(wt, mls.y, 0.0f) : 0.0f;
+      for (int o = 16; o > 0; o >>= 1) dj += __shfl_xor_sync(0xffffffffu, dj, o);
+      const float den = 0.0f + dj;
+      float parts[mlxcel_fd::MERGE_P][QE];
+#pragma unroll
+      for (int p = 0; p < mlxcel_fd::MERGE_P; ++p) {
+#pragma unroll
+        for (int e = 0; e < QE; ++e) parts[p][e] = 0.0f;
+      }
+#pragma unroll
+      for (int s = 0; s < FTAIL_S; ++s) {
+        const float ws = __shfl_sync(0xffffffffu, wt, s);
+        if (s < S) {
+#pragma unroll
+          for (int e = 0; e < QE; ++e) {
+            float& acc = parts[s % mlxcel_fd::MERGE_P][e];
+            acc = ws != 0.0f ? fmaf(ws, v[s][e], acc) : acc;
+          }
+        }
+      }
+      float y[QE];
+      mlxcel_fd::finish_merge<QE, D, ROT_V>(parts, den, rot_v, lane, y);
+#pragma unroll
+      for (int e = 0; e < QE; ++e) out[(head0 + g) * D + lane * QE + e] = static_cast<T_q>(y[e]);
+    }
+    return;
+  }
   for (int g = warp; g < GQA; g += NW) {
     const float* mlb = ml + (head0 + g) * S * 2;
     const float* ob = o_part + (head0 + g) * S * D + lane * QE;
