@@ -180,6 +180,22 @@ fn print_profile(s: &GenerationStats) {
             s.decode_kv_appends_copied, s.decode_kv_appends_seen
         );
     }
+    if let Some(ab) = &s.decode_step_ab {
+        for arm in &ab.arms {
+            let ms = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.3}", 1e3 * v));
+            eprintln!(
+                "step A/B           {}={}: host {:.3} ms per step (submit {:.3}), device {} ms inside, {} ms idle before ({} steps; blocks of {})",
+                ab.flag,
+                u8::from(arm.on),
+                1e3 * arm.host_seconds_per_step,
+                1e3 * arm.submit_seconds_per_step,
+                ms(arm.device_seconds_inside_step),
+                ms(arm.device_seconds_before_step),
+                arm.steps,
+                ab.block
+            );
+        }
+    }
     if let Some(ops) = s.decode_ops_per_step_steady {
         eprintln!("ops per step       {ops:.1} MLX operations queued (2nd half)");
     }

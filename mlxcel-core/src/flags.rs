@@ -52,6 +52,12 @@ impl Flag {
         }
     }
 
+    /// Overrides the kept value until the next [`reload`] (in-process A/B of a flag across
+    /// decode steps: `MLXCEL_STEP_AB` in mlxcel-models' generate).
+    pub fn set_kept(&self, on: bool) {
+        VALUES[self.slot].store(if on { ON } else { OFF }, Ordering::Relaxed);
+    }
+
     /// The value as the environment says it now.
     fn read_env(&self) -> bool {
         match std::env::var(self.name) {
@@ -62,6 +68,11 @@ impl Flag {
             Err(_) => self.default,
         }
     }
+}
+
+/// The flag named `name` (e.g. `MLXCEL_FOLD_MERGE`), if it is one of [`ALL`].
+pub fn find(name: &str) -> Option<Flag> {
+    ALL.iter().find(|f| f.name == name).copied()
 }
 
 /// Forgets every kept value, so the next use of each flag (and of [`var`]) reads the

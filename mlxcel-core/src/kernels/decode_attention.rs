@@ -392,8 +392,28 @@ fn slot_marker(slot: usize) -> Result<Array> {
 /// scratch) and takes V's rotation from `ROT_V`; [`mma_supported`] already limits V's
 /// rotation to one group of the head dim, which the fold's warp arithmetic needs
 /// ([`merge_warp_fits`] holds for head dims 64 and 128).
-fn fold_fits(b: usize, hkv: usize) -> bool {
-    flags::FOLD_MERGE.enabled() && b * hkv <= FOLD_MAX_BH
+/// With `len`: also only below [`FOLD_MAX_CONTEXT`] tokens when that is set.
+fn fold_fits(b: usize, hkv: usize, len: usize) -> Result<bool> {
+    Ok(flags::FOLD_MERGE.enabled() && b * hkv <= FOLD_MAX_BH && len < fold_max_context()?)
+}
+
+/// The context length from which the fold stops applying (numeric, tokens; unset: no limit).
+/// Why: the fold trades device time (+2 to +3 us per layer, H200 session 31) for one MLX node
+/// per layer and step; the host saving matters where the step is host-bound, which at long
+/// contexts it is not.
+pub const FOLD_MAX_CONTEXT: &str = "MLXCEL_FOLD_MAX_CONTEXT";
+
+/// [`FOLD_MAX_CONTEXT`]'s value, `usize::MAX` when unset; not a number is an error.
+fn fold_max_context() -> Result<usize> {
+    match flags::var(FOLD_MAX_CONTEXT) {
+        Some(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| {
+            Error::invalid(
+                "fused decode",
+                format!("{FOLD_MAX_CONTEXT}={v}: expected a number of tokens"),
+            )
+        }),
+        _ => Ok(usize::MAX),
+    }
 }
 
 fn check_scale(scale: f32, d: usize) -> Result<()> {
@@ -662,7 +682,7 @@ pub fn fused_decode_rope(
     let len_marker = length_marker(len)?;
     let rot_v = signs(v, group_v)?;
     // Whether the tensor-core kernel merges the splits itself.
-    let fold = mma_shared.is_some() && fold_fits(b, hkv);
+    let fold = mma_shared.is_some() && fold_fits(b, hkv, len)?;
     // Without the fold the kernel reads neither: cached placeholders, no per-call op.
     let (tickets, epoch_marker) = if fold {
         fold_inputs()?
@@ -754,7 +774,10 @@ pub fn fused_decode_rope(
                     TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
                 )
                 .template("FOLD", TemplateArg::Bool(fold))
-                .template("FTAIL", TemplateArg::Bool(fold && flags::FOLD_TAIL.enabled())),
+                .template(
+                    "FTAIL",
+                    TemplateArg::Bool(fold && flags::FOLD_TAIL.enabled()),
+                ),
         )?;
         let out = outs.pop().expect("three outputs");
         if fold {
@@ -797,8 +820,8 @@ pub fn mma_pair(stages: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{
-        fold_inputs, length_marker, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages,
-        qkv_encode_tickets, FOLD_SLOTS, MMA_PAIR_MIN_STAGES,
+        fold_fits, fold_inputs, length_marker, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages,
+        qkv_encode_tickets, FOLD_MAX_BH, FOLD_MAX_CONTEXT, FOLD_SLOTS, MMA_PAIR_MIN_STAGES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
@@ -879,5 +902,37 @@ mod tests {
             assert_eq!(length_marker(len).unwrap().shape(), vec![len as i32]);
             assert!(m.to_vec::<u8>().unwrap().iter().all(|&b| b == 0));
         }
+    }
+
+    /// The fold applies below `MLXCEL_FOLD_MAX_CONTEXT` tokens when that is set, at any length
+    /// when not, never with the flag off; a value that is not a number is an error. (Set
+    /// through the environment: a concurrent test's `flags::reload` then reads the same.)
+    #[test]
+    fn fold_applies_below_its_context_limit() {
+        let fold = flags::FOLD_MERGE.name;
+        std::env::set_var(fold, "1");
+        std::env::remove_var(FOLD_MAX_CONTEXT);
+        flags::reload();
+        assert!(fold_fits(1, 8, 1 << 20).unwrap());
+        assert!(
+            !fold_fits(1, FOLD_MAX_BH + 1, 16).unwrap(),
+            "too many heads for the tickets"
+        );
+        std::env::set_var(FOLD_MAX_CONTEXT, "65536");
+        flags::reload();
+        assert!(fold_fits(1, 8, 32768).unwrap());
+        assert!(fold_fits(1, 8, 65535).unwrap());
+        assert!(!fold_fits(1, 8, 65536).unwrap());
+        assert!(!fold_fits(1, 8, 131072).unwrap());
+        std::env::set_var(FOLD_MAX_CONTEXT, "64K");
+        flags::reload();
+        let err = fold_fits(1, 8, 16).unwrap_err().to_string();
+        assert!(err.contains("MLXCEL_FOLD_MAX_CONTEXT=64K"), "{err}");
+        std::env::set_var(fold, "0");
+        std::env::remove_var(FOLD_MAX_CONTEXT);
+        flags::reload();
+        assert!(!fold_fits(1, 8, 16).unwrap());
+        std::env::remove_var(fold);
+        flags::reload();
     }
 }

@@ -19,8 +19,11 @@ use crate::tokenizer::StreamDecoder;
 mod cpu_time;
 mod kv_fill;
 pub use kv_fill::{fill_random, PromptFill};
+mod step_ab;
 mod steps;
 use cpu_time::CpuSnapshot;
+use step_ab::StepAb;
+pub use step_ab::{StepAbArm, StepAbStats, STEP_AB, STEP_AB_BLOCK};
 pub use steps::StepTimeline;
 use steps::{device_clock_stats, mean_of_second_half, step_percentiles, StepRecorder};
 
@@ -156,6 +159,10 @@ pub struct GenerationStats {
     /// still held the buffer when MLX encoded the append; see `kv::buffer::append_copies`).
     pub decode_kv_appends_seen: usize,
     pub decode_kv_appends_copied: usize,
+    /// With `MLXCEL_STEP_AB=<flag>` in the pipelined loop: host and device time per step with
+    /// the flag off and on, alternated in blocks of steps inside this run ([`StepAbStats`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_step_ab: Option<StepAbStats>,
 }
 
 /// What came out.
@@ -294,6 +301,11 @@ pub fn generate(
         .unwrap_or_else(|| flags::PIPELINED_DECODE.enabled())
         && sampler.params().is_greedy();
     let clock = pipelined && flags::DEVICE_CLOCK.enabled();
+    let mut step_ab = StepAb::from_env()?;
+    if step_ab.is_some() && !pipelined {
+        tracing::warn!("{STEP_AB} needs the pipelined greedy loop; no A/B in this run");
+        step_ab = None;
+    }
     // Only the decode steps are profiled: what the prefill built is dropped here.
     build_profile::set_enabled(
         params
@@ -310,6 +322,9 @@ pub fn generate(
             Some(pending) => {
                 // Queue the following step before waiting for this one.
                 if out.len() + 1 < params.max_tokens {
+                    if let Some(ab) = step_ab.as_mut() {
+                        ab.before_step();
+                    }
                     queued = Some(
                         steps.queue(|| queue_greedy_step(model, &pending, &mut caches, clock))?,
                     );
@@ -363,6 +378,9 @@ pub fn generate(
             // Only the first decode step starts from a host token; later ones were queued
             // above from the device token.
             if queued.is_none() {
+                if let Some(ab) = step_ab.as_mut() {
+                    ab.before_step();
+                }
                 queued = Some(steps.queue(|| {
                     queue_greedy_step(model, &Array::from_slice(&[tok], &[1])?, &mut caches, clock)
                 })?);
@@ -388,6 +406,9 @@ pub fn generate(
     build_profile::set_enabled(false);
     let timeline = steps.timeline()?;
     let device_clock = timeline.as_deref().and_then(device_clock_stats);
+    let step_ab_stats = step_ab
+        .as_ref()
+        .map(|ab| ab.stats(&steps.build_times, &steps.submit_times, timeline.as_deref()));
     let (step_p50, step_p90) = step_percentiles(&step_times);
     // CPU use over the same steps as the steady tok/s.
     let cpu = if step_times.len() >= 4 {
@@ -431,6 +452,7 @@ pub fn generate(
         decode_loop_thread_preemptions_per_step_steady: cpu.map(|c| c.2),
         decode_kv_appends_seen: appends.0,
         decode_kv_appends_copied: appends.1,
+        decode_step_ab: step_ab_stats,
     };
     Ok(Generation {
         tokens: out,

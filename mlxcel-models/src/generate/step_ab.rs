@@ -1,0 +1,242 @@
+//! An A/B of one boolean `MLXCEL_*` flag inside one generation (`MLXCEL_STEP_AB=<flag>`):
+//! the pipelined decode loop turns the flag off and on in alternating blocks of steps
+//! (`MLXCEL_STEP_AB_BLOCK`, default 8), and `--profile` reports the host and device time per
+//! step of each arm.
+//!
+//! Why: on the H200 machine the host's speed differs between processes by up to 1.6x (the
+//! same turbo4 32K run takes 2.7-2.9 or 4.2-4.5 ms of host per step; NOTES, session 30), so
+//! an A/B of a host-side lever across separate runs needs many runs per arm and still
+//! mixes the two speeds. Inside one process both arms meet the same host.
+//!
+//! Only for flags whose two settings give the same results (bit-identical paths): the
+//! tokens of such a run are those of either setting. A flag that changes numerics would
+//! give a run whose tokens follow neither; the variable says which flag, the caller is
+//! responsible for choosing one of the bit-identical ones (docs/usage.md lists them).
+
+use mlxcel_core::flags::{self, Flag};
+
+use super::steps::StepTimeline;
+use crate::error::{ModelError, Result};
+
+/// Names the flag to alternate.
+pub const STEP_AB: &str = "MLXCEL_STEP_AB";
+/// Steps per block (numeric, default [`DEFAULT_BLOCK`]).
+pub const STEP_AB_BLOCK: &str = "MLXCEL_STEP_AB_BLOCK";
+pub const DEFAULT_BLOCK: usize = 8;
+
+/// The alternation: which flag, the block length, and each queued step's setting.
+pub(super) struct StepAb {
+    flag: Flag,
+    block: usize,
+    /// The flag's value before the generation, restored at the end.
+    before: bool,
+    /// The setting each queued step was built with, in queue order.
+    arms: Vec<bool>,
+}
+
+/// One arm's means over its counted steps (`None` without device clocks).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StepAbArm {
+    pub on: bool,
+    pub steps: usize,
+    pub host_seconds_per_step: f64,
+    pub submit_seconds_per_step: f64,
+    pub device_seconds_inside_step: Option<f64>,
+    /// Device idle from the previous step's last node to this step's first.
+    pub device_seconds_before_step: Option<f64>,
+}
+
+/// The A/B's result for `--profile` and `--json`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StepAbStats {
+    pub flag: String,
+    pub block: usize,
+    /// Off, then on.
+    pub arms: [StepAbArm; 2],
+}
+
+impl StepAb {
+    /// The A/B the environment asks for: `None` when `MLXCEL_STEP_AB` is unset or empty; an
+    /// error when it names no flag or the block length is not a positive number.
+    pub(super) fn from_env() -> Result<Option<StepAb>> {
+        let name = match std::env::var(STEP_AB) {
+            Ok(n) if !n.trim().is_empty() => n.trim().to_string(),
+            _ => return Ok(None),
+        };
+        let flag = flags::find(&name).ok_or_else(|| {
+            ModelError::Unsupported(format!(
+                "{STEP_AB}={name}: no such flag (expected one of the MLXCEL_* switches in docs/usage.md)"
+            ))
+        })?;
+        let block = match std::env::var(STEP_AB_BLOCK) {
+            Err(_) => DEFAULT_BLOCK,
+            Ok(v) => v.trim().parse().ok().filter(|&b| b > 0).ok_or_else(|| {
+                ModelError::Unsupported(format!(
+                    "{STEP_AB_BLOCK}={v}: expected a positive number of steps"
+                ))
+            })?,
+        };
+        tracing::info!(
+            "{STEP_AB}: {} off and on in alternating blocks of {block} decode steps",
+            flag.name
+        );
+        Ok(Some(StepAb {
+            flag,
+            block,
+            before: flag.enabled(),
+            arms: Vec::new(),
+        }))
+    }
+
+    /// Sets the flag for the next queued step: off in even blocks, on in odd ones.
+    pub(super) fn before_step(&mut self) {
+        let on = (self.arms.len() / self.block) % 2 == 1;
+        self.flag.set_kept(on);
+        self.arms.push(on);
+    }
+
+    /// Whether queued step `i` counts: not in either arm's first block (each arm's kernels
+    /// compile and its CUDA graphs are instantiated there) and not the first step of a
+    /// block (it overlaps the other arm's step on the device).
+    fn counts(&self, i: usize) -> bool {
+        i >= 2 * self.block && !i.is_multiple_of(self.block)
+    }
+
+    /// Per-arm means of the queued steps' host times (`build`: graph building and submit;
+    /// `submit`: the `async_eval` part) and, with device clocks, their device times.
+    pub(super) fn stats(
+        &self,
+        build: &[f64],
+        submit: &[f64],
+        timeline: Option<&[StepTimeline]>,
+    ) -> StepAbStats {
+        let arm = |on: bool| {
+            let idx: Vec<usize> = (0..self.arms.len().min(build.len()))
+                .filter(|&i| self.arms[i] == on && self.counts(i))
+                .collect();
+            let mean = |f: &dyn Fn(usize) -> Option<f64>| -> Option<f64> {
+                let v: Vec<f64> = idx.iter().filter_map(|&i| f(i)).collect();
+                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            };
+            let ns = |x: u64| x as f64 * 1e-9;
+            StepAbArm {
+                on,
+                steps: idx.len(),
+                host_seconds_per_step: mean(&|i| Some(build[i])).unwrap_or(0.0),
+                submit_seconds_per_step: mean(&|i| submit.get(i).copied()).unwrap_or(0.0),
+                device_seconds_inside_step: timeline.and_then(|t| {
+                    mean(&|i| {
+                        t.get(i)
+                            .map(|s| ns(s.device_last.saturating_sub(s.device_first)))
+                    })
+                }),
+                device_seconds_before_step: timeline.and_then(|t| {
+                    mean(&|i| {
+                        let (prev, s) = (t.get(i.checked_sub(1)?)?, t.get(i)?);
+                        Some(ns(s.device_first.saturating_sub(prev.device_last)))
+                    })
+                }),
+            }
+        };
+        StepAbStats {
+            flag: self.flag.name.to_string(),
+            block: self.block,
+            arms: [arm(false), arm(true)],
+        }
+    }
+}
+
+impl Drop for StepAb {
+    /// The flag goes back to its value from before the generation.
+    fn drop(&mut self) {
+        self.flag.set_kept(self.before);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tests flip `MLXCEL_FOLD_TAIL`: read only by the CUDA decode kernel, so no other test
+    /// of this crate (CPU) sees it change.
+    const FLAG: &str = "MLXCEL_FOLD_TAIL";
+
+    fn ab(block: usize) -> StepAb {
+        StepAb {
+            flag: flags::find(FLAG).expect("a listed flag"),
+            block,
+            before: false,
+            arms: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn arms_alternate_in_blocks_and_skip_each_arms_first_block_and_block_starts() {
+        let mut a = ab(2);
+        for _ in 0..10 {
+            a.before_step();
+        }
+        assert_eq!(
+            a.arms,
+            [false, false, true, true, false, false, true, true, false, false]
+        );
+        let counted: Vec<usize> = (0..10).filter(|&i| a.counts(i)).collect();
+        assert_eq!(counted, [5, 7, 9]);
+        // Host times 1 ms (off) and 3 ms (on); device inside 2 / 4 ms, idle 0.5 ms.
+        let build: Vec<f64> = a
+            .arms
+            .iter()
+            .map(|&on| if on { 3e-3 } else { 1e-3 })
+            .collect();
+        let ms = 1_000_000u64;
+        let mut t = 0u64;
+        let timeline: Vec<StepTimeline> = a
+            .arms
+            .iter()
+            .map(|&on| {
+                let first = t + ms / 2;
+                let last = first + if on { 4 * ms } else { 2 * ms };
+                t = last;
+                StepTimeline {
+                    host_build_start: 0,
+                    host_submit_start: 0,
+                    host_submit_end: 0,
+                    host_wait_start: 0,
+                    host_wait_end: 0,
+                    device_launch: first,
+                    device_first: first,
+                    device_last: last,
+                }
+            })
+            .collect();
+        let s = a.stats(&build, &build, Some(&timeline));
+        assert_eq!(s.flag, FLAG);
+        let (off, on) = (&s.arms[0], &s.arms[1]);
+        assert_eq!((off.on, off.steps, on.on, on.steps), (false, 2, true, 1));
+        assert!((off.host_seconds_per_step - 1e-3).abs() < 1e-12);
+        assert!((on.host_seconds_per_step - 3e-3).abs() < 1e-12);
+        assert!((off.device_seconds_inside_step.unwrap() - 2e-3).abs() < 1e-12);
+        assert!((on.device_seconds_inside_step.unwrap() - 4e-3).abs() < 1e-12);
+        assert!((on.device_seconds_before_step.unwrap() - 0.5e-3).abs() < 1e-12);
+        let no_clock = a.stats(&build, &build, None);
+        assert!(no_clock.arms[1].device_seconds_inside_step.is_none());
+    }
+
+    #[test]
+    fn the_flag_follows_the_arm_and_is_restored() {
+        let flag = flags::find(FLAG).unwrap();
+        let initial = flag.enabled();
+        {
+            let mut a = ab(1);
+            a.before = true;
+            a.before_step();
+            assert!(!flag.enabled());
+            a.before_step();
+            assert!(flag.enabled());
+            a.before_step();
+            assert!(!flag.enabled());
+        }
+        assert!(flag.enabled(), "restored to the value from before");
+        flag.set_kept(initial);
+    }
+}
