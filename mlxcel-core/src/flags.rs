@@ -434,14 +434,24 @@ pub const FUSED_KV_APPEND: Flag = Flag {
 /// `merge_splits_warp.cu` (the separate merge takes 4.13 us per call in situ at 32K: ncu,
 /// session 18). Also slower (H200, session 18, call 3): the turbo4 call 20.58 -> 27.30 us in
 /// situ at 32K against the 4.13 us merge it saves; device time per step 2.99 -> 3.11 ms at
-/// 32K, 4.45 -> 4.63 ms at 128K (two interleaved rounds each). Off; 1 folds. The inverse V
+/// 32K, 4.45 -> 4.63 ms at 128K (two interleaved rounds each). The inverse V
 /// rotation follows the side's rotation (`ROT_V`), so rotated int8 (int8r) values fold too;
 /// that combination is NVRTC-compiled only (the H200 checks covered turbo4, turbo4-asym,
 /// int8 and fp16).
+/// Default on since session 31, with [`FOLD_TAIL`]'s one-round-trip tail and only where that
+/// tail applies and the step is likely host-bound (`fold_fits` in
+/// kernels/decode_attention.rs: at most 16 splits, contexts below `MLXCEL_FOLD_MAX_CONTEXT`,
+/// 65536 by default). In-process A/B on the H200 (`MLXCEL_STEP_AB`, blocks of 8 steps, 49
+/// steps per arm), turbo4: host per step -0.19 / -0.20 / -0.26 / -0.21 ms at 4K and 32K (x3),
+/// device +0.05 to +0.09 ms, so the step (the larger of the two) 2.47 -> 2.28 ms at 4K and
+/// 2.72 -> 2.58, 3.77 -> 3.51, 2.69 -> 2.58 ms at 32K; at 128K host -0.15, device +0.10
+/// (3.77 -> 3.75: even; device-bound where the host is faster), hence the limit.
+/// turbo4-asym (49 splits at 32K, the three-pass tail) lost 0.32 ms of device time, hence the
+/// split limit. 0 = the separate merge kernel everywhere.
 pub const FOLD_MERGE: Flag = Flag {
     name: "MLXCEL_FOLD_MERGE",
-    default: false,
-    doc: "the tensor-core decode kernel merges its splits in the same launch (1 = fold; off by default: more device time than the separate merge kernel)",
+    default: true,
+    doc: "the tensor-core decode kernel merges its splits in the same launch where <= 16 splits and below MLXCEL_FOLD_MAX_CONTEXT tokens (0 = separate merge kernel)",
     slot: 20,
 };
 
@@ -452,7 +462,10 @@ pub const FOLD_MERGE: Flag = Flag {
 /// per layer), and its tail is a latency chain: a fence in every CTA, the ticket, a second fence
 /// in the last CTA, then three dependent L2 round trips (the splits' maxima, the denominator's
 /// sums, the partials). Same operations in the same order: bit-identical to the separate merge.
-/// Not yet run on a GPU (written in session 31). 0 = the fenced ticket and the three passes.
+/// On the H200 (session 31): the fold's 180 bit-identity checks pass with it; device time per
+/// turbo4 step with the fold at 32K 2.632-2.638 ms (old tail) -> 2.579-2.621 (new), against
+/// 2.525-2.530 for the separate merge (three interleaved rounds); 128K 3.737 against 3.653.
+/// 0 = the fenced ticket and the three passes.
 pub const FOLD_TAIL: Flag = Flag {
     name: "MLXCEL_FOLD_TAIL",
     default: true,

@@ -742,10 +742,12 @@ fn early_ring_refill_is_bit_identical() {
 /// query head with the warp merge's arithmetic) must give the default path's bits (the
 /// separate warp merge), for every format the tensor-core kernel serves (turbo4 in 12-warp
 /// CTAs with the pair table, the others in 4-warp CTAs), head dims 64 and 128, GQA 4 and 7
-/// (`MMA_SHAPES`), lengths inside one tile and across many, split counts from the default to 300 (beyond
-/// the warp merge's 4 * D = 256 threads at D = 64, where its denominator order wraps), and
-/// three folded calls in a row on the rotating ticket slots (a ticket left unreset would make
-/// a later call's merge run early or never). On the CPU both end in MLX's "CUDA" error.
+/// (`MMA_SHAPES`), lengths inside one tile and across many, split counts up to the fold's 16
+/// (its one-round-trip tail, `MLXCEL_FOLD_TAIL`; run with `MLXCEL_FOLD_TAIL=0` for the fenced
+/// three-pass tail) and beyond them (47, and the default count with one KV head: those calls
+/// take the separate merge, `fold_fits`), and three folded calls in a row on the rotating
+/// ticket slots (a ticket left unreset would make a later call's merge run early or never).
+/// On the CPU both end in MLX's "CUDA" error.
 #[test]
 fn folded_merge_is_bit_identical_to_the_warp_merge() {
     let checked = flag_bit_identity(
@@ -757,8 +759,9 @@ fn folded_merge_is_bit_identical_to_the_warp_merge() {
             (1, None),
             (17, Some(5)),
             (3000, None),
+            (3000, Some(16)),
+            (5000, Some(11)),
             (5000, Some(47)),
-            (5000, Some(300)),
         ],
         3,
     );

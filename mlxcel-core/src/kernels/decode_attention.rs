@@ -392,18 +392,31 @@ fn slot_marker(slot: usize) -> Result<Array> {
 /// scratch) and takes V's rotation from `ROT_V`; [`mma_supported`] already limits V's
 /// rotation to one group of the head dim, which the fold's warp arithmetic needs
 /// ([`merge_warp_fits`] holds for head dims 64 and 128).
-/// With `len`: also only below [`FOLD_MAX_CONTEXT`] tokens when that is set.
-fn fold_fits(b: usize, hkv: usize, len: usize) -> Result<bool> {
-    Ok(flags::FOLD_MERGE.enabled() && b * hkv <= FOLD_MAX_BH && len < fold_max_context()?)
+/// Also only for calls of at most [`FOLD_MAX_SPLITS`] splits over fewer than
+/// [`FOLD_MAX_CONTEXT`] tokens.
+fn fold_fits(b: usize, hkv: usize, len: usize, splits: usize) -> Result<bool> {
+    Ok(flags::FOLD_MERGE.enabled()
+        && b * hkv <= FOLD_MAX_BH
+        && splits <= FOLD_MAX_SPLITS
+        && len < fold_max_context()?)
 }
 
-/// The context length from which the fold stops applying (numeric, tokens; unset: no limit).
-/// Why: the fold trades device time (+2 to +3 us per layer, H200 session 31) for one MLX node
-/// per layer and step; the host saving matters where the step is host-bound, which at long
-/// contexts it is not.
-pub const FOLD_MAX_CONTEXT: &str = "MLXCEL_FOLD_MAX_CONTEXT";
+/// Most splits the fold merges: its one-round-trip tail (`FTAIL_S` in
+/// `cuda/decode_attention_mma.cu`; 16 is the H200's split count for 8 KV heads at every
+/// context). Beyond it the tail takes three dependent passes: turbo4-asym's 49 splits at 32K
+/// cost 0.32 ms of device time per step folded (H200, session 31).
+pub const FOLD_MAX_SPLITS: usize = 16;
 
-/// [`FOLD_MAX_CONTEXT`]'s value, `usize::MAX` when unset; not a number is an error.
+/// The context length (tokens) from which the fold stops applying: numeric, default
+/// [`FOLD_MAX_CONTEXT_DEFAULT`]. Why: the fold trades device time (+0.05 ms per turbo4 step at
+/// 4K and 32K, +0.1 at 128K on the H200, session 31) for one MLX node per layer and step
+/// (-0.15 to -0.26 ms of host per step); the host saving shortens the step where the host
+/// is the slower side, which the device stops being only at long contexts.
+pub const FOLD_MAX_CONTEXT: &str = "MLXCEL_FOLD_MAX_CONTEXT";
+pub const FOLD_MAX_CONTEXT_DEFAULT: usize = 65536;
+
+/// [`FOLD_MAX_CONTEXT`]'s value, [`FOLD_MAX_CONTEXT_DEFAULT`] when unset; not a number is an
+/// error.
 fn fold_max_context() -> Result<usize> {
     match flags::var(FOLD_MAX_CONTEXT) {
         Some(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| {
@@ -412,7 +425,7 @@ fn fold_max_context() -> Result<usize> {
                 format!("{FOLD_MAX_CONTEXT}={v}: expected a number of tokens"),
             )
         }),
-        _ => Ok(usize::MAX),
+        _ => Ok(FOLD_MAX_CONTEXT_DEFAULT),
     }
 }
 
@@ -682,7 +695,7 @@ pub fn fused_decode_rope(
     let len_marker = length_marker(len)?;
     let rot_v = signs(v, group_v)?;
     // Whether the tensor-core kernel merges the splits itself.
-    let fold = mma_shared.is_some() && fold_fits(b, hkv, len)?;
+    let fold = mma_shared.is_some() && fold_fits(b, hkv, len, splits)?;
     // Without the fold the kernel reads neither: cached placeholders, no per-call op.
     let (tickets, epoch_marker) = if fold {
         fold_inputs()?
@@ -821,7 +834,8 @@ pub fn mma_pair(stages: usize) -> bool {
 mod tests {
     use super::{
         fold_fits, fold_inputs, length_marker, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages,
-        qkv_encode_tickets, FOLD_MAX_BH, FOLD_MAX_CONTEXT, FOLD_SLOTS, MMA_PAIR_MIN_STAGES,
+        qkv_encode_tickets, FOLD_MAX_BH, FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS, FOLD_SLOTS,
+        MMA_PAIR_MIN_STAGES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
@@ -904,34 +918,35 @@ mod tests {
         }
     }
 
-    /// The fold applies below `MLXCEL_FOLD_MAX_CONTEXT` tokens when that is set, at any length
-    /// when not, never with the flag off; a value that is not a number is an error. (Set
+    /// The fold applies below `MLXCEL_FOLD_MAX_CONTEXT` tokens (65536 when unset) and up to
+    /// 16 splits, never with the flag off; a limit that is not a number is an error. (Set
     /// through the environment: a concurrent test's `flags::reload` then reads the same.)
     #[test]
-    fn fold_applies_below_its_context_limit() {
+    fn fold_applies_below_its_context_limit_and_up_to_16_splits() {
         let fold = flags::FOLD_MERGE.name;
         std::env::set_var(fold, "1");
         std::env::remove_var(FOLD_MAX_CONTEXT);
         flags::reload();
-        assert!(fold_fits(1, 8, 1 << 20).unwrap());
+        assert!(fold_fits(1, 8, 32768, 16).unwrap());
+        assert!(fold_fits(1, 8, 65535, 1).unwrap());
+        assert!(!fold_fits(1, 8, 65536, 16).unwrap(), "the default limit");
+        assert!(!fold_fits(1, 8, 32768, FOLD_MAX_SPLITS + 1).unwrap());
         assert!(
-            !fold_fits(1, FOLD_MAX_BH + 1, 16).unwrap(),
+            !fold_fits(1, FOLD_MAX_BH + 1, 16, 1).unwrap(),
             "too many heads for the tickets"
         );
-        std::env::set_var(FOLD_MAX_CONTEXT, "65536");
+        std::env::set_var(FOLD_MAX_CONTEXT, "200000");
         flags::reload();
-        assert!(fold_fits(1, 8, 32768).unwrap());
-        assert!(fold_fits(1, 8, 65535).unwrap());
-        assert!(!fold_fits(1, 8, 65536).unwrap());
-        assert!(!fold_fits(1, 8, 131072).unwrap());
+        assert!(fold_fits(1, 8, 131072, 16).unwrap());
+        assert!(!fold_fits(1, 8, 200000, 16).unwrap());
         std::env::set_var(FOLD_MAX_CONTEXT, "64K");
         flags::reload();
-        let err = fold_fits(1, 8, 16).unwrap_err().to_string();
+        let err = fold_fits(1, 8, 16, 1).unwrap_err().to_string();
         assert!(err.contains("MLXCEL_FOLD_MAX_CONTEXT=64K"), "{err}");
         std::env::set_var(fold, "0");
         std::env::remove_var(FOLD_MAX_CONTEXT);
         flags::reload();
-        assert!(!fold_fits(1, 8, 16).unwrap());
+        assert!(!fold_fits(1, 8, 16, 1).unwrap());
         std::env::remove_var(fold);
         flags::reload();
     }
