@@ -838,7 +838,9 @@ if constexpr (FOLD) {
   // replaced (ADR 0005, NOTES sessions 5 and 7). v3 is slower too (H200, session 18: in situ
   // at 32K the turbo4 call took 27.30 us against 20.58 + 4.13 for kernel + separate merge,
   // turbo4 device time per step 2.99 -> 3.11 ms at 32K and 4.45 -> 4.63 ms at 128K; NVRTC
-  // SASS: the fold's registers also grow the loop, 383 -> 407 instructions per tile).
+  // SASS: the fold's registers also grow the loop, 383 -> 407 instructions per tile). With
+  // FTAIL below (session 31) it costs +0.05 ms per 32K step against the separate merge and saves
+  // 0.15-0.26 ms of host, so mlxcel folds where the tail takes that path (fold_fits).
   const long long head0 = static_cast<long long>(b) * Hq + kvh * GQA;
   // FTAIL with at most FTAIL_S splits (16 on the H200 for 8 KV heads at any context: one wave
   // of CTAs): one round trip. Each lane loads split `lane`'s (max, sum) and every split's
