@@ -35,6 +35,20 @@ timed() {
   run "$@"
 }
 
+# `interleaved CTX NEED CONFIG...`: three rounds at CTX of the configurations, each
+# "TAG KV [ENV=VALUE...]", the order rotated each round (tags rROUND-TAG), each run `timed NEED`.
+interleaved() {
+  local ctx=$1 need=$2; shift 2
+  local configs=("$@") n=$# round i c
+  for round in 1 2 3; do
+    for ((i = 0; i < n; i++)); do
+      # shellcheck disable=SC2206
+      c=(${configs[$(((i + round) % n))]})
+      timed "$need" "r$round-${c[0]}" "${c[1]}" "$ctx" "${c[@]:2}"
+    done
+  done
+}
+
 # `rounds CTX NEED`: three interleaved rounds at CTX of fp16 / turbo4 / turbo4 with MLX's
 # graph byte limit lifted / int8 / turbo4-asym (tags r1, r1lift, ...: repeats_summary.py),
 # the order rotated each round so that no configuration always runs first.

@@ -21,12 +21,5 @@ gpu_test gpu_fused_decode 200 "fold" folded_merge
 bg_wait
 e2e_setup 540 120
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1 MLXCEL_BUILD_PROFILE=1"
-for round in 1 2 3; do
-  configs=("base turbo4" "fold turbo4 MLXCEL_FOLD_MERGE=1" "base fp16")
-  for i in 0 1 2; do
-    # shellcheck disable=SC2206
-    c=(${configs[$(((i + round) % 3))]})
-    timed 45 "r$round-${c[0]}" "${c[1]}" 32768 "${c[@]:2}"
-  done
-done
+interleaved 32768 45 "base turbo4" "fold turbo4 MLXCEL_FOLD_MERGE=1" "base fp16"
 echo "done at t=${SECONDS}s"

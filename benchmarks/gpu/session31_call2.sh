@@ -20,14 +20,7 @@ MLXCEL_FOLD_TAIL=0 bench_ab MLXCEL_FOLD_MERGE foldold
 bench_ab MLXCEL_FOLD_MERGE fold
 e2e_setup 540 120
 RUN_ENV="MLXCEL_DEVICE_CLOCK=1 MLXCEL_BUILD_PROFILE=1"
-for round in 1 2 3; do
-  configs=("base turbo4" "fold turbo4 MLXCEL_FOLD_MERGE=1" "foldold turbo4 MLXCEL_FOLD_MERGE=1 MLXCEL_FOLD_TAIL=0")
-  for i in 0 1 2; do
-    # shellcheck disable=SC2206
-    c=(${configs[$(((i + round) % 3))]})
-    timed 45 "r$round-${c[0]}" "${c[1]}" 32768 "${c[@]:2}"
-  done
-done
+interleaved 32768 45 "base turbo4" "fold turbo4 MLXCEL_FOLD_MERGE=1" "foldold turbo4 MLXCEL_FOLD_MERGE=1 MLXCEL_FOLD_TAIL=0"
 timed 45 r1-base fp16 32768
 FILL=random-kv timed 50 r1-base turbo4 131072
 FILL=random-kv timed 50 r1-fold turbo4 131072 MLXCEL_FOLD_MERGE=1

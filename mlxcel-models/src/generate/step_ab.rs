@@ -197,16 +197,7 @@ mod tests {
                 let first = t + ms / 2;
                 let last = first + if on { 4 * ms } else { 2 * ms };
                 t = last;
-                StepTimeline {
-                    host_build_start: 0,
-                    host_submit_start: 0,
-                    host_submit_end: 0,
-                    host_wait_start: 0,
-                    host_wait_end: 0,
-                    device_launch: first,
-                    device_first: first,
-                    device_last: last,
-                }
+                StepTimeline::device_only(first, last)
             })
             .collect();
         let s = a.stats(&build, &build, Some(&timeline));

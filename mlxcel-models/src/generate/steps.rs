@@ -36,6 +36,23 @@ pub struct StepTimeline {
     pub device_last: u64,
 }
 
+#[cfg(test)]
+impl StepTimeline {
+    /// A step known only by its device span `first..last` (ns; host marks 0), for tests.
+    pub(super) fn device_only(first: u64, last: u64) -> StepTimeline {
+        StepTimeline {
+            host_build_start: 0,
+            host_submit_start: 0,
+            host_submit_end: 0,
+            host_wait_start: 0,
+            host_wait_end: 0,
+            device_launch: first,
+            device_first: first,
+            device_last: last,
+        }
+    }
+}
+
 /// `seconds` before the Unix time `end_ns`.
 fn before(end_ns: u64, seconds: f64) -> u64 {
     end_ns.saturating_sub((seconds * 1e9) as u64)
@@ -289,16 +306,7 @@ mod tests {
         // Steps of 3 ms on the device with 1 ms idle between them; the first half (a slow
         // JIT step) is ignored.
         let ms = 1_000_000u64;
-        let step = |first: u64, last: u64| StepTimeline {
-            host_build_start: 0,
-            host_submit_start: 0,
-            host_submit_end: 0,
-            host_wait_start: 0,
-            host_wait_end: 0,
-            device_launch: first,
-            device_first: first,
-            device_last: last,
-        };
+        let step = StepTimeline::device_only;
         let mut clocks = vec![step(0, 500 * ms)];
         let mut t = 600 * ms;
         for _ in 0..7 {
