@@ -286,6 +286,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             PromptFillArg::Model => PromptFill::Model,
             PromptFillArg::RandomKv => PromptFill::RandomKv,
         },
+        step_ab: None,
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout();

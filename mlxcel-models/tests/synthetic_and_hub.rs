@@ -87,6 +87,53 @@ fn synthetic_weights_generate_exactly_max_tokens() {
     }
 }
 
+/// An in-process step A/B (`GenerateParams::step_ab`, `MLXCEL_STEP_AB`) of a bit-identical
+/// flag gives the plain run's tokens, reports both arms over the steps it counts (each arm's
+/// first block and every block's first step left out: 39 queued steps in blocks of 4 leave
+/// 12 off and 11 on), leaves the flag as it found it, and refuses a name that is no flag and
+/// a block of 0 steps. (`MLXCEL_FOLD_MERGE` switches a CUDA kernel; on the CPU this checks
+/// the loop's bookkeeping.)
+#[test]
+fn a_step_ab_run_gives_the_plain_tokens_and_both_arms() {
+    let cfg_path = tiny_config(64);
+    let spec = format!("synthetic:{}", cfg_path.display());
+    let format = WeightFormat::Dense(Dtype::F32);
+    let model = Model::load(Some(&spec), &LoadOptions { format, seed: 7 }).unwrap();
+    let prompt: Vec<u32> = (0..20).map(|i| (i * 13) % 256).collect();
+    let flag = mlxcel_core::flags::FOLD_MERGE;
+    let before = flag.enabled();
+    let run = |step_ab: Option<(String, usize)>| {
+        let params = GenerateParams {
+            max_tokens: 40,
+            prefill_chunk: 8,
+            pipelined: Some(true),
+            step_ab,
+            ..Default::default()
+        };
+        generate(&model, &prompt, &params, |_| {})
+    };
+    let plain = run(None).unwrap();
+    assert!(plain.stats.decode_step_ab.is_none());
+    let ab = run(Some((flag.name.to_string(), 4))).unwrap();
+    assert_eq!(ab.tokens, plain.tokens);
+    let s = ab.stats.decode_step_ab.expect("the A/B's arms");
+    assert_eq!((s.flag.as_str(), s.block), (flag.name, 4));
+    let arms: Vec<(bool, usize)> = s.arms.iter().map(|a| (a.on, a.steps)).collect();
+    assert_eq!(arms, [(false, 12), (true, 11)]);
+    assert!(s.arms.iter().all(|a| a.host_seconds_per_step > 0.0
+        && a.submit_seconds_per_step <= a.host_seconds_per_step
+        && a.device_seconds_inside_step.is_none()));
+    assert_eq!(flag.enabled(), before, "the flag is restored");
+    let err = run(Some(("MLXCEL_NO_SUCH_FLAG".into(), 4)))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("MLXCEL_NO_SUCH_FLAG: no such flag"), "{err}");
+    let err = run(Some((flag.name.to_string(), 0)))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("expected a positive number of steps"), "{err}");
+}
+
 #[test]
 fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
     // Same tokens from the pipelined loop (argmax on the device, next step queued before the

@@ -47,6 +47,10 @@ pub struct GenerateParams {
     /// How the prompt reaches the KV cache ([`PromptFill`]; random keys and values are for
     /// decode-speed benchmarks only).
     pub prompt_fill: PromptFill,
+    /// Alternate a flag (its `MLXCEL_*` name) off and on in blocks of this many decode steps
+    /// and report each arm (`step_ab`); `None` follows `MLXCEL_STEP_AB` /
+    /// `MLXCEL_STEP_AB_BLOCK` (unset: no A/B).
+    pub step_ab: Option<(String, usize)>,
 }
 
 impl Default for GenerateParams {
@@ -61,6 +65,7 @@ impl Default for GenerateParams {
             pipelined: None,
             build_profile: None,
             prompt_fill: PromptFill::Model,
+            step_ab: None,
         }
     }
 }
@@ -301,7 +306,10 @@ pub fn generate(
         .unwrap_or_else(|| flags::PIPELINED_DECODE.enabled())
         && sampler.params().is_greedy();
     let clock = pipelined && flags::DEVICE_CLOCK.enabled();
-    let mut step_ab = StepAb::from_env()?;
+    let mut step_ab = match &params.step_ab {
+        Some((flag, block)) => Some(StepAb::new(flag, *block)?),
+        None => StepAb::from_env()?,
+    };
     if step_ab.is_some() && !pipelined {
         tracing::warn!("{STEP_AB} needs the pipelined greedy loop; no A/B in this run");
         step_ab = None;

@@ -63,11 +63,6 @@ impl StepAb {
             Ok(n) if !n.trim().is_empty() => n.trim().to_string(),
             _ => return Ok(None),
         };
-        let flag = flags::find(&name).ok_or_else(|| {
-            ModelError::Unsupported(format!(
-                "{STEP_AB}={name}: no such flag (expected one of the MLXCEL_* switches in docs/usage.md)"
-            ))
-        })?;
         let block = match std::env::var(STEP_AB_BLOCK) {
             Err(_) => DEFAULT_BLOCK,
             Ok(v) => v.trim().parse().ok().filter(|&b| b > 0).ok_or_else(|| {
@@ -76,16 +71,32 @@ impl StepAb {
                 ))
             })?,
         };
+        StepAb::new(&name, block).map(Some)
+    }
+
+    /// The A/B of flag `name` in blocks of `block` steps; an error when `name` is not a flag
+    /// or `block` is 0.
+    pub(super) fn new(name: &str, block: usize) -> Result<StepAb> {
+        let flag = flags::find(name).ok_or_else(|| {
+            ModelError::Unsupported(format!(
+                "{STEP_AB}={name}: no such flag (expected one of the MLXCEL_* switches in docs/usage.md)"
+            ))
+        })?;
+        if block == 0 {
+            return Err(ModelError::Unsupported(format!(
+                "{STEP_AB_BLOCK}=0: expected a positive number of steps"
+            )));
+        }
         tracing::info!(
             "{STEP_AB}: {} off and on in alternating blocks of {block} decode steps",
             flag.name
         );
-        Ok(Some(StepAb {
+        Ok(StepAb {
             flag,
             block,
             before: flag.enabled(),
             arms: Vec::new(),
-        }))
+        })
     }
 
     /// Sets the flag for the next queued step: off in even blocks, on in odd ones.
