@@ -30,6 +30,14 @@ fn tiny_config(head_dim: usize) -> PathBuf {
     p
 }
 
+/// The tiny config (head_dim 64: the smallest the turbo codecs take) as a synthetic model with
+/// dense f32 weights from `seed`.
+fn tiny_f32_model(seed: u64) -> Model {
+    let spec = format!("synthetic:{}", tiny_config(64).display());
+    let format = WeightFormat::Dense(Dtype::F32);
+    Model::load(Some(&spec), &LoadOptions { format, seed }).unwrap()
+}
+
 #[test]
 fn presets_have_the_real_shapes() {
     let c = synthetic::config("llama3-8b-4bit").unwrap();
@@ -95,10 +103,7 @@ fn synthetic_weights_generate_exactly_max_tokens() {
 /// the loop's bookkeeping.)
 #[test]
 fn a_step_ab_run_gives_the_plain_tokens_and_both_arms() {
-    let cfg_path = tiny_config(64);
-    let spec = format!("synthetic:{}", cfg_path.display());
-    let format = WeightFormat::Dense(Dtype::F32);
-    let model = Model::load(Some(&spec), &LoadOptions { format, seed: 7 }).unwrap();
+    let model = tiny_f32_model(7);
     let prompt: Vec<u32> = (0..20).map(|i| (i * 13) % 256).collect();
     let flag = mlxcel_core::flags::FOLD_MERGE;
     let before = flag.enabled();
@@ -140,10 +145,7 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
     // token is read) as from the reference loop (host logits, host argmax), for an fp16 and
     // quantized caches (whose appends run while the previous step is still in flight).
     // head_dim 64: the smallest the turbo codecs take.
-    let cfg_path = tiny_config(64);
-    let spec = format!("synthetic:{}", cfg_path.display());
-    let format = WeightFormat::Dense(Dtype::F32);
-    let model = Model::load(Some(&spec), &LoadOptions { format, seed: 5 }).unwrap();
+    let model = tiny_f32_model(5);
     let prompt: Vec<u32> = (0..24).map(|i| (i * 11) % 256).collect();
     for kv in ["fp16", "int8", "turbo4", "turbo3-asym"] {
         let run = |pipelined: bool, build_profile: bool| {
@@ -260,10 +262,7 @@ fn random_kv_fill_gives_the_caches_a_prefill_would() {
     use mlxcel_core::mlx::random;
     use mlxcel_models::generate::{fill_random, PromptFill};
     use mlxcel_models::model::KvConfig;
-    let cfg_path = tiny_config(64);
-    let spec = format!("synthetic:{}", cfg_path.display());
-    let format = WeightFormat::Dense(Dtype::F32);
-    let model = Model::load(Some(&spec), &LoadOptions { format, seed: 7 }).unwrap();
+    let model = tiny_f32_model(7);
     let prompt: Vec<u32> = (0..41).map(|i| (i * 13) % 256).collect();
     for mode in ["fp16", "int8", "turbo4", "turbo3-asym"] {
         let kv = KvConfig {

@@ -918,6 +918,14 @@ mod tests {
         }
     }
 
+    /// `FOLD_MAX_SPLITS` is the kernel's `FTAIL_S`: where mlxcel folds, the kernel's tail takes
+    /// its one-round-trip path (two numbers for one limit, held equal here).
+    #[test]
+    fn fold_split_limit_is_the_kernels_one_round_trip_limit() {
+        let decl = format!("constexpr int FTAIL_S = {FOLD_MAX_SPLITS};");
+        assert_eq!(super::MMA_BODY.matches(decl.as_str()).count(), 1, "{decl}");
+    }
+
     /// The fold applies below `MLXCEL_FOLD_MAX_CONTEXT` tokens (65536 when unset) and up to
     /// 16 splits, never with the flag off; a limit that is not a number is an error. (Set
     /// through the environment: a concurrent test's `flags::reload` then reads the same.)

@@ -306,6 +306,7 @@ pub fn generate(
         .unwrap_or_else(|| flags::PIPELINED_DECODE.enabled())
         && sampler.params().is_greedy();
     let clock = pipelined && flags::DEVICE_CLOCK.enabled();
+    // Owned by the step recorder, which sets the flag for each step it queues.
     let mut step_ab = match &params.step_ab {
         Some((flag, block)) => Some(StepAb::new(flag, *block)?),
         None => StepAb::from_env()?,
@@ -324,15 +325,12 @@ pub fn generate(
     mlxcel_core::kv::buffer::reset_append_copies();
     // The queued step of the pipelined loop: its token, still on the device.
     let mut queued: Option<Array> = None;
-    let mut steps = StepRecorder::new(params.max_tokens);
+    let mut steps = StepRecorder::new(params.max_tokens, step_ab);
     while out.len() < params.max_tokens {
         let tok = match queued.take() {
             Some(pending) => {
                 // Queue the following step before waiting for this one.
                 if out.len() + 1 < params.max_tokens {
-                    if let Some(ab) = step_ab.as_mut() {
-                        ab.before_step();
-                    }
                     queued = Some(
                         steps.queue(|| queue_greedy_step(model, &pending, &mut caches, clock))?,
                     );
@@ -386,9 +384,6 @@ pub fn generate(
             // Only the first decode step starts from a host token; later ones were queued
             // above from the device token.
             if queued.is_none() {
-                if let Some(ab) = step_ab.as_mut() {
-                    ab.before_step();
-                }
                 queued = Some(steps.queue(|| {
                     queue_greedy_step(model, &Array::from_slice(&[tok], &[1])?, &mut caches, clock)
                 })?);
@@ -414,9 +409,7 @@ pub fn generate(
     build_profile::set_enabled(false);
     let timeline = steps.timeline()?;
     let device_clock = timeline.as_deref().and_then(device_clock_stats);
-    let step_ab_stats = step_ab
-        .as_ref()
-        .map(|ab| ab.stats(&steps.build_times, &steps.submit_times, timeline.as_deref()));
+    let step_ab_stats = steps.step_ab_stats(timeline.as_deref());
     let (step_p50, step_p90) = step_percentiles(&step_times);
     // CPU use over the same steps as the steady tok/s.
     let cpu = if step_times.len() >= 4 {

@@ -9,6 +9,7 @@ use mlxcel_core::flags;
 use mlxcel_core::mlx::device;
 use mlxcel_core::Array;
 
+use super::step_ab::{StepAb, StepAbStats};
 use super::QueuedStep;
 use crate::error::Result;
 
@@ -85,10 +86,12 @@ pub(super) struct StepRecorder {
     /// ... and the MLX operations each pipelined step queued.
     ops: Vec<usize>,
     profile: Option<(usize, usize)>,
+    /// The in-process A/B, if any: [`StepRecorder::queue`] sets its flag for each step.
+    step_ab: Option<StepAb>,
 }
 
 impl StepRecorder {
-    pub(super) fn new(capacity: usize) -> StepRecorder {
+    pub(super) fn new(capacity: usize, step_ab: Option<StepAb>) -> StepRecorder {
         StepRecorder {
             build_times: Vec::with_capacity(capacity),
             submit_times: Vec::with_capacity(capacity),
@@ -99,6 +102,7 @@ impl StepRecorder {
             parts: Vec::new(),
             ops: Vec::new(),
             profile: flags::cuda_profile_steps(),
+            step_ab,
         }
     }
 
@@ -127,6 +131,9 @@ impl StepRecorder {
     /// off the Unix clock once, at the end, and placed by the measured durations; steps
     /// without clocks read no wall clock).
     pub(super) fn queue(&mut self, build: impl FnOnce() -> Result<QueuedStep>) -> Result<Array> {
+        if let Some(ab) = self.step_ab.as_mut() {
+            ab.before_step();
+        }
         let q = self.step(build, Ok)?;
         self.submit_times.push(q.submit_seconds);
         self.ops.extend(q.ops);
@@ -163,6 +170,13 @@ impl StepRecorder {
                 ])
             })
             .collect()
+    }
+
+    /// The A/B's per-arm means over the queued steps ([`StepAb::stats`]); `None` without one.
+    pub(super) fn step_ab_stats(&self, timeline: Option<&[StepTimeline]>) -> Option<StepAbStats> {
+        self.step_ab
+            .as_ref()
+            .map(|ab| ab.stats(&self.build_times, &self.submit_times, timeline))
     }
 
     /// Mean seconds per part over the second half of the profiled steps; `None` without.
