@@ -2,7 +2,8 @@
 # In-situ kernel times of end-to-end decode steps (H200), after benchmarks/gpu/stage.sh:
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/ncu_e2e.sh [modes] [contexts] [first,count]
 # (MLXCEL_BIN: another mlxcel binary, e.g. a second build staged for an A/B; NCU_OUT: dest;
-# FILL=random-kv: random cache contents instead of a prefill, for long contexts.)
+# FILL=random-kv: random cache contents instead of a prefill, for long contexts; NCU_CACHE=none:
+# keep the caches between kernels, as a decode step does, instead of ncu's flush before each.)
 # Runs `mlxcel generate` on the synthetic Llama-3-8B 4-bit model under
 # `ncu --profile-from-start off`; the generation loop opens the profiler range around the
 # chosen decode steps (MLXCEL_CUDA_PROFILE_STEPS), so only their kernels are timed, at the
@@ -18,7 +19,7 @@ DEST="${NCU_OUT:-/tmp/mlxcel-run}/ncu-e2e"; mkdir -p "$DEST"
 for mode in ${MODES//,/ }; do
   for ctx in ${CTXS//,/ }; do
     f="$DEST/ncu-e2e-$mode-$ctx.csv"
-    MLXCEL_CUDA_PROFILE_STEPS="$STEPS" ncu --profile-from-start off --clock-control none \
+    MLXCEL_CUDA_PROFILE_STEPS="$STEPS" ncu --profile-from-start off --clock-control none ${NCU_CACHE:+--cache-control "$NCU_CACHE"} \
       --metrics gpu__time_duration.sum --csv --page raw --print-units base \
       "$BIN" generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" \
       --max-tokens 16 --ignore-eos --prefill-chunk 4096 ${FILL:+--prompt-fill "$FILL"} --kv "$mode" > "$f" 2> "$DEST/ncu-e2e-$mode-$ctx.err"
