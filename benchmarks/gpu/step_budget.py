@@ -1,0 +1,110 @@
+"""A decode step's kernel time split into the work every KV mode shares and the mode's own.
+
+    python3 benchmarks/gpu/step_budget.py MODE CTX CSV [--layers 32] [--boundary 4] [--kv-heads 8]
+        [--head-dim 128] [--copy-tbs 4.24]
+
+CSV: ncu's `--csv --page raw` output with gpu__time_duration.sum for whole decode steps in situ
+(benchmarks/gpu/ncu_e2e.sh; NCU_CACHE=none keeps L2 between kernels as a real step does; may be
+gzipped). Why: the issue's ratios (turbo4 against fp16) move only with the kernels a mode runs
+for itself; the weight GEMVs, the argmax and the embedding run in every mode. This prints the
+per-step time of each kernel family, the shared sum (with the qkv GEMV counted at the plain
+stacked kernel's time: the turbo modes fold their cache append into it, and the extra is their
+own), the mode's own sum, and its KV bytes against the copy roofline.
+
+KV bytes per token and KV head: fp16 512 (K and V fp16); turbo4 132 (4-bit K and V, two fp16
+norms); the turbo modes' boundary layers (fp16 keys, int8 values and their fp16 scale) 386.
+"""
+
+import argparse
+import csv
+import gzip
+import io
+import sys
+
+BYTES = {"fp16": 512, "turbo4": 132, "boundary": 386}
+
+
+def family(name: str, grid: str) -> str:
+    """The kernel family of one launch (the names mlxcel's kernels and MLX's / cuDNN's carry)."""
+    if "qgemv4_silu" in name:
+        return "gate/up"
+    if "qgemv4_qkv_enc" in name:
+        return "qkv+append"
+    if "qgemv4_qkv" in name:
+        return "qkv"
+    if "qgemv4" in name:
+        if grid.startswith("(8016"):
+            return "head"
+        # down (K = 14336) and o_proj (K = 4096) differ in their shared-memory template argument
+        return "down" if "_67840_" in name else "o_proj"
+    if "decode_attention" in name:
+        return "attention (boundary)" if grid.startswith("(33,") else "attention"
+    if "sdpa" in name or "lean_reduction" in name:
+        return "sdpa"
+    if "merge" in name:
+        return "merge"
+    if "append" in name or "int8_kv" in name:
+        return "append"
+    if "rope" in name:
+        return "rope"
+    return "argmax, embedding" if ("arg_reduce" in name or "gather" in name or "dequantize" in name) else "other"
+
+
+def launches(path: str):
+    text = (gzip.open if path.endswith(".gz") else open)(path, "rt").read().splitlines()
+    start = next((i for i, line in enumerate(text) if line.startswith('"ID"')), None)
+    if start is None:
+        sys.exit(f'{path}: no ncu CSV header ("ID",...)')
+    for row in csv.DictReader(io.StringIO("\n".join(text[start:]))):
+        value = row.get("gpu__time_duration.sum", "").replace(",", "")
+        try:
+            yield row["Kernel Name"], row.get("Grid Size", ""), float(value) / 1e3  # ns -> us
+        except ValueError:
+            continue  # ncu's units row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", choices=["fp16", "turbo4"])
+    ap.add_argument("ctx", type=int)
+    ap.add_argument("csv")
+    ap.add_argument("--layers", type=int, default=32)
+    ap.add_argument("--boundary", type=int, default=4, help="turbo4's boundary layers (fp16 keys, int8 values)")
+    ap.add_argument("--kv-heads", type=int, default=8)
+    ap.add_argument("--copy-tbs", type=float, default=4.24, help="copy roofline, TB/s (torch copy on this H200)")
+    a = ap.parse_args()
+
+    fam: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for name, grid, t in launches(a.csv):
+        k = family(name, grid)
+        fam[k] = fam.get(k, 0.0) + t
+        count[k] = count.get(k, 0) + 1
+    steps = sum(1 for name, _, _ in launches(a.csv) if "arg_reduce" in name)
+    if steps == 0:
+        sys.exit(f"{a.csv}: no argmax launch, so no whole decode step to divide by")
+    per = {k: v / steps for k, v in fam.items()}
+    for k, v in sorted(per.items(), key=lambda kv: -kv[1]):
+        print(f"  {k:22s} {v:8.1f} us  ({count[k] / steps:.0f} launches)")
+
+    # The plain stacked qkv's time per launch: turbo4's boundary layers run it, fp16 runs it in
+    # every layer; turbo4's other layers fold the append into it (qkv+append).
+    plain_qkv = per.get("qkv", 0.0) / (count.get("qkv", 0) / steps) if count.get("qkv") else 0.0
+    shared_parts = ["gate/up", "down", "o_proj", "head", "argmax, embedding"]
+    shared = sum(per.get(k, 0.0) for k in shared_parts) + plain_qkv * a.layers
+    total = sum(per.values())
+    own = total - shared
+    if a.mode == "fp16":
+        kv_bytes = BYTES["fp16"] * a.layers
+    else:
+        kv_bytes = BYTES["turbo4"] * (a.layers - a.boundary) + BYTES["boundary"] * a.boundary
+    kv_bytes *= a.ctx * a.kv_heads
+    roof = kv_bytes / (a.copy_tbs * 1e12) * 1e6  # us
+    print(f"{a.mode} {a.ctx}: {steps} steps, kernels {total / 1e3:.3f} ms per step")
+    print(f"  shared (weight GEMVs with the plain qkv at {plain_qkv:.2f} us x {a.layers}, argmax, embedding): {shared / 1e3:.3f} ms")
+    print(f"  the mode's own: {own / 1e3:.3f} ms; its KV bytes {kv_bytes / 1e9:.3f} GB, {roof / 1e3:.3f} ms at "
+          f"{a.copy_tbs} TB/s ({100 * roof / own:.0f}% of that speed)")
+
+
+if __name__ == "__main__":
+    main()
