@@ -429,6 +429,73 @@ fn fold_max_context() -> Result<usize> {
     }
 }
 
+/// Environment variable of the tensor-core kernel's timing probes ([`TimingProbe`]).
+pub const TIMING_PROBE: &str = "MLXCEL_ATTENTION_TIMING_PROBE";
+
+/// A diagnostic build of the tensor-core decode kernel that leaves work out, so that a
+/// profiler's kernel time of each variant places the call's fixed time (session 32: ~8 us per
+/// call that does not scale with the context, beside ~8 us of streaming at 32K). Why in the
+/// shipped kernel: the time of a variant is only comparable in situ, with the same
+/// neighbours and the same L2 state as the real call. **Outputs are not attention** with any
+/// probe on; `mlxcel` warns once when one is set. Off builds the kernel as before (the template
+/// constant `PROBE` is 0 and every probe branch is compiled out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimingProbe {
+    /// The real kernel.
+    Off,
+    /// No tiles streamed (each warp's tile count forced to 0): launch, prologue, the CTA's
+    /// warp merge, the partials' stores and the fold's tail.
+    NoTiles,
+    /// Returns after the prologue's last barrier (q staged and rotated, the pair table
+    /// filled): launch and prologue.
+    Prologue,
+    /// Returns at entry: the launch and the CTAs' scheduling alone.
+    Empty,
+}
+
+impl TimingProbe {
+    /// The value of [`TIMING_PROBE`]: `off` (or unset), `no-tiles`, `prologue`, `empty`.
+    pub fn parse(v: &str) -> Result<TimingProbe> {
+        match v.trim() {
+            "" | "off" | "0" => Ok(TimingProbe::Off),
+            "no-tiles" => Ok(TimingProbe::NoTiles),
+            "prologue" => Ok(TimingProbe::Prologue),
+            "empty" => Ok(TimingProbe::Empty),
+            other => Err(Error::invalid(
+                "fused decode",
+                format!("{TIMING_PROBE}={other}: expected off, no-tiles, prologue or empty"),
+            )),
+        }
+    }
+
+    /// The kernel's `PROBE` constant.
+    fn code(self) -> i32 {
+        match self {
+            TimingProbe::Off => 0,
+            TimingProbe::NoTiles => 1,
+            TimingProbe::Prologue => 2,
+            TimingProbe::Empty => 3,
+        }
+    }
+}
+
+/// The probe set in [`TIMING_PROBE`] (off when unset); warns once when one is on.
+fn timing_probe() -> Result<TimingProbe> {
+    let p = match flags::var(TIMING_PROBE) {
+        Some(v) => TimingProbe::parse(&v)?,
+        None => TimingProbe::Off,
+    };
+    if p != TimingProbe::Off {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            tracing::warn!(
+                "{TIMING_PROBE}={p:?}: the decode attention kernel leaves work out for timing; its outputs are not attention"
+            )
+        });
+    }
+    Ok(p)
+}
+
 fn check_scale(scale: f32, d: usize) -> Result<()> {
     if (scale - 1.0 / (d as f32).sqrt()).abs() > 1e-6 * scale.abs() {
         return Err(Error::invalid(
@@ -790,7 +857,8 @@ pub fn fused_decode_rope(
                 .template(
                     "FTAIL",
                     TemplateArg::Bool(fold && flags::FOLD_TAIL.enabled()),
-                ),
+                )
+                .template("PROBE", TemplateArg::Int(timing_probe()?.code())),
         )?;
         let out = outs.pop().expect("three outputs");
         if fold {
@@ -834,8 +902,8 @@ pub fn mma_pair(stages: usize) -> bool {
 mod tests {
     use super::{
         fold_fits, fold_inputs, length_marker, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages,
-        qkv_encode_tickets, FOLD_MAX_BH, FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS, FOLD_SLOTS,
-        MMA_PAIR_MIN_STAGES,
+        qkv_encode_tickets, TimingProbe, FOLD_MAX_BH, FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS,
+        FOLD_SLOTS, MMA_PAIR_MIN_STAGES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
@@ -957,5 +1025,30 @@ mod tests {
         assert!(!fold_fits(1, 8, 16, 1).unwrap());
         std::env::remove_var(fold);
         flags::reload();
+    }
+
+    /// The timing probes parse from their names (unset or `off` is the kernel), an unknown
+    /// name is an error naming the variable, and the kernel has one site per probe.
+    #[test]
+    fn timing_probes_parse_and_each_has_its_site_in_the_kernel() {
+        for (v, p, code) in [
+            ("", TimingProbe::Off, 0),
+            ("off", TimingProbe::Off, 0),
+            ("no-tiles", TimingProbe::NoTiles, 1),
+            ("prologue", TimingProbe::Prologue, 2),
+            (" empty ", TimingProbe::Empty, 3),
+        ] {
+            assert_eq!(TimingProbe::parse(v).unwrap(), p, "{v:?}");
+            assert_eq!(p.code(), code);
+        }
+        let err = TimingProbe::parse("loop").unwrap_err().to_string();
+        assert!(err.contains("MLXCEL_ATTENTION_TIMING_PROBE=loop"), "{err}");
+        for site in [
+            "if constexpr (PROBE == 3) return;",
+            "if constexpr (PROBE == 2) return;",
+            "const int count = PROBE == 0 &&",
+        ] {
+            assert_eq!(super::MMA_BODY.matches(site).count(), 1, "{site}");
+        }
     }
 }

@@ -36,6 +36,9 @@
 // PAIR (with KT: two tiles per loop iteration, one softmax update; the tile loop below), RFE
 // (each iteration refills the slot freed by the previous one before its wait, one more copy in
 // flight; the same copies, bit-identical outputs),
+// PROBE (MLXCEL_ATTENTION_TIMING_PROBE, a diagnostic for placing the call's fixed time in situ:
+// 0 the kernel; 1 no tiles, 2 a return after the prologue's barrier, 3 a return at entry; with
+// 1-3 the outputs are not attention),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -98,6 +101,8 @@ unsigned char* ring = smem + LUT_BYTES + 8 * D * sizeof(float);  // [NW][STAGES]
 const int tid = threadIdx.x;
 const int warp = tid >> 5, lane = tid & 31;
 const int r = lane >> 2, c = lane & 3;
+static_assert(PROBE >= 0 && PROBE <= 3, "PROBE 0..3");
+if constexpr (PROBE == 3) return;
 const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
 const int S = gridDim.x, Hkv = gridDim.y, Hq = Hkv * GQA;
 const int len = len_marker_shape[0];
@@ -114,7 +119,7 @@ const int n_tiles = (len + 15) / 16;
 const int per = (n_tiles + S - 1) / S;
 const int tb = split * per;
 const int te = min(n_tiles, tb + per);
-const int count = te - tb - warp > 0 ? (te - tb - warp + NW - 1) / NW : 0;
+const int count = PROBE == 0 && te - tb - warp > 0 ? (te - tb - warp + NW - 1) / NW : 0;
 
 const long long base_row = (static_cast<long long>(b) * Hkv + kvh) * cap;
 const unsigned char* kg = reinterpret_cast<const unsigned char*>(k_data) + base_row * KROW;
@@ -296,6 +301,7 @@ if (fill_warp) {
   }
 }
 __syncthreads();
+if constexpr (PROBE == 2) return;
 // A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
 const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
 mlxcel_mma::u32 qa[KSTEPS][2];
