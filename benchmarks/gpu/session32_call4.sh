@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 32's fourth device call (H200, ~6 min; timeout_s 560), after benchmarks/gpu/stage.sh
+# Session 32's fourth device call (H200, ~6 min; timeout_s 450), after benchmarks/gpu/stage.sh
 # (carry .devcarry/mlx-cuda, .devcarry/bin/mlxcel):
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session32_call4.sh
 # Where the turbo4 attention call's fixed time goes (session 32's step budget: ~7.6 us per call
@@ -14,7 +14,7 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s32c4
-BUDGET=520
+BUDGET=380
 probe() {
   local p=$1 ctx=$2
   if ((SECONDS + 60 > BUDGET)); then echo "skipped probe $p $ctx (t=${SECONDS}s)"; return; fi
@@ -24,7 +24,7 @@ probe() {
   gzip -f "$R"/probe-"$p-$ctx"/ncu-e2e/*.csv 2> /dev/null
 }
 for p in off no-tiles prologue empty; do probe "$p" 32768; done
-for ctx in 4096 131072; do for p in no-tiles off; do probe "$p" "$ctx"; done; done
+for ctx in 131072 4096; do for p in no-tiles off; do probe "$p" "$ctx"; done; done
 python3 benchmarks/gpu/insitu_medians.py "$R"/probe-off-32768/ncu-e2e/*.csv.gz "$R"/probe-no-tiles-32768/ncu-e2e/*.csv.gz \
   "$R"/probe-prologue-32768/ncu-e2e/*.csv.gz "$R"/probe-empty-32768/ncu-e2e/*.csv.gz --grep decode_attention 2>&1 | head -12
 echo "done at t=${SECONDS}s"
