@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 32's fourth device call (H200, ~6 min; timeout_s 450), after benchmarks/gpu/stage.sh
+# Session 32's fourth device call (H200, ~6 min; timeout_s 400), after benchmarks/gpu/stage.sh
 # (carry .devcarry/mlx-cuda, .devcarry/bin/mlxcel):
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session32_call4.sh
 # Where the turbo4 attention call's fixed time goes (session 32's step budget: ~7.6 us per call
@@ -14,7 +14,7 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s32c4
-BUDGET=380
+BUDGET=300
 probe() {
   local p=$1 ctx=$2
   if ((SECONDS + 60 > BUDGET)); then echo "skipped probe $p $ctx (t=${SECONDS}s)"; return; fi
