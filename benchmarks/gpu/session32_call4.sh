@@ -14,7 +14,7 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s32c4
-BUDGET=300
+BUDGET=${BUDGET:-300}
 probe() {
   local p=$1 ctx=$2
   if ((SECONDS + 60 > BUDGET)); then echo "skipped probe $p $ctx (t=${SECONDS}s)"; return; fi
