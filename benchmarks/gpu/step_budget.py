@@ -11,8 +11,9 @@ per-step time of each kernel family, the shared sum (with the qkv GEMV counted a
 stacked kernel's time: the turbo modes fold their cache append into it, and the extra is their
 own), the mode's own sum, and its KV bytes against the copy roofline.
 
-KV bytes per token and KV head: fp16 512 (K and V fp16); turbo4 132 (4-bit K and V, two fp16
-norms); the turbo modes' boundary layers (fp16 keys, int8 values and their fp16 scale) 386.
+KV bytes per token and KV head at head dim D (`kv_bytes`): fp16 4 D (K and V fp16); turbo4 D + 4
+(4-bit K and V, two fp16 norms); the turbo modes' boundary layers 3 D + 2 (fp16 keys, int8
+values and their fp16 scale). At D = 128: 512, 132, 386.
 """
 
 import argparse
@@ -21,7 +22,11 @@ import gzip
 import io
 import sys
 
-BYTES = {"fp16": 512, "turbo4": 132, "boundary": 386}
+
+
+def kv_bytes(kind: str, d: int) -> int:
+    """Bytes per token and KV head of one layer's cache (the module docstring's formulas)."""
+    return {"fp16": 4 * d, "turbo4": d + 4, "boundary": 3 * d + 2}[kind]
 
 
 def family(name: str, grid: str) -> str:
@@ -50,7 +55,9 @@ def family(name: str, grid: str) -> str:
     return "argmax, embedding" if ("arg_reduce" in name or "gather" in name or "dequantize" in name) else "other"
 
 
-def launches(path: str):
+def launches(path: str) -> list:
+    """(kernel name, grid, us) of every profiled launch in one ncu CSV."""
+    rows = []
     text = (gzip.open if path.endswith(".gz") else open)(path, "rt").read().splitlines()
     start = next((i for i, line in enumerate(text) if line.startswith('"ID"')), None)
     if start is None:
@@ -58,9 +65,10 @@ def launches(path: str):
     for row in csv.DictReader(io.StringIO("\n".join(text[start:]))):
         value = row.get("gpu__time_duration.sum", "").replace(",", "")
         try:
-            yield row["Kernel Name"], row.get("Grid Size", ""), float(value) / 1e3  # ns -> us
+            rows.append((row["Kernel Name"], row.get("Grid Size", ""), float(value) / 1e3))  # ns -> us
         except ValueError:
             continue  # ncu's units row
+    return rows
 
 
 def main() -> None:
@@ -71,16 +79,18 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=32)
     ap.add_argument("--boundary", type=int, default=4, help="turbo4's boundary layers (fp16 keys, int8 values)")
     ap.add_argument("--kv-heads", type=int, default=8)
+    ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--copy-tbs", type=float, default=4.24, help="copy roofline, TB/s (torch copy on this H200)")
     a = ap.parse_args()
 
     fam: dict[str, float] = {}
     count: dict[str, int] = {}
-    for name, grid, t in launches(a.csv):
+    rows = launches(a.csv)
+    for name, grid, t in rows:
         k = family(name, grid)
         fam[k] = fam.get(k, 0.0) + t
         count[k] = count.get(k, 0) + 1
-    steps = sum(1 for name, _, _ in launches(a.csv) if "arg_reduce" in name)
+    steps = sum(1 for name, _, _ in rows if "arg_reduce" in name)
     if steps == 0:
         sys.exit(f"{a.csv}: no argmax launch, so no whole decode step to divide by")
     per = {k: v / steps for k, v in fam.items()}
@@ -94,15 +104,16 @@ def main() -> None:
     shared = sum(per.get(k, 0.0) for k in shared_parts) + plain_qkv * a.layers
     total = sum(per.values())
     own = total - shared
+    d = a.head_dim
     if a.mode == "fp16":
-        kv_bytes = BYTES["fp16"] * a.layers
+        per_token = kv_bytes("fp16", d) * a.layers
     else:
-        kv_bytes = BYTES["turbo4"] * (a.layers - a.boundary) + BYTES["boundary"] * a.boundary
-    kv_bytes *= a.ctx * a.kv_heads
-    roof = kv_bytes / (a.copy_tbs * 1e12) * 1e6  # us
+        per_token = kv_bytes("turbo4", d) * (a.layers - a.boundary) + kv_bytes("boundary", d) * a.boundary
+    total_bytes = per_token * a.ctx * a.kv_heads
+    roof = total_bytes / (a.copy_tbs * 1e12) * 1e6  # us
     print(f"{a.mode} {a.ctx}: {steps} steps, kernels {total / 1e3:.3f} ms per step")
     print(f"  shared (weight GEMVs with the plain qkv at {plain_qkv:.2f} us x {a.layers}, argmax, embedding): {shared / 1e3:.3f} ms")
-    print(f"  the mode's own: {own / 1e3:.3f} ms; its KV bytes {kv_bytes / 1e9:.3f} GB, {roof / 1e3:.3f} ms at "
+    print(f"  the mode's own: {own / 1e3:.3f} ms; its KV bytes {total_bytes / 1e9:.3f} GB, {roof / 1e3:.3f} ms at "
           f"{a.copy_tbs} TB/s ({100 * roof / own:.0f}% of that speed)")
 
 
