@@ -71,6 +71,12 @@ def compile_one(name, src, static_bound=None):
     return ok
 
 
+def cluster_signature(n):
+    """What quantized_gemv.rs appends to a clustered kernel's header (CLUSTER_SIGNATURE there):
+    the next __global__ (MLX's generated signature) gains __cluster_dims__(n, 1, 1)."""
+    return f"#undef __global__\n#define __global__ __location__(global) __cluster_dims__({n}, 1, 1)\n"
+
+
 def b(x):
     return "true" if x else "false"
 
@@ -390,27 +396,34 @@ def main():
                                                  + ((("true", "false", "false", "false", "true"), ("true", "true", "false", "false", "true"))
                                                     if norm == "true" else ())
                                                  if st == 3 else (("false", "false", "false", "false", "false"),)):
-            consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
-                      f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
-                      f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
-                      f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
-                      f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024; constexpr bool ETAIL = {etail};\n")
-            # The buffers' types per format (turbo4, turbo4-asym, int8); unused codec inputs are f32 placeholders.
-            kbuf, knorms, vbuf = (("const uint8_t* k_packed", "const __half* k_norms", "const uint8_t* v_packed"),
-                                  ("const __half* k_packed", "const float* k_norms", "const uint8_t* v_packed"),
-                                  ("const int8_t* k_packed", "const __half* k_norms", "const int8_t* v_packed"))[fmt]
-            src = ("typedef signed char int8_t;\n" + enc_header + "\n" + "#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n" + read("int8_encode.cuh") + "\n"
-                   + qmv_header + "\ntypedef unsigned char uint8_t;\n" + SHAPE
-                   + "__global__ void q(const __half* x, const uint32_t* w, const Shape w_shape, const __half* scales, const __half* biases, "
-                   "const __half* r, const __half* nw, const float* k_mids, const float* k_lut, const float* k_signs, const float* v_mids, "
-                   f"const float* v_lut, const float* v_signs, {kbuf}, const Shape k_packed_shape, {knorms}, "
-                   f"{vbuf}, const __half* v_norms, const uint8_t* pos_marker, const Shape pos_marker_shape, "
-                   "const int* k_after, const int* v_after, const float* inv_freq, const uint32_t* tickets, const uint8_t* slot_marker, "
-                   "const Shape slot_marker_shape, __half* y, __half* yk, __half* yv, int* done) {\n" + consts + qkv_enc + "\n}\n")
-            ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}" + (" early" if early == "true" else "")
-                              + (f" s{st}" if st != 4 else "") + (" etail" if etail == "true" else "") + (" post" if post == "true" else "")
-                              + (" tiled" if tiled == "true" else "") + (" bulk" if bulk == "true" else "") + (" late" if late == "true" else ""), src,
-                              gemv_static_bound(8, 64, post == "true", d))
+            # CLUSTER (MLXCEL_QKV_CLUSTER: the head's CTAs in one cluster, __cluster_dims__ added to
+            # the signature as quantized_gemv.rs does) on the shipped builds (ETAIL, and POST + LATE
+            # with the norm), off everywhere.
+            shipped = etail == "true" and post == "true" and tiled == "false" and (late == "true" or norm == "false")
+            for cluster in (("false", "true") if shipped else ("false",)):
+              consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
+                        f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
+                        f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
+                        f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
+                        f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024; constexpr bool ETAIL = {etail}; constexpr bool CLUSTER = {cluster};\n")
+              # The buffers' types per format (turbo4, turbo4-asym, int8); unused codec inputs are f32 placeholders.
+              kbuf, knorms, vbuf = (("const uint8_t* k_packed", "const __half* k_norms", "const uint8_t* v_packed"),
+                                    ("const __half* k_packed", "const float* k_norms", "const uint8_t* v_packed"),
+                                    ("const int8_t* k_packed", "const __half* k_norms", "const int8_t* v_packed"))[fmt]
+              src = ("typedef signed char int8_t;\n" + enc_header + "\n" + "#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n" + read("int8_encode.cuh") + "\n"
+                     + qmv_header + "\ntypedef unsigned char uint8_t;\n" + SHAPE
+                     + (cluster_signature(d // 16) if cluster == "true" else "")
+                     + "__global__ void q(const __half* x, const uint32_t* w, const Shape w_shape, const __half* scales, const __half* biases, "
+                     "const __half* r, const __half* nw, const float* k_mids, const float* k_lut, const float* k_signs, const float* v_mids, "
+                     f"const float* v_lut, const float* v_signs, {kbuf}, const Shape k_packed_shape, {knorms}, "
+                     f"{vbuf}, const __half* v_norms, const uint8_t* pos_marker, const Shape pos_marker_shape, "
+                     "const int* k_after, const int* v_after, const float* inv_freq, const uint32_t* tickets, const uint8_t* slot_marker, "
+                     "const Shape slot_marker_shape, __half* y, __half* yk, __half* yv, int* done) {\n" + consts + qkv_enc + "\n}\n")
+              ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}" + (" early" if early == "true" else "")
+                                + (f" s{st}" if st != 4 else "") + (" etail" if etail == "true" else "") + (" post" if post == "true" else "")
+                                + (" tiled" if tiled == "true" else "") + (" bulk" if bulk == "true" else "") + (" late" if late == "true" else "")
+                                + (" cluster" if cluster == "true" else ""), src,
+                                gemv_static_bound(8, 64, post == "true", d))
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")

@@ -5,7 +5,8 @@
 //! and every cache position written (turbo codes and norms, fp16 keys, int8 values and
 //! scales) must be bit-identical over three consecutive steps (the arrival counters are
 //! reused and reset by each call), for Llama-3-8B's heads at head_dim 128 and a GQA-7
-//! head_dim-64 shape, with RoPE in both layouts, and with `MLXCEL_QKV_ENC_TAIL` off and on.
+//! head_dim-64 shape, with RoPE in both layouts, with `MLXCEL_QKV_ENC_TAIL` off and on, and
+//! with `MLXCEL_QKV_CLUSTER` off and on (the head gathered in thread-block clusters).
 //! On the CPU (CI) the fold is never offered and the cache is left as it was.
 
 mod common;
@@ -90,10 +91,17 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
         ("int8", 28, 4, 64, 32, true),
     ];
     // `MLXCEL_QKV_ENC_TAIL` off and on (the tables from shared memory, the ticket without
-    // fences): the same bits either way.
-    for (&(mode, nq, nkv, d, g, trad), etail) in cases.iter().flat_map(|c| [(c, false), (c, true)])
+    // fences), each with `MLXCEL_QKV_CLUSTER` off and on (clusters instead of the ticket): the
+    // same bits every way.
+    let variants = [(false, false), (false, true), (true, false), (true, true)];
+    for (&(mode, nq, nkv, d, g, trad), (etail, cluster)) in cases
+        .iter()
+        .flat_map(|c| variants.iter().map(move |&v| (c, v)))
     {
-        common::set_flags(&[("MLXCEL_QKV_ENC_TAIL", etail)]);
+        common::set_flags(&[
+            ("MLXCEL_QKV_ENC_TAIL", etail),
+            ("MLXCEL_QKV_CLUSTER", cluster),
+        ]);
         let pre = [1, nkv as i32, prefill, d as i32];
         let pk = f16_array(&randn(&mut r, nkv * prefill as usize * d), &pre);
         let pv = f16_array(&randn(&mut r, nkv * prefill as usize * d), &pre);
@@ -154,7 +162,7 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
             for (i, (p, want)) in parts.iter().zip(&plain).enumerate() {
                 assert!(
                     p.to_vec::<half::f16>().unwrap() == want.to_vec::<half::f16>().unwrap(),
-                    "{mode} {nq}:{nkv}:{d} etail={etail} step {step}: part {i} differs"
+                    "{mode} {nq}:{nkv}:{d} etail={etail} cluster={cluster} step {step}: part {i} differs"
                 );
             }
             let len = (prefill as usize + step + 1) as i32;
@@ -165,16 +173,20 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
                 let diff = ca.iter().zip(&cb).filter(|(x, y)| x != y).count();
                 assert!(
                     diff == 0 && ca.len() == cb.len() && na == nb,
-                    "{mode} {nq}:{nkv}:{d} etail={etail} step {step}: {name} differs from the separate append ({diff} data elements, aux equal: {})",
+                    "{mode} {nq}:{nkv}:{d} etail={etail} cluster={cluster} step {step}: {name} differs from the separate append ({diff} data elements, aux equal: {})",
                     na == nb
                 );
             }
             steps_checked += 1;
         }
     }
-    common::clear_flags(&["MLXCEL_QKV_ENCODE", "MLXCEL_QKV_ENC_TAIL"]);
+    common::clear_flags(&[
+        "MLXCEL_QKV_ENCODE",
+        "MLXCEL_QKV_ENC_TAIL",
+        "MLXCEL_QKV_CLUSTER",
+    ]);
     if on_cuda {
         eprintln!("qkv encode: {steps_checked} steps bit-identical to the projection and the separate append");
-        assert_eq!(steps_checked, 36, "6 cases x 2 tail variants x 3 steps");
+        assert_eq!(steps_checked, 72, "6 cases x 4 tail variants x 3 steps");
     }
 }

@@ -252,6 +252,30 @@ fn qkv_encode_source(shared: usize) -> KernelSource {
     s
 }
 
+/// What a clustered kernel's header ends with: MLX's generated signature (`__global__ void
+/// name(...)`, right after the header) gains `__cluster_dims__(n, 1, 1)`, so the kernel
+/// launches in clusters of `n` CTAs along x without a launch attribute (MLX's custom kernels
+/// take none). `nvrtc_check.py`'s `cluster_signature` builds the same text.
+fn cluster_signature(n: usize) -> String {
+    format!("\n#undef __global__\n#define __global__ __location__(global) __cluster_dims__({n}, 1, 1)\n")
+}
+
+/// [`qkv_encode_source`] launched in clusters of `n` CTAs (one head of D = 16 n rows:
+/// `MLXCEL_QKV_CLUSTER`), under its own name so that MLX's and mlxcel's kernel caches keep the
+/// two texts apart.
+fn qkv_encode_source_clustered(shared: usize, n: usize) -> KernelSource {
+    let mut s = qkv_encode_source(shared);
+    s.name = format!("{}_cl{n}", s.name);
+    s.header.push_str(&cluster_signature(n));
+    s
+}
+fn qkv_encode_source_cl8(shared: usize) -> KernelSource {
+    qkv_encode_source_clustered(shared, 8)
+}
+fn qkv_encode_source_cl4(shared: usize) -> KernelSource {
+    qkv_encode_source_clustered(shared, 4)
+}
+
 fn silu_source(shared: usize) -> KernelSource {
     let inputs = ["x", "wg", "sg", "bg", "wu", "su", "bu", "nw"];
     gemv_source(
@@ -743,6 +767,16 @@ pub fn try_gemv_parts_encode(
     let (marker, afters) = order_inputs(target.pos, &[k.after.as_ref(), v.after.as_ref()])?;
     let inv_freq = inv_freq_input(rope)?;
     let (tickets, slot) = qkv_encode_tickets()?;
+    // Clusters of one head's CTAs (MLXCEL_QKV_CLUSTER) where the GPU has them (sm_90+).
+    let clustered = flags::QKV_CLUSTER.enabled()
+        && crate::mlx::device::gpu_compute_capability_major().is_some_and(|m| m >= 9);
+    let (name, source): (&'static str, fn(usize) -> KernelSource) =
+        match (clustered, target.head_dim) {
+            (true, 128) => ("qgemv4_qkv_enc_cl8", qkv_encode_source_cl8),
+            (true, 64) => ("qgemv4_qkv_enc_cl4", qkv_encode_source_cl4),
+            _ => ("qgemv4_qkv_enc", qkv_encode_source),
+        };
+    let clustered = name != "qgemv4_qkv_enc";
     let (mut launch, shared) = parts_launch(x, norm, q, plan, sched)?;
     let shared = shared.with_encoder(target.head_dim);
     launch.inputs.extend([
@@ -759,11 +793,9 @@ pub fn try_gemv_parts_encode(
         )
         .template("KVFMT", TemplateArg::Int(target.format as i32))
         .template("TICKETS", TemplateArg::Int(QKV_ENCODE_MAX_HEADS as i32))
-        .template("ETAIL", TemplateArg::Bool(flags::QKV_ENC_TAIL.enabled()));
-    let [yq, yk, yv, token] = exactly(
-        run("qgemv4_qkv_enc", shared, qkv_encode_source, &launch)?,
-        "parts + encode",
-    )?;
+        .template("ETAIL", TemplateArg::Bool(flags::QKV_ENC_TAIL.enabled()))
+        .template("CLUSTER", TemplateArg::Bool(clustered));
+    let [yq, yk, yv, token] = exactly(run(name, shared, source, &launch)?, "parts + encode")?;
     Ok(Some(([yq, yk, yv], token)))
 }
 
@@ -979,7 +1011,9 @@ fn with_norm<'a>(launch: Launch<'a>, norm: Option<FoldedNorm<'_>>) -> Launch<'a>
 
 #[cfg(test)]
 mod tests {
-    use super::{Schedule, SharedMemory};
+    use super::{
+        qkv_encode_source, qkv_encode_source_cl4, qkv_encode_source_cl8, Schedule, SharedMemory,
+    };
 
     #[test]
     fn schedules_parse_print_and_refuse_what_does_not_exist() {
@@ -1090,5 +1124,31 @@ mod tests {
             Schedule::RING.shared_bytes(2560, 128, 1),
             5120 + 16 * 36 * 4 + 24576
         );
+    }
+
+    /// The clustered qkv + append kernels (`MLXCEL_QKV_CLUSTER`) are the same text as the
+    /// ticket kernel under their own names (MLX and mlxcel cache kernels by name), with a header
+    /// that ends by giving MLX's generated `__global__` signature the head's cluster size.
+    #[test]
+    fn clustered_qkv_append_kernels_differ_only_by_name_and_cluster_size() {
+        let plain = qkv_encode_source(4096);
+        for (src, n) in [
+            (qkv_encode_source_cl8(4096), 8),
+            (qkv_encode_source_cl4(4096), 4),
+        ] {
+            assert_eq!(src.name, format!("{}_cl{n}", plain.name));
+            assert_eq!(src.source, plain.source);
+            assert_eq!((&src.inputs, &src.outputs), (&plain.inputs, &plain.outputs));
+            assert_eq!(src.shared_memory, plain.shared_memory);
+            let tail = src.header.strip_prefix(plain.header.as_str()).unwrap();
+            assert!(
+                tail.trim_end().ends_with(&format!(
+                    "#define __global__ __location__(global) __cluster_dims__({n}, 1, 1)"
+                )) && tail.contains("#undef __global__"),
+                "{tail}"
+            );
+        }
+        // The body reads the cluster's size and traps when it is not the head's D / 16.
+        assert!(plain.source.contains("%%cluster_nctarank") && plain.source.contains("__trap()"));
     }
 }

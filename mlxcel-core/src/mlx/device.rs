@@ -98,6 +98,21 @@ pub fn device_info(kind: DeviceKind, index: i32) -> Result<Vec<(String, String)>
         .collect())
 }
 
+/// The default GPU's compute capability major version as MLX reports it
+/// (`compute_capability_major` in [`device_info`]), read once per process; `None` without a
+/// GPU or where MLX does not report it (Metal). Kernels that use an architecture's features
+/// (thread-block clusters: 9) check it before they are built.
+pub fn gpu_compute_capability_major() -> Option<u32> {
+    static MAJOR: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *MAJOR.get_or_init(|| {
+        device_info(DeviceKind::Gpu, 0)
+            .ok()?
+            .into_iter()
+            .find(|(k, _)| k == "compute_capability_major")
+            .and_then(|(_, v)| v.trim().parse().ok())
+    })
+}
+
 /// Starts (`true`) or stops the CUDA profiler's capture range (`cuProfilerStart/Stop`), for
 /// `ncu --profile-from-start off` around chosen decode steps. Returns false when no CUDA
 /// driver is loaded (CPU backend) or the call failed; it never changes results.

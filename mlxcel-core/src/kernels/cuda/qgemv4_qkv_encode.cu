@@ -24,7 +24,8 @@
 // Template constants: D (64 or 128), ROPE, TRAD, KVFMT, TICKETS (counters per slot), ETAIL
 // (MLXCEL_QKV_ENC_TAIL: the tables from shared memory, copied at the start by
 // qgemv4_qkv_encode_pre.cu, and the ticket as one acquire-release atomic without fences),
-// plus the qkv parts' NQ, NK.
+// plus the qkv parts' NQ, NK, and CLUSTER (MLXCEL_QKV_CLUSTER: the launch in clusters of D / 16
+// CTAs, one per K or V head, below).
 static_assert(!MB, "the folded append needs one CTA per 16 rows");
 static_assert(NK % D == 0 && D % 16 == 0, "K and V parts are whole heads of 16-row blocks");
 static_assert(2 * (NK / D) <= TICKETS, "one ticket per K and V head");
@@ -36,7 +37,36 @@ if (row0 >= NQ) {
   __shared__ __align__(16) __half enc_x[D];
   unsigned int* ticket = const_cast<unsigned int*>(tickets) + static_cast<long long>(slot_marker_shape[0] - 1) * TICKETS +
                          (is_v ? NK / D : 0) + head;
-  if constexpr (ETAIL) {
+  unsigned int rank = 0;  // CLUSTER: this CTA's rank in its head's cluster
+  if constexpr (CLUSTER) {
+    // CLUSTER: the head's D / 16 CTAs form one thread-block cluster (quantized_gemv.rs adds
+    // __cluster_dims__ to the kernel's signature; NQ and NK are whole heads, so clusters never
+    // mix parts). Each CTA's 16 threads that stored its rows write the same fp16 values into
+    // rank 0's enc_x through distributed shared memory, and rank 0 encodes once every CTA has
+    // arrived. Why: the ticket is a device-scope atomic round trip, and the last CTA then reads
+    // the head back from L2 (another round trip) before its warp can start: the tail cost 2.85
+    // us per layer over the plain qkv GEMV in situ at 32K (session 32). A cluster barrier and
+    // shared-memory stores replace both. The same 128 (64) values reach the same encode:
+    // identical cache bytes.
+    unsigned int ranks;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(ranks));
+    if (ranks != static_cast<unsigned int>(D / 16)) __trap();  // launched without the head's clusters
+    if constexpr (ETAIL) asm volatile("cp.async.wait_all;" ::: "memory");
+    // Completes the phase every CTA of the cluster arrived at on entry (qgemv4_qkv_encode_pre.cu):
+    // rank 0 has started, so its shared memory exists.
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    if (tid < 16) {
+      const unsigned int mine = static_cast<unsigned int>(__cvta_generic_to_shared(enc_x + rank * 16 + tid));
+      unsigned int leader;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(leader) : "r"(mine));
+      asm volatile("st.shared::cluster.u16 [%0], %1;" ::"r"(leader), "h"(__half_as_ushort(put_last)) : "memory");
+    }
+    // Release: the stores above are visible to rank 0's acquire. The other ranks then leave
+    // (nothing reads their shared memory).
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    if (rank == 0) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  } else if constexpr (ETAIL) {
     // The tables' copies (qgemv4_qkv_encode_pre.cu) land before the barrier publishes them.
     // No fences: the barrier orders this CTA's row stores (tid < 16) before tid 0's ticket,
     // whose release makes them visible with it; the last CTA's acquire on the same ticket,
@@ -45,8 +75,8 @@ if (row0 >= NQ) {
   } else {
     __threadfence();  // this CTA's rows (stored by tid < 16) are visible device-wide before its ticket
   }
-  __syncthreads();
-  if (tid == 0) {
+  if constexpr (!CLUSTER) __syncthreads();
+  if (!CLUSTER && tid == 0) {
     unsigned int prev;
     if constexpr (ETAIL) {
       asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(ticket) : "memory");
@@ -56,12 +86,14 @@ if (row0 >= NQ) {
     enc_last = prev + 1 == static_cast<unsigned int>(D / 16);
     if (enc_last) atomicExch(ticket, 0u);  // every CTA of the head has arrived: ready for the next call
   }
-  __syncthreads();
-  if (enc_last && warp == 0) {
-    if constexpr (!ETAIL) __threadfence();
-    const unsigned short* src = reinterpret_cast<const unsigned short*>(is_v ? yv : yk) + static_cast<long long>(head) * D;
-    for (int i = lane; i < D; i += 32) enc_x[i] = __ushort_as_half(__ldcg(src + i));
-    __syncwarp();
+  if constexpr (!CLUSTER) __syncthreads();
+  if ((CLUSTER ? rank == 0 : enc_last) && warp == 0) {
+    if constexpr (!CLUSTER) {
+      if constexpr (!ETAIL) __threadfence();
+      const unsigned short* src = reinterpret_cast<const unsigned short*>(is_v ? yv : yk) + static_cast<long long>(head) * D;
+      for (int i = lane; i < D; i += 32) enc_x[i] = __ushort_as_half(__ldcg(src + i));
+      __syncwarp();
+    }
     const long long pos = pos_marker_shape[0] - 1;
     // The side's tables come from shared memory with ETAIL (enc_tab, copied by
     // qgemv4_qkv_encode_pre.cu at its ENC_* offsets), else from the inputs.

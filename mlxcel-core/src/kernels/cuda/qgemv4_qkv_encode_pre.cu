@@ -11,6 +11,12 @@
 // the signs [2 D] at 0, the midpoints [15] at ENC_MIDS, the centroids [16] at ENC_LUT and the
 // inverse frequencies [D / 2] at ENC_FREQ; a side's codec only where its format has one (turbo4
 // keys with KVFMT 0, turbo4 values with KVFMT 0 and 1), the frequencies for K with ROPE.
+// CLUSTER (qgemv4_qkv_encode.cu): every K and V CTA arrives at its cluster's barrier on entry;
+// its tail waits for that phase before writing into rank 0's shared memory.
+static_assert(!CLUSTER || (NQ % D == 0 && D / 16 <= 8), "clusters of one head's D / 16 CTAs, at most 8");
+if constexpr (CLUSTER) {
+  if (static_cast<long long>(blockIdx.x) * 16 >= NQ) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
 constexpr int ENC_MIDS = 2 * D, ENC_LUT = ENC_MIDS + 16, ENC_FREQ = ENC_LUT + 16, ENC_TAB = ENC_FREQ + D / 2;
 __shared__ __align__(16) float enc_tab[ETAIL ? ENC_TAB : 1];
 if constexpr (ETAIL) {
