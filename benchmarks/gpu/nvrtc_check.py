@@ -162,9 +162,6 @@ MMA_VARIANTS.append(dict(DEFAULT_VARIANT, fold=True))
 
 # The fold's tail (MLXCEL_FOLD_TAIL, on by default): NVRTC_FTAIL=0 compiles the fenced one.
 FTAIL = os.environ.get("NVRTC_FTAIL", "1") != "0"
-# MLXCEL_MMA_DEEP_RING: NVRTC_DEEP=1 compiles the 12-warp builds one stage deeper (what mlxcel
-# launches where that still fits; compile-only here, the fit is decode_attention.rs's).
-DEEP = os.environ.get("NVRTC_DEEP", "0") == "1"
 # The timing probe (MLXCEL_ATTENTION_TIMING_PROBE): NVRTC_PROBE=1..3 compiles a probe build, 0 the kernel.
 PROBE = int(os.environ.get("NVRTC_PROBE", "0"))
 
@@ -214,7 +211,7 @@ def main():
                             continue
                         consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                                   f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot)}; constexpr bool ROT_V = {b(vf >= 2 or (rot and kf == 1))}; "
-                                  f"constexpr int STAGES = {min(stages, 4) if wide16 == 'true' else stages + (1 if DEEP and wide == 'true' else 0)}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
+                                  f"constexpr int STAGES = {min(stages, 4) if wide16 == 'true' else stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
                                   f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")
                         src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
                                + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")

@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 53;
+const SLOTS: usize = 52;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -491,20 +491,6 @@ pub const QKV_CLUSTER: Flag = Flag {
     default: true,
     doc: "qkv GEMV + folded K/V append in thread-block clusters of one head's CTAs, the head gathered through distributed shared memory (sm_90+; 0 = the head ticket and an L2 read)",
     slot: 50,
-};
-
-/// The tensor-core decode kernel's ring one stage deeper where the wide CTA still fits
-/// (turbo4 at D = 128: 6 stages of 2112 bytes per warp, 221.7 KB with the pair table, still
-/// one CTA per SM and the same splits): with paired tiles a warp then keeps three tiles in
-/// flight while it computes a pair instead of two. Why: at 32K the tile loop runs ~5.2 us per
-/// call above its bytes at copy speed, and ~5.8 us at 128K (timing probes in situ, session 32):
-/// a constant ramp and drain, as if each warp waited on its copies. Same tiles, same
-/// arithmetic: bit-identical outputs. Off by default until measured.
-pub const MMA_DEEP_RING: Flag = Flag {
-    name: "MLXCEL_MMA_DEEP_RING",
-    default: false,
-    doc: "tensor-core decode kernel: the wide CTA's ring one stage deeper where it fits (turbo4 D=128: 6 stages; bit-identical)",
-    slot: 51,
 };
 
 /// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
@@ -1022,7 +1008,6 @@ pub const ALL: &[Flag] = &[
     QMV_NORM_LATE,
     FOLD_TAIL,
     QKV_CLUSTER,
-    MMA_DEEP_RING,
 ];
 
 #[cfg(test)]

@@ -730,20 +730,12 @@ pub fn fused_decode_rope(
                 .rev()
                 .find_map(|st| fits(MMA_WIDE16_WARPS, st))
         };
-        // MLXCEL_MMA_DEEP_RING: the 12-warp CTA one stage deeper where that still fits.
-        let wide12 = || {
-            flags::MMA_DEEP_RING
-                .enabled()
-                .then(|| fits(MMA_WIDE_WARPS, stages + 1))
-                .flatten()
-                .or_else(|| fits(MMA_WIDE_WARPS, stages))
-        };
         let wide = if !(table && flags::MMA_WIDE.enabled()) {
             None
         } else if flags::MMA_WIDE16.enabled() {
-            wide16().or_else(wide12)
+            wide16().or_else(|| fits(MMA_WIDE_WARPS, stages))
         } else {
-            wide12()
+            fits(MMA_WIDE_WARPS, stages)
         };
         let (stages, base, warps) = wide.unwrap_or((
             stages,
