@@ -215,6 +215,8 @@ enum Placeholder {
     Tickets,
     /// The arrival counters of the qkv GEMV's folded cache append ([`qkv_encode_tickets`]).
     QkvTickets,
+    /// The accumulators and tickets of the greedy token's argmax (`kernels::argmax`).
+    ArgmaxTickets,
     /// The tickets input of a launch that does not fold: the kernel source still names the
     /// buffer as `unsigned int*` outside the `FOLD` branch, so the stub keeps that type.
     TicketsStub,
@@ -347,6 +349,12 @@ fn fold_inputs() -> Result<(Array, Array)> {
 /// K and V heads), as [`fold_inputs`].
 pub(crate) fn qkv_encode_tickets() -> Result<(Array, Array)> {
     tickets_and_slot(Placeholder::QkvTickets)
+}
+
+/// The argmax kernel's accumulator and ticket (`cuda/argmax.cu`: words 0-2 of a slot, slots
+/// `FOLD_MAX_BH` words apart) and this call's slot, as [`fold_inputs`].
+pub(crate) fn argmax_tickets() -> Result<(Array, Array)> {
+    tickets_and_slot(Placeholder::ArgmaxTickets)
 }
 
 /// Most K plus V heads a folded qkv append takes (its tickets per slot).

@@ -1,6 +1,7 @@
 //! Custom GPU kernels of mlxcel. Sources live beside this file (`cuda/*.cu`,
 //! `metal/*.metal`) and are JIT-compiled by MLX through [`crate::mlx::kernel`].
 
+pub mod argmax;
 pub mod decode_attention;
 pub mod device_clock;
 pub mod folded_append;

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use mlxcel_core::build_profile;
 use mlxcel_core::flags;
-use mlxcel_core::kernels::device_clock;
+use mlxcel_core::kernels::{argmax, device_clock};
 use mlxcel_core::kv::KvCache;
 use mlxcel_core::mlx::array::async_eval_all;
 use mlxcel_core::mlx::{device, memory};
@@ -238,7 +238,12 @@ fn queue_greedy_step(
         .flatten();
     let (token, start) = probe(token, launch.as_ref().map(|l| &l.0))?;
     let logits = model.forward_tokens(&token, caches, true)?;
-    let (next, end) = probe(&logits.argmax(&[-1], false)?.reshape(&[1])?, None)?;
+    // The greedy token: mlxcel's argmax kernel where it applies (MLXCEL_FAST_ARGMAX), else MLX's.
+    let next = match argmax::try_argmax_token(&logits)? {
+        Some(t) => t,
+        None => logits.argmax(&[-1], false)?.reshape(&[1])?,
+    };
+    let (next, end) = probe(&next, None)?;
     let ops = if build_profile::enabled() {
         let _span = build_profile::span("op count");
         Some(next.pending_ops()?)
