@@ -497,7 +497,8 @@ pub const QKV_CLUSTER: Flag = Flag {
 /// (`kernels::argmax`, `cuda/argmax.cu`: many CTAs, one packed atomicMax each, the last CTA
 /// writes the index) instead of MLX's argmax, which reduces the row in one CTA: 22.5 us per
 /// step for Llama-3's 128256 logits in situ on the H200 (session 32). The same token as MLX's
-/// for every input (ties to the lowest index, NaN never chosen). 0 = MLX's argmax.
+/// for every input (the first NaN, else the largest value, ties to the lowest index). 0 =
+/// MLX's argmax.
 pub const FAST_ARGMAX: Flag = Flag {
     name: "MLXCEL_FAST_ARGMAX",
     default: false,

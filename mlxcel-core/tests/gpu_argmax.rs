@@ -2,8 +2,8 @@
 //! `cuda/argmax.cu`) against MLX's argmax on fresh random logits. On the GPU host every case
 //! must give MLX's index exactly, for fp16, bf16 and f32 rows of several lengths (one CTA, a
 //! partial last CTA, Llama-3's and Qwen2's vocabularies), with planted ties (the lowest index
-//! wins), -0 against +0, NaN (never chosen), +inf twice, and rows with nothing above -inf
-//! (MLX answers 0). Consecutive calls reuse one slot's accumulator and ticket, so a reset that
+//! wins), -0 against +0, NaN (the first NaN wins: MLX 0.32.4, as numpy), +inf twice, and rows
+//! with nothing above -inf (MLX answers 0, or the first NaN's index). Consecutive calls reuse one slot's accumulator and ticket, so a reset that
 //! failed would show in the next case. On the CPU (CI) the kernel is never offered.
 
 mod common;
@@ -36,20 +36,24 @@ fn cases(r: &mut rand::rngs::StdRng, n: usize) -> Vec<(&'static str, Vec<f32>)> 
     zeros[j] = -0.0;
     zeros[i] = 0.0;
     out.push(("signed zeros", zeros));
-    // NaN at the would-be maximum's neighbours and at index 0: never chosen.
+    // NaN: the first one wins, wherever it is.
     let mut nan = base.clone();
-    nan[0] = f32::NAN;
     nan[i] = f32::NAN;
+    nan[j] = f32::NAN;
     out.push(("nan", nan));
+    let mut nan0 = base.clone();
+    nan0[0] = f32::NAN;
+    out.push(("nan at 0", nan0));
     // +inf twice.
     let mut inf = base.clone();
     inf[j] = f32::INFINITY;
     inf[i] = f32::INFINITY;
     out.push(("inf", inf));
-    // Nothing above -inf: MLX answers index 0.
+    // Nothing above -inf: MLX answers index 0; with a NaN, the NaN's index.
+    out.push(("all -inf", vec![f32::NEG_INFINITY; n]));
     let mut none = vec![f32::NEG_INFINITY; n];
     none[i] = f32::NAN;
-    out.push(("all -inf", none));
+    out.push(("all -inf and a nan", none));
     out
 }
 
@@ -93,6 +97,6 @@ fn argmax_kernel_gives_mlx_argmax_or_is_not_offered() {
     common::clear_flags(&["MLXCEL_FAST_ARGMAX"]);
     if on_cuda {
         eprintln!("argmax: {checked} rows equal to MLX's argmax");
-        assert_eq!(checked, 6 * 8 * 3);
+        assert_eq!(checked, 6 * 10 * 3);
     }
 }

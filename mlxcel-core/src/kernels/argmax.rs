@@ -39,11 +39,10 @@ pub fn try_argmax_token(logits: &Array) -> Result<Option<Array>> {
     if !applies {
         return Ok(None);
     }
-    let x = logits.reshape(&[n])?;
     let (tickets, slot) = argmax_tickets()?;
     let ctas = ((n + THREADS * PER_THREAD - 1) / (THREADS * PER_THREAD)).max(1);
     let launch = Launch::new(
-        &[&x, &tickets, &slot],
+        &[logits, &tickets, &slot],
         [ctas * THREADS, 1, 1],
         [THREADS, 1, 1],
     )

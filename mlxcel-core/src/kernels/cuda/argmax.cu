@@ -4,20 +4,21 @@
 // many CTAs reduces a contiguous chunk, takes the maximum of (key, index) pairs packed into 64
 // bits with one atomicMax, then a ticket; the last CTA writes the index and resets the
 // accumulator and the ticket for the next call.
-// MLX's semantics, exactly: the largest value wins, ties go to the lowest index, -0 equals +0,
-// NaN never wins, and where no value is above -inf the answer is index 0 (MLX's reduction
-// starts from (0, -inf) and replaces it only with strictly larger values). key(v) = 0 for NaN
-// and -inf; otherwise the float's bits made unsigned-ordered (-0 as +0), which are > 0.
-// Packed: key << 32 | (0xffffffff - index), so a larger packed value is a larger key, then a
-// lower index; with every key 0 the maximum is index 0's.
-// Inputs: x (fp16, bf16 or f32 [N], N < 2^32), tickets (u32, persistent, zero between calls:
+// MLX's semantics (0.32.4; CPU and CUDA), exactly: the first NaN wins (as numpy; MLX's argmax
+// skipped NaNs before its PR #4292); otherwise the largest value, ties to the lowest index,
+// -0 equal to +0; where nothing is above -inf, index 0 (MLX starts from (0, -inf) and takes
+// only strictly larger values). key(v): 0xffffffff for NaN, 0 for -inf, otherwise the float's
+// bits made unsigned-ordered (-0 as +0), which lie strictly between. Packed: key << 32 |
+// (0xffffffff - index), so a larger packed value is a larger key, then a lower index; with
+// every key 0 the maximum is index 0's.
+// Inputs: x (fp16, bf16 or f32 [..., N], one row, N < 2^32), tickets (u32, persistent, zero between calls:
 // this call's slot holds the u64 accumulator at words 0-1 and the ticket at word 2),
 // slot_marker (slot = slot_marker_shape[0] - 1). Output: out [1] uint32.
 constexpr int NT = 256;  // threads per CTA: argmax.rs launches this many
 constexpr int SLOT_WORDS = 1024;  // a slot's stride in tickets (decode_attention.rs, FOLD_MAX_BH)
 static_assert(sizeof(T_x) == 2 || sizeof(T_x) == 4, "fp16, bf16 or f32 logits");
 const float neg_inf = __int_as_float(0xff800000);
-const unsigned int n = static_cast<unsigned int>(x_shape[0]);
+const unsigned int n = static_cast<unsigned int>(x_shape[x_ndim - 1]);  // one row: the other axes are 1
 const int tid = threadIdx.x;
 const unsigned int per = (n + gridDim.x - 1) / gridDim.x;
 const unsigned int lo = blockIdx.x * per;
@@ -26,7 +27,9 @@ unsigned long long best = 0;
 for (unsigned int i = lo + tid; i < hi; i += NT) {
   const float f = static_cast<float>(x[i]);
   unsigned int key = 0;
-  if (f > neg_inf) {
+  if (f != f) {
+    key = 0xffffffffu;
+  } else if (f > neg_inf) {
     unsigned int bits = __float_as_uint(f);
     if (bits == 0x80000000u) bits = 0;  // -0 ties with +0
     key = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
