@@ -41,31 +41,52 @@ if (row0 >= NQ) {
   if constexpr (CLUSTER) {
     // CLUSTER: the head's D / 16 CTAs form one thread-block cluster (quantized_gemv.rs adds
     // __cluster_dims__ to the kernel's signature; NQ and NK are whole heads, so clusters never
-    // mix parts). Each CTA's 16 threads that stored its rows write the same fp16 values into
-    // rank 0's enc_x through distributed shared memory, and rank 0 encodes once every CTA has
-    // arrived. Why: the ticket is a device-scope atomic round trip, and the last CTA then reads
-    // the head back from L2 (another round trip) before its warp can start: the tail cost 2.85
-    // us per layer over the plain qkv GEMV in situ at 32K (session 32). A cluster barrier and
-    // shared-memory stores replace both. The same 128 (64) values reach the same encode:
+    // mix parts). Each CTA's 16 threads that stored its rows send the same fp16 values, two per
+    // st.async, into rank 0's enc_x; each completes its bytes on rank 0's enc_bar
+    // (qgemv4_qkv_encode_pre.cu), and rank 0 encodes once all D * 2 bytes have landed. Why: the
+    // ticket is a device-scope atomic round trip, and the last CTA then reads the head back
+    // from L2 before its warp can start; a cluster barrier with release semantics compiles to
+    // MEMBAR.ALL.GPU (a wait for the CTA's global stores) before its arrive, while st.async
+    // with an mbarrier needs no fence. The same 128 (64) values reach the same encode:
     // identical cache bytes.
     unsigned int ranks;
     asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
     asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(ranks));
     if (ranks != static_cast<unsigned int>(D / 16)) __trap();  // launched without the head's clusters
-    if constexpr (ETAIL) asm volatile("cp.async.wait_all;" ::: "memory");
-    // Completes the phase every CTA of the cluster arrived at on entry (qgemv4_qkv_encode_pre.cu):
-    // rank 0 has started, so its shared memory exists.
+    // Completes the phase every CTA of the cluster arrived at on entry: rank 0's enc_bar is set up.
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-    if (tid < 16) {
-      const unsigned int mine = static_cast<unsigned int>(__cvta_generic_to_shared(enc_x + rank * 16 + tid));
-      unsigned int leader;
-      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(leader) : "r"(mine));
-      asm volatile("st.shared::cluster.u16 [%0], %1;" ::"r"(leader), "h"(__half_as_ushort(put_last)) : "memory");
+    if (warp == 0) {
+      const unsigned int mine = __half_as_ushort(put_last);
+      const unsigned int next = __shfl_down_sync(0xffffffffu, mine, 1);
+      if (tid < 16 && (tid & 1) == 0) {
+        unsigned int dst, bar;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, 0;"
+                     : "=r"(dst)
+                     : "r"(static_cast<unsigned int>(__cvta_generic_to_shared(enc_x + rank * 16 + tid))));
+        asm volatile("mapa.shared::cluster.u32 %0, %1, 0;"
+                     : "=r"(bar)
+                     : "r"(static_cast<unsigned int>(__cvta_generic_to_shared(&enc_bar))));
+        asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(dst),
+                     "r"(mine | (next << 16)), "r"(bar)
+                     : "memory");
+      }
     }
-    // Release: the stores above are visible to rank 0's acquire. The other ranks then leave
-    // (nothing reads their shared memory).
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-    if (rank == 0) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (rank == 0) {
+      // The tables' copies (ETAIL) by every thread of this CTA, published by the barrier.
+      if constexpr (ETAIL) asm volatile("cp.async.wait_all;" ::: "memory");
+      __syncthreads();
+      if (warp == 0) {
+        const unsigned int bar = static_cast<unsigned int>(__cvta_generic_to_shared(&enc_bar));
+        unsigned int landed = 0;
+        while (!landed) {
+          asm volatile(
+              "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+              : "=r"(landed)
+              : "r"(bar)
+              : "memory");
+        }
+      }
+    }
   } else if constexpr (ETAIL) {
     // The tables' copies (qgemv4_qkv_encode_pre.cu) land before the barrier publishes them.
     // No fences: the barrier orders this CTA's row stores (tid < 16) before tid 0's ticket,

@@ -11,11 +11,24 @@
 // the signs [2 D] at 0, the midpoints [15] at ENC_MIDS, the centroids [16] at ENC_LUT and the
 // inverse frequencies [D / 2] at ENC_FREQ; a side's codec only where its format has one (turbo4
 // keys with KVFMT 0, turbo4 values with KVFMT 0 and 1), the frequencies for K with ROPE.
-// CLUSTER (qgemv4_qkv_encode.cu): every K and V CTA arrives at its cluster's barrier on entry;
-// its tail waits for that phase before writing into rank 0's shared memory.
+// CLUSTER (qgemv4_qkv_encode.cu): rank 0 of each K or V head's cluster sets up enc_bar, the
+// mbarrier its tail waits on for the head's D fp16 values (D * 2 bytes of st.async from the
+// cluster's CTAs); then every K and V CTA arrives at the cluster barrier, whose phase each tail
+// waits for before its st.async (rank 0's barrier then exists and is initialized).
 static_assert(!CLUSTER || (NQ % D == 0 && D / 16 <= 8), "clusters of one head's D / 16 CTAs, at most 8");
+__shared__ __align__(8) unsigned long long enc_bar;
 if constexpr (CLUSTER) {
-  if (static_cast<long long>(blockIdx.x) * 16 >= NQ) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  if (static_cast<long long>(blockIdx.x) * 16 >= NQ) {
+    unsigned int rank;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    if (rank == 0 && threadIdx.x == 0) {
+      const unsigned int bar = static_cast<unsigned int>(__cvta_generic_to_shared(&enc_bar));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "n"(D * 2) : "memory");
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  }
 }
 constexpr int ENC_MIDS = 2 * D, ENC_LUT = ENC_MIDS + 16, ENC_FREQ = ENC_LUT + 16, ENC_TAB = ENC_FREQ + D / 2;
 __shared__ __align__(16) float enc_tab[ETAIL ? ENC_TAB : 1];
