@@ -475,16 +475,19 @@ pub const FOLD_TAIL: Flag = Flag {
 
 /// The qkv GEMV with the K+V append folded in (`MLXCEL_QKV_ENCODE`) runs in thread-block
 /// clusters of one K or V head's D / 16 CTAs (`CLUSTER` in `cuda/qgemv4_qkv_encode.cu`; sm_90
-/// and later, else the ticket): each CTA writes its 16 rows into the head's first CTA through
-/// distributed shared memory, and that CTA encodes after one cluster barrier, instead of a
-/// device-scope ticket and a read of the head back from L2. Why: the append's serial tail cost
+/// and later, else the ticket): each CTA sends its 16 rows into the head's first CTA's shared
+/// memory (`st.async`, completing on an mbarrier there), and that CTA encodes once they have
+/// landed, instead of a device-scope ticket and a read of the head back from L2. Why: the append's serial tail cost
 /// 2.85 us per layer over the plain qkv GEMV in situ at 32K (session 32). Same values into the
 /// same encode: the cache bytes are bit-identical. On the H200 (session 33): `gpu_qkv_encode`
 /// 72 steps bit-identical with it off and on; in situ at 32K the launch only 11.36 -> 11.28 us
 /// (so the ticket and the read-back are not where the tail goes), but the device time per step
 /// fell in all six in-process A/Bs (`MLXCEL_STEP_AB`): turbo4 at 32K 2.596 -> 2.579, 2.580 ->
 /// 2.551 and 2.600 -> 2.555 ms, turbo4-asym 2.910 -> 2.881, int8 2.760 -> 2.731, turbo4 at 128K
-/// 3.675 -> 3.654; host level (-0.07 to +0.08 ms, both signs). Default on; 0 = the ticket (the
+/// 3.675 -> 3.654; host level (-0.07 to +0.08 ms, both signs). Those runs gathered through a
+/// cluster barrier, whose release arrive compiles to `MEMBAR.ALL.GPU`; the `st.async` tail has
+/// no fence: 72 steps bit-identical again, turbo4 at 32K 2.558 -> 2.541 and 2.563 -> 2.544 ms
+/// against the ticket (the same range: the fence did not show). Default on; 0 = the ticket (the
 /// reference path).
 pub const QKV_CLUSTER: Flag = Flag {
     name: "MLXCEL_QKV_CLUSTER",
