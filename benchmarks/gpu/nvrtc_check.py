@@ -428,7 +428,7 @@ def main():
     for xt in ("__half", "__nv_bfloat16", "float"):
         src = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef unsigned int uint32_t;\n" + SHAPE
                + f"__global__ void a(const {xt}* x, const Shape x_shape, const int x_ndim, const uint32_t* tickets, const uint8_t* slot_marker, "
-               "const Shape slot_marker_shape, uint32_t* out) {\n" + f"using T_x = {xt};\n" + read("argmax.cu") + "\n}\n")
+               "const Shape slot_marker_shape, uint32_t* out) {\n" + f"using T_x = {xt}; constexpr int SLOT_WORDS = 1024;\n" + read("argmax.cu") + "\n}\n")
         ok &= compile_one(f"argmax {xt}", "typedef unsigned char uint8_t;\n" + src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"

@@ -477,8 +477,9 @@ pub const FOLD_TAIL: Flag = Flag {
 /// clusters of one K or V head's D / 16 CTAs (`CLUSTER` in `cuda/qgemv4_qkv_encode.cu`; sm_90
 /// and later, else the ticket): each CTA sends its 16 rows into the head's first CTA's shared
 /// memory (`st.async`, completing on an mbarrier there), and that CTA encodes once they have
-/// landed, instead of a device-scope ticket and a read of the head back from L2. Why: the append's serial tail cost
-/// 2.85 us per layer over the plain qkv GEMV in situ at 32K (session 32). Same values into the
+/// landed, instead of a device-scope ticket and a read of the head back from L2. Why: the
+/// append's serial tail cost 2.85 us per layer over the plain qkv GEMV in situ at 32K (session
+/// 32). Same values into the
 /// same encode: the cache bytes are bit-identical. On the H200 (session 33): `gpu_qkv_encode`
 /// 72 steps bit-identical with it off and on; in situ at 32K the launch only 11.36 -> 11.28 us
 /// (so the ticket and the read-back are not where the tail goes), but the device time per step

@@ -5,8 +5,8 @@
 //! argmax, the reference the GPU test (`tests/gpu_argmax.rs`) compares against.
 
 use crate::flags;
-use crate::kernels::decode_attention::argmax_tickets;
-use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch};
+use crate::kernels::decode_attention::{argmax_tickets, TICKET_SLOT_WORDS};
+use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
 use crate::Result;
 
@@ -46,7 +46,8 @@ pub fn try_argmax_token(logits: &Array) -> Result<Option<Array>> {
         [ctas * THREADS, 1, 1],
         [THREADS, 1, 1],
     )
-    .output(&[1], Dtype::U32);
+    .output(&[1], Dtype::U32)
+    .template("SLOT_WORDS", TemplateArg::Int(TICKET_SLOT_WORDS as i32));
     let mut out = cached_by_name(KernelBackend::Cuda, "argmax_token", 0, source)?.call(&launch)?;
     Ok(out.pop())
 }

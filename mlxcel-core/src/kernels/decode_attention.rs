@@ -357,6 +357,10 @@ pub(crate) fn argmax_tickets() -> Result<(Array, Array)> {
     tickets_and_slot(Placeholder::ArgmaxTickets)
 }
 
+/// Words from one ticket slot to the next in every tickets buffer (`SLOT_WORDS` of
+/// `cuda/argmax.cu`).
+pub(crate) const TICKET_SLOT_WORDS: usize = FOLD_MAX_BH;
+
 /// Most K plus V heads a folded qkv append takes (its tickets per slot).
 pub(crate) const QKV_ENCODE_MAX_HEADS: usize = FOLD_MAX_BH;
 

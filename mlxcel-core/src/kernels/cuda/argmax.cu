@@ -11,11 +11,12 @@
 // bits made unsigned-ordered (-0 as +0), which lie strictly between. Packed: key << 32 |
 // (0xffffffff - index), so a larger packed value is a larger key, then a lower index; with
 // every key 0 the maximum is index 0's.
-// Inputs: x (fp16, bf16 or f32 [..., N], one row, N < 2^32), tickets (u32, persistent, zero between calls:
-// this call's slot holds the u64 accumulator at words 0-1 and the ticket at word 2),
-// slot_marker (slot = slot_marker_shape[0] - 1). Output: out [1] uint32.
+// Inputs: x (fp16, bf16 or f32 [..., N], one row, N < 2^32), tickets (u32, persistent, zero
+// between calls: this call's slot holds the u64 accumulator at words 0-1, the ticket at word 2),
+// slot_marker (slot = slot_marker_shape[0] - 1). Output: out [1] uint32. Template constant:
+// SLOT_WORDS, a slot's stride in tickets (argmax.rs passes decode_attention.rs's).
 constexpr int NT = 256;  // threads per CTA: argmax.rs launches this many
-constexpr int SLOT_WORDS = 1024;  // a slot's stride in tickets (decode_attention.rs, FOLD_MAX_BH)
+static_assert(SLOT_WORDS >= 4 && SLOT_WORDS % 2 == 0, "a slot holds the 8-byte-aligned accumulator and the ticket");
 static_assert(sizeof(T_x) == 2 || sizeof(T_x) == 4, "fp16, bf16 or f32 logits");
 const float neg_inf = __int_as_float(0xff800000);
 const unsigned int n = static_cast<unsigned int>(x_shape[x_ndim - 1]);  // one row: the other axes are 1
