@@ -768,15 +768,14 @@ pub fn try_gemv_parts_encode(
     let inv_freq = inv_freq_input(rope)?;
     let (tickets, slot) = qkv_encode_tickets()?;
     // Clusters of one head's CTAs (MLXCEL_QKV_CLUSTER) where the GPU has them (sm_90+).
-    let clustered = flags::QKV_CLUSTER.enabled()
+    let cluster_gpu = flags::QKV_CLUSTER.enabled()
         && crate::mlx::device::gpu_compute_capability_major().is_some_and(|m| m >= 9);
-    let (name, source): (&'static str, fn(usize) -> KernelSource) =
-        match (clustered, target.head_dim) {
-            (true, 128) => ("qgemv4_qkv_enc_cl8", qkv_encode_source_cl8),
-            (true, 64) => ("qgemv4_qkv_enc_cl4", qkv_encode_source_cl4),
-            _ => ("qgemv4_qkv_enc", qkv_encode_source),
+    let (name, source, clustered): (&'static str, fn(usize) -> KernelSource, bool) =
+        match (cluster_gpu, target.head_dim) {
+            (true, 128) => ("qgemv4_qkv_enc_cl8", qkv_encode_source_cl8, true),
+            (true, 64) => ("qgemv4_qkv_enc_cl4", qkv_encode_source_cl4, true),
+            _ => ("qgemv4_qkv_enc", qkv_encode_source, false),
         };
-    let clustered = name != "qgemv4_qkv_enc";
     let (mut launch, shared) = parts_launch(x, norm, q, plan, sched)?;
     let shared = shared.with_encoder(target.head_dim);
     launch.inputs.extend([
