@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 53;
+const SLOTS: usize = 54;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -511,6 +511,21 @@ pub const FAST_ARGMAX: Flag = Flag {
     default: true,
     doc: "greedy decode on CUDA: the token from mlxcel's many-CTA argmax kernel (0 = MLX's argmax, one CTA per row)",
     slot: 51,
+};
+
+/// A decode step's turbo4 K+V append done by the fused attention launch itself
+/// (`cuda/decode_attention_mma.cu`, `MLXCEL_ATTN_APPEND` blocks): the stacked qkv GEMV writes
+/// plain k and v, and the attention CTA whose split holds the new position encodes them into
+/// the cache in its prologue (idle q-staging warps, before the barrier after which its ring
+/// copies the new position's tile). Why: the qkv GEMV's folded append (`MLXCEL_QKV_ENCODE`)
+/// ends its launch with the encode, ~2.8 us per layer in situ at 32K (session 32) on the
+/// step's critical path; inside the attention call it overlaps the other splits' streaming.
+/// The same cache bytes and outputs (gpu_attention_append). 0 = the qkv GEMV's folded append.
+pub const ATTN_APPEND: Flag = Flag {
+    name: "MLXCEL_ATTN_APPEND",
+    default: false,
+    doc: "turbo4 decode on CUDA: the new position's K+V encoded by the fused attention launch instead of the qkv GEMV (0 = the qkv GEMV's folded append)",
+    slot: 52,
 };
 
 /// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
@@ -1029,6 +1044,7 @@ pub const ALL: &[Flag] = &[
     FOLD_TAIL,
     QKV_CLUSTER,
     FAST_ARGMAX,
+    ATTN_APPEND,
 ];
 
 #[cfg(test)]

@@ -274,6 +274,15 @@ impl Attention {
                         finish(v, &None)?,
                     )
                 };
+                // A decode step whose attention launch writes the cache itself
+                // (`MLXCEL_ATTN_APPEND`): no append launch, and the output comes with it.
+                if l == 1 {
+                    let _s = build_profile::span("attention");
+                    if let Some(o) = cache.append_attend_rope_flat(&q, &k, &v, self.scale, rope)? {
+                        let _s = build_profile::span("o_proj");
+                        return self.o_proj.forward_residual(&o, residual);
+                    }
+                }
                 // RoPE goes with the cache calls: fused kernels apply it themselves, other
                 // paths run MLX's rope first (same positions: the new block starts at the
                 // cache length).

@@ -9,7 +9,9 @@
 //! | `fused-decode` | CUDA backend, one query position, int8/turbo sides (fp16 ones too with `MLXCEL_FUSED_FP16=1`), `MLXCEL_FUSED_DECODE` on (default) | one kernel reads the packed cache ([`crate::kernels::decode_attention`]) |
 
 use crate::flags;
-use crate::kernels::decode_attention::{fused_decode, fused_decode_rope, rope_fits, supported};
+use crate::kernels::decode_attention::{
+    fused_decode, fused_decode_rope, fused_decode_rope_append, rope_fits, supported, AttnAppend,
+};
 use crate::kernels::fp16_append::rope_q_after;
 use crate::kv::side::{KvSide, FORMAT_FP16};
 use crate::mlx::fast::{scaled_dot_product_attention, AttentionMask};
@@ -127,6 +129,46 @@ pub fn attend_before_rope(
         }
         _ => Ok(None),
     }
+}
+
+/// [`attend_before_rope`] for a decode step whose launch also writes the step's keys and
+/// values into turbo4 sides (`MLXCEL_ATTN_APPEND`, [`fused_decode_rope_append`]): `append`
+/// holds the reserved position (the sides' lengths do not count it yet) and the new vectors.
+/// Returns the output (with `flat`, `[B, 1, Hq * D]`) and the write's token; `None` where
+/// the tensor-core kernel would not serve the sides with RoPE inside (the caller then appends
+/// and attends apart).
+pub fn append_attend_before_rope(
+    q: &Array,
+    k: &dyn KvSide,
+    v: &dyn KvSide,
+    scale: f32,
+    rope: &RopeSpec,
+    flat: bool,
+    append: &AttnAppend<'_>,
+) -> Result<Option<(Array, Array)>> {
+    if !(flags::FUSED_ROPE.enabled()
+        && flags::FUSED_DECODE.enabled()
+        && KernelBackend::current() == Some(KernelBackend::Cuda))
+        || q.ndim() != 4
+        || q.dim(2) != 1
+    {
+        return Ok(None);
+    }
+    let d = q.dim(-1) as usize;
+    if !kernel_scale(scale, d) {
+        return Ok(None);
+    }
+    let (Some(kr), Some(vr)) = (k.raw(), v.raw()) else {
+        return Ok(None);
+    };
+    let (hq, hkv) = (q.dim(1) as usize, kr.data.dim(1).max(1) as usize);
+    if !hq.is_multiple_of(hkv) || kr.format != 4 || vr.format != 4 {
+        return Ok(None);
+    }
+    if !rope_fits(&kr, &vr, d, hq / hkv, rope) {
+        return Ok(None);
+    }
+    fused_decode_rope_append(q, &kr, &vr, scale, rope, flat, append).map(Some)
 }
 
 /// MLX's SDPA over fp16 sides that an in-place append wrote since their last host wait

@@ -155,6 +155,39 @@ fn mma_source(shared: usize) -> KernelSource {
     s
 }
 
+/// The attention-append kernel's extra inputs, after [`INPUTS`]: the step's keys (before
+/// RoPE) and values `[B, Hkv, 1, D]`, and the turbo4 codecs' centroid midpoints.
+const APPEND_INPUTS: &[&str] = &["k_new", "v_new", "k_mids", "v_mids"];
+
+/// The tensor-core kernel that also writes the step's turbo4 K+V into the cache
+/// (`MLXCEL_ATTN_APPEND`: the `MLXCEL_ATTN_APPEND` blocks of `decode_attention_mma.cu`, with the
+/// one-warp encoder of `turbo_encode.cuh`); its extra output `done` is the write's token.
+fn mma_append_source(shared: usize) -> KernelSource {
+    let inputs: Vec<&str> = INPUTS.iter().chain(APPEND_INPUTS).copied().collect();
+    let mut s = KernelSource::new(
+        "mlxcel_decode_attention_mma_app",
+        &inputs,
+        &["o_part", "ml", "out", "done"],
+        MMA_BODY,
+    );
+    s.header = format!(
+        "#define MLXCEL_ATTN_APPEND\n{}\n{}\n{MMA_HEADER}",
+        crate::kernels::in_place::warp_header(""),
+        include_str!("cuda/turbo_encode.cuh")
+    );
+    s.shared_memory = shared as i32;
+    s
+}
+
+/// A decode step's turbo4 K+V append for the attention launch to perform
+/// ([`fused_decode_rope_append`]): the reservation (`KvCache::fused_append_target`) and the
+/// step's keys (before RoPE) and values `[1, Hkv, 1, D]`.
+pub struct AttnAppend<'a> {
+    pub target: &'a crate::kernels::folded_append::PairTarget,
+    pub k_new: &'a Array,
+    pub v_new: &'a Array,
+}
+
 /// Whether the tensor-core kernel handles this combination: fp16 / int8 / turbo4 sides,
 /// one rotation group per head (group == head_dim), GQA <= 8, and a capacity that keeps
 /// every 16-token tile of factors 16-byte aligned.
@@ -667,6 +700,75 @@ pub fn fused_decode_rope(
     rope: Option<&RopeSpec>,
     flat: bool,
 ) -> Result<Array> {
+    decode(q, k, v, len, scale, split_override, rope, flat, None).map(|(o, _)| o)
+}
+
+/// [`fused_decode_rope`] whose launch also writes the step's turbo4 keys and values into the
+/// cache at `append.target.pos` (`MLXCEL_ATTN_APPEND`): `len` is `pos + 1`, both sides turbo4
+/// with the tensor-core kernel, and `rope` given. Returns the attention output and the
+/// write's token (`KvCache::commit_fused_append`).
+pub fn fused_decode_rope_append(
+    q: &Array,
+    k: &RawSide<'_>,
+    v: &RawSide<'_>,
+    scale: f32,
+    rope: &RopeSpec,
+    flat: bool,
+    append: &AttnAppend<'_>,
+) -> Result<(Array, Array)> {
+    let t = append.target;
+    let turbo4 = |r: &RawSide<'_>| r.format == 4 && r.rotation.is_some() && r.lut_array.is_some();
+    let shape = vec![1, t.heads, 1, t.head_dim as i32];
+    if t.format != crate::kernels::folded_append::PairFormat::Turbo4
+        || !(turbo4(k) && turbo4(v))
+        || append.k_new.shape() != shape
+        || append.v_new.shape() != shape
+    {
+        return Err(Error::invalid(
+            "attention append",
+            format!(
+                "needs turbo4 keys and values and [1, {}, 1, {}] new vectors, got {:?} and {:?}",
+                t.heads,
+                t.head_dim,
+                append.k_new.shape(),
+                append.v_new.shape()
+            ),
+        ));
+    }
+    let (o, token) = decode(
+        q,
+        k,
+        v,
+        t.pos + 1,
+        scale,
+        None,
+        Some(rope),
+        flat,
+        Some(append),
+    )?;
+    let token = token.ok_or_else(|| {
+        Error::invalid(
+            "attention append",
+            "the tensor-core kernel does not serve these sides",
+        )
+    })?;
+    Ok((o, token))
+}
+
+/// [`fused_decode_rope`], with `append` the launch that writes the step's K+V too (its token
+/// is the second value; `None` without `append`).
+#[allow(clippy::too_many_arguments)]
+fn decode(
+    q: &Array,
+    k: &RawSide<'_>,
+    v: &RawSide<'_>,
+    len: usize,
+    scale: f32,
+    split_override: Option<usize>,
+    rope: Option<&RopeSpec>,
+    flat: bool,
+    append: Option<&AttnAppend<'_>>,
+) -> Result<(Array, Option<Array>)> {
     let s = q.shape();
     if s.len() != 4 || s[2] != 1 {
         return Err(Error::invalid(
@@ -793,24 +895,34 @@ pub fn fused_decode_rope(
         q.reshape(&[b as i32, hq as i32, d as i32])?
             .astype(Dtype::F32)?
     };
+    let mut inputs: Vec<&Array> = vec![
+        &q_in,
+        k.data,
+        &k_aux,
+        v.data,
+        &v_aux,
+        &lut_k,
+        &lut_v,
+        &rot_k,
+        &len_marker,
+        &k_dep,
+        &v_dep,
+        &inv_freq,
+        &rot_v,
+        &tickets,
+        &epoch_marker,
+    ];
+    if let Some(a) = append {
+        if !tensor_cores || rope.is_none() {
+            return Err(Error::invalid(
+                "attention append",
+                "needs the tensor-core kernel and RoPE inside it",
+            ));
+        }
+        inputs.extend([a.k_new, a.v_new, &a.target.k.mids, &a.target.v.mids]);
+    }
     let launch = Launch::new(
-        &[
-            &q_in,
-            k.data,
-            &k_aux,
-            v.data,
-            &v_aux,
-            &lut_k,
-            &lut_v,
-            &rot_k,
-            &len_marker,
-            &k_dep,
-            &v_dep,
-            &inv_freq,
-            &rot_v,
-            &tickets,
-            &epoch_marker,
-        ],
+        &inputs,
         [splits as i32 * threads, hkv as i32, b as i32],
         [threads, 1, 1],
     )
@@ -821,19 +933,32 @@ pub fn fused_decode_rope(
     .template("D", TemplateArg::Int(d as i32))
     .template("GQA", TemplateArg::Int(gqa as i32))
     .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()));
-    let mut parts = if let Some((stages, shared, warps)) = mma_shared {
+    let (mut parts, token) = if let Some((stages, shared, warps)) = mma_shared {
         let pair = mma_pair(stages);
-        let main = cached_by_name(
-            KernelBackend::Cuda,
-            "decode_attention_mma",
-            shared as u64,
-            || mma_source(shared),
-        )?;
+        let main = if append.is_some() {
+            cached_by_name(
+                KernelBackend::Cuda,
+                "decode_attention_mma_app",
+                shared as u64,
+                || mma_append_source(shared),
+            )?
+        } else {
+            cached_by_name(
+                KernelBackend::Cuda,
+                "decode_attention_mma",
+                shared as u64,
+                || mma_source(shared),
+            )?
+        };
         // The merged output `out` is written only by the fold; otherwise a token-sized stub.
         let fold_out = if fold { out_shape.clone() } else { vec![8] };
+        let mut launch = launch.output(&fold_out, q.dtype());
+        if append.is_some() {
+            // The write's token.
+            launch = launch.output(&[4], Dtype::I32);
+        }
         let mut outs = main.call(
             &launch
-                .output(&fold_out, q.dtype())
                 .template("STAGES", TemplateArg::Int(stages as i32))
                 .template("WARPS", TemplateArg::Int(warps as i32))
                 .template("SWZ", TemplateArg::Bool(flags::MMA_SWIZZLE.enabled()))
@@ -872,22 +997,24 @@ pub fn fused_decode_rope(
                 )
                 .template("PROBE", TemplateArg::Int(timing_probe()?.code())),
         )?;
+        let token = if append.is_some() { outs.pop() } else { None };
         let out = outs.pop().expect("three outputs");
         if fold {
-            return Ok(out);
+            return Ok((out, token));
         }
-        outs
+        (outs, token)
     } else {
         let main = cached_by_name(KernelBackend::Cuda, "decode_attention", 0, source)?;
-        main.call(
+        let parts = main.call(
             &launch
                 .template("GROUP_K", TemplateArg::Int(group_k as i32))
                 .template("GROUP_V", TemplateArg::Int(group_v as i32)),
-        )?
+        )?;
+        (parts, None)
     };
     let ml = parts.pop().expect("two outputs");
     let o_part = parts.pop().expect("two outputs");
-    merge(q, &o_part, &ml, v, &rot_v, d, &out_shape)
+    Ok((merge(q, &o_part, &ml, v, &rot_v, d, &out_shape)?, token))
 }
 
 /// Rings shallower than this keep the one-tile loop under [`flags::MMA_PAIR`]: a pair holds two

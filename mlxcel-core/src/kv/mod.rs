@@ -81,6 +81,22 @@ pub trait KvCache {
         ))
     }
 
+    /// A decode step's append and attention in one launch (`MLXCEL_ATTN_APPEND`): keys
+    /// (before `rope`) and values `[B, Hkv, 1, D]` written by the fused attention kernel that
+    /// attends `q` (before `rope`) over the cache and the new position. Returns the output
+    /// as [`KvCache::attend_rope_flat`] does; `None`, with nothing appended, where the cache
+    /// or the kernel cannot (the caller appends and attends apart).
+    fn append_attend_rope_flat(
+        &mut self,
+        _q: &Array,
+        _k: &Array,
+        _v: &Array,
+        _scale: f32,
+        _rope: &RopeSpec,
+    ) -> Result<Option<Array>> {
+        Ok(None)
+    }
+
     /// Number of cached positions.
     fn len(&self) -> usize;
 

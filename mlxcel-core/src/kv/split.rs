@@ -1,12 +1,14 @@
 //! [`SplitKvCache`]: a layer's cache made of a key side and a value side, each in its own
 //! storage format. Attention goes through [`crate::attention::attend`], which picks the path.
 
-use crate::attention::{attend, attend_before_rope};
+use crate::attention::{append_attend_before_rope, attend, attend_before_rope};
+use crate::kernels::decode_attention::AttnAppend;
 use crate::kv::fp16::Fp16Side;
 use crate::kv::int8::Int8Side;
 use crate::kv::side::KvSide;
 use crate::kv::turbo::TurboSide;
 use crate::kv::{flatten_heads, rope_queries, KvCache};
+use crate::mlx::kernel::KernelBackend;
 use crate::mlx::Array;
 use crate::rope::RopeSpec;
 use crate::{Error, Result};
@@ -38,6 +40,17 @@ impl SplitKvCache {
         } else {
             Ok(o)
         }
+    }
+
+    /// Whether a decode step's turbo4 append goes to the attention launch
+    /// (`MLXCEL_ATTN_APPEND` on, both sides turbo4, CUDA, in-kernel RoPE on): the qkv GEMV's
+    /// folded append then declines ([`KvCache::fused_append_target`]).
+    fn attention_appends(&self) -> bool {
+        crate::flags::ATTN_APPEND.enabled()
+            && crate::flags::FUSED_ROPE.enabled()
+            && KernelBackend::current() == Some(KernelBackend::Cuda)
+            && self.k.raw().is_some_and(|r| r.format == 4)
+            && self.v.raw().is_some_and(|r| r.format == 4)
     }
 
     pub fn new(k: Box<dyn KvSide>, v: Box<dyn KvSide>, name: String) -> SplitKvCache {
@@ -117,6 +130,10 @@ impl KvCache for SplitKvCache {
         if !crate::flags::QKV_ENCODE.enabled() || !crate::flags::FUSED_ROPE.enabled() {
             return Ok(None);
         }
+        // The attention launch takes turbo4 appends (append_attend_rope_flat) where it runs.
+        if self.attention_appends() {
+            return Ok(None);
+        }
         if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
             return TurboSide::pair_target(kt, vt, kv_shape, rope);
         }
@@ -126,6 +143,53 @@ impl KvCache for SplitKvCache {
         match (self.k.as_int8_mut(), self.v.as_int8_mut()) {
             (Some(ki), Some(vi)) => Int8Side::pair_target(ki, vi, kv_shape, rope),
             _ => Ok(None),
+        }
+    }
+
+    fn append_attend_rope_flat(
+        &mut self,
+        q: &Array,
+        k: &Array,
+        v: &Array,
+        scale: f32,
+        rope: &RopeSpec,
+    ) -> Result<Option<Array>> {
+        if !self.attention_appends() {
+            return Ok(None);
+        }
+        check_shapes(k, v)?;
+        let s = k.shape();
+        if s != v.shape() {
+            return Ok(None);
+        }
+        let kv_shape = [s[0], s[1], s[2], s[3]];
+        let target = match (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
+            (Some(kt), Some(vt)) => TurboSide::pair_target(kt, vt, kv_shape, rope)?,
+            _ => None,
+        };
+        // An unused reservation appends nothing.
+        let Some(target) = target else {
+            return Ok(None);
+        };
+        let append = AttnAppend {
+            target: &target,
+            k_new: k,
+            v_new: v,
+        };
+        match append_attend_before_rope(
+            q,
+            self.k.as_ref(),
+            self.v.as_ref(),
+            scale,
+            rope,
+            true,
+            &append,
+        )? {
+            Some((o, token)) => {
+                self.commit_fused_append(token)?;
+                Ok(Some(o))
+            }
+            None => Ok(None),
         }
     }
 

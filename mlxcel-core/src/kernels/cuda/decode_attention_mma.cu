@@ -217,6 +217,20 @@ auto q_chunk = [](int row, int n) -> int {
 // arriving late from issuing 4 tiles of copies.
 constexpr bool QF = QFIRST || QFIRST1;
 constexpr int EARLY_TILES = QF ? (QFIRST1 ? 1 : STAGES - 1) : 0;
+#ifdef MLXCEL_ATTN_APPEND
+// MLXCEL_ATTN_APPEND (the attention-append source only: decode_attention.rs): the CTA whose
+// split holds the new position len - 1 encodes the step's keys and values into the cache in
+// its prologue (below, before the barrier). Its ring copies the new position's tile only
+// after that barrier: where the tile is among its warp's first EARLY_TILES (short contexts),
+// this CTA issues no copies before the barrier (app_hold), so none reads the position before
+// it is written.
+static_assert(KFMT == 4 && VFMT == 4 && ROT_Q && ROT_V, "the attention append writes turbo4 keys and values");
+const int app_tile = (len - 1) / 16;
+const bool app_cta = PROBE == 0 && tb <= app_tile && app_tile < te;
+const bool app_hold = app_cta && (app_tile - tb) / NW < EARLY_TILES;
+#else
+constexpr bool app_hold = false;
+#endif
 auto prefill = [&](int from, int to) {
 #pragma unroll
   for (int i = 0; i < STAGES - 1; ++i) {
@@ -250,7 +264,7 @@ for (int g = warp; g < 8; g += NW) {
         s2[e] = rot_k[32 * QE + lane * QE + e];
       }
     }
-    if (g == warp) prefill(0, EARLY_TILES);
+    if (g == warp && !app_hold) prefill(0, EARLY_TILES);
     if constexpr (ROPE_Q) {
       mlxcel_fd::rope_warp_by<QE, TRAD>(x, lane, static_cast<float>(len - 1), [&](int e) { return fr[e]; });
     }
@@ -283,11 +297,11 @@ const bool fill_warp = FILL_WARP0 > 0 ? (fill_tid >= 0 && fill_tid < 128) : tid 
 // or at once where they do not fill.
 auto after_book = [&]() {
   if constexpr (QF) {
-    if (warp >= 8) prefill(0, EARLY_TILES);
+    if (warp >= 8 && !app_hold) prefill(0, EARLY_TILES);
   }
 };
 if constexpr (QF) {
-  if (warp >= 8 && !((LUT_K || LUT_V) && fill_warp)) prefill(0, EARLY_TILES);
+  if (warp >= 8 && !((LUT_K || LUT_V) && fill_warp) && !app_hold) prefill(0, EARLY_TILES);
 }
 if (fill_warp) {
   if constexpr (LUT1 && (LUT_K || LUT_V)) {
@@ -300,6 +314,27 @@ if (fill_warp) {
     }
   }
 }
+#ifdef MLXCEL_ATTN_APPEND
+// The new position's key (RoPE at len - 1, as q) and value, encoded exactly as the qkv GEMV's
+// folded append and turbo_encode_kv.cu do (mlxcel_enc::turbo4_row), by two warps that stage
+// no q head where the group leaves them (GQA <= 6 with 8 or more warps), else warps 0 and 1.
+// The barrier below orders their stores before every copy of the ring.
+if (app_cta) {
+  constexpr int KW_ = (NW >= 8 && GQA <= 6) ? GQA : 0;
+  const long long hrow = static_cast<long long>(b) * Hkv + kvh;
+  const long long dst = hrow * cap + (len - 1);
+  if (warp == KW_) {
+    mlxcel_enc::turbo4_row<D, ROPE_Q, TRAD>(k_new + hrow * D, lane, k_mids, lut_k, rot_k, static_cast<float>(len - 1), inv_freq,
+                                            const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(k_data)),
+                                            const_cast<__half*>(reinterpret_cast<const __half*>(k_aux)), dst);
+  } else if (warp == KW_ + 1) {
+    mlxcel_enc::turbo4_row<D, false, false>(v_new + hrow * D, lane, v_mids, lut_v, rot_v, 0.0f, inv_freq,
+                                            const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(v_data)),
+                                            const_cast<__half*>(reinterpret_cast<const __half*>(v_aux)), dst);
+  }
+}
+if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && tid == 0) done[0] = 1;
+#endif
 __syncthreads();
 if constexpr (PROBE == 2) return;
 // A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
@@ -327,7 +362,7 @@ float m_run = mlxcel_fd::neg_inf(), l_run = 0.0f;
 // over this lane's tokens only (r and 8 + r of each tile) until the end.
 float m_run1 = mlxcel_fd::neg_inf(), l_run1 = 0.0f;
 
-prefill(EARLY_TILES, STAGES - 1);
+prefill(app_hold ? 0 : EARLY_TILES, STAGES - 1);
 
 // This lane's tokens of a tile in S's C fragment and P^T's B fragment.
 const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};

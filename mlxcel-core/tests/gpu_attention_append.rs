@@ -1,0 +1,129 @@
+//! The fused attention launch that also writes a decode step's turbo4 K+V into the cache
+//! (`MLXCEL_ATTN_APPEND`, `KvCache::append_attend_rope_flat`) against the separate in-place
+//! pair append (`turbo_encode_kv.cu`) followed by the fused attention, on fresh random data.
+//! On the GPU host the attention output and every stored position (codes and norms of both
+//! sides) must be bit-identical over three consecutive steps, for Llama-3-8B's heads at
+//! head_dim 128 and a GQA-7 head_dim-64 shape with traditional RoPE, at a context of a few
+//! positions (the new position's tile is among its warp's first copies: the appending CTA
+//! issues none before its barrier), at a tile boundary and at ~3K positions (several splits).
+//! On the CPU (CI) the path is never offered and the cache is left as it was.
+
+mod common;
+
+use common::{f16_array, randn, rng};
+use mlxcel_core::kv::mode::new_side;
+use mlxcel_core::kv::side::KvSide;
+use mlxcel_core::kv::split::SplitKvCache;
+use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
+use mlxcel_core::kv::{KvCache, KvMode};
+use mlxcel_core::mlx::kernel::KernelBackend;
+use mlxcel_core::rope::RopeSpec;
+use mlxcel_core::{Array, Dtype};
+
+/// A turbo4 cache for heads of `d` holding `prefill_k` / `prefill_v`.
+fn cache(d: usize, prefill_k: &Array, prefill_v: &Array) -> SplitKvCache {
+    let m = KvMode::parse("turbo4").unwrap();
+    let mut k = new_side(m.k, d, K_SEED).unwrap();
+    let mut v = new_side(m.v, d, V_SEED).unwrap();
+    k.append(prefill_k).unwrap();
+    v.append(prefill_v).unwrap();
+    SplitKvCache::new(k, v, "turbo4".into())
+}
+
+/// A side's stored bits at positions `[0, len)` after its last write ran (codes, then norms).
+fn stored(side: &dyn KvSide, len: i32) -> Vec<u32> {
+    let raw = side.raw().expect("turbo sides have raw buffers");
+    if let Some(t) = raw.pending {
+        t.eval().unwrap();
+    }
+    let mut out = Vec::new();
+    for a in [Some(raw.data), raw.aux].into_iter().flatten() {
+        let s = a.shape();
+        let a = a.slice(&[0, 0, 0, 0], &[s[0], s[1], len, s[3]]).unwrap();
+        match a.dtype() {
+            Dtype::U8 => out.extend(a.to_vec::<u8>().unwrap().into_iter().map(u32::from)),
+            Dtype::F16 => out.extend(
+                a.to_vec::<half::f16>()
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| u32::from(h.to_bits())),
+            ),
+            d => panic!("unexpected cache dtype {d:?}"),
+        }
+    }
+    out
+}
+
+#[test]
+fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered() {
+    let mut r = rng("attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    common::set_flags(&[("MLXCEL_ATTN_APPEND", true)]);
+    let mut steps_checked = 0;
+    // (q heads, KV heads, head_dim, RoPE traditional, prefill positions)
+    let cases = [
+        (32, 8, 128usize, false, 5i32),
+        (32, 8, 128, false, 207),
+        (32, 8, 128, false, 3001),
+        (28, 4, 64, true, 5),
+        (28, 4, 64, true, 3001),
+    ];
+    for &(nq, nkv, d, trad, prefill) in &cases {
+        let pre = [1, nkv as i32, prefill, d as i32];
+        let n_pre = nkv * prefill as usize * d;
+        let pk = f16_array(&randn(&mut r, n_pre), &pre);
+        let pv = f16_array(&randn(&mut r, n_pre), &pre);
+        let (mut a, mut b) = (cache(d, &pk, &pv), cache(d, &pk, &pv));
+        let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
+        let scale = 1.0 / (d as f32).sqrt();
+        for step in 0..3 {
+            let kv = [1, nkv as i32, 1, d as i32];
+            let k = f16_array(&randn(&mut r, nkv * d), &kv);
+            let v = f16_array(&randn(&mut r, nkv * d), &kv);
+            let q = f16_array(&randn(&mut r, nq * d), &[1, nq as i32, 1, d as i32]);
+            let got = a.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
+            if !on_cuda {
+                assert!(
+                    got.is_none(),
+                    "the attention append must not be offered on the CPU"
+                );
+                assert_eq!(a.len(), prefill as usize, "nothing appended");
+                break;
+            }
+            let got = got.expect("the attention append must be offered on CUDA");
+            // The reference: the in-place pair append, then the fused attention.
+            b.append_rope(&k, &v, &rope).unwrap();
+            let want = b.attend_rope_flat(&q, scale, &rope).unwrap();
+            let len = prefill + step + 1;
+            assert_eq!((a.len(), b.len()), (len as usize, len as usize));
+            let (g, w) = (
+                got.to_vec::<half::f16>().unwrap(),
+                want.to_vec::<half::f16>().unwrap(),
+            );
+            let out_diff = g
+                .iter()
+                .zip(&w)
+                .filter(|(x, y)| x.to_bits() != y.to_bits())
+                .count();
+            assert!(
+                out_diff == 0 && g.len() == w.len() && got.shape() == want.shape(),
+                "{nq}:{nkv}:{d} prefill {prefill} step {step}: the output differs in {out_diff} of {} values",
+                w.len()
+            );
+            for (name, sa, sb) in [("K", &a.k, &b.k), ("V", &a.v, &b.v)] {
+                let (ca, cb) = (stored(sa.as_ref(), len), stored(sb.as_ref(), len));
+                let diff = ca.iter().zip(&cb).filter(|(x, y)| x != y).count();
+                assert!(
+                    diff == 0 && ca.len() == cb.len(),
+                    "{nq}:{nkv}:{d} prefill {prefill} step {step}: {name} differs from the separate append in {diff} stored values"
+                );
+            }
+            steps_checked += 1;
+        }
+    }
+    common::clear_flags(&["MLXCEL_ATTN_APPEND"]);
+    if on_cuda {
+        eprintln!("attention append: {steps_checked} steps bit-identical to the separate append and attention");
+        assert_eq!(steps_checked, 15, "5 cases x 3 steps");
+    }
+}
