@@ -217,21 +217,28 @@ def main():
                                + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
                         named = "".join(f" {f}" for f in MMA_FLAGS[8:] if b(v[f]) == "true")
                         ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{lut1}/{luti}" + named + (" rot" if rot and kf == 1 else ""), src)
-    # The attention append (MLXCEL_ATTN_APPEND: decode_attention.rs's mma_append_source): turbo4 K and V, the
-    # shipped build with and without the fold, RoPE in both layouts, the probe builds' setting from NVRTC_PROBE.
-    app_header = ("#define MLXCEL_ATTN_APPEND\n" + header + "\n" + read("kv_pair.cuh") + "\n" + read("turbo_encode.cuh")
-                  + "\n#include <cuda_bf16.h>\n" + read("decode_attention_mma.cuh"))
-    for d, gqa in [(128, 4), (128, 8), (64, 7)]:
+    # The attention append (MLXCEL_ATTN_APPEND: decode_attention.rs's mma_append_source): the formats the qkv
+    # GEMV's folded append writes (turbo4, fp16 K + turbo4 V, int8), the shipped build (4-warp CTAs without the
+    # pair table) with and without the fold, RoPE in both layouts; the probe builds' setting from NVRTC_PROBE.
+    app_header = ("#define MLXCEL_ATTN_APPEND\ntypedef signed char int8_t;\n" + header + "\n" + read("kv_pair.cuh") + "\n"
+                  + read("turbo_encode.cuh") + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n" + read("int8_encode.cuh")
+                  + "\n" + read("decode_attention_mma.cuh"))
+    for kf, vf in [(4, 4), (0, 4), (1, 1)]:
+      for d, gqa in [(128, 4), (128, 8), (64, 7)]:
         for fold, trad in (("true", "false"), ("false", "false"), ("true", "true")):
-            name = f"mma append k4 v4 d{d} g{gqa} fold={fold} trad={trad}"
+            name = f"mma append k{kf} v{vf} d{d} g{gqa} fold={fold} trad={trad}"
             if sel and not any(x in name for x in sel):
                 continue
-            v = dict(DEFAULT_VARIANT, fold=fold == "true", trad=trad == "true")
+            table = kf == 4 or vf == 4
+            v = dict(DEFAULT_VARIANT, fold=fold == "true", trad=trad == "true", lutk=kf == 4, lutv=vf == 4, luti=table,
+                     wide=table, qfirst1=not (kf == 0 and vf == 4))
             _, _, _, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw, qfirst, qfirst1, kt, pair, rfe = (b(v[f]) for f in MMA_FLAGS)
-            stage = 16 * (row(4, d) * 2) + 64
+            stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
             stages = min(6, max(3, -(-8192 // stage) + 1))
-            consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = 12; constexpr int KFMT = 4; constexpr int VFMT = 4; constexpr int D = {d}; "
-                      f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = true; constexpr bool ROT_V = true; "
+            pair = b(v["pair"] and stages >= 5)
+            kt = b(v["kt"] or pair == "true")
+            consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {12 if table else 4}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                      f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(kf == 4)}; constexpr bool ROT_V = {b(vf == 4)}; "
                       f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = true; constexpr bool TRAD = {trad}; "
                       f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = __half;\n")
             src = (app_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", "const __half* q").replace(", float* o_part", ", const __half* k_new, const __half* v_new, const float* k_mids, const float* v_mids, float* o_part")

@@ -513,18 +513,22 @@ pub const FAST_ARGMAX: Flag = Flag {
     slot: 51,
 };
 
-/// A decode step's turbo4 K+V append done by the fused attention launch itself
+/// A decode step's K+V append done by the fused attention launch itself
 /// (`cuda/decode_attention_mma.cu`, `MLXCEL_ATTN_APPEND` blocks): the stacked qkv GEMV writes
-/// plain k and v, and the attention CTA whose split holds the new position encodes them into
+/// plain k and v, and the attention CTA whose split holds the new position writes them into
 /// the cache in its prologue (idle q-staging warps, before the barrier after which its ring
 /// copies the new position's tile). Why: the qkv GEMV's folded append (`MLXCEL_QKV_ENCODE`)
 /// ends its launch with the encode, ~2.8 us per layer in situ at 32K (session 32) on the
 /// step's critical path; inside the attention call it overlaps the other splits' streaming.
-/// The same cache bytes and outputs (gpu_attention_append). 0 = the qkv GEMV's folded append.
+/// The same cache bytes and outputs (gpu_attention_append). Measured (H200, session 34, turbo4,
+/// in-process A/Bs against the fold): device time per step 2.538 -> 2.476 and 2.536 -> 2.482 ms
+/// at 32K, 3.615 -> 3.556 at 128K; in situ the qkv launch 11.28 -> 8.67 us and the attention
+/// call ~21.0 -> 21.81 us. Default on for the fold's formats (turbo4, turbo4-asym, int8);
+/// 0 = the qkv GEMV's folded append.
 pub const ATTN_APPEND: Flag = Flag {
     name: "MLXCEL_ATTN_APPEND",
-    default: false,
-    doc: "turbo4 decode on CUDA: the new position's K+V encoded by the fused attention launch instead of the qkv GEMV (0 = the qkv GEMV's folded append)",
+    default: true,
+    doc: "decode on CUDA (turbo4, turbo4-asym, int8): the new position's K+V written by the fused attention launch instead of the qkv GEMV (0 = the qkv GEMV's folded append)",
     slot: 52,
 };
 

@@ -1,12 +1,14 @@
-//! The fused attention launch that also writes a decode step's turbo4 K+V into the cache
-//! (`MLXCEL_ATTN_APPEND`, `KvCache::append_attend_rope_flat`) against the separate in-place
-//! pair append (`turbo_encode_kv.cu`) followed by the fused attention, on fresh random data.
-//! On the GPU host the attention output and every stored position (codes and norms of both
-//! sides) must be bit-identical over three consecutive steps, for Llama-3-8B's heads at
-//! head_dim 128 and a GQA-7 head_dim-64 shape with traditional RoPE, at a context of a few
-//! positions (the new position's tile is among its warp's first copies: the appending CTA
-//! issues none before its barrier), at a tile boundary and at ~3K positions (several splits).
-//! On the CPU (CI) the path is never offered and the cache is left as it was.
+//! The fused attention launch that also writes a decode step's K+V into the cache
+//! (`MLXCEL_ATTN_APPEND`, `KvCache::append_attend_rope_flat`; turbo4, turbo4-asym, int8)
+//! against the separate in-place pair append (`turbo_encode_kv.cu`,
+//! `turbo_encode_kv_asym.cu`, `int8_encode_kv.cu`) followed by the fused attention, on fresh
+//! random data. On the GPU host the attention output and every stored position (turbo codes
+//! and norms, fp16 keys, int8 values and scales) must be bit-identical over three consecutive
+//! steps, for Llama-3-8B's heads at head_dim 128 and a GQA-7 head_dim-64 shape with
+//! traditional RoPE, at a context of a few positions (the new position's tile is among its
+//! warp's first copies: the appending CTA issues none before its barrier), at a tile boundary
+//! and at ~3K positions (several splits). On the CPU (CI) the path is never offered and the
+//! cache is left as it was.
 
 mod common;
 
@@ -20,19 +22,21 @@ use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::rope::RopeSpec;
 use mlxcel_core::{Array, Dtype};
 
-/// A turbo4 cache for heads of `d` holding `prefill_k` / `prefill_v`.
-fn cache(d: usize, prefill_k: &Array, prefill_v: &Array) -> SplitKvCache {
-    let m = KvMode::parse("turbo4").unwrap();
+/// A cache of `mode` for heads of `d` holding `prefill_k` / `prefill_v`.
+fn cache(mode: &str, d: usize, prefill_k: &Array, prefill_v: &Array) -> SplitKvCache {
+    let m = KvMode::parse(mode).unwrap();
     let mut k = new_side(m.k, d, K_SEED).unwrap();
     let mut v = new_side(m.v, d, V_SEED).unwrap();
     k.append(prefill_k).unwrap();
     v.append(prefill_v).unwrap();
-    SplitKvCache::new(k, v, "turbo4".into())
+    SplitKvCache::new(k, v, mode.into())
 }
 
-/// A side's stored bits at positions `[0, len)` after its last write ran (codes, then norms).
+/// A side's stored bits at positions `[0, len)` after its last write ran (data, then aux).
 fn stored(side: &dyn KvSide, len: i32) -> Vec<u32> {
-    let raw = side.raw().expect("turbo sides have raw buffers");
+    let raw = side
+        .raw()
+        .expect("turbo, fp16 and int8 sides have raw buffers");
     if let Some(t) = raw.pending {
         t.eval().unwrap();
     }
@@ -42,6 +46,12 @@ fn stored(side: &dyn KvSide, len: i32) -> Vec<u32> {
         let a = a.slice(&[0, 0, 0, 0], &[s[0], s[1], len, s[3]]).unwrap();
         match a.dtype() {
             Dtype::U8 => out.extend(a.to_vec::<u8>().unwrap().into_iter().map(u32::from)),
+            Dtype::I8 => out.extend(
+                a.to_vec::<i8>()
+                    .unwrap()
+                    .into_iter()
+                    .map(|b| u32::from(b as u8)),
+            ),
             Dtype::F16 => out.extend(
                 a.to_vec::<half::f16>()
                     .unwrap()
@@ -60,20 +70,25 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     common::set_flags(&[("MLXCEL_ATTN_APPEND", true)]);
     let mut steps_checked = 0;
-    // (q heads, KV heads, head_dim, RoPE traditional, prefill positions)
-    let cases = [
+    // (mode, q heads, KV heads, head_dim, RoPE traditional, prefill positions)
+    let shapes = [
         (32, 8, 128usize, false, 5i32),
         (32, 8, 128, false, 207),
         (32, 8, 128, false, 3001),
         (28, 4, 64, true, 5),
         (28, 4, 64, true, 3001),
     ];
-    for &(nq, nkv, d, trad, prefill) in &cases {
+    let cases = ["turbo4", "turbo4-asym", "int8"].into_iter().flat_map(|m| {
+        shapes
+            .iter()
+            .map(move |&(a, b, c, d, e)| (m, a, b, c, d, e))
+    });
+    for (mode, nq, nkv, d, trad, prefill) in cases {
         let pre = [1, nkv as i32, prefill, d as i32];
         let n_pre = nkv * prefill as usize * d;
         let pk = f16_array(&randn(&mut r, n_pre), &pre);
         let pv = f16_array(&randn(&mut r, n_pre), &pre);
-        let (mut a, mut b) = (cache(d, &pk, &pv), cache(d, &pk, &pv));
+        let (mut a, mut b) = (cache(mode, d, &pk, &pv), cache(mode, d, &pk, &pv));
         let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
         let scale = 1.0 / (d as f32).sqrt();
         for step in 0..3 {
@@ -107,7 +122,7 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
                 .count();
             assert!(
                 out_diff == 0 && g.len() == w.len() && got.shape() == want.shape(),
-                "{nq}:{nkv}:{d} prefill {prefill} step {step}: the output differs in {out_diff} of {} values",
+                "{mode} {nq}:{nkv}:{d} prefill {prefill} step {step}: the output differs in {out_diff} of {} values",
                 w.len()
             );
             for (name, sa, sb) in [("K", &a.k, &b.k), ("V", &a.v, &b.v)] {
@@ -115,7 +130,7 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
                 let diff = ca.iter().zip(&cb).filter(|(x, y)| x != y).count();
                 assert!(
                     diff == 0 && ca.len() == cb.len(),
-                    "{nq}:{nkv}:{d} prefill {prefill} step {step}: {name} differs from the separate append in {diff} stored values"
+                    "{mode} {nq}:{nkv}:{d} prefill {prefill} step {step}: {name} differs from the separate append in {diff} stored values"
                 );
             }
             steps_checked += 1;
@@ -124,6 +139,6 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
     common::clear_flags(&["MLXCEL_ATTN_APPEND"]);
     if on_cuda {
         eprintln!("attention append: {steps_checked} steps bit-identical to the separate append and attention");
-        assert_eq!(steps_checked, 15, "5 cases x 3 steps");
+        assert_eq!(steps_checked, 45, "3 modes x 5 shapes x 3 steps");
     }
 }

@@ -76,7 +76,8 @@ fn stored(side: &dyn KvSide, len: i32) -> (Vec<u32>, Vec<u32>) {
 fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
     let mut r = rng("folded_append_writes_what_the_separate_append_writes_or_is_not_offered");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    common::set_flags(&[("MLXCEL_QKV_ENCODE", true)]);
+    // The fold, not the attention launch, takes the append (MLXCEL_ATTN_APPEND declines it).
+    common::set_flags(&[("MLXCEL_QKV_ENCODE", true), ("MLXCEL_ATTN_APPEND", false)]);
     let eps = 1e-5f32;
     let k_in = 2048usize;
     let prefill = 5;
@@ -184,6 +185,7 @@ fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {
         "MLXCEL_QKV_ENCODE",
         "MLXCEL_QKV_ENC_TAIL",
         "MLXCEL_QKV_CLUSTER",
+        "MLXCEL_ATTN_APPEND",
     ]);
     if on_cuda {
         eprintln!("qkv encode: {steps_checked} steps bit-identical to the projection and the separate append");

@@ -10,7 +10,8 @@
 
 use crate::flags;
 use crate::kernels::decode_attention::{
-    fused_decode, fused_decode_rope, fused_decode_rope_append, rope_fits, supported, AttnAppend,
+    append_formats_fit, fused_decode, fused_decode_rope, fused_decode_rope_append, rope_fits,
+    supported, AttnAppend,
 };
 use crate::kernels::fp16_append::rope_q_after;
 use crate::kv::side::{KvSide, FORMAT_FP16};
@@ -132,7 +133,7 @@ pub fn attend_before_rope(
 }
 
 /// [`attend_before_rope`] for a decode step whose launch also writes the step's keys and
-/// values into turbo4 sides (`MLXCEL_ATTN_APPEND`, [`fused_decode_rope_append`]): `append`
+/// values into the cache (`MLXCEL_ATTN_APPEND`, [`fused_decode_rope_append`]): `append`
 /// holds the reserved position (the sides' lengths do not count it yet) and the new vectors.
 /// Returns the output (with `flat`, `[B, 1, Hq * D]`) and the write's token; `None` where
 /// the tensor-core kernel would not serve the sides with RoPE inside (the caller then appends
@@ -162,7 +163,7 @@ pub fn append_attend_before_rope(
         return Ok(None);
     };
     let (hq, hkv) = (q.dim(1) as usize, kr.data.dim(1).max(1) as usize);
-    if !hq.is_multiple_of(hkv) || kr.format != 4 || vr.format != 4 {
+    if !hq.is_multiple_of(hkv) || !append_formats_fit(append.target.format, &kr, &vr) {
         return Ok(None);
     }
     if !rope_fits(&kr, &vr, d, hq / hkv, rope) {

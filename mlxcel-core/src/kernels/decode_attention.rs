@@ -159,9 +159,10 @@ fn mma_source(shared: usize) -> KernelSource {
 /// RoPE) and values `[B, Hkv, 1, D]`, and the turbo4 codecs' centroid midpoints.
 const APPEND_INPUTS: &[&str] = &["k_new", "v_new", "k_mids", "v_mids"];
 
-/// The tensor-core kernel that also writes the step's turbo4 K+V into the cache
-/// (`MLXCEL_ATTN_APPEND`: the `MLXCEL_ATTN_APPEND` blocks of `decode_attention_mma.cu`, with the
-/// one-warp encoder of `turbo_encode.cuh`); its extra output `done` is the write's token.
+/// The tensor-core kernel that also writes the step's K+V into the cache (`MLXCEL_ATTN_APPEND`:
+/// the `MLXCEL_ATTN_APPEND` blocks of `decode_attention_mma.cu`, with the one-warp writers of
+/// `turbo_encode.cuh`, `fp16_store.cuh` and `int8_encode.cuh`); its extra output `done` is the
+/// write's token.
 fn mma_append_source(shared: usize) -> KernelSource {
     let inputs: Vec<&str> = INPUTS.iter().chain(APPEND_INPUTS).copied().collect();
     let mut s = KernelSource::new(
@@ -171,9 +172,10 @@ fn mma_append_source(shared: usize) -> KernelSource {
         MMA_BODY,
     );
     s.header = format!(
-        "#define MLXCEL_ATTN_APPEND\n{}\n{}\n{MMA_HEADER}",
-        crate::kernels::in_place::warp_header(""),
-        include_str!("cuda/turbo_encode.cuh")
+        "#define MLXCEL_ATTN_APPEND\n{}\n{}\n{}\n{MMA_HEADER}",
+        crate::kernels::turbo_encode::helpers(),
+        include_str!("cuda/fp16_store.cuh"),
+        include_str!("cuda/int8_encode.cuh")
     );
     s.shared_memory = shared as i32;
     s
@@ -717,19 +719,20 @@ pub fn fused_decode_rope_append(
     append: &AttnAppend<'_>,
 ) -> Result<(Array, Array)> {
     let t = append.target;
-    let turbo4 = |r: &RawSide<'_>| r.format == 4 && r.rotation.is_some() && r.lut_array.is_some();
     let shape = vec![1, t.heads, 1, t.head_dim as i32];
-    if t.format != crate::kernels::folded_append::PairFormat::Turbo4
-        || !(turbo4(k) && turbo4(v))
+    if !append_formats_fit(t.format, k, v)
         || append.k_new.shape() != shape
         || append.v_new.shape() != shape
     {
         return Err(Error::invalid(
             "attention append",
             format!(
-                "needs turbo4 keys and values and [1, {}, 1, {}] new vectors, got {:?} and {:?}",
+                "needs {:?} sides and [1, {}, 1, {}] new vectors, got sides of formats {} and {}, vectors {:?} and {:?}",
+                t.format,
                 t.heads,
                 t.head_dim,
+                k.format,
+                v.format,
                 append.k_new.shape(),
                 append.v_new.shape()
             ),
@@ -753,6 +756,25 @@ pub fn fused_decode_rope_append(
         )
     })?;
     Ok((o, token))
+}
+
+/// Whether the attention launch writes `format`'s positions into these sides: the formats the
+/// qkv GEMV's folded append writes (turbo4 K and V, fp16 K with turbo4 V, int8 K and V without
+/// rotation), as the tensor-core kernel's `KFMT` / `VFMT` and rotations see them.
+pub fn append_formats_fit(
+    format: crate::kernels::folded_append::PairFormat,
+    k: &RawSide<'_>,
+    v: &RawSide<'_>,
+) -> bool {
+    use crate::kernels::folded_append::PairFormat;
+    use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
+    let turbo4 = |r: &RawSide<'_>| r.format == 4 && r.rotation.is_some() && r.lut_array.is_some();
+    let int8 = |r: &RawSide<'_>| r.format == FORMAT_INT8 && r.rotation.is_none();
+    match format {
+        PairFormat::Turbo4 => turbo4(k) && turbo4(v),
+        PairFormat::Turbo4Asym => k.format == FORMAT_FP16 && turbo4(v),
+        PairFormat::Int8 => int8(k) && int8(v),
+    }
 }
 
 /// [`fused_decode_rope`], with `append` the launch that writes the step's K+V too (its token

@@ -42,15 +42,44 @@ impl SplitKvCache {
         }
     }
 
-    /// Whether a decode step's turbo4 append goes to the attention launch
-    /// (`MLXCEL_ATTN_APPEND` on, both sides turbo4, CUDA, in-kernel RoPE on): the qkv GEMV's
-    /// folded append then declines ([`KvCache::fused_append_target`]).
+    /// Whether a decode step's append goes to the attention launch (`MLXCEL_ATTN_APPEND` on,
+    /// CUDA, in-kernel RoPE on, sides the qkv GEMV's folded append writes: turbo4, turbo4-asym,
+    /// int8): that fold then declines ([`KvCache::fused_append_target`]).
     fn attention_appends(&self) -> bool {
-        crate::flags::ATTN_APPEND.enabled()
+        use crate::kernels::decode_attention::append_formats_fit;
+        use crate::kernels::folded_append::PairFormat;
+        if !(crate::flags::ATTN_APPEND.enabled()
             && crate::flags::FUSED_ROPE.enabled()
-            && KernelBackend::current() == Some(KernelBackend::Cuda)
-            && self.k.raw().is_some_and(|r| r.format == 4)
-            && self.v.raw().is_some_and(|r| r.format == 4)
+            && KernelBackend::current() == Some(KernelBackend::Cuda))
+        {
+            return false;
+        }
+        let (Some(kr), Some(vr)) = (self.k.raw(), self.v.raw()) else {
+            return false;
+        };
+        [PairFormat::Turbo4, PairFormat::Turbo4Asym, PairFormat::Int8]
+            .into_iter()
+            .any(|f| append_formats_fit(f, &kr, &vr))
+    }
+
+    /// The next position of a pair the qkv GEMV's folded append or the attention launch
+    /// writes, reserved ([`TurboSide::pair_target`], [`TurboSide::asym_pair_target`],
+    /// [`Int8Side::pair_target`]); `None`, with nothing reserved, for other sides.
+    fn pair_target(
+        &mut self,
+        kv_shape: [i32; 4],
+        rope: &RopeSpec,
+    ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
+        if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
+            return TurboSide::pair_target(kt, vt, kv_shape, rope);
+        }
+        if let (Some(kf), Some(vt)) = (self.k.as_fp16_mut(), self.v.as_turbo_mut()) {
+            return TurboSide::asym_pair_target(kf, vt, kv_shape, rope);
+        }
+        match (self.k.as_int8_mut(), self.v.as_int8_mut()) {
+            (Some(ki), Some(vi)) => Int8Side::pair_target(ki, vi, kv_shape, rope),
+            _ => Ok(None),
+        }
     }
 
     pub fn new(k: Box<dyn KvSide>, v: Box<dyn KvSide>, name: String) -> SplitKvCache {
@@ -130,20 +159,11 @@ impl KvCache for SplitKvCache {
         if !crate::flags::QKV_ENCODE.enabled() || !crate::flags::FUSED_ROPE.enabled() {
             return Ok(None);
         }
-        // The attention launch takes turbo4 appends (append_attend_rope_flat) where it runs.
+        // The attention launch takes the append (append_attend_rope_flat) where it runs.
         if self.attention_appends() {
             return Ok(None);
         }
-        if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
-            return TurboSide::pair_target(kt, vt, kv_shape, rope);
-        }
-        if let (Some(kf), Some(vt)) = (self.k.as_fp16_mut(), self.v.as_turbo_mut()) {
-            return TurboSide::asym_pair_target(kf, vt, kv_shape, rope);
-        }
-        match (self.k.as_int8_mut(), self.v.as_int8_mut()) {
-            (Some(ki), Some(vi)) => Int8Side::pair_target(ki, vi, kv_shape, rope),
-            _ => Ok(None),
-        }
+        self.pair_target(kv_shape, rope)
     }
 
     fn append_attend_rope_flat(
@@ -162,13 +182,8 @@ impl KvCache for SplitKvCache {
         if s != v.shape() {
             return Ok(None);
         }
-        let kv_shape = [s[0], s[1], s[2], s[3]];
-        let target = match (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
-            (Some(kt), Some(vt)) => TurboSide::pair_target(kt, vt, kv_shape, rope)?,
-            _ => None,
-        };
         // An unused reservation appends nothing.
-        let Some(target) = target else {
+        let Some(target) = self.pair_target([s[0], s[1], s[2], s[3]], rope)? else {
             return Ok(None);
         };
         let append = AttnAppend {

@@ -219,15 +219,24 @@ constexpr bool QF = QFIRST || QFIRST1;
 constexpr int EARLY_TILES = QF ? (QFIRST1 ? 1 : STAGES - 1) : 0;
 #ifdef MLXCEL_ATTN_APPEND
 // MLXCEL_ATTN_APPEND (the attention-append source only: decode_attention.rs): the CTA whose
-// split holds the new position len - 1 encodes the step's keys and values into the cache in
-// its prologue (below, before the barrier). Its ring copies the new position's tile only
+// split holds the new position len - 1 writes the step's keys and values into the cache in
+// its prologue (below, before the barrier), as the qkv GEMV's folded append does for the
+// same formats: turbo4 K and V (KFMT 4, VFMT 4, both rotated), fp16 K with turbo4 V
+// (turbo4-asym) and int8 K and V (not rotated). Its ring copies the new position's tile only
 // after that barrier: where the tile is among its warp's first EARLY_TILES (short contexts),
 // this CTA issues no copies before the barrier (app_hold), so none reads the position before
 // it is written.
-static_assert(KFMT == 4 && VFMT == 4 && ROT_Q && ROT_V, "the attention append writes turbo4 keys and values");
+static_assert((KFMT == 4 && VFMT == 4 && ROT_Q && ROT_V) || (KFMT == 0 && VFMT == 4 && ROT_V) ||
+                  (KFMT == 1 && VFMT == 1 && !ROT_Q && !ROT_V),
+              "the attention append writes turbo4, turbo4-asym or int8 sides");
 const int app_tile = (len - 1) / 16;
 const bool app_cta = PROBE == 0 && tb <= app_tile && app_tile < te;
 const bool app_hold = app_cta && (app_tile - tb) / NW < EARLY_TILES;
+// The writers: two warps that stage no q head where the group leaves them (GQA <= 6 with 8 or
+// more warps), else warps 0 and 1; the key by APP_KW, the value by APP_KW + 1.
+constexpr int APP_KW = (NW >= 8 && GQA <= 6) ? GQA : 0;
+const bool app_writer = app_cta && (warp == APP_KW || warp == APP_KW + 1);
+const long long app_row = static_cast<long long>(b) * Hkv + kvh;
 #else
 constexpr bool app_hold = false;
 #endif
@@ -246,6 +255,11 @@ auto prefill = [&](int from, int to) {
 // q of the group -> shared (f32), rotated for turbo K: one warp per head, D/32 values per
 // lane, the Walsh-Hadamard butterflies in registers and shuffles (no block barriers).
 constexpr int QE = D / 32;
+#ifdef MLXCEL_ATTN_APPEND
+// The writers load their vector at entry: its L2 round trip overlaps the q staging below.
+float app_x[QE];
+if (app_writer) mlxcel_enc::load_vals<QE>((warp == APP_KW ? k_new : v_new) + app_row * D, lane, app_x);
+#endif
 for (int g = warp; g < 8; g += NW) {
   float x[QE];
 #pragma unroll
@@ -315,22 +329,30 @@ if (fill_warp) {
   }
 }
 #ifdef MLXCEL_ATTN_APPEND
-// The new position's key (RoPE at len - 1, as q) and value, encoded exactly as the qkv GEMV's
-// folded append and turbo_encode_kv.cu do (mlxcel_enc::turbo4_row), by two warps that stage
-// no q head where the group leaves them (GQA <= 6 with 8 or more warps), else warps 0 and 1.
+// The new position's key (RoPE at len - 1, as q) and value, written exactly as the qkv GEMV's
+// folded append and the K+V append launches do (mlxcel_enc's turbo4, fp16 and int8 writers).
 // The barrier below orders their stores before every copy of the ring.
-if (app_cta) {
-  constexpr int KW_ = (NW >= 8 && GQA <= 6) ? GQA : 0;
-  const long long hrow = static_cast<long long>(b) * Hkv + kvh;
-  const long long dst = hrow * cap + (len - 1);
-  if (warp == KW_) {
-    mlxcel_enc::turbo4_row<D, ROPE_Q, TRAD>(k_new + hrow * D, lane, k_mids, lut_k, rot_k, static_cast<float>(len - 1), inv_freq,
-                                            const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(k_data)),
-                                            const_cast<__half*>(reinterpret_cast<const __half*>(k_aux)), dst);
-  } else if (warp == KW_ + 1) {
-    mlxcel_enc::turbo4_row<D, false, false>(v_new + hrow * D, lane, v_mids, lut_v, rot_v, 0.0f, inv_freq,
-                                            const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(v_data)),
-                                            const_cast<__half*>(reinterpret_cast<const __half*>(v_aux)), dst);
+if (app_writer) {
+  const long long dst = app_row * cap + (len - 1);
+  unsigned char* const kd = const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(k_data));
+  unsigned char* const vd = const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(v_data));
+  __half* const ka = const_cast<__half*>(reinterpret_cast<const __half*>(k_aux));
+  __half* const va = const_cast<__half*>(reinterpret_cast<const __half*>(v_aux));
+  const float pos = static_cast<float>(len - 1);
+  if (warp == APP_KW) {
+    if constexpr (KFMT == 4) {
+      mlxcel_enc::turbo4_vals<D, ROPE_Q, TRAD>(app_x, lane, k_mids, lut_k, rot_k, pos, inv_freq, kd, ka, dst);
+    } else if constexpr (KFMT == 0) {
+      mlxcel_enc::fp16_vals<D, ROPE_Q, TRAD>(app_x, lane, pos, inv_freq, reinterpret_cast<__half*>(kd), dst);
+    } else {
+      mlxcel_enc::int8_vals<D, ROPE_Q, TRAD>(app_x, lane, pos, inv_freq, reinterpret_cast<int8_t*>(kd), ka, dst);
+    }
+  } else {
+    if constexpr (VFMT == 4) {
+      mlxcel_enc::turbo4_vals<D, false, false>(app_x, lane, v_mids, lut_v, rot_v, 0.0f, inv_freq, vd, va, dst);
+    } else {
+      mlxcel_enc::int8_vals<D, false, false>(app_x, lane, 0.0f, inv_freq, reinterpret_cast<int8_t*>(vd), va, dst);
+    }
   }
 }
 if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && tid == 0) done[0] = 1;

@@ -12,12 +12,12 @@ namespace mlxcel_enc {
 // (inv_freq: D/2 f32). With ROT (int8r), the vector is first rotated by the side's
 // randomized Hadamard transform of one group of D (signs: s1 then s2, 2 * D f32), as
 // Rotation::forward does: R x = s2 * H(s1 * x) / sqrt(D). Every lane of the warp must call it.
-template <int D, bool ROPE, bool TRAD, bool ROT = false, typename T>
-__device__ __forceinline__ void int8_row(const T* x_row, int lane, float pos, const float* inv_freq, int8_t* q,
-                                         __half* scale, long long dst, const float* signs = nullptr) {
+// int8_vals: the same from this lane's values v (loaded, before RoPE), overwritten.
+template <int D, bool ROPE, bool TRAD, bool ROT = false>
+__device__ __forceinline__ void int8_vals(float (&v)[D / 32], int lane, float pos, const float* inv_freq, int8_t* q,
+                                          __half* scale, long long dst, const float* signs = nullptr) {
   constexpr int QE = D / 32;
-  float v[QE];
-  load_row<QE, ROPE, TRAD>(x_row, lane, pos, inv_freq, v);
+  rope_vals<QE, ROPE, TRAD>(v, lane, pos, inv_freq);
   if constexpr (ROT) mlxcel_fd::rotate_warp<QE>(v, lane, signs);
   float amax = 0.0f;
 #pragma unroll
@@ -34,6 +34,13 @@ __device__ __forceinline__ void int8_row(const T* x_row, int lane, float pos, co
     q[dst * D + lane * QE + e] = static_cast<int8_t>(r);
   }
   if (lane == 0) scale[dst] = sh;
+}
+template <int D, bool ROPE, bool TRAD, bool ROT = false, typename T>
+__device__ __forceinline__ void int8_row(const T* x_row, int lane, float pos, const float* inv_freq, int8_t* q,
+                                         __half* scale, long long dst, const float* signs = nullptr) {
+  float v[D / 32];
+  load_vals<D / 32>(x_row, lane, v);
+  int8_vals<D, ROPE, TRAD, ROT>(v, lane, pos, inv_freq, q, scale, dst, signs);
 }
 
 }  // namespace mlxcel_enc

@@ -8,11 +8,21 @@ namespace mlxcel_enc {
 
 // Loads x_row[0..D) into the warp as f32, lane l holding [l * QE, (l + 1) * QE) (QE = D/32);
 // with ROPE, x_row is a key before RoPE and is rotated at position pos (inv_freq: D/2 f32).
-template <int QE, bool ROPE, bool TRAD, typename T>
-__device__ __forceinline__ void load_row(const T* x_row, int lane, float pos, const float* inv_freq, float (&v)[QE]) {
+// load_vals and rope_vals are its two halves: the encoders' *_vals entry points take values
+// loaded earlier (the attention append loads them at its kernel's entry, MLXCEL_ATTN_APPEND).
+template <int QE, typename T>
+__device__ __forceinline__ void load_vals(const T* x_row, int lane, float (&v)[QE]) {
 #pragma unroll
   for (int e = 0; e < QE; ++e) v[e] = static_cast<float>(x_row[lane * QE + e]);
+}
+template <int QE, bool ROPE, bool TRAD>
+__device__ __forceinline__ void rope_vals(float (&v)[QE], int lane, float pos, const float* inv_freq) {
   if constexpr (ROPE) mlxcel_fd::rope_warp<QE, TRAD>(v, lane, pos, inv_freq);
+}
+template <int QE, bool ROPE, bool TRAD, typename T>
+__device__ __forceinline__ void load_row(const T* x_row, int lane, float pos, const float* inv_freq, float (&v)[QE]) {
+  load_vals<QE>(x_row, lane, v);
+  rope_vals<QE, ROPE, TRAD>(v, lane, pos, inv_freq);
 }
 
 struct PairRow {

@@ -10,13 +10,13 @@ namespace mlxcel_enc {
 // Encodes x_row[0..D) (held by the calling warp, lane l owning [l * D/32, (l + 1) * D/32))
 // into packed[dst * D/2 ..] and norms[dst]. With ROPE, x_row is a key before RoPE and is
 // rotated at position pos first (inv_freq: D/2 f32). Every lane of the warp must call it.
-template <int D, bool ROPE, bool TRAD, typename T>
-__device__ __forceinline__ void turbo4_row(const T* x_row, int lane, const float* mids, const float* lut,
-                                           const float* signs, float pos, const float* inv_freq,
-                                           unsigned char* packed, __half* norms, long long dst) {
+// turbo4_vals: the same from this lane's values v (loaded, before RoPE), overwritten.
+template <int D, bool ROPE, bool TRAD>
+__device__ __forceinline__ void turbo4_vals(float (&v)[D / 32], int lane, const float* mids, const float* lut,
+                                            const float* signs, float pos, const float* inv_freq,
+                                            unsigned char* packed, __half* norms, long long dst) {
   constexpr int QE = D / 32;
-  float v[QE];
-  load_row<QE, ROPE, TRAD>(x_row, lane, pos, inv_freq, v);
+  rope_vals<QE, ROPE, TRAD>(v, lane, pos, inv_freq);
   float ss = 0.0f;
 #pragma unroll
   for (int e = 0; e < QE; ++e) ss = fmaf(v[e], v[e], ss);
@@ -50,6 +50,14 @@ __device__ __forceinline__ void turbo4_row(const T* x_row, int lane, const float
     packed[dst * (D / 2) + lane] = static_cast<unsigned char>(codes & 0xff);
   }
   if (lane == 0) norms[dst] = __float2half(r2 > 1e-10f ? nrm / sqrtf(r2) : nrm);
+}
+template <int D, bool ROPE, bool TRAD, typename T>
+__device__ __forceinline__ void turbo4_row(const T* x_row, int lane, const float* mids, const float* lut,
+                                           const float* signs, float pos, const float* inv_freq,
+                                           unsigned char* packed, __half* norms, long long dst) {
+  float v[D / 32];
+  load_vals<D / 32>(x_row, lane, v);
+  turbo4_vals<D, ROPE, TRAD>(v, lane, mids, lut, signs, pos, inv_freq, packed, norms, dst);
 }
 
 }  // namespace mlxcel_enc
