@@ -218,12 +218,12 @@ def main():
                         named = "".join(f" {f}" for f in MMA_FLAGS[8:] if b(v[f]) == "true")
                         ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{lut1}/{luti}" + named + (" rot" if rot and kf == 1 else ""), src)
     # The attention append (MLXCEL_ATTN_APPEND: decode_attention.rs's mma_append_source): the formats the qkv
-    # GEMV's folded append writes (turbo4, fp16 K + turbo4 V, int8), the shipped build (4-warp CTAs without the
+    # GEMV's folded append writes (turbo4, fp16 K + turbo4 V, int8) and the boundary layers' fp16 K + int8 V, the shipped build (4-warp CTAs without the
     # pair table) with and without the fold, RoPE in both layouts; the probe builds' setting from NVRTC_PROBE.
     app_header = ("#define MLXCEL_ATTN_APPEND\ntypedef signed char int8_t;\n" + header + "\n" + read("kv_pair.cuh") + "\n"
                   + read("turbo_encode.cuh") + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n" + read("int8_encode.cuh")
                   + "\n" + read("decode_attention_mma.cuh"))
-    for kf, vf in [(4, 4), (0, 4), (1, 1)]:
+    for kf, vf in [(4, 4), (0, 4), (1, 1), (0, 1)]:
       for d, gqa in [(128, 4), (128, 8), (64, 7)]:
         for fold, trad in (("true", "false"), ("false", "false"), ("true", "true")):
             name = f"mma append k{kf} v{vf} d{d} g{gqa} fold={fold} trad={trad}"

@@ -1,7 +1,8 @@
 //! The fused attention launch that also writes a decode step's K+V into the cache
-//! (`MLXCEL_ATTN_APPEND`, `KvCache::append_attend_rope_flat`; turbo4, turbo4-asym, int8)
-//! against the separate in-place pair append (`turbo_encode_kv.cu`,
-//! `turbo_encode_kv_asym.cu`, `int8_encode_kv.cu`) followed by the fused attention, on fresh
+//! (`MLXCEL_ATTN_APPEND`, `KvCache::append_attend_rope_flat`; turbo4, turbo4-asym, int8, and
+//! the turbo modes' fp16-key / int8-value boundary layers) against the separate in-place pair
+//! append (`turbo_encode_kv.cu`, `turbo_encode_kv_asym.cu`, `int8_encode_kv.cu`,
+//! `fp16_append_kv.cu`) followed by the fused attention, on fresh
 //! random data. On the GPU host the attention output and every stored position (turbo codes
 //! and norms, fp16 keys, int8 values and scales) must be bit-identical over three consecutive
 //! steps, for Llama-3-8B's heads at head_dim 128 and a GQA-7 head_dim-64 shape with
@@ -78,11 +79,13 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
         (28, 4, 64, true, 5),
         (28, 4, 64, true, 3001),
     ];
-    let cases = ["turbo4", "turbo4-asym", "int8"].into_iter().flat_map(|m| {
-        shapes
-            .iter()
-            .map(move |&(a, b, c, d, e)| (m, a, b, c, d, e))
-    });
+    let cases = ["turbo4", "turbo4-asym", "int8", "fp16+int8"]
+        .into_iter()
+        .flat_map(|m| {
+            shapes
+                .iter()
+                .map(move |&(a, b, c, d, e)| (m, a, b, c, d, e))
+        });
     for (mode, nq, nkv, d, trad, prefill) in cases {
         let pre = [1, nkv as i32, prefill, d as i32];
         let n_pre = nkv * prefill as usize * d;
@@ -139,6 +142,6 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
     common::clear_flags(&["MLXCEL_ATTN_APPEND"]);
     if on_cuda {
         eprintln!("attention append: {steps_checked} steps bit-identical to the separate append and attention");
-        assert_eq!(steps_checked, 45, "3 modes x 5 shapes x 3 steps");
+        assert_eq!(steps_checked, 60, "4 modes x 5 shapes x 3 steps");
     }
 }

@@ -760,7 +760,8 @@ pub fn fused_decode_rope_append(
 
 /// Whether the attention launch writes `format`'s positions into these sides: the formats the
 /// qkv GEMV's folded append writes (turbo4 K and V, fp16 K with turbo4 V, int8 K and V without
-/// rotation), as the tensor-core kernel's `KFMT` / `VFMT` and rotations see them.
+/// rotation) and the boundary layers' fp16 K with int8 V, as the tensor-core kernel's `KFMT` /
+/// `VFMT` and rotations see them.
 pub fn append_formats_fit(
     format: crate::kernels::folded_append::PairFormat,
     k: &RawSide<'_>,
@@ -774,6 +775,7 @@ pub fn append_formats_fit(
         PairFormat::Turbo4 => turbo4(k) && turbo4(v),
         PairFormat::Turbo4Asym => k.format == FORMAT_FP16 && turbo4(v),
         PairFormat::Int8 => int8(k) && int8(v),
+        PairFormat::Fp16Int8 => k.format == FORMAT_FP16 && int8(v),
     }
 }
 

@@ -13,7 +13,8 @@ use crate::kv::turbo::codec::TurboCodec;
 use crate::mlx::{Array, Dtype};
 use crate::Result;
 
-/// The cache formats the folded append writes (the kernel's `KVFMT`).
+/// The cache formats a folded append writes (the qkv kernel's `KVFMT`; the attention launch's
+/// `MLXCEL_ATTN_APPEND` writes all four).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PairFormat {
     /// turbo4 keys and values (`turbo_encode_kv.cu`'s writes).
@@ -22,6 +23,10 @@ pub enum PairFormat {
     Turbo4Asym = 1,
     /// int8 keys and values with an fp16 scale per vector (`int8_encode_kv.cu`'s writes).
     Int8 = 2,
+    /// fp16 keys, int8 values (`fp16_append_kv.cu`'s writes: the turbo modes' boundary
+    /// layers). Only the attention launch writes it (`MLXCEL_ATTN_APPEND`); the qkv GEMV's
+    /// fold has no such `KVFMT`.
+    Fp16Int8 = 3,
 }
 
 /// A decode step's K+V append for another launch: both sides' reserved buffers, the

@@ -749,6 +749,7 @@ pub fn try_gemv_parts_encode(
     use crate::kernels::in_place::{inv_freq_input, order_inputs};
     let kv_shape = [1, target.heads, 1, target.head_dim as i32];
     let applies = flags::QKV_ENCODE.enabled()
+        && target.format != crate::kernels::folded_append::PairFormat::Fp16Int8
         && plan.shapes[1] == kv_shape
         && plan.shapes[2] == kv_shape
         && plan.shapes[0].first() == Some(&1)

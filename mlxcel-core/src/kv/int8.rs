@@ -221,6 +221,47 @@ impl Int8Side {
     /// RoPE. Returns false, having appended nothing, where that path does not apply (a
     /// rotated value side, `MLXCEL_FP16_INPLACE_APPEND` or `MLXCEL_INPLACE_APPEND` off, not
     /// CUDA): then each side appends on its own.
+    /// [`Int8Side::pair_target`] for fp16 keys `k` (rotated by RoPE by the launch) and int8
+    /// values `v` (the turbo modes' boundary layers), for the attention launch's append
+    /// (`MLXCEL_ATTN_APPEND`; the qkv GEMV's fold does not write this pair).
+    pub fn fp16_pair_target(
+        k: &mut Fp16Side,
+        v: &mut Int8Side,
+        kv_shape: [i32; 4],
+        rope: &RopeSpec,
+    ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
+        use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
+        use crate::kv::pending::{pair_shape_applies, reserve_queued};
+        let d = kv_shape[3];
+        if !(kv_shape[0] == 1
+            && k.dtype() == Dtype::F16
+            && v.rotation.is_none()
+            && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
+            && crate::kernels::int8_encode::applies_in_place(d as usize))
+        {
+            return Ok(None);
+        }
+        let heads = kv_shape[1];
+        let (mut kp, mut vp) = (k.pair_side(d), v.pair_side(d));
+        let ([kd, _], [vq, vs], pos, [k_after, v_after]) =
+            reserve_queued(&mut kp, &mut vp, [1, heads])?;
+        let hd = d as usize;
+        Ok(PairTarget::new(
+            PairFormat::Fp16Int8,
+            SideTarget::fp16(kd, k_after, heads, hd, pos)?,
+            SideTarget::int8(vq, vs, v_after, heads, hd, pos)?,
+            pos,
+            heads,
+            hd,
+        ))
+    }
+
+    /// Counts the position [`Int8Side::fp16_pair_target`] reserved as written by the launch
+    /// whose token is `token`.
+    pub fn commit_fp16_pair(k: &mut Fp16Side, v: &mut Int8Side, token: Array) -> Result<()> {
+        crate::kv::pending::commit_pair(k.pair_side(0), v.pair_side(0), token)
+    }
+
     pub fn append_fp16_pair_in_place(
         k: &mut Fp16Side,
         v: &mut Int8Side,

@@ -57,18 +57,25 @@ impl SplitKvCache {
         let (Some(kr), Some(vr)) = (self.k.raw(), self.v.raw()) else {
             return false;
         };
-        [PairFormat::Turbo4, PairFormat::Turbo4Asym, PairFormat::Int8]
-            .into_iter()
-            .any(|f| append_formats_fit(f, &kr, &vr))
+        [
+            PairFormat::Turbo4,
+            PairFormat::Turbo4Asym,
+            PairFormat::Int8,
+            PairFormat::Fp16Int8,
+        ]
+        .into_iter()
+        .any(|f| append_formats_fit(f, &kr, &vr))
     }
 
     /// The next position of a pair the qkv GEMV's folded append or the attention launch
     /// writes, reserved ([`TurboSide::pair_target`], [`TurboSide::asym_pair_target`],
-    /// [`Int8Side::pair_target`]); `None`, with nothing reserved, for other sides.
+    /// [`Int8Side::pair_target`], and with `boundary` [`Int8Side::fp16_pair_target`], which
+    /// only the attention launch writes); `None`, with nothing reserved, for other sides.
     fn pair_target(
         &mut self,
         kv_shape: [i32; 4],
         rope: &RopeSpec,
+        boundary: bool,
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         if let (Some(kt), Some(vt)) = (self.k.as_turbo_mut(), self.v.as_turbo_mut()) {
             return TurboSide::pair_target(kt, vt, kv_shape, rope);
@@ -76,8 +83,11 @@ impl SplitKvCache {
         if let (Some(kf), Some(vt)) = (self.k.as_fp16_mut(), self.v.as_turbo_mut()) {
             return TurboSide::asym_pair_target(kf, vt, kv_shape, rope);
         }
-        match (self.k.as_int8_mut(), self.v.as_int8_mut()) {
-            (Some(ki), Some(vi)) => Int8Side::pair_target(ki, vi, kv_shape, rope),
+        if let (Some(ki), Some(vi)) = (self.k.as_int8_mut(), self.v.as_int8_mut()) {
+            return Int8Side::pair_target(ki, vi, kv_shape, rope);
+        }
+        match (self.k.as_fp16_mut(), self.v.as_int8_mut()) {
+            (Some(kf), Some(vi)) if boundary => Int8Side::fp16_pair_target(kf, vi, kv_shape, rope),
             _ => Ok(None),
         }
     }
@@ -163,7 +173,7 @@ impl KvCache for SplitKvCache {
         if self.attention_appends() {
             return Ok(None);
         }
-        self.pair_target(kv_shape, rope)
+        self.pair_target(kv_shape, rope, false)
     }
 
     fn append_attend_rope_flat(
@@ -183,7 +193,7 @@ impl KvCache for SplitKvCache {
             return Ok(None);
         }
         // An unused reservation appends nothing.
-        let Some(target) = self.pair_target([s[0], s[1], s[2], s[3]], rope)? else {
+        let Some(target) = self.pair_target([s[0], s[1], s[2], s[3]], rope, true)? else {
             return Ok(None);
         };
         let append = AttnAppend {
@@ -215,8 +225,11 @@ impl KvCache for SplitKvCache {
         if let (Some(kf), Some(vt)) = (self.k.as_fp16_mut(), self.v.as_turbo_mut()) {
             return TurboSide::commit_asym_pair(kf, vt, token);
         }
-        match (self.k.as_int8_mut(), self.v.as_int8_mut()) {
-            (Some(ki), Some(vi)) => Int8Side::commit_pair(ki, vi, token),
+        if let (Some(ki), Some(vi)) = (self.k.as_int8_mut(), self.v.as_int8_mut()) {
+            return Int8Side::commit_pair(ki, vi, token);
+        }
+        match (self.k.as_fp16_mut(), self.v.as_int8_mut()) {
+            (Some(kf), Some(vi)) => Int8Side::commit_fp16_pair(kf, vi, token),
             _ => Err(Error::invalid(
                 "kv append",
                 format!("{} caches take no folded appends", self.name),

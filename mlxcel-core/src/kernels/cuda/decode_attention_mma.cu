@@ -222,13 +222,14 @@ constexpr int EARLY_TILES = QF ? (QFIRST1 ? 1 : STAGES - 1) : 0;
 // split holds the new position len - 1 writes the step's keys and values into the cache in
 // its prologue (below, before the barrier), as the qkv GEMV's folded append does for the
 // same formats: turbo4 K and V (KFMT 4, VFMT 4, both rotated), fp16 K with turbo4 V
-// (turbo4-asym) and int8 K and V (not rotated). Its ring copies the new position's tile only
+// (turbo4-asym) and int8 K and V (not rotated), and as fp16_append_kv.cu does for the turbo
+// modes' boundary layers (fp16 K, int8 V). Its ring copies the new position's tile only
 // after that barrier: where the tile is among its warp's first EARLY_TILES (short contexts),
 // this CTA issues no copies before the barrier (app_hold), so none reads the position before
 // it is written.
 static_assert((KFMT == 4 && VFMT == 4 && ROT_Q && ROT_V) || (KFMT == 0 && VFMT == 4 && ROT_V) ||
-                  (KFMT == 1 && VFMT == 1 && !ROT_Q && !ROT_V),
-              "the attention append writes turbo4, turbo4-asym or int8 sides");
+                  (KFMT == 1 && VFMT == 1 && !ROT_Q && !ROT_V) || (KFMT == 0 && VFMT == 1 && !ROT_V),
+              "the attention append writes turbo4, turbo4-asym, int8 or fp16-K / int8-V sides");
 const int app_tile = (len - 1) / 16;
 const bool app_cta = PROBE == 0 && tb <= app_tile && app_tile < te;
 const bool app_hold = app_cta && (app_tile - tb) / NW < EARLY_TILES;
