@@ -457,6 +457,14 @@ def main():
                + f"__global__ void a(const {xt}* x, const Shape x_shape, const int x_ndim, const uint32_t* tickets, const uint8_t* slot_marker, "
                "const Shape slot_marker_shape, uint32_t* out) {\n" + f"using T_x = {xt}; constexpr int SLOT_WORDS = 1024;\n" + read("argmax.cu") + "\n}\n")
         ok &= compile_one(f"argmax {xt}", "typedef unsigned char uint8_t;\n" + src)
+    # A decode step's token embedding (MLXCEL_FAST_EMBED), per table dtype and id dtype, group 64 and 32.
+    for st in ("__half", "__nv_bfloat16", "float"):
+        for it in ("uint32_t", "int"):
+            for g in (64, 32):
+                src = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef unsigned int uint32_t;\n" + SHAPE
+                       + f"__global__ void e(const {it}* ids, const uint32_t* w, const Shape w_shape, const {st}* scales, const {st}* biases, "
+                       + f"{st}* out) {{\nusing T_scales = {st}; constexpr int G = {g};\n" + read("embedding_rows.cu") + "\n}\n")
+                ok &= compile_one(f"embedding {st} ids {it} g{g}", src)
     src = ("typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
            "__global__ void c(const uint32_t* tok, const uint32_t* after, uint32_t* tok_out, uint64_t* clock) {\n"
            + read("device_clock.cu") + "\n}\n")

@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 54;
+const SLOTS: usize = 55;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -530,6 +530,17 @@ pub const ATTN_APPEND: Flag = Flag {
     default: true,
     doc: "decode on CUDA (turbo4, turbo4-asym, int8): the new position's K+V written by the fused attention launch instead of the qkv GEMV (0 = the qkv GEMV's folded append)",
     slot: 52,
+};
+
+/// A decode step's token embedding from one kernel (`kernels::embedding`,
+/// `cuda/embedding_rows.cu`) instead of MLX's three gathers and a dequantize (~14 us per step in
+/// situ on the H200, session 32), for MLX-affine 4-bit tables; the same bits as MLX's path
+/// (gpu_embedding). 0 = MLX's ops.
+pub const FAST_EMBED: Flag = Flag {
+    name: "MLXCEL_FAST_EMBED",
+    default: true,
+    doc: "decode on CUDA: the token embedding of a 4-bit table from one kernel (0 = MLX's take + dequantize)",
+    slot: 53,
 };
 
 /// Lift MLX's per-CUDA-graph input byte limit (`MLX_MAX_MB_PER_BUFFER`) when the KV cache
@@ -1049,6 +1060,7 @@ pub const ALL: &[Flag] = &[
     QKV_CLUSTER,
     FAST_ARGMAX,
     ATTN_APPEND,
+    FAST_EMBED,
 ];
 
 #[cfg(test)]

@@ -242,6 +242,10 @@ impl Embedding {
         Ok(match &self.table {
             Tensor::Dense(t) => t.take(ids, 0)?,
             Tensor::Quantized(q) => {
+                // A decode step's few ids: one kernel on CUDA (the same bits).
+                if let Some(rows) = mlxcel_core::kernels::embedding::try_embedding_rows(q, ids)? {
+                    return Ok(rows);
+                }
                 let rows = Quantized {
                     w: q.untiled()?.take(ids, 0)?,
                     scales: q.scales.take(ids, 0)?,

@@ -4,6 +4,7 @@
 pub mod argmax;
 pub mod decode_attention;
 pub mod device_clock;
+pub mod embedding;
 pub mod folded_append;
 pub mod fp16_append;
 pub mod gemv_probe;

@@ -262,6 +262,14 @@ float app_x[QE];
 if (app_writer) mlxcel_enc::load_vals<QE>((warp == APP_KW ? k_new : v_new) + app_row * D, lane, app_x);
 #endif
 for (int g = warp; g < 8; g += NW) {
+#ifdef MLXCEL_ATTN_APPEND
+  // A writer's padding head (g >= GQA) is stored as zeros without RoPE and the rotation, which
+  // would only turn zeros into signed zeros: the writer reaches its encode sooner. Padding heads'
+  // scores and outputs are computed and dropped; the real heads' bits do not depend on them.
+  const bool pad_skip = app_writer && g >= GQA;
+#else
+  constexpr bool pad_skip = false;
+#endif
   float x[QE];
 #pragma unroll
   for (int e = 0; e < QE; ++e) {
@@ -280,11 +288,13 @@ for (int g = warp; g < 8; g += NW) {
       }
     }
     if (g == warp && !app_hold) prefill(0, EARLY_TILES);
-    if constexpr (ROPE_Q) {
-      mlxcel_fd::rope_warp_by<QE, TRAD>(x, lane, static_cast<float>(len - 1), [&](int e) { return fr[e]; });
+    if (!pad_skip) {
+      if constexpr (ROPE_Q) {
+        mlxcel_fd::rope_warp_by<QE, TRAD>(x, lane, static_cast<float>(len - 1), [&](int e) { return fr[e]; });
+      }
+      if constexpr (ROT_Q) mlxcel_fd::rotate_warp_by<QE>(x, lane, [&](int k, int e) { return k ? s2[e] : s1[e]; });
     }
-    if constexpr (ROT_Q) mlxcel_fd::rotate_warp_by<QE>(x, lane, [&](int k, int e) { return k ? s2[e] : s1[e]; });
-  } else {
+  } else if (!pad_skip) {
     if constexpr (ROPE_Q) {
       // q before RoPE: rotate it at the new token's position (len - 1), MLX's formula.
       mlxcel_fd::rope_warp<QE, TRAD>(x, lane, static_cast<float>(len - 1), inv_freq);
