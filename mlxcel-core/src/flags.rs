@@ -533,13 +533,16 @@ pub const ATTN_APPEND: Flag = Flag {
 };
 
 /// A decode step's token embedding from one kernel (`kernels::embedding`,
-/// `cuda/embedding_rows.cu`) instead of MLX's three gathers and a dequantize (~14 us per step in
-/// situ on the H200, session 32), for MLX-affine 4-bit tables; the same bits as MLX's path
-/// (gpu_embedding). 0 = MLX's ops.
+/// `cuda/embedding_rows.cu`) instead of MLX's three gathers and a dequantize, for MLX-affine
+/// 4-bit tables; the same bits as MLX's path (gpu_embedding, 48 id sets on the H200). Measured
+/// level (session 34): in situ the four MLX kernels sum to 14.5 us and the kernel takes 4.9, but
+/// the three gathers run side by side in MLX's graph, and the in-process A/Bs moved device time
+/// per step by -0.003 ms (turbo4 and fp16 at 32K), host -0.025 (turbo4) and +0.25 (fp16). Off;
+/// 1 takes the kernel.
 pub const FAST_EMBED: Flag = Flag {
     name: "MLXCEL_FAST_EMBED",
-    default: true,
-    doc: "decode on CUDA: the token embedding of a 4-bit table from one kernel (0 = MLX's take + dequantize)",
+    default: false,
+    doc: "decode on CUDA: the token embedding of a 4-bit table from one kernel (measured level on the H200; 1 = the kernel, default MLX's take + dequantize)",
     slot: 53,
 };
 

@@ -1,4 +1,4 @@
-//! A decode step's token embedding from one kernel (`MLXCEL_FAST_EMBED`,
+//! A decode step's token embedding from one kernel (`MLXCEL_FAST_EMBED=1`,
 //! `kernels::embedding`, `cuda/embedding_rows.cu`) against MLX's path (`take` of the codes,
 //! scales and biases, then `dequantize`), on fresh random 4-bit tables. On the GPU host every
 //! row must be bit-identical for fp16, bf16 and f32 tables, groups of 64 and 32, uint32 and
@@ -57,6 +57,7 @@ fn bits(a: &Array) -> Vec<u32> {
 fn embedding_rows_equal_mlx_gather_and_dequantize_or_are_not_offered() {
     let mut r = rng("embedding_rows_equal_mlx_gather_and_dequantize_or_are_not_offered");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    common::set_flags(&[("MLXCEL_FAST_EMBED", true)]);
     let (vocab, k) = (1000i32, 512i32);
     let mut checked = 0;
     for dtype in [Dtype::F16, Dtype::BF16, Dtype::F32] {
@@ -108,6 +109,7 @@ fn embedding_rows_equal_mlx_gather_and_dequantize_or_are_not_offered() {
             }
         }
     }
+    common::clear_flags(&["MLXCEL_FAST_EMBED"]);
     if on_cuda {
         eprintln!("embedding: {checked} id sets bit-identical to MLX's gather and dequantize");
         assert_eq!(checked, 48, "3 dtypes x 2 groups x 4 id sets x 2 id dtypes");

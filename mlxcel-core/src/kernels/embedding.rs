@@ -1,9 +1,10 @@
 //! A decode step's token embedding on CUDA in one launch (`cuda/embedding_rows.cu`): the rows
 //! of an MLX-affine 4-bit table for the step's ids, dequantized with MLX's arithmetic. MLX's
-//! path (three `take`s and a `dequantize`) is four launches per step, ~14 us in situ on the
-//! H200 (session 32) for 2 KB of codes. `MLXCEL_FAST_EMBED=0`, other backends, other bit
-//! widths and many ids use MLX's ops, the reference the GPU test (`tests/gpu_embedding.rs`)
-//! compares against.
+//! path (three `take`s and a `dequantize`) is four launches per step, 14.5 us in situ on the
+//! H200 for 2 KB of codes, but its three gathers run side by side in MLX's graph: the kernel
+//! (4.9 us in situ) measured level per decode step (session 34), so it is off by default
+//! (`MLXCEL_FAST_EMBED=1` takes it). Other backends, other bit widths and many ids use MLX's
+//! ops, the reference the GPU test (`tests/gpu_embedding.rs`) compares against.
 
 use crate::flags;
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
