@@ -520,15 +520,16 @@ pub const FAST_ARGMAX: Flag = Flag {
 /// copies the new position's tile). Why: the qkv GEMV's folded append (`MLXCEL_QKV_ENCODE`)
 /// ends its launch with the encode, ~2.8 us per layer in situ at 32K (session 32) on the
 /// step's critical path; inside the attention call it overlaps the other splits' streaming.
-/// The same cache bytes and outputs (gpu_attention_append). Measured (H200, session 34, turbo4,
-/// in-process A/Bs against the fold): device time per step 2.538 -> 2.476 and 2.536 -> 2.482 ms
-/// at 32K, 3.615 -> 3.556 at 128K; in situ the qkv launch 11.28 -> 8.67 us and the attention
-/// call ~21.0 -> 21.81 us. Default on for the fold's formats (turbo4, turbo4-asym, int8);
-/// 0 = the qkv GEMV's folded append.
+/// The same cache bytes and outputs (gpu_attention_append, 60 steps). Measured (H200, session
+/// 34, in-process A/Bs against the fold at 32K): device time per step turbo4 -0.067 ms
+/// (-0.075 with the boundary layers' pairs too), turbo4-asym -0.083, int8 -0.089; turbo4 at
+/// 128K -0.059; in situ the qkv launch 11.28 -> 8.6 us and the attention call ~21.0 -> 21.4
+/// us. Default on for turbo4, turbo4-asym, int8 and the boundary layers' fp16-K / int8-V pairs
+/// (ADR 0014); 0 = the qkv GEMV's folded append (and the boundary layers' own append launch).
 pub const ATTN_APPEND: Flag = Flag {
     name: "MLXCEL_ATTN_APPEND",
     default: true,
-    doc: "decode on CUDA (turbo4, turbo4-asym, int8): the new position's K+V written by the fused attention launch instead of the qkv GEMV (0 = the qkv GEMV's folded append)",
+    doc: "decode on CUDA (turbo4, turbo4-asym, int8, fp16+int8 boundary layers): the new position's K+V written by the fused attention launch (0 = by the qkv GEMV's folded append or the boundary layers' append launch)",
     slot: 52,
 };
 

@@ -13,57 +13,10 @@
 
 mod common;
 
-use common::{f16_array, randn, rng};
-use mlxcel_core::kv::mode::new_side;
-use mlxcel_core::kv::side::KvSide;
-use mlxcel_core::kv::split::SplitKvCache;
-use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
-use mlxcel_core::kv::{KvCache, KvMode};
+use common::{f16_array, randn, rng, split_cache as cache, stored_bits};
+use mlxcel_core::kv::KvCache;
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::rope::RopeSpec;
-use mlxcel_core::{Array, Dtype};
-
-/// A cache of `mode` for heads of `d` holding `prefill_k` / `prefill_v`.
-fn cache(mode: &str, d: usize, prefill_k: &Array, prefill_v: &Array) -> SplitKvCache {
-    let m = KvMode::parse(mode).unwrap();
-    let mut k = new_side(m.k, d, K_SEED).unwrap();
-    let mut v = new_side(m.v, d, V_SEED).unwrap();
-    k.append(prefill_k).unwrap();
-    v.append(prefill_v).unwrap();
-    SplitKvCache::new(k, v, mode.into())
-}
-
-/// A side's stored bits at positions `[0, len)` after its last write ran (data, then aux).
-fn stored(side: &dyn KvSide, len: i32) -> Vec<u32> {
-    let raw = side
-        .raw()
-        .expect("turbo, fp16 and int8 sides have raw buffers");
-    if let Some(t) = raw.pending {
-        t.eval().unwrap();
-    }
-    let mut out = Vec::new();
-    for a in [Some(raw.data), raw.aux].into_iter().flatten() {
-        let s = a.shape();
-        let a = a.slice(&[0, 0, 0, 0], &[s[0], s[1], len, s[3]]).unwrap();
-        match a.dtype() {
-            Dtype::U8 => out.extend(a.to_vec::<u8>().unwrap().into_iter().map(u32::from)),
-            Dtype::I8 => out.extend(
-                a.to_vec::<i8>()
-                    .unwrap()
-                    .into_iter()
-                    .map(|b| u32::from(b as u8)),
-            ),
-            Dtype::F16 => out.extend(
-                a.to_vec::<half::f16>()
-                    .unwrap()
-                    .into_iter()
-                    .map(|h| u32::from(h.to_bits())),
-            ),
-            d => panic!("unexpected cache dtype {d:?}"),
-        }
-    }
-    out
-}
 
 #[test]
 fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered() {
@@ -129,7 +82,11 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
                 w.len()
             );
             for (name, sa, sb) in [("K", &a.k, &b.k), ("V", &a.v, &b.v)] {
-                let (ca, cb) = (stored(sa.as_ref(), len), stored(sb.as_ref(), len));
+                let stored = |side: &dyn mlxcel_core::kv::side::KvSide| {
+                    let (data, aux) = stored_bits(side, len);
+                    [data, aux].concat()
+                };
+                let (ca, cb) = (stored(sa.as_ref()), stored(sb.as_ref()));
                 let diff = ca.iter().zip(&cb).filter(|(x, y)| x != y).count();
                 assert!(
                     diff == 0 && ca.len() == cb.len(),

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{randn, rng};
+use common::{bits, randn, rng};
 use mlxcel_core::kernels::embedding::try_embedding_rows;
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::ops::{quantize, Quantized};
@@ -26,31 +26,6 @@ fn reference(q: &Quantized, ids: &Array) -> Array {
     }
     .dequantize(q.scales.dtype())
     .unwrap()
-}
-
-/// An array's bits, widened to u32 (fp16 / bf16 / f32).
-fn bits(a: &Array) -> Vec<u32> {
-    match a.dtype() {
-        Dtype::F32 => a
-            .to_vec::<f32>()
-            .unwrap()
-            .into_iter()
-            .map(f32::to_bits)
-            .collect(),
-        Dtype::F16 => a
-            .to_vec::<half::f16>()
-            .unwrap()
-            .into_iter()
-            .map(|h| u32::from(h.to_bits()))
-            .collect(),
-        Dtype::BF16 => a
-            .to_vec::<half::bf16>()
-            .unwrap()
-            .into_iter()
-            .map(|h| u32::from(h.to_bits()))
-            .collect(),
-        d => panic!("unexpected dtype {d:?}"),
-    }
 }
 
 #[test]

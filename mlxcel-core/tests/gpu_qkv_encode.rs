@@ -11,66 +11,14 @@
 
 mod common;
 
-use common::{f16_array, randn, rng};
+use common::{f16_array, randn, rng, split_cache as cache, stored_bits as stored};
 use mlxcel_core::kernels::quantized_gemv::{
     parts_plan, try_gemv_parts, try_gemv_parts_encode, FoldedNorm,
 };
-use mlxcel_core::kv::mode::new_side;
-use mlxcel_core::kv::side::KvSide;
-use mlxcel_core::kv::split::SplitKvCache;
-use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
-use mlxcel_core::kv::{KvCache, KvMode};
+use mlxcel_core::kv::KvCache;
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::ops::quantize;
 use mlxcel_core::rope::RopeSpec;
-use mlxcel_core::{Array, Dtype};
-
-/// A cache of `mode` (turbo4, turbo4-asym or int8) for heads of `d` holding `prefill_k` /
-/// `prefill_v`.
-fn cache(mode: &str, d: usize, prefill_k: &Array, prefill_v: &Array) -> SplitKvCache {
-    let m = KvMode::parse(mode).unwrap();
-    let mut k = new_side(m.k, d, K_SEED).unwrap();
-    let mut v = new_side(m.v, d, V_SEED).unwrap();
-    k.append(prefill_k).unwrap();
-    v.append(prefill_v).unwrap();
-    SplitKvCache::new(k, v, mode.into())
-}
-
-/// A side's stored bits at positions `[0, len)` after its last write ran: its data (turbo
-/// codes, int8 values or fp16 keys) and its aux buffer (turbo norms, int8 scales; none for
-/// fp16), widened to u32.
-fn stored(side: &dyn KvSide, len: i32) -> (Vec<u32>, Vec<u32>) {
-    let raw = side.raw().expect("turbo and fp16 sides have raw buffers");
-    if let Some(t) = raw.pending {
-        t.eval().unwrap();
-    }
-    let bits = |a: &Array| -> Vec<u32> {
-        let s = a.shape();
-        let a = a.slice(&[0, 0, 0, 0], &[s[0], s[1], len, s[3]]).unwrap();
-        match a.dtype() {
-            Dtype::I8 => a
-                .to_vec::<i8>()
-                .unwrap()
-                .into_iter()
-                .map(|b| u32::from(b as u8))
-                .collect(),
-            Dtype::U8 => a
-                .to_vec::<u8>()
-                .unwrap()
-                .into_iter()
-                .map(u32::from)
-                .collect(),
-            Dtype::F16 => a
-                .to_vec::<half::f16>()
-                .unwrap()
-                .into_iter()
-                .map(|h| u32::from(h.to_bits()))
-                .collect(),
-            d => panic!("unexpected cache dtype {d:?}"),
-        }
-    };
-    (bits(raw.data), raw.aux.map(bits).unwrap_or_default())
-}
 
 #[test]
 fn folded_append_writes_what_the_separate_append_writes_or_is_not_offered() {

@@ -156,7 +156,8 @@ fn mma_source(shared: usize) -> KernelSource {
 }
 
 /// The attention-append kernel's extra inputs, after [`INPUTS`]: the step's keys (before
-/// RoPE) and values `[B, Hkv, 1, D]`, and the turbo4 codecs' centroid midpoints.
+/// RoPE) and values `[B, Hkv, 1, D]`, and the turbo4 codecs' centroid midpoints (placeholders
+/// for fp16 and int8 sides).
 const APPEND_INPUTS: &[&str] = &["k_new", "v_new", "k_mids", "v_mids"];
 
 /// The tensor-core kernel that also writes the step's K+V into the cache (`MLXCEL_ATTN_APPEND`:
@@ -181,9 +182,9 @@ fn mma_append_source(shared: usize) -> KernelSource {
     s
 }
 
-/// A decode step's turbo4 K+V append for the attention launch to perform
-/// ([`fused_decode_rope_append`]): the reservation (`KvCache::fused_append_target`) and the
-/// step's keys (before RoPE) and values `[1, Hkv, 1, D]`.
+/// A decode step's K+V append for the attention launch to perform
+/// ([`fused_decode_rope_append`]): the reservation (a `PairTarget` of the formats
+/// [`append_formats_fit`] names) and the step's keys (before RoPE) and values `[1, Hkv, 1, D]`.
 pub struct AttnAppend<'a> {
     pub target: &'a crate::kernels::folded_append::PairTarget,
     pub k_new: &'a Array,
@@ -705,10 +706,10 @@ pub fn fused_decode_rope(
     decode(q, k, v, len, scale, split_override, rope, flat, None).map(|(o, _)| o)
 }
 
-/// [`fused_decode_rope`] whose launch also writes the step's turbo4 keys and values into the
-/// cache at `append.target.pos` (`MLXCEL_ATTN_APPEND`): `len` is `pos + 1`, both sides turbo4
-/// with the tensor-core kernel, and `rope` given. Returns the attention output and the
-/// write's token (`KvCache::commit_fused_append`).
+/// [`fused_decode_rope`] whose launch also writes the step's keys and values into the cache at
+/// `append.target.pos` (`MLXCEL_ATTN_APPEND`): `len` is `pos + 1`, the sides of the target's
+/// format ([`append_formats_fit`]) on the tensor-core kernel, and `rope` given. Returns the
+/// attention output and the write's token (`KvCache::commit_fused_append`).
 pub fn fused_decode_rope_append(
     q: &Array,
     k: &RawSide<'_>,

@@ -125,7 +125,7 @@ impl Int8Side {
     }
 
     /// The next position of an int8 cache (key side `k`, value side `v`) for an append the
-    /// qkv GEMV performs (`MLXCEL_QKV_ENCODE`; see `TurboSide::pair_target`). `None`, with
+    /// attention launch or the qkv GEMV performs (see `TurboSide::pair_target`). `None`, with
     /// nothing appended, where the in-place pair append would not apply to `[1, H, 1, D]`.
     pub fn pair_target(
         k: &mut Int8Side,

@@ -192,8 +192,9 @@ pub fn append_pair_one(
 /// Both sides reserve the next position (waiting for their last write where a buffer grows)
 /// and hand out their whole buffers `[data, aux]` (`data` again for a side without aux) and
 /// the position, for a launch that writes it: [`append_pair_one`], or a launch the model
-/// queues (the qkv GEMV's folded append, `KvCache::fused_append_target`). Nothing counts
-/// until [`commit_pair`]. Sides at different lengths are an error.
+/// queues (the qkv GEMV's folded append, `KvCache::fused_append_target`; the attention launch,
+/// `KvCache::append_attend_rope_flat`). Nothing counts until [`commit_pair`]. Sides at
+/// different lengths are an error.
 pub fn reserve_pair(
     k: &mut PairSide<'_>,
     v: &mut PairSide<'_>,

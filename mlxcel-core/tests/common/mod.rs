@@ -135,3 +135,76 @@ pub fn clear_flags(names: &[&str]) {
     }
     mlxcel_core::flags::reload();
 }
+
+/// An array's values as their bit patterns widened to u32 (u8, i8, fp16, bf16, f32): for
+/// bit-for-bit comparisons of cache buffers and kernel outputs.
+pub fn bits(a: &mlxcel_core::Array) -> Vec<u32> {
+    use mlxcel_core::Dtype;
+    match a.dtype() {
+        Dtype::U8 => a
+            .to_vec::<u8>()
+            .unwrap()
+            .into_iter()
+            .map(u32::from)
+            .collect(),
+        Dtype::I8 => a
+            .to_vec::<i8>()
+            .unwrap()
+            .into_iter()
+            .map(|b| u32::from(b as u8))
+            .collect(),
+        Dtype::F16 => a
+            .to_vec::<half::f16>()
+            .unwrap()
+            .into_iter()
+            .map(|h| u32::from(h.to_bits()))
+            .collect(),
+        Dtype::BF16 => a
+            .to_vec::<half::bf16>()
+            .unwrap()
+            .into_iter()
+            .map(|h| u32::from(h.to_bits()))
+            .collect(),
+        Dtype::F32 => a
+            .to_vec::<f32>()
+            .unwrap()
+            .into_iter()
+            .map(f32::to_bits)
+            .collect(),
+        d => panic!("unexpected dtype {d:?}"),
+    }
+}
+
+/// A side's stored bits at positions `[0, len)` after its last write ran: its data buffer
+/// (turbo codes, int8 values, fp16 keys) and its aux buffer (turbo norms, int8 scales; empty
+/// for fp16), each as [`bits`].
+pub fn stored_bits(side: &dyn mlxcel_core::kv::side::KvSide, len: i32) -> (Vec<u32>, Vec<u32>) {
+    let raw = side
+        .raw()
+        .expect("turbo, int8 and fp16 sides have raw buffers");
+    if let Some(t) = raw.pending {
+        t.eval().unwrap();
+    }
+    let upto = |a: &mlxcel_core::Array| {
+        let s = a.shape();
+        bits(&a.slice(&[0, 0, 0, 0], &[s[0], s[1], len, s[3]]).unwrap())
+    };
+    (upto(raw.data), raw.aux.map(upto).unwrap_or_default())
+}
+
+/// A cache of `mode` (e.g. turbo4, turbo4-asym, int8, fp16+int8) for heads of `d`, holding
+/// `prefill_k` / `prefill_v` (the sides' rotation seeds as the model's caches use them).
+pub fn split_cache(
+    mode: &str,
+    d: usize,
+    prefill_k: &mlxcel_core::Array,
+    prefill_v: &mlxcel_core::Array,
+) -> mlxcel_core::kv::split::SplitKvCache {
+    use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
+    let m = mlxcel_core::kv::KvMode::parse(mode).unwrap();
+    let mut k = mlxcel_core::kv::mode::new_side(m.k, d, K_SEED).unwrap();
+    let mut v = mlxcel_core::kv::mode::new_side(m.v, d, V_SEED).unwrap();
+    k.append(prefill_k).unwrap();
+    v.append(prefill_v).unwrap();
+    mlxcel_core::kv::split::SplitKvCache::new(k, v, mode.into())
+}

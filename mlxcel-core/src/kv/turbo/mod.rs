@@ -124,8 +124,9 @@ impl TurboSide {
     }
 
     /// The next position of a symmetric turbo4 cache (key side `k`, value side `v`) for an
-    /// append that the qkv GEMV performs (`MLXCEL_QKV_ENCODE`, checked by the caller,
-    /// `kv::split`; `kernels::quantized_gemv::try_gemv_parts_encode`): both sides reserve it
+    /// append that another launch performs (the attention launch, `MLXCEL_ATTN_APPEND`, or the
+    /// qkv GEMV, `MLXCEL_QKV_ENCODE`; checked by the caller, `kv::split`;
+    /// `kernels::quantized_gemv::try_gemv_parts_encode`): both sides reserve it
     /// and hand out their buffers, codecs and last tokens (`kv::pending::reserve_pair`);
     /// [`TurboSide::commit_pair`] counts it. `None`, with nothing appended, where the
     /// in-place pair append would not apply to `[1, H, 1, D]` keys and values.
