@@ -276,7 +276,7 @@ impl Attention {
                 };
                 // A decode step whose attention launch writes the cache itself
                 // (`MLXCEL_ATTN_APPEND`): no append launch, and the output comes with it.
-                if l == 1 {
+                if l == 1 && cache.attention_appends() {
                     let _s = build_profile::span("attention");
                     if let Some(o) = cache.append_attend_rope_flat(&q, &k, &v, self.scale, rope)? {
                         let _s = build_profile::span("o_proj");

@@ -81,6 +81,13 @@ pub trait KvCache {
         ))
     }
 
+    /// Whether [`KvCache::append_attend_rope_flat`] can take a decode step's append here (a
+    /// cheap check the model makes first: where it cannot, the model appends and attends
+    /// apart, each under its own build-profile span).
+    fn attention_appends(&self) -> bool {
+        false
+    }
+
     /// A decode step's append and attention in one launch (`MLXCEL_ATTN_APPEND`): keys
     /// (before `rope`) and values `[B, Hkv, 1, D]` written by the fused attention kernel that
     /// attends `q` (before `rope`) over the cache and the new position. Returns the output

@@ -42,31 +42,6 @@ impl SplitKvCache {
         }
     }
 
-    /// Whether a decode step's append goes to the attention launch (`MLXCEL_ATTN_APPEND` on,
-    /// CUDA, in-kernel RoPE on, sides the qkv GEMV's folded append writes: turbo4, turbo4-asym,
-    /// int8): that fold then declines ([`KvCache::fused_append_target`]).
-    fn attention_appends(&self) -> bool {
-        use crate::kernels::decode_attention::append_formats_fit;
-        use crate::kernels::folded_append::PairFormat;
-        if !(crate::flags::ATTN_APPEND.enabled()
-            && crate::flags::FUSED_ROPE.enabled()
-            && KernelBackend::current() == Some(KernelBackend::Cuda))
-        {
-            return false;
-        }
-        let (Some(kr), Some(vr)) = (self.k.raw(), self.v.raw()) else {
-            return false;
-        };
-        [
-            PairFormat::Turbo4,
-            PairFormat::Turbo4Asym,
-            PairFormat::Int8,
-            PairFormat::Fp16Int8,
-        ]
-        .into_iter()
-        .any(|f| append_formats_fit(f, &kr, &vr))
-    }
-
     /// The next position of a pair the qkv GEMV's folded append or the attention launch
     /// writes, reserved ([`TurboSide::pair_target`], [`TurboSide::asym_pair_target`],
     /// [`Int8Side::pair_target`], and with `boundary` [`Int8Side::fp16_pair_target`], which
@@ -174,6 +149,32 @@ impl KvCache for SplitKvCache {
             return Ok(None);
         }
         self.pair_target(kv_shape, rope, false)
+    }
+
+    /// Whether a decode step's append goes to the attention launch (`MLXCEL_ATTN_APPEND` on,
+    /// CUDA, in-kernel RoPE on, sides the qkv GEMV's folded append writes: turbo4, turbo4-asym,
+    /// int8; and fp16-K / int8-V pairs): that fold then declines
+    /// ([`KvCache::fused_append_target`]).
+    fn attention_appends(&self) -> bool {
+        use crate::kernels::decode_attention::append_formats_fit;
+        use crate::kernels::folded_append::PairFormat;
+        if !(crate::flags::ATTN_APPEND.enabled()
+            && crate::flags::FUSED_ROPE.enabled()
+            && KernelBackend::current() == Some(KernelBackend::Cuda))
+        {
+            return false;
+        }
+        let (Some(kr), Some(vr)) = (self.k.raw(), self.v.raw()) else {
+            return false;
+        };
+        [
+            PairFormat::Turbo4,
+            PairFormat::Turbo4Asym,
+            PairFormat::Int8,
+            PairFormat::Fp16Int8,
+        ]
+        .into_iter()
+        .any(|f| append_formats_fit(f, &kr, &vr))
     }
 
     fn append_attend_rope_flat(
