@@ -9,6 +9,7 @@
 use crate::kernels::decode_attention::unused_f32;
 use crate::kernels::in_place::buffer_fits;
 use crate::kernels::turbo_encode::side_fits;
+use crate::kv::pending::{reserve_queued, PairSide};
 use crate::kv::turbo::codec::TurboCodec;
 use crate::mlx::{Array, Dtype};
 use crate::Result;
@@ -61,6 +62,27 @@ impl PairTarget {
             heads,
             head_dim,
         })
+    }
+
+    /// Reserves the next position on the key side `k` and the value side `v`
+    /// (`kv::pending::reserve_queued`) and builds the target of `format` from what they hand
+    /// out: `k_side` and `v_side` make each side's [`SideTarget`] from its reserved buffers
+    /// `[data, aux]`, its last write token and the position. `None` where a constructor said
+    /// its buffers do not fit (the reservation then counts nothing: no commit follows). Why
+    /// one function: the four formats' targets differ only in their side constructors.
+    pub fn reserve(
+        format: PairFormat,
+        k: &mut PairSide<'_>,
+        v: &mut PairSide<'_>,
+        heads: i32,
+        head_dim: usize,
+        k_side: impl FnOnce([Array; 2], Option<Array>, usize) -> Result<Option<SideTarget>>,
+        v_side: impl FnOnce([Array; 2], Option<Array>, usize) -> Result<Option<SideTarget>>,
+    ) -> Result<Option<PairTarget>> {
+        let (kb, vb, pos, [k_after, v_after]) = reserve_queued(k, v, [1, heads])?;
+        let k = k_side(kb, k_after, pos)?;
+        let v = v_side(vb, v_after, pos)?;
+        Ok(PairTarget::new(format, k, v, pos, heads, head_dim))
     }
 }
 

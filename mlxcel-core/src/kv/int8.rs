@@ -134,7 +134,7 @@ impl Int8Side {
         rope: &RopeSpec,
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
-        use crate::kv::pending::{pair_shape_applies, reserve_queued};
+        use crate::kv::pending::pair_shape_applies;
         let d = kv_shape[3];
         if !(kv_shape[0] == 1
             && k.rotation.is_none()
@@ -144,19 +144,17 @@ impl Int8Side {
         {
             return Ok(None);
         }
-        let heads = kv_shape[1];
-        let (mut kp, mut vp) = (k.pair_side(d), v.pair_side(d));
-        let ([kq, ks], [vq, vs], pos, [k_after, v_after]) =
-            reserve_queued(&mut kp, &mut vp, [1, heads])?;
-        let hd = d as usize;
-        Ok(PairTarget::new(
+        let (heads, hd) = (kv_shape[1], d as usize);
+        let int8 = |[q, s]: [Array; 2], after, pos| SideTarget::int8(q, s, after, heads, hd, pos);
+        PairTarget::reserve(
             PairFormat::Int8,
-            SideTarget::int8(kq, ks, k_after, heads, hd, pos)?,
-            SideTarget::int8(vq, vs, v_after, heads, hd, pos)?,
-            pos,
+            &mut k.pair_side(d),
+            &mut v.pair_side(d),
             heads,
             hd,
-        ))
+            int8,
+            int8,
+        )
     }
 
     /// Counts the position [`Int8Side::pair_target`] reserved on both sides as written by
@@ -215,12 +213,6 @@ impl Int8Side {
 }
 
 impl Int8Side {
-    /// Appends one decode-step position to an fp16-key / int8-value cache (the turbo modes'
-    /// boundary layers, `fp16+int8`) with one in-place launch
-    /// (`kernels::fp16_append::append_kv_into`); with `rope`, `xk` is the key before
-    /// RoPE. Returns false, having appended nothing, where that path does not apply (a
-    /// rotated value side, `MLXCEL_FP16_INPLACE_APPEND` or `MLXCEL_INPLACE_APPEND` off, not
-    /// CUDA): then each side appends on its own.
     /// [`Int8Side::pair_target`] for fp16 keys `k` (rotated by RoPE by the launch) and int8
     /// values `v` (the turbo modes' boundary layers), for the attention launch's append
     /// (`MLXCEL_ATTN_APPEND`; the qkv GEMV's fold does not write this pair).
@@ -231,7 +223,7 @@ impl Int8Side {
         rope: &RopeSpec,
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
-        use crate::kv::pending::{pair_shape_applies, reserve_queued};
+        use crate::kv::pending::pair_shape_applies;
         let d = kv_shape[3];
         if !(kv_shape[0] == 1
             && k.dtype() == Dtype::F16
@@ -241,19 +233,16 @@ impl Int8Side {
         {
             return Ok(None);
         }
-        let heads = kv_shape[1];
-        let (mut kp, mut vp) = (k.pair_side(d), v.pair_side(d));
-        let ([kd, _], [vq, vs], pos, [k_after, v_after]) =
-            reserve_queued(&mut kp, &mut vp, [1, heads])?;
-        let hd = d as usize;
-        Ok(PairTarget::new(
+        let (heads, hd) = (kv_shape[1], d as usize);
+        PairTarget::reserve(
             PairFormat::Fp16Int8,
-            SideTarget::fp16(kd, k_after, heads, hd, pos)?,
-            SideTarget::int8(vq, vs, v_after, heads, hd, pos)?,
-            pos,
+            &mut k.pair_side(d),
+            &mut v.pair_side(d),
             heads,
             hd,
-        ))
+            |[kd, _], after, pos| SideTarget::fp16(kd, after, heads, hd, pos),
+            |[vq, vs], after, pos| SideTarget::int8(vq, vs, after, heads, hd, pos),
+        )
     }
 
     /// Counts the position [`Int8Side::fp16_pair_target`] reserved as written by the launch
@@ -262,6 +251,12 @@ impl Int8Side {
         crate::kv::pending::commit_pair(k.pair_side(0), v.pair_side(0), token)
     }
 
+    /// Appends one decode-step position to an fp16-key / int8-value cache (the turbo modes'
+    /// boundary layers, `fp16+int8`) with one in-place launch
+    /// (`kernels::fp16_append::append_kv_into`); with `rope`, `xk` is the key before
+    /// RoPE. Returns false, having appended nothing, where that path does not apply (a
+    /// rotated value side, `MLXCEL_FP16_INPLACE_APPEND` or `MLXCEL_INPLACE_APPEND` off, not
+    /// CUDA): then each side appends on its own.
     pub fn append_fp16_pair_in_place(
         k: &mut Fp16Side,
         v: &mut Int8Side,

@@ -138,7 +138,7 @@ impl TurboSide {
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
         use crate::kernels::turbo_encode::applies_in_place;
-        use crate::kv::pending::{pair_shape_applies, reserve_queued};
+        use crate::kv::pending::pair_shape_applies;
         let d = k.codec.head_dim;
         if !(kv_shape[0] == 1
             && kv_shape[3] as usize == d
@@ -151,16 +151,15 @@ impl TurboSide {
         }
         let heads = kv_shape[1];
         let ((kc, mut kp), (vc, mut vp)) = (k.pair_side(), v.pair_side());
-        let ([kd, ka], [vd, va], pos, [k_after, v_after]) =
-            reserve_queued(&mut kp, &mut vp, [1, heads])?;
-        Ok(PairTarget::new(
+        PairTarget::reserve(
             PairFormat::Turbo4,
-            SideTarget::turbo4(kc, kd, ka, k_after, heads, pos),
-            SideTarget::turbo4(vc, vd, va, v_after, heads, pos),
-            pos,
+            &mut kp,
+            &mut vp,
             heads,
             d,
-        ))
+            |[kd, ka], after, pos| Ok(SideTarget::turbo4(kc, kd, ka, after, heads, pos)),
+            |[vd, va], after, pos| Ok(SideTarget::turbo4(vc, vd, va, after, heads, pos)),
+        )
     }
 
     /// [`TurboSide::pair_target`] for a turbo4-asym cache: fp16 key side `k` (stored by the
@@ -173,7 +172,7 @@ impl TurboSide {
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
         use crate::kernels::turbo_encode::applies_in_place;
-        use crate::kv::pending::{pair_shape_applies, reserve_queued};
+        use crate::kv::pending::pair_shape_applies;
         let d = v.codec.head_dim;
         if !(kv_shape[0] == 1
             && kv_shape[3] as usize == d
@@ -185,16 +184,15 @@ impl TurboSide {
         }
         let heads = kv_shape[1];
         let (mut kp, (vc, mut vp)) = (k.pair_side(d as i32), v.pair_side());
-        let ([kd, _], [vd, va], pos, [k_after, v_after]) =
-            reserve_queued(&mut kp, &mut vp, [1, heads])?;
-        Ok(PairTarget::new(
+        PairTarget::reserve(
             PairFormat::Turbo4Asym,
-            SideTarget::fp16(kd, k_after, heads, d, pos)?,
-            SideTarget::turbo4(vc, vd, va, v_after, heads, pos),
-            pos,
+            &mut kp,
+            &mut vp,
             heads,
             d,
-        ))
+            |[kd, _], after, pos| SideTarget::fp16(kd, after, heads, d, pos),
+            |[vd, va], after, pos| Ok(SideTarget::turbo4(vc, vd, va, after, heads, pos)),
+        )
     }
 
     /// Counts the position [`TurboSide::asym_pair_target`] reserved as written by the launch
