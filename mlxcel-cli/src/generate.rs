@@ -228,6 +228,7 @@ fn print_profile(s: &GenerationStats) {
 }
 
 pub fn run(args: &GenerateArgs) -> Result<()> {
+    crate::host_profile::check()?;
     // Before the model loads: MLX reads its graph limits when the GPU is first used.
     let graph_limit = graph_limits::lift_for_compressed_kv(args.kv.config()?.mode != KvMode::FP16);
     let model = Model::load(args.model.model.as_deref(), &args.model.load_options())?;
@@ -290,12 +291,32 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout();
+    // MLXCEL_HOST_PROFILE: sampling starts with the first decoded token (after the prefill).
+    let mut host_profile = None;
+    let mut profile_error = None;
+    let want_profile = std::env::var_os(crate::host_profile::ENV).is_some();
     let out = generate(&model, &prompt_ids, &params, |piece| {
+        if want_profile && host_profile.is_none() && profile_error.is_none() {
+            match crate::host_profile::start(997) {
+                Ok(p) => host_profile = p,
+                Err(e) => profile_error = Some(e),
+            }
+        }
         if stream {
             let _ = stdout.write_all(piece.as_bytes());
             let _ = stdout.flush();
         }
     })?;
+    if let Some(e) = profile_error {
+        return Err(e);
+    }
+    if let Some(p) = host_profile {
+        let samples = p.finish()?;
+        eprintln!(
+            "host profile       {samples} samples of the decode loop into {}",
+            std::env::var(crate::host_profile::ENV).unwrap_or_default()
+        );
+    }
     if args.json {
         let v = serde_json::json!({
             "model": model.description,

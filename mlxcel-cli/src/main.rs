@@ -3,6 +3,7 @@
 mod bench;
 mod bench_gemv;
 mod generate;
+mod host_profile;
 mod info;
 mod kv_args;
 mod model_args;

@@ -1,0 +1,106 @@
+//! `MLXCEL_HOST_PROFILE=FILE`: a sampling profile of the host CPU during decoding, written
+//! as collapsed stacks (`frame;frame;... count` per line, the input of flamegraph tools).
+//!
+//! Why: a decode step's host time (building the step's graph, then MLX submitting it) sets
+//! tok/s whenever it exceeds the GPU's time per step, as it did for turbo4 at 32K on the H200
+//! in sessions 30-35 (2.6-3.5 ms of host against 2.45 ms of device time). The build profile
+//! (`MLXCEL_BUILD_PROFILE`) splits it by model part; this says which functions, down into
+//! MLX and the CUDA driver. The device machines have no `perf`, so the sampler is in-process
+//! (the `pprof` crate: `SIGPROF` timer, stack unwinding). Built only with the cargo feature
+//! `host-profile` (a diagnostic; the default binary does not carry the sampler).
+
+use anyhow::Result;
+
+/// The env variable naming the output file.
+pub const ENV: &str = "MLXCEL_HOST_PROFILE";
+
+/// A running profile, if `MLXCEL_HOST_PROFILE` is set.
+pub struct HostProfile {
+    #[cfg(feature = "host-profile")]
+    guard: pprof::ProfilerGuard<'static>,
+    #[cfg(feature = "host-profile")]
+    path: std::path::PathBuf,
+}
+
+/// An error where `MLXCEL_HOST_PROFILE` is set but this binary cannot sample: said before a
+/// run starts, not after it.
+pub fn check() -> Result<()> {
+    if cfg!(feature = "host-profile") || std::env::var_os(ENV).is_none() {
+        return Ok(());
+    }
+    start_at(std::env::var_os(ENV).unwrap_or_default().into(), 0).map(|_| ())
+}
+
+/// Starts sampling at `hz` if `MLXCEL_HOST_PROFILE` is set; an error if it is set and this
+/// binary was built without the `host-profile` feature (the run would otherwise write
+/// nothing where the user asked for a file).
+pub fn start(hz: i32) -> Result<Option<HostProfile>> {
+    let Some(path) = std::env::var_os(ENV) else {
+        return Ok(None);
+    };
+    start_at(path.into(), hz).map(Some)
+}
+
+#[cfg(feature = "host-profile")]
+fn start_at(path: std::path::PathBuf, hz: i32) -> Result<HostProfile> {
+    let guard = pprof::ProfilerGuardBuilder::default()
+        .frequency(hz)
+        // libgcc: its unwinder is what the sampler calls; malloc and friends (libc) stay in.
+        .blocklist(&["libgcc", "vdso"])
+        .build()
+        .map_err(|e| anyhow::anyhow!("{ENV}: cannot start the sampler: {e}"))?;
+    Ok(HostProfile { guard, path })
+}
+
+#[cfg(not(feature = "host-profile"))]
+fn start_at(_path: std::path::PathBuf, _hz: i32) -> Result<HostProfile> {
+    anyhow::bail!(
+        "{ENV} is set, but this mlxcel was built without the sampler: rebuild with \
+         `cargo build --release -p mlxcel-cli --features host-profile`"
+    )
+}
+
+impl HostProfile {
+    /// Stops sampling and writes the collapsed stacks (root first, per thread), heaviest
+    /// first; returns the number of samples.
+    #[cfg(feature = "host-profile")]
+    pub fn finish(self) -> Result<usize> {
+        use std::io::Write;
+        let report = self
+            .guard
+            .report()
+            .build()
+            .map_err(|e| anyhow::anyhow!("{ENV}: cannot build the report: {e}"))?;
+        let mut lines: Vec<(isize, String)> = report
+            .data
+            .iter()
+            .map(|(frames, &count)| {
+                let mut stack = vec![frames.thread_name.replace(';', ":")];
+                for frame in frames.frames.iter().rev() {
+                    // Inlined functions come innermost first within one frame.
+                    for sym in frame.iter().rev() {
+                        stack.push(sym.name().replace(';', ":"));
+                    }
+                }
+                (count, stack.join(";"))
+            })
+            .collect();
+        lines.sort_by(|a, b| b.0.cmp(&a.0));
+        let mut out =
+            std::io::BufWriter::new(std::fs::File::create(&self.path).map_err(|e| {
+                anyhow::anyhow!("{ENV}: cannot create {}: {e}", self.path.display())
+            })?);
+        let mut total = 0usize;
+        for (count, stack) in &lines {
+            writeln!(out, "{stack} {count}")?;
+            total += *count as usize;
+        }
+        out.flush()?;
+        Ok(total)
+    }
+
+    #[cfg(not(feature = "host-profile"))]
+    pub fn finish(self) -> Result<usize> {
+        Ok(0)
+    }
+}
