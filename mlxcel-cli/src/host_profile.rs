@@ -85,7 +85,7 @@ impl HostProfile {
                 (count, stack.join(";"))
             })
             .collect();
-        lines.sort_by(|a, b| b.0.cmp(&a.0));
+        lines.sort_by_key(|l| std::cmp::Reverse(l.0));
         let mut out =
             std::io::BufWriter::new(std::fs::File::create(&self.path).map_err(|e| {
                 anyhow::anyhow!("{ENV}: cannot create {}: {e}", self.path.display())
