@@ -241,8 +241,9 @@ pub const DEFAULT_BOUNDARY_LAYERS: usize = 2;
 /// int8 keys, 0.00004 for int8 values), and fp16+int8 ends kept fp16 ends' turbo4 KLD within
 /// 3% on three models, while whole int8r ends raised that model's turbo4 PPL penalty from
 /// +6.7% to +11.4%. On the H200 (session 16) they run on the fused kernel instead of MLX's
-/// fp16 SDPA: turbo4 at 128K went from 1.94x to 2.11x fp16's decode speed (4.93 -> 4.53 ms per
-/// step), with 3/4 of fp16 ends' bytes. `--kv-boundary-type fp16` restores fp16 ends; ADR 0012.
+/// fp16 SDPA: turbo4's 128K step went from 4.93 to 4.53 ms, with 3/4 of fp16 ends' bytes
+/// (session 35, against today's fp16: turbo4 1.75x with these ends, 1.76x with int8r ends,
+/// 1.90x with none). `--kv-boundary-type fp16` restores fp16 ends; ADR 0012.
 pub const DEFAULT_BOUNDARY_MODE: KvMode = KvMode {
     k: SideFormat::Fp16,
     v: SideFormat::Int8,
