@@ -15,6 +15,7 @@ call_dir s35c3
 BUDGET=${BUDGET:-270}
 e2e_setup "$BUDGET" 90
 export TOKENS=256
+n=0
 for kv in turbo4 fp16 turbo4; do
   tag=hp$((++n))
   timed 45 "$tag" "$kv" 32768 MLXCEL_HOST_PROFILE="$R/$tag-$kv.stacks"
