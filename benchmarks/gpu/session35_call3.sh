@@ -5,7 +5,7 @@
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session35_call3.sh
 # Where a decode step's host time goes (calls 1-2: turbo4 at 32K took 2.6-3.5 ms of host per
 # step against 2.45 ms of device time, so tok/s followed the host): the host sampler
-# (`MLXCEL_HOST_PROFILE`, 997 Hz, decode loop only) on turbo4 and fp16 at 32K, 256 tokens,
+# (`MLXCEL_HOST_PROFILE`, 997 Hz, from the third token on) on turbo4 and fp16 at 32K, 256 tokens,
 # with the build profile off (its spans would be sampled too). Then the collapsed stacks'
 # summary (host_profile_top.py) under the decode loop.
 set -uo pipefail

@@ -288,32 +288,21 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             PromptFillArg::RandomKv => PromptFill::RandomKv,
         },
         step_ab: None,
+        on_steady_decode: crate::host_profile::requested()
+            .then_some(crate::host_profile::start_now),
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout();
-    // MLXCEL_HOST_PROFILE: sampling starts with the first decoded token (after the prefill).
-    let mut host_profile = None;
-    let mut profile_error = None;
-    let want_profile = std::env::var_os(crate::host_profile::ENV).is_some();
     let out = generate(&model, &prompt_ids, &params, |piece| {
-        if want_profile && host_profile.is_none() && profile_error.is_none() {
-            match crate::host_profile::start(997) {
-                Ok(p) => host_profile = p,
-                Err(e) => profile_error = Some(e),
-            }
-        }
         if stream {
             let _ = stdout.write_all(piece.as_bytes());
             let _ = stdout.flush();
         }
     })?;
-    if let Some(e) = profile_error {
-        return Err(e);
-    }
-    if let Some(p) = host_profile {
-        let samples = p.finish()?;
+    // MLXCEL_HOST_PROFILE: the sampler started with steady decoding (`on_steady_decode`).
+    if let Some(samples) = crate::host_profile::finish()? {
         eprintln!(
-            "host profile       {samples} samples of the decode loop into {}",
+            "host profile       {samples} samples of steady decoding into {}",
             std::env::var(crate::host_profile::ENV).unwrap_or_default()
         );
     }

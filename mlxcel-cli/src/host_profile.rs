@@ -28,17 +28,40 @@ pub fn check() -> Result<()> {
     if cfg!(feature = "host-profile") || std::env::var_os(ENV).is_none() {
         return Ok(());
     }
-    start_at(std::env::var_os(ENV).unwrap_or_default().into(), 0).map(|_| ())
+    start_at(std::env::var_os(ENV).unwrap_or_default().into(), HZ).map(|_| ())
 }
 
-/// Starts sampling at `hz` if `MLXCEL_HOST_PROFILE` is set; an error if it is set and this
-/// binary was built without the `host-profile` feature (the run would otherwise write
-/// nothing where the user asked for a file).
-pub fn start(hz: i32) -> Result<Option<HostProfile>> {
-    let Some(path) = std::env::var_os(ENV) else {
-        return Ok(None);
-    };
-    start_at(path.into(), hz).map(Some)
+/// Whether `MLXCEL_HOST_PROFILE` asks for a profile.
+pub fn requested() -> bool {
+    std::env::var_os(ENV).is_some()
+}
+
+/// Samples per second.
+const HZ: i32 = 997;
+
+thread_local! {
+    /// The running profile (started and finished on the decode loop's thread), or why it
+    /// could not start.
+    static RUNNING: std::cell::RefCell<Option<Result<HostProfile>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Starts sampling now (a `GenerateParams::on_steady_decode` hook: no arguments, no result;
+/// a failure to start is kept for [`finish`] to report).
+pub fn start_now() {
+    if let Some(path) = std::env::var_os(ENV) {
+        let started = start_at(path.into(), HZ);
+        RUNNING.with(|r| *r.borrow_mut() = Some(started));
+    }
+}
+
+/// Stops the profile [`start_now`] started and writes it; the number of samples, `None` if
+/// none ran (not requested, or decoding ended before steady steps).
+pub fn finish() -> Result<Option<usize>> {
+    match RUNNING.with(|r| r.borrow_mut().take()) {
+        None => Ok(None),
+        Some(started) => started?.finish().map(Some),
+    }
 }
 
 #[cfg(feature = "host-profile")]
@@ -64,7 +87,7 @@ impl HostProfile {
     /// Stops sampling and writes the collapsed stacks (root first, per thread), heaviest
     /// first; returns the number of samples.
     #[cfg(feature = "host-profile")]
-    pub fn finish(self) -> Result<usize> {
+    fn finish(self) -> Result<usize> {
         use std::io::Write;
         let report = self
             .guard
@@ -100,7 +123,7 @@ impl HostProfile {
     }
 
     #[cfg(not(feature = "host-profile"))]
-    pub fn finish(self) -> Result<usize> {
+    fn finish(self) -> Result<usize> {
         Ok(0)
     }
 }

@@ -51,6 +51,10 @@ pub struct GenerateParams {
     /// and report each arm (`step_ab`); `None` follows `MLXCEL_STEP_AB` /
     /// `MLXCEL_STEP_AB_BLOCK` (unset: no A/B).
     pub step_ab: Option<(String, usize)>,
+    /// Called once on the loop's thread when the second decode step's token is out (the
+    /// first step's JIT compiles behind it): where a diagnostic that should see steady decoding
+    /// only starts (the CLI's host sampler, `MLXCEL_HOST_PROFILE`).
+    pub on_steady_decode: Option<fn()>,
 }
 
 impl Default for GenerateParams {
@@ -66,6 +70,7 @@ impl Default for GenerateParams {
             build_profile: None,
             prompt_fill: PromptFill::Model,
             step_ab: None,
+            on_steady_decode: None,
         }
     }
 }
@@ -355,6 +360,11 @@ pub fn generate(
         if out.len() > 1 {
             step_times.push(t1.elapsed().as_secs_f64());
             step_cpu.push(CpuSnapshot::now());
+        }
+        if out.len() == 3 {
+            if let Some(hook) = params.on_steady_decode {
+                hook();
+            }
         }
         if !ignore_eos && model.tokenizer.as_ref().is_some_and(|t| t.is_eos(tok)) {
             stop_reason = StopReason::Eos;
