@@ -199,9 +199,12 @@ ArrayPtr array_clone(const Array& a) { return wrap(a.inner); }
 size_t array_ndim(const Array& a) { return a.inner.ndim(); }
 rust::Vec<int32_t> array_shape(const Array& a) {
   rust::Vec<int32_t> out;
+  out.reserve(a.inner.ndim());
   for (auto d : a.inner.shape()) out.push_back(d);
   return out;
 }
+// One dimension without building the shape (the caller checked `axis < ndim`).
+int32_t array_dim(const Array& a, size_t axis) { return a.inner.shape()[axis]; }
 uint8_t array_dtype(const Array& a) { return from_dtype(a.inner.dtype()); }
 size_t array_size(const Array& a) { return a.inner.size(); }
 size_t array_nbytes(const Array& a) { return a.inner.nbytes(); }
@@ -257,7 +260,13 @@ rust::String array_to_string(const Array& a) {
   return rust::String(os.str());
 }
 
-std::unique_ptr<ArrayVec> array_vec_new() { return std::make_unique<ArrayVec>(); }
+// Sized once: a decode step fills ~180 of these (up to ~20 inputs each), and growing a vector
+// of arrays one push at a time reallocates and copies its reference-counted handles.
+std::unique_ptr<ArrayVec> array_vec_with_capacity(size_t n) {
+  auto v = std::make_unique<ArrayVec>();
+  v->items.reserve(n);
+  return v;
+}
 void array_vec_push(ArrayVec& v, const Array& a) { v.items.push_back(a.inner); }
 size_t array_vec_len(const ArrayVec& v) { return v.items.size(); }
 ArrayPtr array_vec_get(const ArrayVec& v, size_t i) {
@@ -560,6 +569,7 @@ std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs,
     throw std::invalid_argument("[mlxcel] one rank per output dtype expected");
   }
   std::vector<mx::Shape> shapes;
+  shapes.reserve(output_ranks.size());
   size_t pos = 0;
   for (auto r : output_ranks) {
     if (r < 0 || pos + static_cast<size_t>(r) > output_shapes.size()) {
@@ -569,6 +579,7 @@ std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs,
     pos += r;
   }
   std::vector<mx::Dtype> dtypes;
+  dtypes.reserve(output_dtypes.size());
   for (auto d : output_dtypes) dtypes.push_back(to_dtype(d));
   if (template_names.size() != template_kinds.size() ||
       template_names.size() != template_values.size()) {

@@ -81,6 +81,7 @@ ArrayPtr array_arange(double start, double stop, double step, uint8_t dtype);
 ArrayPtr array_clone(const Array& a);
 size_t array_ndim(const Array& a);
 rust::Vec<int32_t> array_shape(const Array& a);
+int32_t array_dim(const Array& a, size_t axis);
 uint8_t array_dtype(const Array& a);
 size_t array_size(const Array& a);
 size_t array_nbytes(const Array& a);
@@ -90,7 +91,7 @@ void array_eval(const Array& a);
 void array_copy_to(const Array& a, rust::Slice<uint8_t> dst);
 rust::String array_to_string(const Array& a);
 
-std::unique_ptr<ArrayVec> array_vec_new();
+std::unique_ptr<ArrayVec> array_vec_with_capacity(size_t n);
 void array_vec_push(ArrayVec& v, const Array& a);
 size_t array_vec_len(const ArrayVec& v);
 ArrayPtr array_vec_get(const ArrayVec& v, size_t i);

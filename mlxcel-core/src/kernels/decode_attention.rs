@@ -920,7 +920,9 @@ fn decode(
         q.reshape(&[b as i32, hq as i32, d as i32])?
             .astype(Dtype::F32)?
     };
-    let mut inputs: Vec<&Array> = vec![
+    // Room for the append's inputs too: no reallocation when they join.
+    let mut inputs: Vec<&Array> = Vec::with_capacity(INPUTS.len() + APPEND_INPUTS.len());
+    inputs.extend([
         &q_in,
         k.data,
         &k_aux,
@@ -936,7 +938,7 @@ fn decode(
         &rot_v,
         &tickets,
         &epoch_marker,
-    ];
+    ]);
     if let Some(a) = append {
         if !tensor_cores || rope.is_none() {
             return Err(Error::invalid(

@@ -111,14 +111,16 @@ impl Array {
 
     /// One dimension; negative `axis` counts from the end.
     pub fn dim(&self, axis: i32) -> i32 {
-        let shape = self.shape();
-        let n = shape.len() as i32;
+        // Without building the shape (a vector per call): the decode step's host code asks
+        // for dimensions many times per layer.
+        let n = self.ndim() as i32;
         let ax = if axis < 0 { axis + n } else { axis };
         assert!(
             (0..n).contains(&ax),
-            "axis {axis} out of range for shape {shape:?}"
+            "axis {axis} out of range for shape {:?}",
+            self.shape()
         );
-        shape[ax as usize]
+        ffi::array_dim(self.raw(), ax as usize)
     }
 
     /// Number of dimensions.
@@ -221,7 +223,7 @@ pub fn async_eval_all(arrays: &[&Array]) -> Result<()> {
 }
 
 pub(crate) fn array_vec(arrays: &[&Array]) -> UniquePtr<ffi::ArrayVec> {
-    let mut v = ffi::array_vec_new();
+    let mut v = ffi::array_vec_with_capacity(arrays.len());
     for a in arrays {
         ffi::array_vec_push(v.pin_mut(), a.raw());
     }

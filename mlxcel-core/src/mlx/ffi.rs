@@ -45,6 +45,7 @@ pub(crate) mod bridge {
         fn array_clone(a: &Array) -> UniquePtr<Array>;
         fn array_ndim(a: &Array) -> usize;
         fn array_shape(a: &Array) -> Vec<i32>;
+        fn array_dim(a: &Array, axis: usize) -> i32;
         fn array_dtype(a: &Array) -> Result<u8>;
         fn array_size(a: &Array) -> usize;
         fn array_nbytes(a: &Array) -> usize;
@@ -54,7 +55,7 @@ pub(crate) mod bridge {
         fn array_copy_to(a: &Array, dst: &mut [u8]) -> Result<()>;
         fn array_to_string(a: &Array) -> Result<String>;
 
-        fn array_vec_new() -> UniquePtr<ArrayVec>;
+        fn array_vec_with_capacity(n: usize) -> UniquePtr<ArrayVec>;
         fn array_vec_push(v: Pin<&mut ArrayVec>, a: &Array);
         fn array_vec_len(v: &ArrayVec) -> usize;
         fn array_vec_get(v: &ArrayVec, i: usize) -> Result<UniquePtr<Array>>;

@@ -120,6 +120,11 @@ pub enum TemplateArg {
     Dtype(Dtype),
 }
 
+/// Template arguments a [`Launch`] has room for before it grows.
+const LAUNCH_TEMPLATE_ARGS: usize = 40;
+/// Outputs a [`Launch`] has room for before it grows.
+const LAUNCH_OUTPUTS: usize = 4;
+
 /// One launch: inputs, output shapes/dtypes, grid (total threads per axis, as in MLX)
 /// and block size.
 #[derive(Clone, Debug)]
@@ -142,10 +147,13 @@ impl<'a> Launch<'a> {
     pub fn new(inputs: &[&'a Array], grid: [i32; 3], threadgroup: [i32; 3]) -> Launch<'a> {
         Launch {
             inputs: inputs.to_vec(),
-            outputs: Vec::new(),
+            outputs: Vec::with_capacity(LAUNCH_OUTPUTS),
             grid,
             threadgroup,
-            template: Vec::new(),
+            // Sized for the largest launch (the tensor-core attention kernel's ~30 arguments)
+            // so that a decode step's ~180 launches do not grow it push by push (the host
+            // sampler found reallocations in the attention call's build, session 35).
+            template: Vec::with_capacity(LAUNCH_TEMPLATE_ARGS),
             init_value: None,
             verbose: false,
         }
@@ -351,7 +359,8 @@ impl CustomKernel {
     /// The template arguments of a launch with the kernel's `T_<input>` dtype arguments
     /// appended (unless the caller already set that name).
     pub fn template_args<'s>(&'s self, launch: &'s Launch<'_>) -> Vec<(&'s str, TemplateArg)> {
-        let mut args = launch.template.clone();
+        let mut args = Vec::with_capacity(launch.template.len() + self.dtype_args.len());
+        args.extend_from_slice(&launch.template);
         for (key, i) in &self.dtype_args {
             match launch.inputs.get(*i) {
                 Some(input) if !launch.template.iter().any(|(n, _)| n == key) => {
