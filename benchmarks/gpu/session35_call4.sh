@@ -16,7 +16,7 @@ call_dir s35c4
 BUDGET=${BUDGET:-290}
 e2e_setup "$BUDGET" 90
 export TOKENS=128
-for round in 1 2 3; do
+for round in $(seq 1 "${ROUNDS:-3}"); do
   if ((round % 2)); then order="ab bin"; else order="bin ab"; fi
   for b in $order; do
     BIN=.devcarry/$b/mlxcel timed 35 "r$round-$b" turbo4 32768 MLXCEL_BUILD_PROFILE=1
