@@ -299,13 +299,9 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             let _ = stdout.flush();
         }
     })?;
-    // MLXCEL_HOST_PROFILE: the sampler started with steady decoding (`on_steady_decode`).
-    if let Some(samples) = crate::host_profile::finish()? {
-        eprintln!(
-            "host profile       {samples} samples of steady decoding into {}",
-            std::env::var(crate::host_profile::ENV).unwrap_or_default()
-        );
-    }
+    // MLXCEL_HOST_PROFILE: the sampler started with steady decoding (`on_steady_decode`) and
+    // stops here; a failure to write it is reported after the generation's own output.
+    let host_profile = crate::host_profile::finish();
     if args.json {
         let v = serde_json::json!({
             "model": model.description,
@@ -322,6 +318,12 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     if args.profile {
         print_profile(&out.stats);
         eprintln!("MLX graph limit    {}", graph_limit.describe());
+    }
+    if let Some(samples) = host_profile? {
+        eprintln!(
+            "host profile       {samples} samples of steady decoding into {}",
+            std::env::var(crate::host_profile::ENV).unwrap_or_default()
+        );
     }
     Ok(())
 }
