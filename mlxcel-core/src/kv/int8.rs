@@ -124,6 +124,18 @@ impl Int8Side {
         self.rotation.as_ref().map(|r| r.signs_array())
     }
 
+    /// Whether this side, as the value side of a pair whose key side holds `k_len` positions,
+    /// takes a launch's `[1, H, 1, D]` append of `kv_shape` (one batch, no rotation, lengths and
+    /// RoPE the pair launches take, a head_dim the int8 writer takes): the part of
+    /// [`Int8Side::pair_target`]'s and [`Int8Side::fp16_pair_target`]'s checks that does not
+    /// depend on the key side's format.
+    fn value_pair_applies(&self, k_len: usize, kv_shape: &[i32; 4], rope: &RopeSpec) -> bool {
+        kv_shape[0] == 1
+            && self.rotation.is_none()
+            && crate::kv::pending::pair_shape_applies(kv_shape, [k_len, self.len()], Some(rope))
+            && crate::kernels::int8_encode::applies_in_place(kv_shape[3] as usize)
+    }
+
     /// The next position of an int8 cache (key side `k`, value side `v`) for an append the
     /// attention launch or the qkv GEMV performs (see `TurboSide::pair_target`). `None`, with
     /// nothing appended, where the in-place pair append would not apply to `[1, H, 1, D]`.
@@ -134,16 +146,10 @@ impl Int8Side {
         rope: &RopeSpec,
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
-        use crate::kv::pending::pair_shape_applies;
-        let d = kv_shape[3];
-        if !(kv_shape[0] == 1
-            && k.rotation.is_none()
-            && v.rotation.is_none()
-            && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
-            && crate::kernels::int8_encode::applies_in_place(d as usize))
-        {
+        if !(k.rotation.is_none() && v.value_pair_applies(k.len(), &kv_shape, rope)) {
             return Ok(None);
         }
+        let d = kv_shape[3];
         let (heads, hd) = (kv_shape[1], d as usize);
         let int8 = |[q, s]: [Array; 2], after, pos| SideTarget::int8(q, s, after, heads, hd, pos);
         PairTarget::reserve(
@@ -223,16 +229,10 @@ impl Int8Side {
         rope: &RopeSpec,
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
         use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
-        use crate::kv::pending::pair_shape_applies;
-        let d = kv_shape[3];
-        if !(kv_shape[0] == 1
-            && k.dtype() == Dtype::F16
-            && v.rotation.is_none()
-            && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
-            && crate::kernels::int8_encode::applies_in_place(d as usize))
-        {
+        if !(k.dtype() == Dtype::F16 && v.value_pair_applies(k.len(), &kv_shape, rope)) {
             return Ok(None);
         }
+        let d = kv_shape[3];
         let (heads, hd) = (kv_shape[1], d as usize);
         PairTarget::reserve(
             PairFormat::Fp16Int8,
