@@ -128,7 +128,13 @@ fn print_profile(s: &GenerationStats) {
         1e3 * s.decode_host_seconds_per_step_steady,
         1e3 / s.decode_steady_tokens_per_second.max(1e-9)
     );
-    if s.decode_pipelined {
+    if s.decode_submit_thread {
+        eprintln!(
+            "  submit thread    {:.3} ms in MLX async_eval (overlapping the next step's build); then {:.3} ms waiting for the device",
+            1e3 * s.decode_submit_seconds_per_step_steady,
+            1e3 * s.decode_wait_seconds_per_step_steady
+        );
+    } else if s.decode_pipelined {
         eprintln!(
             "  of which submit  {:.3} ms in MLX async_eval; then {:.3} ms waiting for the device",
             1e3 * s.decode_submit_seconds_per_step_steady,
@@ -282,6 +288,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         },
         kv,
         pipelined: None,
+        submit_thread: None,
         build_profile: None,
         prompt_fill: match args.prompt_fill {
             PromptFillArg::Model => PromptFill::Model,

@@ -124,6 +124,15 @@ rust::Vec<rust::String> device_info(bool gpu, int32_t index) {
 
 void synchronize() { mx::synchronize(); }
 
+// Streams for the decode loop's submit thread (mlx/submit.rs). MLX keeps each stream's
+// command encoder in the thread that made it unless the stream is made with
+// new_thread_unsafe_stream: then any thread may encode on it, one at a time.
+int32_t stream_new_shared() { return mx::new_thread_unsafe_stream(mx::default_device()).index; }
+int32_t stream_default_index() { return mx::default_stream(mx::default_device()).index; }
+void stream_set_default(int32_t index) {
+  mx::set_default_stream(mx::Stream(index, mx::default_device()));
+}
+
 // cuProfilerStart/Stop from the CUDA driver, looked up only if the driver is already loaded
 // (it is on MLX's CUDA backend; never on the CPU wheel), so the CPU build needs no CUDA.
 bool cuda_profiler(bool start) {
@@ -231,6 +240,10 @@ size_t array_graph_nodes(const Array& a) {
   }
   return nodes;
 }
+bool array_is_scheduled(const Array& a) {
+  return a.inner.status() != mx::array::Status::unscheduled;
+}
+
 void array_eval(const Array& a) {
   mx::array x = a.inner;
   x.eval();
@@ -546,6 +559,10 @@ uint64_t primitive_key(const ArrayVec& inputs, rust::Slice<const uint8_t> output
   }
   mix(0xbeefull);
   for (auto d : output_dtypes) mix(d);
+  // A primitive carries the stream it was made on: a launch on another default stream (the
+  // submit thread's shared one, mlx/submit.rs) needs its own.
+  mix(0x5eedull);
+  mix(static_cast<uint32_t>(mx::default_stream(mx::default_device()).index));
   for (auto g : grid) mix(static_cast<uint32_t>(g));
   for (auto t : threadgroup) mix(static_cast<uint32_t>(t));
   uint32_t init_bits = 0;

@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 55;
+const SLOTS: usize = 56;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -171,6 +171,18 @@ pub const PIPELINED_DECODE: Flag = Flag {
     default: true,
     doc: "greedy decode queues step t+1 before reading token t (0 = one synchronous step at a time, host argmax)",
     slot: 6,
+};
+
+/// The pipelined greedy loop hands each step's `async_eval` to a second thread
+/// (`mlx::submit`) and builds the next step meanwhile, so a step's host cost is the larger
+/// of graph building and MLX's submit instead of their sum. 0: both on the loop's thread
+/// (the reference). Off by itself while the build profile counts a step's ops (that count
+/// walks graphs the worker may be encoding).
+pub const SUBMIT_THREAD: Flag = Flag {
+    name: "MLXCEL_SUBMIT_THREAD",
+    default: true,
+    doc: "the pipelined greedy loop submits each step (MLX async_eval) on a second thread while it builds the next (0 = one thread)",
+    slot: 54,
 };
 
 /// Device-side timestamps of every pipelined decode step (`kernels::device_clock`): probes
@@ -1018,6 +1030,7 @@ pub const ALL: &[Flag] = &[
     FUSED_ENCODE,
     INPLACE_APPEND,
     PIPELINED_DECODE,
+    SUBMIT_THREAD,
     DEVICE_CLOCK,
     BUILD_PROFILE,
     FUSED_QMV,

@@ -112,6 +112,8 @@ fn a_step_ab_run_gives_the_plain_tokens_and_both_arms() {
             max_tokens: 40,
             prefill_chunk: 8,
             pipelined: Some(true),
+            // One thread: its host time per step includes the submit (checked below).
+            submit_thread: Some(false),
             step_ab,
             ..Default::default()
         };
@@ -142,13 +144,14 @@ fn a_step_ab_run_gives_the_plain_tokens_and_both_arms() {
 #[test]
 fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
     // Same tokens from the pipelined loop (argmax on the device, next step queued before the
-    // token is read) as from the reference loop (host logits, host argmax), for an fp16 and
-    // quantized caches (whose appends run while the previous step is still in flight).
-    // head_dim 64: the smallest the turbo codecs take.
+    // token is read), with its submit thread (step t's async_eval on a second thread while
+    // step t + 1 is built) and without, as from the reference loop (host logits, host
+    // argmax), for an fp16 and quantized caches (whose appends run while the previous step
+    // is still in flight). head_dim 64: the smallest the turbo codecs take.
     let model = tiny_f32_model(5);
     let prompt: Vec<u32> = (0..24).map(|i| (i * 11) % 256).collect();
     for kv in ["fp16", "int8", "turbo4", "turbo3-asym"] {
-        let run = |pipelined: bool, build_profile: bool| {
+        let run_with = |pipelined: bool, build_profile: bool, submit_thread: bool| {
             let params = GenerateParams {
                 max_tokens: 10,
                 prefill_chunk: 8,
@@ -159,15 +162,29 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
                     )
                 },
                 pipelined: Some(pipelined),
+                submit_thread: Some(submit_thread),
                 build_profile: Some(build_profile),
                 ..Default::default()
             };
             generate(&model, &prompt, &params, |_| {}).unwrap()
         };
+        let run = |pipelined, build_profile| run_with(pipelined, build_profile, false);
         let (sync, piped) = (run(false, false), run(true, false));
         assert!(!sync.stats.decode_pipelined && piped.stats.decode_pipelined);
         assert_eq!(sync.tokens.len(), 10, "{kv}");
         assert_eq!(sync.tokens, piped.tokens, "{kv}");
+        let threaded = run_with(true, false, true);
+        assert!(threaded.stats.decode_submit_thread && !piped.stats.decode_submit_thread);
+        assert_eq!(threaded.tokens, piped.tokens, "{kv}: submit thread");
+        assert!(
+            threaded.stats.decode_submit_seconds_per_step_steady > 0.0,
+            "{kv}"
+        );
+        // The build profile's op count keeps the submit on the loop's thread.
+        assert!(
+            !run_with(true, true, true).stats.decode_submit_thread,
+            "{kv}"
+        );
         // The host build profile changes nothing but adds the per-part times, which fit
         // inside the host time of a step.
         assert!(piped.stats.decode_build_parts_seconds_steady.is_none());

@@ -13,6 +13,14 @@ pub struct Array {
     pub(crate) inner: UniquePtr<ffi::Array>,
 }
 
+impl Drop for Array {
+    fn drop(&mut self) {
+        // While the decode loop's submit thread has a hand-off in flight, the handle is kept
+        // and released later (`submit` says why).
+        super::submit::defer_drop(&mut self.inner);
+    }
+}
+
 impl Clone for Array {
     fn clone(&self) -> Self {
         Array {
@@ -165,7 +173,7 @@ impl Array {
 
     /// Runs the graph that produces this array.
     pub fn eval(&self) -> Result<()> {
-        ffi::array_eval(self.raw()).op("eval")
+        super::submit::exclusive(|| ffi::array_eval(self.raw())).op("eval")
     }
 
     /// Evaluates and copies the elements out in row-major order. `T` must be the array's
@@ -178,7 +186,14 @@ impl Array {
             ));
         }
         let mut out = vec![T::default(); self.size()];
-        ffi::array_copy_to(self.raw(), as_bytes_mut(&mut out)).op("to_vec")?;
+        let mut copy = || ffi::array_copy_to(self.raw(), as_bytes_mut(&mut out));
+        // An unscheduled array is evaluated first, which encodes work (`submit`).
+        if ffi::array_is_scheduled(self.raw()) {
+            copy()
+        } else {
+            super::submit::exclusive(copy)
+        }
+        .op("to_vec")?;
         Ok(out)
     }
 
@@ -211,7 +226,7 @@ impl Array {
 /// Evaluates several arrays in one graph run.
 pub fn eval_all(arrays: &[&Array]) -> Result<()> {
     let v = array_vec(arrays);
-    ffi::eval_all(&v).op("eval")
+    super::submit::exclusive(|| ffi::eval_all(&v)).op("eval")
 }
 
 /// Schedules several arrays for evaluation and returns without waiting: the host can build
@@ -219,7 +234,7 @@ pub fn eval_all(arrays: &[&Array]) -> Result<()> {
 /// evaluating it later waits for it.
 pub fn async_eval_all(arrays: &[&Array]) -> Result<()> {
     let v = array_vec(arrays);
-    ffi::async_eval_all(&v).op("async_eval")
+    super::submit::exclusive(|| ffi::async_eval_all(&v)).op("async_eval")
 }
 
 pub(crate) fn array_vec(arrays: &[&Array]) -> UniquePtr<ffi::ArrayVec> {

@@ -122,5 +122,5 @@ pub fn cuda_profiler(start: bool) -> Result<bool> {
 
 /// Waits for all queued work on the default stream.
 pub fn synchronize() -> Result<()> {
-    ffi::synchronize().op("synchronize")
+    super::submit::exclusive(ffi::synchronize).op("synchronize")
 }

@@ -29,6 +29,9 @@ pub(crate) mod bridge {
         fn set_default_device(gpu: bool, index: i32) -> Result<()>;
         fn device_info(gpu: bool, index: i32) -> Result<Vec<String>>;
         fn synchronize() -> Result<()>;
+        fn stream_new_shared() -> Result<i32>;
+        fn stream_default_index() -> Result<i32>;
+        fn stream_set_default(index: i32) -> Result<()>;
         fn cuda_profiler(start: bool) -> Result<bool>;
         fn active_memory() -> Result<usize>;
         fn peak_memory() -> Result<usize>;
@@ -51,6 +54,7 @@ pub(crate) mod bridge {
         fn array_nbytes(a: &Array) -> usize;
         fn array_graph_nodes(a: &Array) -> Result<usize>;
         fn array_buffer_id(a: &Array) -> Result<usize>;
+        fn array_is_scheduled(a: &Array) -> bool;
         fn array_eval(a: &Array) -> Result<()>;
         fn array_copy_to(a: &Array, dst: &mut [u8]) -> Result<()>;
         fn array_to_string(a: &Array) -> Result<String>;

@@ -2,7 +2,7 @@
 //! [`array`] (the handle, construction, read-back), [`dtype`], [`ops`] (math, shapes,
 //! quantization), [`fast`] (fused MLX kernels: RMSNorm, RoPE, SDPA), [`kernel`] (custom
 //! CUDA/Metal kernels), [`io`] (safetensors, GGUF), [`device`], [`graph_limits`] (MLX's CUDA graph commit limits), [`memory`],
-//! [`random`].
+//! [`random`], [`submit`] (the decode loop's submit thread).
 //!
 //! MLX is lazy: ops build a graph and nothing runs until [`Array::eval`] (or a read-back).
 //! Errors that MLX detects while building the graph (shapes, dtypes) come back from the op
@@ -20,6 +20,7 @@ pub mod kernel;
 pub mod memory;
 pub mod ops;
 pub mod random;
+pub mod submit;
 
 pub use array::Array;
 pub use dtype::{Dtype, Element};

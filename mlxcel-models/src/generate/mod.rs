@@ -7,7 +7,6 @@ use mlxcel_core::build_profile;
 use mlxcel_core::flags;
 use mlxcel_core::kernels::{argmax, device_clock};
 use mlxcel_core::kv::KvCache;
-use mlxcel_core::mlx::array::async_eval_all;
 use mlxcel_core::mlx::{device, memory};
 use mlxcel_core::{Array, Dtype};
 
@@ -25,7 +24,7 @@ use cpu_time::CpuSnapshot;
 use step_ab::StepAb;
 pub use step_ab::{StepAbArm, StepAbStats, STEP_AB, STEP_AB_BLOCK};
 pub use steps::StepTimeline;
-use steps::{device_clock_stats, mean_of_second_half, step_percentiles, StepRecorder};
+use steps::{device_clock_stats, mean_of_second_half, step_percentiles, StepRecorder, Submitter};
 
 /// Generation settings.
 #[derive(Debug, Clone)]
@@ -41,6 +40,9 @@ pub struct GenerateParams {
     /// Pipelined greedy decoding on or off; `None` follows `MLXCEL_PIPELINED_DECODE`
     /// (on by default). Only greedy sampling pipelines.
     pub pipelined: Option<bool>,
+    /// The pipelined loop's submit thread (`mlxcel_core::mlx::submit`) on or off; `None`
+    /// follows `MLXCEL_SUBMIT_THREAD` (on by default). Never with the build profile on.
+    pub submit_thread: Option<bool>,
     /// Time the host's graph building of each decode step per model part
     /// ([`mlxcel_core::build_profile`]); `None` follows `MLXCEL_BUILD_PROFILE` (off).
     pub build_profile: Option<bool>,
@@ -67,6 +69,7 @@ impl Default for GenerateParams {
             sampling: SamplingParams::default(),
             kv: KvConfig::default(),
             pipelined: None,
+            submit_thread: None,
             build_profile: None,
             prompt_fill: PromptFill::Model,
             step_ab: None,
@@ -107,14 +110,17 @@ pub struct GenerationStats {
     /// no evaluation). The synchronous loop adds it to every step; the pipelined loop
     /// hides it behind the device's work on the previous step.
     pub decode_graph_build_seconds: f64,
-    /// Mean host time per decode step over the second half of the steps (past JIT warm-up):
-    /// graph building, plus MLX's encoding and launching of the step in the pipelined loop
-    /// (`async_eval` returns once the step is queued). When it is close to the step time
-    /// (1 / steady tok/s) the decode is host-bound: the device waits for the host.
+    /// Mean host time per decode step over the second half of the steps (past JIT warm-up) on
+    /// the loop's thread: graph building, plus in the pipelined loop MLX's encoding and
+    /// launching of the step (`async_eval` returns once the step is queued) or, with the
+    /// submit thread, the wait for the worker to finish the previous step's. When it is close
+    /// to the step time (1 / steady tok/s) the decode is host-bound: the device waits for the
+    /// host.
     pub decode_host_seconds_per_step_steady: f64,
-    /// The part of `decode_host_seconds_per_step_steady` spent in MLX's `async_eval` (encoding
-    /// and launching the step's kernels) in the pipelined loop; the rest is model code and
-    /// graph construction. 0 in the synchronous loop.
+    /// Mean seconds per step in MLX's `async_eval` (encoding and launching the step's
+    /// kernels) in the pipelined loop: part of `decode_host_seconds_per_step_steady` on one
+    /// thread, the worker's time with the submit thread (overlapping the next step's build).
+    /// 0 in the synchronous loop.
     pub decode_submit_seconds_per_step_steady: f64,
     /// Mean time per step (second half) the pipelined loop waits for the device's token after
     /// queueing the next step. Near 0: host-bound (the device finished first); otherwise the
@@ -133,6 +139,8 @@ pub struct GenerationStats {
     pub decode_device_seconds_between_steps_steady: Option<f64>,
     /// Whether the pipelined greedy loop ran (see `MLXCEL_PIPELINED_DECODE`).
     pub decode_pipelined: bool,
+    /// Whether it submitted each step on a second thread (`MLXCEL_SUBMIT_THREAD`).
+    pub decode_submit_thread: bool,
     /// With `MLXCEL_DEVICE_CLOCK` on CUDA: every pipelined step's host and device
     /// timestamps, for `benchmarks/gpu/timeline.py` to put on one time axis.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -203,12 +211,13 @@ pub fn prefill(
     Ok(logits.astype(Dtype::F32)?.to_vec::<f32>()?)
 }
 
-/// One queued greedy decode step.
-struct QueuedStep {
-    /// The next token, a `[1]` uint32 array in flight.
+/// One built greedy decode step, not yet submitted.
+pub(super) struct BuiltStep {
+    /// The next token, a `[1]` uint32 array: the following step's input.
     next: Array,
-    /// Seconds spent in `async_eval`.
-    submit_seconds: f64,
+    /// With a submit thread: a copy of `next` for the loop to read (no later step takes it
+    /// as an input, which `mlx::submit`'s rules need); without one the loop reads `next`.
+    read: Option<Array>,
     /// Device timestamps (ns) when the step's first graph started, at its first node and at
     /// its last node, with `MLXCEL_DEVICE_CLOCK`.
     clocks: Option<[Array; 3]>,
@@ -216,15 +225,27 @@ struct QueuedStep {
     ops: Option<usize>,
 }
 
+impl BuiltStep {
+    /// The arrays to schedule: the token, its read copy and the clocks.
+    fn outputs(&self) -> Vec<Array> {
+        let mut v = vec![self.next.clone()];
+        v.extend(self.read.iter().cloned());
+        v.extend(self.clocks.iter().flatten().cloned());
+        v
+    }
+}
+
 /// Builds one greedy decode step on top of `token` (a device array, possibly not yet
-/// evaluated) and schedules it. With `clock`, the token passes through a device-clock probe
-/// on the way in and on the way out (CUDA only; elsewhere nothing is added).
-fn queue_greedy_step(
+/// evaluated); the caller schedules it. With `clock`, the token passes through a
+/// device-clock probe on the way in and on the way out (CUDA only; elsewhere nothing is
+/// added). With `read_copy`, the step also makes the copy of its token the loop reads.
+fn build_greedy_step(
     model: &Model,
     token: &Array,
     caches: &mut [Box<dyn KvCache>],
     clock: bool,
-) -> Result<QueuedStep> {
+    read_copy: bool,
+) -> Result<BuiltStep> {
     let probe = |t: &Array, after: Option<&Array>| -> Result<(Array, Option<Array>)> {
         Ok(
             match clock
@@ -249,26 +270,20 @@ fn queue_greedy_step(
         None => logits.argmax(&[-1], false)?.reshape(&[1])?,
     };
     let (next, end) = probe(&next, None)?;
+    let read = read_copy.then(|| next.copy()).transpose()?;
     let ops = if build_profile::enabled() {
         let _span = build_profile::span("op count");
         Some(next.pending_ops()?)
     } else {
         None
     };
-    let t = Instant::now();
     let clocks = match (launch, start, end) {
-        (Some((_, l)), Some(s), Some(e)) => {
-            async_eval_all(&[&next, &l, &s, &e])?;
-            Some([l, s, e])
-        }
-        _ => {
-            async_eval_all(&[&next])?;
-            None
-        }
+        (Some((_, l)), Some(s), Some(e)) => Some([l, s, e]),
+        _ => None,
     };
-    Ok(QueuedStep {
+    Ok(BuiltStep {
         next,
-        submit_seconds: t.elapsed().as_secs_f64(),
+        read,
         clocks,
         ops,
     })
@@ -285,6 +300,26 @@ pub fn generate(
     memory::reset_peak_memory()?;
     let ignore_eos = params.ignore_eos || model.synthetic;
     let mut sampler = Sampler::new(params.sampling.clone());
+    let pipelined = params
+        .pipelined
+        .unwrap_or_else(|| flags::PIPELINED_DECODE.enabled())
+        && sampler.params().is_greedy();
+    let profile_builds = params
+        .build_profile
+        .unwrap_or_else(|| flags::BUILD_PROFILE.enabled());
+    // Started before the prefill, so that every op of this generation is on the worker's
+    // shared stream. Not with the build profile: its op count walks graphs the worker may be
+    // encoding.
+    let mut submitter = if pipelined
+        && !profile_builds
+        && params
+            .submit_thread
+            .unwrap_or_else(|| flags::SUBMIT_THREAD.enabled())
+    {
+        Submitter::Worker(mlxcel_core::mlx::submit::SubmitThread::start()?)
+    } else {
+        Submitter::OnThisThread
+    };
     let t0 = Instant::now();
     let mut logits = match params.prompt_fill {
         PromptFill::Model => prefill(model, prompt, &mut caches, params.prefill_chunk)?,
@@ -311,10 +346,6 @@ pub fn generate(
     let mut step_times: Vec<f64> = Vec::with_capacity(params.max_tokens);
     // CPU use at each step end, aligned with `step_times`.
     let mut step_cpu: Vec<Option<CpuSnapshot>> = Vec::with_capacity(params.max_tokens);
-    let pipelined = params
-        .pipelined
-        .unwrap_or_else(|| flags::PIPELINED_DECODE.enabled())
-        && sampler.params().is_greedy();
     let clock = pipelined && flags::DEVICE_CLOCK.enabled();
     // Owned by the step recorder, which sets the flag for each step it queues.
     let mut step_ab = match &params.step_ab {
@@ -326,27 +357,28 @@ pub fn generate(
         step_ab = None;
     }
     // Only the decode steps are profiled: what the prefill built is dropped here.
-    build_profile::set_enabled(
-        params
-            .build_profile
-            .unwrap_or_else(|| flags::BUILD_PROFILE.enabled()),
-    );
+    build_profile::set_enabled(profile_builds);
     // Only the decode steps' cache appends are counted (kv::buffer::append_copies).
     mlxcel_core::kv::buffer::reset_append_copies();
-    // The queued step of the pipelined loop: its token, still on the device.
-    let mut queued: Option<Array> = None;
+    // The queued step of the pipelined loop: its token (the next step's input) and the
+    // array the loop reads it from, still on the device.
+    let mut queued: Option<(Array, Array)> = None;
+    let read_copy = matches!(submitter, Submitter::Worker(_));
     let mut steps = StepRecorder::new(params.max_tokens, step_ab);
     while out.len() < params.max_tokens {
         let tok = match queued.take() {
-            Some(pending) => {
+            Some((pending, read)) => {
                 // Queue the following step before waiting for this one.
                 if out.len() + 1 < params.max_tokens {
-                    queued = Some(
-                        steps.queue(|| queue_greedy_step(model, &pending, &mut caches, clock))?,
-                    );
+                    queued = Some(steps.queue(
+                        || build_greedy_step(model, &pending, &mut caches, clock, read_copy),
+                        &mut submitter,
+                    )?);
+                } else {
+                    steps.finish(&mut submitter)?;
                 }
                 let t = Instant::now();
-                let tok = pending.item::<u32>()?;
+                let tok = read.item::<u32>()?;
                 steps.waited(t.elapsed().as_secs_f64());
                 tok
             }
@@ -399,9 +431,13 @@ pub fn generate(
             // Only the first decode step starts from a host token; later ones were queued
             // above from the device token.
             if queued.is_none() {
-                queued = Some(steps.queue(|| {
-                    queue_greedy_step(model, &Array::from_slice(&[tok], &[1])?, &mut caches, clock)
-                })?);
+                queued = Some(steps.queue(
+                    || {
+                        let token = Array::from_slice(&[tok], &[1])?;
+                        build_greedy_step(model, &token, &mut caches, clock, read_copy)
+                    },
+                    &mut submitter,
+                )?);
             }
         } else {
             logits = steps.step(
@@ -410,6 +446,7 @@ pub fn generate(
             )?;
         }
     }
+    steps.finish(&mut submitter)?;
     device::synchronize()?;
     let decode_s = t1.elapsed().as_secs_f64();
     let appends = mlxcel_core::kv::buffer::append_copies();
@@ -460,6 +497,7 @@ pub fn generate(
         decode_device_seconds_inside_step_steady: device_clock.map(|c| c.0),
         decode_device_seconds_between_steps_steady: device_clock.map(|c| c.1),
         decode_pipelined: pipelined,
+        decode_submit_thread: read_copy,
         decode_timeline: timeline,
         decode_build_parts_seconds_steady: steps.build_parts(),
         decode_ops_per_step_steady: steps.ops_per_step(),

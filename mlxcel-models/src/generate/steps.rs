@@ -6,11 +6,13 @@ use std::time::Instant;
 
 use mlxcel_core::build_profile;
 use mlxcel_core::flags;
+use mlxcel_core::mlx::array::async_eval_all;
 use mlxcel_core::mlx::device;
+use mlxcel_core::mlx::submit::{SubmitThread, Submitted};
 use mlxcel_core::Array;
 
 use super::step_ab::{StepAb, StepAbStats};
-use super::QueuedStep;
+use super::BuiltStep;
 use crate::error::Result;
 
 /// One pipelined decode step's timestamps (ns). Host times are the Unix clock; device
@@ -21,7 +23,8 @@ use crate::error::Result;
 pub struct StepTimeline {
     /// Host: the step's graph building started (the previous step is on the device).
     pub host_build_start: u64,
-    /// Host: MLX's `async_eval` of the step was entered ...
+    /// Host: MLX's `async_eval` of the step was entered (on the submit thread when there is
+    /// one) ...
     pub host_submit_start: u64,
     /// ... and returned (every CUDA graph of the step launched).
     pub host_submit_end: u64,
@@ -64,6 +67,14 @@ fn unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Where the pipelined loop's steps are scheduled.
+pub(super) enum Submitter {
+    /// MLX's `async_eval` on the loop's thread, between building one step and the next.
+    OnThisThread,
+    /// On a second thread, while the loop builds the next step (`mlx::submit`).
+    Worker(SubmitThread),
 }
 
 /// The host-side record of the decode steps: how long building each took, and the CUDA
@@ -126,25 +137,79 @@ impl StepRecorder {
         Ok(out)
     }
 
-    /// [`StepRecorder::step`] for the pipelined loop: records the seconds `build` spent in
-    /// `async_eval` and keeps the step's device clocks, if any, with its host marks (read
-    /// off the Unix clock once, at the end, and placed by the measured durations; steps
-    /// without clocks read no wall clock).
-    pub(super) fn queue(&mut self, build: impl FnOnce() -> Result<QueuedStep>) -> Result<Array> {
+    /// The pipelined loop's step: builds it (timed, inside the profiler range like
+    /// [`StepRecorder::step`]), schedules it through `submitter` and keeps its device clocks,
+    /// if any, with its host marks (read off the Unix clock once per step and placed by the
+    /// measured durations; steps without clocks read no wall clock). Returns the step's token
+    /// and the array to read it from.
+    pub(super) fn queue(
+        &mut self,
+        build: impl FnOnce() -> Result<BuiltStep>,
+        submitter: &mut Submitter,
+    ) -> Result<(Array, Array)> {
         if let Some(ab) = self.step_ab.as_mut() {
             ab.before_step();
         }
-        let q = self.step(build, Ok)?;
-        self.submit_times.push(q.submit_seconds);
-        self.ops.extend(q.ops);
-        if let Some(c) = q.clocks {
-            let end = unix_ns();
-            let built = self.build_times.last().copied().unwrap_or(0.0);
-            self.clocks.push(c);
-            self.host_marks
-                .push([before(end, built), before(end, q.submit_seconds), end]);
+        self.profile_boundary(true);
+        let t = Instant::now();
+        let step = build()?;
+        let built = t.elapsed().as_secs_f64();
+        let parts = build_profile::take();
+        if !parts.is_empty() {
+            self.parts.push(parts);
         }
-        Ok(q.next)
+        self.ops.extend(step.ops);
+        let outputs = step.outputs();
+        match submitter {
+            Submitter::OnThisThread => {
+                let ts = Instant::now();
+                async_eval_all(&outputs.iter().collect::<Vec<_>>())?;
+                let submit = ts.elapsed().as_secs_f64();
+                self.build_times.push(t.elapsed().as_secs_f64());
+                self.submit_times.push(submit);
+                if step.clocks.is_some() {
+                    let end = unix_ns();
+                    self.host_marks
+                        .push([before(end, built + submit), before(end, submit), end]);
+                }
+            }
+            Submitter::Worker(worker) => {
+                let previous = worker.submit(outputs)?;
+                let host = t.elapsed().as_secs_f64();
+                self.build_times.push(host);
+                if let Some(p) = previous {
+                    self.submitted(p);
+                }
+                if step.clocks.is_some() {
+                    // The submit marks arrive with the worker's report (`submitted`).
+                    self.host_marks.push([before(unix_ns(), host), 0, 0]);
+                }
+            }
+        }
+        self.clocks.extend(step.clocks);
+        self.profile_boundary(false);
+        let read = step.read.unwrap_or_else(|| step.next.clone());
+        Ok((step.next, read))
+    }
+
+    /// The worker's report on the oldest step it had not reported yet.
+    fn submitted(&mut self, s: Submitted) {
+        let i = self.submit_times.len();
+        self.submit_times.push(s.seconds);
+        if let Some(m) = self.host_marks.get_mut(i) {
+            m[1] = s.start_unix_ns;
+            m[2] = s.end_unix_ns;
+        }
+    }
+
+    /// Waits for the worker's last hand-off, if any (before reading its token, or at the end).
+    pub(super) fn finish(&mut self, submitter: &mut Submitter) -> Result<()> {
+        if let Submitter::Worker(worker) = submitter {
+            if let Some(p) = worker.wait()? {
+                self.submitted(p);
+            }
+        }
+        Ok(())
     }
 
     /// Records one wait of `seconds` for a queued step's token (and its host marks when the
