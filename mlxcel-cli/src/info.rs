@@ -63,6 +63,7 @@ struct Info {
     mlx_version_built_against: String,
     mlx_linked_from: String,
     libmlx_path: String,
+    allocator: String,
     backend: String,
     default_device: String,
     gpu_available: bool,
@@ -114,6 +115,7 @@ fn collect(kernel_check: bool) -> Result<Info> {
         mlx_version_built_against: device::pinned_mlx_version().to_string(),
         mlx_linked_from: device::linked_from().to_string(),
         libmlx_path: device::library_path(),
+        allocator: crate::allocator::name().to_string(),
         backend: backend.name().to_string(),
         default_device: match device::default_device()? {
             DeviceKind::Gpu => "gpu".into(),
@@ -175,6 +177,7 @@ fn print_text(info: &Info) {
         info.mlx_version, info.mlx_version_built_against, info.mlx_linked_from
     );
     println!("libmlx        {}", info.libmlx_path);
+    println!("allocator     {}", info.allocator);
     println!("backend       {}", info.backend);
     println!("default dev.  {}", info.default_device);
     for (k, v) in &info.cpu {

@@ -1,5 +1,6 @@
 //! `mlxcel`: the command-line entry point.
 
+mod allocator;
 mod bench;
 mod bench_gemv;
 mod generate;

@@ -58,6 +58,12 @@ impl Flag {
         VALUES[self.slot].store(if on { ON } else { OFF }, Ordering::Relaxed);
     }
 
+    /// Whether the environment sets this flag (to anything), as opposed to its default
+    /// applying: for a default that depends on the backend (`SUBMIT_THREAD`).
+    pub fn is_set(&self) -> bool {
+        std::env::var_os(self.name).is_some()
+    }
+
     /// The value as the environment says it now.
     fn read_env(&self) -> bool {
         match std::env::var(self.name) {
@@ -176,12 +182,15 @@ pub const PIPELINED_DECODE: Flag = Flag {
 /// The pipelined greedy loop hands each step's `async_eval` to a second thread
 /// (`mlx::submit`) and builds the next step meanwhile, so a step's host cost is the larger
 /// of graph building and MLX's submit instead of their sum. 0: both on the loop's thread
-/// (the reference). Off by itself while the build profile counts a step's ops (that count
-/// walks graphs the worker may be encoding).
+/// (the reference). By default only on a GPU backend: on the CPU backend the cores compute
+/// the step and a second submitting thread only competes for them (SmolLM2-135M on this
+/// project's 2-core machine: 13-14 tok/s with it, 15-16 without); setting the variable to 1
+/// turns it on there too. Off by itself while the build profile counts a step's ops (that
+/// count walks graphs the worker may be encoding). ADR 0015 has the measurements.
 pub const SUBMIT_THREAD: Flag = Flag {
     name: "MLXCEL_SUBMIT_THREAD",
     default: true,
-    doc: "the pipelined greedy loop submits each step (MLX async_eval) on a second thread while it builds the next (0 = one thread)",
+    doc: "on a GPU, the pipelined greedy loop submits each step (MLX async_eval) on a second thread while it builds the next (0 = one thread; 1 also on the CPU backend)",
     slot: 54,
 };
 

@@ -41,7 +41,8 @@ pub struct GenerateParams {
     /// (on by default). Only greedy sampling pipelines.
     pub pipelined: Option<bool>,
     /// The pipelined loop's submit thread (`mlxcel_core::mlx::submit`) on or off; `None`
-    /// follows `MLXCEL_SUBMIT_THREAD` (on by default). Never with the build profile on.
+    /// follows `MLXCEL_SUBMIT_THREAD` (by default on with a GPU, off on the CPU backend).
+    /// Never with the build profile on.
     pub submit_thread: Option<bool>,
     /// Time the host's graph building of each decode step per model part
     /// ([`mlxcel_core::build_profile`]); `None` follows `MLXCEL_BUILD_PROFILE` (off).
@@ -310,12 +311,12 @@ pub fn generate(
     // Started before the prefill, so that every op of this generation is on the worker's
     // shared stream. Not with the build profile: its op count walks graphs the worker may be
     // encoding.
-    let mut submitter = if pipelined
-        && !profile_builds
-        && params
-            .submit_thread
-            .unwrap_or_else(|| flags::SUBMIT_THREAD.enabled())
-    {
+    let want_thread = params.submit_thread.unwrap_or_else(|| {
+        let flag = flags::SUBMIT_THREAD;
+        flag.enabled()
+            && (flag.is_set() || matches!(device::default_device(), Ok(device::DeviceKind::Gpu)))
+    });
+    let mut submitter = if pipelined && !profile_builds && want_thread {
         Submitter::Worker(mlxcel_core::mlx::submit::SubmitThread::start()?)
     } else {
         Submitter::OnThisThread
