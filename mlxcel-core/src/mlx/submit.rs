@@ -50,6 +50,9 @@ thread_local! {
     static DEFERRING: Cell<bool> = const { Cell::new(false) };
     /// ... until the worker is idle again.
     static DEFERRED: RefCell<Vec<UniquePtr<ffi::Array>>> = const { RefCell::new(Vec::new()) };
+    /// This thread's shared stream, made once and reused by each of its submit threads (MLX
+    /// never frees a stream's encoder, and primitives cached for a stream stay useful).
+    static SHARED_STREAM: Cell<Option<i32>> = const { Cell::new(None) };
 }
 
 /// Runs `f`, which may encode work on the default stream, after the worker's current
@@ -123,8 +126,22 @@ impl SubmitThread {
     /// handed off after this call: primitives built earlier carry the old stream), and
     /// starts the worker.
     pub fn start() -> Result<SubmitThread> {
+        if ENCODER_LOCK.with(|l| l.borrow().is_some()) {
+            // Two workers would encode on the one shared stream at once.
+            return Err(Error::invalid(
+                "submit thread",
+                "this thread already has one running",
+            ));
+        }
         let previous_stream = ffi::stream_default_index().op("default stream")?;
-        let stream = ffi::stream_new_shared().op("new shared stream")?;
+        let stream = match SHARED_STREAM.with(|s| s.get()) {
+            Some(s) => s,
+            None => {
+                let s = ffi::stream_new_shared().op("new shared stream")?;
+                SHARED_STREAM.with(|c| c.set(Some(s)));
+                s
+            }
+        };
         ffi::stream_set_default(stream).op("set default stream")?;
         let lock = Arc::new(Mutex::new(()));
         let (jobs, job_rx) = mpsc::channel::<Job>();
@@ -272,11 +289,27 @@ mod tests {
         assert_eq!(handed, 200, "every hand-off reported once");
         let (r, want) = pending.unwrap();
         assert_eq!(r.to_vec::<f32>().unwrap(), want);
+        assert!(
+            SubmitThread::start().is_err(),
+            "one submit thread per thread at a time"
+        );
         drop(sub);
         // The loop's thread is back on its own stream and evaluates as before.
         assert_eq!(
             x.add_scalar(1.0).unwrap().to_vec::<f32>().unwrap(),
             want.iter().map(|v| v + 1.0).collect::<Vec<_>>()
+        );
+        // A later submit thread on this thread reuses the shared stream.
+        let stream = SHARED_STREAM.with(|s| s.get());
+        let mut again = SubmitThread::start().unwrap();
+        assert_eq!(SHARED_STREAM.with(|s| s.get()), stream);
+        let y = x.add_scalar(2.0).unwrap();
+        let read = y.copy().unwrap();
+        again.submit(vec![y, read.clone()]).unwrap();
+        again.wait().unwrap();
+        assert_eq!(
+            read.to_vec::<f32>().unwrap(),
+            want.iter().map(|v| v + 2.0).collect::<Vec<_>>()
         );
     }
 }
