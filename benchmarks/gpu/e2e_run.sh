@@ -14,7 +14,7 @@ run() {
   timeout "${RUN_TIMEOUT:-300}" "${pin[@]}" env ${RUN_ENV:-} "$@" "${BIN:-.devcarry/bin/mlxcel}" generate --model "${MODEL:-synthetic:llama3-8b-4bit}" \
     --prompt-tokens "$ctx" --max-tokens "${TOKENS:-128}" --ignore-eos --profile --prefill-chunk 4096 \
     ${FILL:+--prompt-fill "$FILL"} --kv "$kv" --json > "$R/$tag-$kv-$ctx.json" 2> "$R/$tag-$kv-$ctx.err"
-  echo "$kv $ctx $tag: $(grep -E 'decode \(2nd|host per|of which|device clock|host CPU|kv appends|build parts|inside them|^error' \
+  echo "$kv $ctx $tag: $(grep -E 'decode \(2nd|host per|of which|submit thread|device clock|host CPU|kv appends|build parts|inside them|^error' \
     "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' ' ')"
 }
 
