@@ -5,7 +5,12 @@
 //! ~1.1-1.5 ms of graph building (mlxcel) plus ~1.45-1.9 ms of `async_eval` (MLX: graph
 //! traversal, kernel nodes, CUDA-graph commits). On one thread those add up past the device
 //! time, so the GPU idles every step (session 35's sampler). On two threads a step's host
-//! cost is the larger of the two halves instead of their sum.
+//! cost is the larger of the two halves instead of their sum. Measured on the H200 (session
+//! 36, ADR 0015): with jemalloc as the process's `malloc` (the `mlxcel` binary's default)
+//! every 4K-128K run became device-bound, turbo4 at 32K 304-347 -> 407 tok/s on a slow host.
+//! With glibc's the worker's `async_eval` ran 1.6-1.8x slower than on one thread (it frees
+//! the graph the loop's thread allocated, under glibc's arena locks) and the thread could
+//! lose on a fast host.
 //!
 //! What makes it safe, read in MLX 0.32's source (`transforms.cpp`'s `eval_impl`,
 //! `backend/cuda/eval.cpp`, `stream.cpp`, `array.cpp`):
