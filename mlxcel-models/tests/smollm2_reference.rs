@@ -8,7 +8,6 @@
 mod common;
 
 use mlxcel_core::Dtype;
-use mlxcel_models::loader::resolve::default_model;
 use mlxcel_models::weights::WeightFormat;
 use mlxcel_models::{LoadOptions, Model};
 
@@ -16,10 +15,7 @@ use mlxcel_models::{LoadOptions, Model};
 const LOGIT_TOL: f32 = 0.1;
 
 fn load(format: WeightFormat) -> Model {
-    let path = match std::env::var("MLXCEL_SMOLLM2_GGUF") {
-        Ok(p) => p.into(),
-        Err(_) => default_model().expect("fetch the default model"),
-    };
+    let path = common::smollm2_gguf();
     Model::load(
         Some(path.to_str().unwrap()),
         &LoadOptions { format, seed: 0 },

