@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepared in session 36 for session 37's first device call (H200, ~8 min; timeout_s 560),
-# after benchmarks/gpu/stage.sh plus the mlxcel-models test binary synthetic_and_hub (release,
-# stripped, gzip'd) in .devcarry/bin:
+# after `STAGE_GENERATION_TESTS=1 bash benchmarks/gpu/stage.sh` (then move .devcarry/bin/tests
+# out and gzip .devcarry/bin/mlxcel: the carry limit is 64 MiB with the tracked files):
 #   gunzip .devcarry/bin/mlxcel.gz .devcarry/bin/synthetic_and_hub.gz &&
 #   chmod +x .devcarry/bin/mlxcel .devcarry/bin/synthetic_and_hub &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session37_call1.sh

@@ -24,6 +24,20 @@ for line in sys.stdin:
         shutil.copy(m["executable"], ".devcarry/bin/tests/" + m["target"]["name"])
         print("staged test", m["target"]["name"])
 '
+# STAGE_GENERATION_TESTS=1: also the mlxcel-models test binary synthetic_and_hub (the
+# generation loops' token comparisons, e.g. session37_call1.sh), gzip'd into .devcarry/bin.
+if [ "${STAGE_GENERATION_TESTS:-0}" = 1 ]; then
+  cargo test --release --no-run -p mlxcel-models --test synthetic_and_hub --message-format=json 2>/dev/null |
+    python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "synthetic_and_hub":
+        shutil.copy(m["executable"], ".devcarry/bin/synthetic_and_hub")
+        print("staged test synthetic_and_hub")
+'
+  strip .devcarry/bin/synthetic_and_hub && gzip -9f .devcarry/bin/synthetic_and_hub
+fi
 # The device tool carries at most 64 MiB.
 strip .devcarry/bin/mlxcel .devcarry/bin/slice_update_donation .devcarry/bin/tests/* 2>/dev/null || true
 du -sh .devcarry
