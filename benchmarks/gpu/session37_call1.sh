@@ -5,7 +5,7 @@
 #   gunzip .devcarry/bin/mlxcel.gz .devcarry/bin/synthetic_and_hub.gz &&
 #   chmod +x .devcarry/bin/mlxcel .devcarry/bin/synthetic_and_hub &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session37_call1.sh
-# 1. The generation tests on CUDA (session36_call4.sh, never run): the pipelined loop with and
+# 1. The generation tests on CUDA (never run on the GPU with the thread): the pipelined loop with and
 #    without the submit thread against the synchronous loop for four cache modes; the step
 #    A/B test twice (its CUDA token difference in session 36: the flag or run-to-run?).
 # 2. The merge fold re-decided with the submit thread (NOTES "Next lever (after session 36)"

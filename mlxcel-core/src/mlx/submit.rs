@@ -76,16 +76,15 @@ pub(crate) fn exclusive<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// Called by [`Array`]'s `Drop`: while a hand-off is in flight, takes the handle (the array
-/// is released later, by [`release_deferred`]) and returns true.
-pub(crate) fn defer_drop(inner: &mut UniquePtr<ffi::Array>) -> bool {
+/// is released later, by [`release_deferred`]); otherwise leaves it to drop at once.
+pub(crate) fn defer_drop(inner: &mut UniquePtr<ffi::Array>) {
     // `try_with`: a thread-local already torn down (thread exit) drops at once.
-    DEFERRING.try_with(|d| d.get()).unwrap_or(false)
-        && DEFERRED
-            .try_with(|v| {
-                v.borrow_mut()
-                    .push(std::mem::replace(inner, UniquePtr::null()))
-            })
-            .is_ok()
+    if DEFERRING.try_with(|d| d.get()).unwrap_or(false) {
+        let _ = DEFERRED.try_with(|v| {
+            v.borrow_mut()
+                .push(std::mem::replace(inner, UniquePtr::null()))
+        });
+    }
 }
 
 /// Releases the arrays kept while the last hand-off was in flight.
@@ -102,18 +101,13 @@ struct Job(Vec<Array>);
 // (atomic reference counts); the loop's thread keeps to the rules above.
 unsafe impl Send for Job {}
 
-/// One finished hand-off: the worker's `async_eval` time and when it ran (Unix ns).
+/// One finished hand-off: when the worker's `async_eval` started and how long it took (a
+/// monotonic instant: callers that want wall-clock marks place them from it, and steps without
+/// marks read no wall clock).
 #[derive(Debug, Clone, Copy)]
 pub struct Submitted {
+    pub started: Instant,
     pub seconds: f64,
-    pub start_unix_ns: u64,
-    pub end_unix_ns: u64,
-}
-
-fn unix_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// The worker thread and its shared stream. Dropping it waits for the last hand-off, stops
@@ -160,7 +154,6 @@ impl SubmitThread {
                     return;
                 }
                 while let Ok(Job(arrays)) = job_rx.recv() {
-                    let start_unix_ns = unix_ns();
                     let t = Instant::now();
                     let r = {
                         let _held = worker_lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -170,9 +163,8 @@ impl SubmitThread {
                     let seconds = t.elapsed().as_secs_f64();
                     drop(arrays);
                     let msg = r.map(|()| Submitted {
+                        started: t,
                         seconds,
-                        start_unix_ns,
-                        end_unix_ns: unix_ns(),
                     });
                     if done_tx.send(msg).is_err() {
                         return;

@@ -364,7 +364,7 @@ pub fn generate(
     // The queued step of the pipelined loop: its token (the next step's input) and the
     // array the loop reads it from, still on the device.
     let mut queued: Option<(Array, Array)> = None;
-    let read_copy = matches!(submitter, Submitter::Worker(_));
+    let threaded = matches!(submitter, Submitter::Worker(_));
     let mut steps = StepRecorder::new(params.max_tokens, step_ab);
     while out.len() < params.max_tokens {
         let tok = match queued.take() {
@@ -372,7 +372,7 @@ pub fn generate(
                 // Queue the following step before waiting for this one.
                 if out.len() + 1 < params.max_tokens {
                     queued = Some(steps.queue(
-                        || build_greedy_step(model, &pending, &mut caches, clock, read_copy),
+                        || build_greedy_step(model, &pending, &mut caches, clock, threaded),
                         &mut submitter,
                     )?);
                 } else {
@@ -435,7 +435,7 @@ pub fn generate(
                 queued = Some(steps.queue(
                     || {
                         let token = Array::from_slice(&[tok], &[1])?;
-                        build_greedy_step(model, &token, &mut caches, clock, read_copy)
+                        build_greedy_step(model, &token, &mut caches, clock, threaded)
                     },
                     &mut submitter,
                 )?);
@@ -498,7 +498,7 @@ pub fn generate(
         decode_device_seconds_inside_step_steady: device_clock.map(|c| c.0),
         decode_device_seconds_between_steps_steady: device_clock.map(|c| c.1),
         decode_pipelined: pipelined,
-        decode_submit_thread: read_copy,
+        decode_submit_thread: threaded,
         decode_timeline: timeline,
         decode_build_parts_seconds_steady: steps.build_parts(),
         decode_ops_per_step_steady: steps.ops_per_step(),

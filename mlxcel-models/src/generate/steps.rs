@@ -192,13 +192,15 @@ impl StepRecorder {
         Ok((step.next, read))
     }
 
-    /// The worker's report on the oldest step it had not reported yet.
+    /// The worker's report on the oldest step it had not reported yet (its submit marks
+    /// placed on the Unix clock from the report's instant, for clocked steps only).
     fn submitted(&mut self, s: Submitted) {
         let i = self.submit_times.len();
         self.submit_times.push(s.seconds);
         if let Some(m) = self.host_marks.get_mut(i) {
-            m[1] = s.start_unix_ns;
-            m[2] = s.end_unix_ns;
+            let (now, ago) = (unix_ns(), s.started.elapsed().as_secs_f64());
+            m[1] = before(now, ago);
+            m[2] = before(now, ago - s.seconds);
         }
     }
 
