@@ -276,9 +276,14 @@ impl Attention {
                 };
                 // A decode step whose attention launch writes the cache itself
                 // (`MLXCEL_ATTN_APPEND`): no append launch, and the output comes with it.
+                // The attention span ends before o_proj's starts: nested, the build
+                // profile would count o_proj's build twice (once inside attention).
                 if l == 1 && cache.attention_appends() {
-                    let _s = build_profile::span("attention");
-                    if let Some(o) = cache.append_attend_rope_flat(&q, &k, &v, self.scale, rope)? {
+                    let o = {
+                        let _s = build_profile::span("attention");
+                        cache.append_attend_rope_flat(&q, &k, &v, self.scale, rope)?
+                    };
+                    if let Some(o) = o {
                         let _s = build_profile::span("o_proj");
                         return self.o_proj.forward_residual(&o, residual);
                     }
