@@ -39,7 +39,7 @@ for row in r[2:]:
 n = sum(counts.values())
 # Each decode step ends with one argmax: count the steps the range really caught (session 5
 # asked for 8 and got 7, so its per-step numbers were 7/8 of the truth).
-caught = sum(c for k, c in counts.items() if "arg_reduce" in k)
+caught = sum(c for k, c in counts.items() if "arg_reduce" in k or "argmax_token" in k)
 if caught and caught != steps:
     print(f"{mode} {ctx}: asked for {steps} steps, the profiler range caught {caught}")
     steps = caught
