@@ -1,7 +1,8 @@
 """A decode step's kernel time split into the work every KV mode shares and the mode's own.
 
     python3 benchmarks/gpu/step_budget.py MODE CTX CSV [--layers 32] [--boundary 4] [--kv-heads 8]
-        [--head-dim 128] [--copy-tbs 4.24] [--against FP16_CSV --goal 2.0 --weight-gb 4.22]
+        [--head-dim 128] [--copy-tbs 4.24] [--against FP16_CSV --goal 2.0 --weight-gb 4.22
+        --device-ms MODE_MS FP16_MS]
 
 CSV: ncu's `--csv --page raw` output with gpu__time_duration.sum for whole decode steps in situ
 (benchmarks/gpu/ncu_e2e.sh; NCU_CACHE=none keeps L2 between kernels as a real step does; may be
@@ -21,7 +22,10 @@ ratio of fp16's step to this mode's by kernel sums; with this mode's own kernels
 with every kernel of both modes at copy speed (the bytes' bound); and the fraction of copy speed
 that the shared weight GEMVs and this mode's own kernels would both need (fp16's own kernels as
 measured) for --goal. --weight-gb: the weight bytes a step reads (the synthetic Llama-3-8B 4-bit:
-7.50 G weights at 0.5625 bytes with their group-64 fp16 scales and biases).
+7.50 G weights at 0.5625 bytes with their group-64 fp16 scales and biases). --device-ms: both
+modes' step times by the device clock (`--profile` with MLXCEL_DEVICE_CLOCK=1) in place of ncu's
+kernel sums, whose serialized launches slow some kernels (cuDNN's fp16 SDPA by ~8% at 128K in
+session 37); each mode's own time is then its step less the shared kernels' ncu sum.
 """
 
 import argparse
@@ -125,10 +129,14 @@ def budget(mode: str, ctx: int, path: str, a, show: bool = True) -> dict:
 
 def frontier(m: dict, f: dict, a) -> None:
     """What the --goal ratio against fp16 needs, from both modes' budgets (ms per step)."""
+    if a.device_ms:
+        m["own"], f["own"] = a.device_ms[0] - m["shared"], a.device_ms[1] - f["shared"]
+        print(f"by the device clock: this mode {a.device_ms[0]:.3f} ms per step, fp16 {a.device_ms[1]:.3f}")
     weights_roof = a.weight_gb / a.copy_tbs  # ms
     print(f"against fp16 (shared {f['shared']:.3f} + own {f['own']:.3f} ms; its own at "
           f"{100 * f['own_roof'] / f['own']:.0f}% of copy speed):")
-    print(f"  ratio by kernel sums: {(f['shared'] + f['own']) / (m['shared'] + m['own']):.2f}x")
+    print(f"  ratio by {'the device clock' if a.device_ms else 'kernel sums'}: "
+          f"{(f['shared'] + f['own']) / (m['shared'] + m['own']):.2f}x")
     print(f"  this mode's own kernels at copy speed: {(f['shared'] + f['own']) / (m['shared'] + m['own_roof']):.2f}x")
     print(f"  every kernel of both at copy speed (weights {weights_roof:.3f} ms): "
           f"{(weights_roof + f['own_roof']) / (weights_roof + m['own_roof']):.2f}x")
@@ -153,6 +161,8 @@ def main() -> None:
     ap.add_argument("--against", help="fp16's ncu CSV at the same context: print the ratio frontier")
     ap.add_argument("--goal", type=float, default=2.0, help="the ratio against fp16 the frontier is for")
     ap.add_argument("--weight-gb", type=float, default=4.22, help="weight bytes a decode step reads, GB")
+    ap.add_argument("--device-ms", type=float, nargs=2, metavar=("MODE_MS", "FP16_MS"),
+                    help="both modes' steps by the device clock, in place of the kernel sums")
     a = ap.parse_args()
     m = budget(a.mode, a.ctx, a.csv, a)
     if a.against:
