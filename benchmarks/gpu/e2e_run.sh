@@ -366,3 +366,18 @@ finish_call() {
   cat "$R/summary.md"
   echo "done at t=${SECONDS}s"
 }
+
+# `generation_tests`: the mlxcel-models test binary staged by `STAGE_GENERATION_TESTS=1
+# benchmarks/gpu/stage.sh` (gunzip'd first) on this GPU: the pipelined loop's token comparisons
+# (four cache modes, with and without the submit thread) once, the step A/B test twice (a
+# token difference between identical runs shows as one pass and one failure). Output in
+# $R/test-*.txt.
+generation_tests() {
+  local t=.devcarry/bin/synthetic_and_hub i
+  timeout 60 $t --test-threads=1 pipelined > "$R/test-pipelined.txt" 2>&1
+  echo "pipelined rc=$? $(grep -E "test result|panicked|left|right" "$R/test-pipelined.txt" | tr '\n' ' ' | cut -c1-500)"
+  for i in 1 2; do
+    timeout 30 $t --test-threads=1 step_ab > "$R/test-step_ab$i.txt" 2>&1
+    echo "step_ab $i rc=$? $(grep -E "test result|left|right" "$R/test-step_ab$i.txt" | tr '\n' ' ' | cut -c1-700)"
+  done
+}

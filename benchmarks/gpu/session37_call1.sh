@@ -18,13 +18,7 @@ set -uo pipefail
 . benchmarks/gpu/e2e_run.sh
 call_dir s37c1
 BUDGET=${BUDGET:-530}
-t=.devcarry/bin/synthetic_and_hub
-timeout 60 $t --test-threads=1 pipelined > "$R/test-pipelined.txt" 2>&1
-echo "pipelined rc=$? $(grep -E "test result|panicked|left|right" "$R/test-pipelined.txt" | tr '\n' ' ' | cut -c1-500)"
-for i in 1 2; do
-  timeout 30 $t --test-threads=1 step_ab > "$R/test-step_ab$i.txt" 2>&1
-  echo "step_ab $i rc=$? $(grep -E "test result|left|right" "$R/test-step_ab$i.txt" | tr '\n' ' ' | cut -c1-700)"
-done
+generation_tests
 e2e_setup "$BUDGET" 90
 export TOKENS=256
 for ctx in 32768 4096; do

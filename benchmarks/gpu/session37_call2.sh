@@ -16,13 +16,7 @@ set -uo pipefail
 . benchmarks/gpu/e2e_run.sh
 call_dir s37c2
 BUDGET=${BUDGET:-540}
-t=.devcarry/bin/synthetic_and_hub
-timeout 60 $t --test-threads=1 pipelined > "$R/test-pipelined.txt" 2>&1
-echo "pipelined rc=$? $(grep -E "test result|panicked|left|right" "$R/test-pipelined.txt" | tr '\n' ' ' | cut -c1-500)"
-for i in 1 2; do
-  timeout 30 $t --test-threads=1 step_ab > "$R/test-step_ab$i.txt" 2>&1
-  echo "step_ab $i rc=$? $(grep -E "test result|left|right" "$R/test-step_ab$i.txt" | tr '\n' ' ' | cut -c1-700)"
-done
+generation_tests
 for run in "turbo4 131072" "fp16 131072" "turbo4-asym 32768" "fp16 32768" "turbo4-asym 131072"; do
   set -- $run
   if ((SECONDS + 100 > BUDGET)); then echo "skipped ncu $1 $2 (t=${SECONDS}s)"; continue; fi
