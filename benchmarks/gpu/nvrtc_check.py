@@ -77,10 +77,6 @@ def cluster_signature(n):
     return f"#undef __global__\n#define __global__ __location__(global) __cluster_dims__({n}, 1, 1)\n"
 
 
-# What quantized_gemv.rs appends to the gate/up kernel's header under MLXCEL_QMV_SILU_OCC5.
-OCC5_SIGNATURE = "\n#undef __global__\n#define __global__ __location__(global) __launch_bounds__(256, 5)\n"
-
-
 def b(x):
     return "true" if x else "false"
 
@@ -397,11 +393,6 @@ def main():
                    "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
                    + consts + read("qgemv4_silu.cu") + "\n}\n")
             ok &= compile_one(f"qgemv4 silu {tag}", src, bound)
-            # MLXCEL_QMV_SILU_OCC5: the same text bounded to five CTAs per SM (quantized_gemv.rs's
-            # OCC5_SIGNATURE), on the default schedule's builds.
-            if nw == 8 and st == 3 and g == 64:
-                src = src.replace("__global__ void s(", OCC5_SIGNATURE + "__global__ void s(", 1)
-                ok &= compile_one(f"qgemv4 silu occ5 {tag}", src, bound)
     # The measuring probe of the ring (gemv_probe.rs): every PARTS value (arithmetic only with x
     # and the tables), one and several blocks per CTA, one and two matrices.
     for pro in (0, 1, 2, 3, 4, 7, 11, 15, 16, 17, 21, 25, 29, 35, 39, 47, 64, 65, 93):

@@ -7,6 +7,8 @@
 # 1.36 waves of 660 CTAs instead of 1.7 of 528). Prediction: gate/up ~3 us faster per launch
 # (call 3's 768-CTA time), ~-0.1 ms of device per step in every mode; bit-identical tokens.
 # Writes straight into $OUT (a short device budget: no tarball at exit).
+# Ran on cee5a03. The flag lost (+0.10 ms per step at 32K, +0.21 at 4K) and was removed after
+# this call: check out cee5a03 to run it again.
 set -uo pipefail
 R=${OUT:-/tmp/s37c5}; mkdir -p "$R"
 B=.devcarry/bin/mlxcel

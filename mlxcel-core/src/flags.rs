@@ -312,21 +312,6 @@ pub const QMV_NORM_LATE: Flag = Flag {
     slot: 48,
 };
 
-/// The gate/up + SiLU GEMV compiled for five CTAs per SM (`__launch_bounds__(256, 5)`: at most
-/// 48 registers, where ptxas otherwise takes 64 and four CTAs fit). Why: its 896 CTAs (Llama-3-8B)
-/// run 1.7 waves of 528 at four per SM, and the partial wave costs a full one (session 37: the
-/// kernel alone took 22.6 us at 768 CTAs, 26.5 at 896, 26.7 at 1024); at five per SM they are
-/// 1.36 waves of 660. The shared memory of the default ring:8:3 (46.2 KB per CTA with the
-/// reserve) fits five. The cost: NVRTC's ptxas spills 52 bytes (68 of loads) at 48 registers.
-/// Only the register allocation changes: the same arithmetic, bit-identical outputs. Off by
-/// default until measured in situ (NOTES, session 37).
-pub const QMV_SILU_OCC5: Flag = Flag {
-    name: "MLXCEL_QMV_SILU_OCC5",
-    default: false,
-    doc: "the gate/up + SiLU GEMV kernel compiled for five CTAs per SM (at most 48 registers; bit-identical)",
-    slot: 55,
-};
-
 /// Decode GEMV weights reordered once at load into `WeightLayout::Rows16Tiles` (CUDA only;
 /// `quantized_gemv::tile_rows16`): each 16-row x 128-value tile 1 KiB of contiguous memory,
 /// read by the ring kernels with the same per-lane copies (bit-identical) or, with
@@ -1097,7 +1082,6 @@ pub const ALL: &[Flag] = &[
     QMV_POST,
     QMV_TILED,
     QMV_NORM_LATE,
-    QMV_SILU_OCC5,
     FOLD_TAIL,
     QKV_CLUSTER,
     FAST_ARGMAX,

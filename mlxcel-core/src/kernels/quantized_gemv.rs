@@ -287,21 +287,6 @@ fn silu_source(shared: usize) -> KernelSource {
     )
 }
 
-/// [`silu_source`] compiled for five CTAs per SM (`MLXCEL_QMV_SILU_OCC5`): the generated
-/// signature gains `__launch_bounds__(256, 5)` the way [`cluster_signature`] adds cluster
-/// dimensions, under its own name so that the kernel caches keep the two builds apart. 256
-/// threads is the most any schedule the fold runs with launches (8 warps).
-fn silu_source_occ5(shared: usize) -> KernelSource {
-    let mut s = silu_source(shared);
-    s.name = format!("{}_occ5", s.name);
-    s.header.push_str(OCC5_SIGNATURE);
-    s
-}
-
-/// What [`silu_source_occ5`] appends to the header (and `nvrtc_check.py` builds the same).
-const OCC5_SIGNATURE: &str =
-    "\n#undef __global__\n#define __global__ __location__(global) __launch_bounds__(256, 5)\n";
-
 /// (N, K) of `q` if the kernels take it: 4-bit, a group size of 32, 64 or 128, fp16 scales
 /// and biases, N a multiple of 16 and K of 128 (at most [`MAX_K`]).
 pub(crate) fn weight_shape(q: &Quantized) -> Option<(usize, usize)> {
@@ -1001,14 +986,12 @@ fn launch_silu(
         norm.map_or(x, |m| m.weight),
     ];
     let (launch, shared) = launch(&inputs, x, n, k, gate, 2, sched)?;
-    // Five CTAs per SM only where a CTA has at most the bound's 256 threads.
-    let (name, source): (&'static str, fn(usize) -> KernelSource) =
-        if flags::QMV_SILU_OCC5.enabled() && sched.warps <= 8 {
-            ("qgemv4_silu_occ5", silu_source_occ5)
-        } else {
-            ("qgemv4_silu", silu_source)
-        };
-    one(run(name, shared, source, &with_norm(launch, norm))?)
+    one(run(
+        "qgemv4_silu",
+        shared,
+        silu_source,
+        &with_norm(launch, norm),
+    )?)
 }
 
 /// The folded norm's template arguments (`NORM`, `LATE` where `MLXCEL_QMV_NORM_LATE` applies
@@ -1029,8 +1012,7 @@ fn with_norm<'a>(launch: Launch<'a>, norm: Option<FoldedNorm<'_>>) -> Launch<'a>
 #[cfg(test)]
 mod tests {
     use super::{
-        qkv_encode_source, qkv_encode_source_cl4, qkv_encode_source_cl8, silu_source,
-        silu_source_occ5, Schedule, SharedMemory,
+        qkv_encode_source, qkv_encode_source_cl4, qkv_encode_source_cl8, Schedule, SharedMemory,
     };
 
     #[test]
@@ -1168,27 +1150,5 @@ mod tests {
         }
         // The body reads the cluster's size and traps when it is not the head's D / 16.
         assert!(plain.source.contains("%%cluster_nctarank") && plain.source.contains("__trap()"));
-    }
-
-    /// The five-CTAs-per-SM gate/up kernel (`MLXCEL_QMV_SILU_OCC5`) is the same text under its
-    /// own name, with a header that ends by bounding MLX's generated signature.
-    #[test]
-    fn occ5_silu_kernel_differs_only_by_name_and_launch_bounds() {
-        let (plain, occ5) = (silu_source(49152), silu_source_occ5(49152));
-        assert_eq!(occ5.name, format!("{}_occ5", plain.name));
-        assert_eq!(occ5.source, plain.source);
-        assert_eq!(
-            (&occ5.inputs, &occ5.outputs),
-            (&plain.inputs, &plain.outputs)
-        );
-        assert_eq!(occ5.shared_memory, plain.shared_memory);
-        let tail = occ5.header.strip_prefix(plain.header.as_str()).unwrap();
-        assert!(
-            tail.contains("#undef __global__")
-                && tail
-                    .trim_end()
-                    .ends_with("#define __global__ __location__(global) __launch_bounds__(256, 5)"),
-            "{tail}"
-        );
     }
 }
