@@ -14,28 +14,28 @@ rm -rf .devcarry/bin && mkdir -p .devcarry/bin/tests
 cp target/release/mlxcel .devcarry/bin/
 cargo build --release -p mlxcel-core --example slice_update_donation
 cp target/release/examples/slice_update_donation .devcarry/bin/
-cargo test --release --no-run -p mlxcel-core --message-format=json 2>/dev/null |
-  python3 -c '
+# `stage_tests DEST_DIR PREDICATE CARGO_ARGS...`: builds test binaries without running them and
+# copies each whose target name satisfies the Python expression PREDICATE (on `name`) into
+# DEST_DIR.
+stage_tests() {
+  local dest=$1 pred=$2; shift 2
+  cargo test --release --no-run "$@" --message-format=json 2>/dev/null |
+    python3 -c '
 import json, sys, shutil
+dest, pred = sys.argv[1], sys.argv[2]
 for line in sys.stdin:
     m = json.loads(line)
-    if (m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]
-            and (m["target"]["name"].startswith("gpu_") or m["target"]["name"] == "files_memory_device")):
-        shutil.copy(m["executable"], ".devcarry/bin/tests/" + m["target"]["name"])
-        print("staged test", m["target"]["name"])
-'
+    name = m.get("target", {}).get("name", "")
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"] and eval(pred):
+        shutil.copy(m["executable"], dest + "/" + name)
+        print("staged test", name)
+' "$dest" "$pred"
+}
+stage_tests .devcarry/bin/tests 'name.startswith("gpu_") or name == "files_memory_device"' -p mlxcel-core
 # STAGE_GENERATION_TESTS=1: also the mlxcel-models test binary synthetic_and_hub (the
 # generation loops' token comparisons, e.g. session37_call1.sh), gzip'd into .devcarry/bin.
 if [ "${STAGE_GENERATION_TESTS:-0}" = 1 ]; then
-  cargo test --release --no-run -p mlxcel-models --test synthetic_and_hub --message-format=json 2>/dev/null |
-    python3 -c '
-import json, sys, shutil
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "synthetic_and_hub":
-        shutil.copy(m["executable"], ".devcarry/bin/synthetic_and_hub")
-        print("staged test synthetic_and_hub")
-'
+  stage_tests .devcarry/bin 'name == "synthetic_and_hub"' -p mlxcel-models --test synthetic_and_hub
   strip .devcarry/bin/synthetic_and_hub && gzip -9f .devcarry/bin/synthetic_and_hub
 fi
 # The device tool carries at most 64 MiB.

@@ -258,8 +258,9 @@ impl Attention {
                 t.transpose(&[0, 2, 1, 3])?
             })
         };
-        let q = match self.project_and_append(input, rope, cache)? {
-            Some(q) => q,
+        // [B, L, Hq * D]: fused decode paths declare this shape, no reshape node.
+        let o = match self.project_and_append(input, rope, cache)? {
+            Some(q) => self.attend(cache, &q, rope)?,
             None => {
                 let (q, k, v) = {
                     let _s = build_profile::span("qkv");
@@ -276,33 +277,37 @@ impl Attention {
                 };
                 // A decode step whose attention launch writes the cache itself
                 // (`MLXCEL_ATTN_APPEND`): no append launch, and the output comes with it.
-                // The attention span ends before o_proj's starts: nested, the build
-                // profile would count o_proj's build twice (once inside attention).
-                if l == 1 && cache.attention_appends() {
-                    let o = {
-                        let _s = build_profile::span("attention");
-                        cache.append_attend_rope_flat(&q, &k, &v, self.scale, rope)?
-                    };
-                    if let Some(o) = o {
-                        let _s = build_profile::span("o_proj");
-                        return self.o_proj.forward_residual(&o, residual);
+                let fused = if l == 1 && cache.attention_appends() {
+                    let _s = build_profile::span("attention");
+                    cache.append_attend_rope_flat(&q, &k, &v, self.scale, rope)?
+                } else {
+                    None
+                };
+                match fused {
+                    Some(o) => o,
+                    None => {
+                        // RoPE goes with the cache calls: fused kernels apply it themselves,
+                        // other paths run MLX's rope first (same positions: the new block
+                        // starts at the cache length).
+                        {
+                            let _s = build_profile::span("kv append");
+                            cache.append_rope(&k, &v, rope)?;
+                        }
+                        self.attend(cache, &q, rope)?
                     }
                 }
-                // RoPE goes with the cache calls: fused kernels apply it themselves, other
-                // paths run MLX's rope first (same positions: the new block starts at the
-                // cache length).
-                let _s = build_profile::span("kv append");
-                cache.append_rope(&k, &v, rope)?;
-                q
             }
         };
-        // [B, L, Hq * D]: fused decode paths declare this shape, no reshape node.
-        let o = {
-            let _s = build_profile::span("attention");
-            cache.attend_rope_flat(&q, self.scale, rope)?
-        };
+        // One o_proj for every path, its span after attention's has ended (nested spans
+        // would count o_proj's build twice).
         let _s = build_profile::span("o_proj");
         self.o_proj.forward_residual(&o, residual)
+    }
+
+    /// Attention of `q` over `cache` (already holding this block's K/V) as `[B, L, Hq * D]`.
+    fn attend(&self, cache: &mut dyn KvCache, q: &Array, rope: &RopeSpec) -> Result<Array> {
+        let _s = build_profile::span("attention");
+        Ok(cache.attend_rope_flat(q, self.scale, rope)?)
     }
 }
 
