@@ -393,6 +393,24 @@ def main():
                    "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
                    + consts + read("qgemv4_silu.cu") + "\n}\n")
             ok &= compile_one(f"qgemv4 silu {tag}", src, bound)
+    # The grid-barrier probe (MLXCEL_QMV_GBAR_PROBE): the shipped o_proj / down_proj build (ring:8:3,
+    # EARLY, POST, RESID, group 64) and the non-POST and non-EARLY ones, the barrier after the
+    # first copies and at the start.
+    for early, post in ((True, True), (True, False), (False, True)):
+        for start in (False, True):
+            tag = f"gbar g64 nw8 s3" + (" early" if early else "") + (" post" if post else "") + (" start" if start else "")
+            consts = ("constexpr int G = 64; constexpr int NW = 8; constexpr int S = 3; constexpr int U = 4; "
+                      "constexpr bool MB = false; constexpr bool NORM = false; "
+                      f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = false; "
+                      f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = false; "
+                      "constexpr bool BULK = false; constexpr bool LATE = false; constexpr int EPS = 0x3727c5ac; "
+                      "constexpr bool RESID = true; constexpr int SMEM = 49152; "
+                      f"constexpr bool GBAR_START = {'true' if start else 'false'}; constexpr int GBAR_SLOT_WORDS = 1024;\n")
+            src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
+                   "const __half* scales, const __half* biases, const __half* r, const __half* nw, const unsigned int* gbar, "
+                   "const Shape gbar_slot_shape, __half* y) {\n" + consts + "#define MLXCEL_QMV_GATE 1\n"
+                   + read("qgemv4_store.cu") + read("qgemv4.cu") + "\n}\n")
+            ok &= compile_one(f"qgemv4 {tag}", src, gemv_static_bound(8, 64, post))
     # The measuring probe of the ring (gemv_probe.rs): every PARTS value (arithmetic only with x
     # and the tables), one and several blocks per CTA, one and two matrices.
     for pro in (0, 1, 2, 3, 4, 7, 11, 15, 16, 17, 21, 25, 29, 35, 39, 47, 64, 65, 93):

@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 56;
+const SLOTS: usize = 57;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -326,6 +326,25 @@ pub const QMV_TILED: Flag = Flag {
     doc: "decode GEMV weights stored tiled at load, for the bulk:W:S GEMV schedules (1 = on; CUDA only)",
     slot: 47,
 };
+
+/// A measuring probe (off): the o_proj and down_proj GEMVs (the residual-adding launches of
+/// at most [`crate::kernels::quantized_gemv::GBAR_MAX_CTAS`] CTAs) run a grid-wide barrier in
+/// their prologue, after their first weight copies and before x's loads
+/// (`mlxcel_qmv::grid_barrier` in `cuda/qgemv4.cuh`), or before anything with
+/// `MLXCEL_QMV_GBAR_AT=start`. Outputs are unchanged. Why: fusing a GEMV with the launch
+/// before it (the split merge into o_proj; down_proj into the next layer's qkv) trades that
+/// launch for such a barrier; its in-situ cost (`MLXCEL_STEP_AB=MLXCEL_QMV_GBAR_PROBE`, device
+/// clock) decides whether the fusions can pay (NOTES, "Next lever (after session 37)").
+pub const QMV_GBAR_PROBE: Flag = Flag {
+    name: "MLXCEL_QMV_GBAR_PROBE",
+    default: false,
+    doc: "measuring probe: o_proj / down_proj GEMVs run a grid-wide barrier in their prologue (1 = on; outputs unchanged)",
+    slot: 55,
+};
+
+/// Where [`QMV_GBAR_PROBE`]'s barrier sits: `copies` (default: after the first weight copies,
+/// where a fused kernel needs it) or `start` (before anything: the barrier's bare cost).
+pub const QMV_GBAR_AT_VAR: &str = "MLXCEL_QMV_GBAR_AT";
 
 /// The tensor-core decode-attention kernel's bank swizzle (`SWZ` in
 /// decode_attention_mma.cu): its cp.async ring stores each tile's 16-byte chunks permuted
@@ -1081,6 +1100,7 @@ pub const ALL: &[Flag] = &[
     MMA_REFILL_EARLY,
     QMV_POST,
     QMV_TILED,
+    QMV_GBAR_PROBE,
     QMV_NORM_LATE,
     FOLD_TAIL,
     QKV_CLUSTER,

@@ -635,6 +635,57 @@ fn residual_loaded_first_is_bit_identical() {
     }
 }
 
+/// `MLXCEL_QMV_GBAR_PROBE` (a grid-wide barrier in the prologue of the residual-adding GEMVs,
+/// a measuring probe) must give the same bits at both of its places (`MLXCEL_QMV_GBAR_AT`
+/// `copies` and `start`): o_proj's and down's shapes of Llama-3-8B (256 CTAs) and a small one,
+/// the default ring and 4 warps. Then a chain of 140 dependent launches in one evaluation (each
+/// output the next residual) against the chain without the probe: more launches than the 128
+/// counter slots, so every slot's counters are reused and must have been reset by the launch
+/// before. A barrier that never released would hang this test. On the CPU every call ends in
+/// MLX's CUDA error with the flag on.
+#[test]
+fn grid_barrier_probe_is_bit_identical() {
+    let mut r = rng("grid_barrier_probe_is_bit_identical");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let shapes = [(4096, 4096, 64), (4096, 14336, 64), (48, 384, 32)];
+    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[2..] };
+    let mut checks = 0;
+    for at in ["copies", "start"] {
+        std::env::set_var(flags::QMV_GBAR_AT_VAR, at);
+        for &(n, k, g) in shapes {
+            let (q, _) = weight(&mut r, n, k, g);
+            let (x, _) = input(&mut r, k);
+            let (res, _) = input(&mut r, n);
+            for s in ["ring", "ring:4:8"] {
+                let sched = Schedule::parse(s).unwrap();
+                let case = format!("n={n} k={k} g={g} {s} at {at}");
+                let call = || gemv_with(&x, &q, Some(&res), sched);
+                checks += usize::from(same_bits_with_flag("MLXCEL_QMV_GBAR_PROBE", &case, &call));
+            }
+        }
+        if on_cuda {
+            let (n, k, g) = shapes[0];
+            let (q, _) = weight(&mut r, n, k, g);
+            let (x, _) = input(&mut r, k);
+            let (res, _) = input(&mut r, n);
+            let chain = || {
+                let mut y = res.clone();
+                for _ in 0..140 {
+                    y = gemv_with(&x, &q, Some(&y), Schedule::RING)?;
+                }
+                Ok(y)
+            };
+            let case = format!("a chain of 140 launches at {at}");
+            checks += usize::from(same_bits_with_flag("MLXCEL_QMV_GBAR_PROBE", &case, &chain));
+        }
+    }
+    std::env::remove_var(flags::QMV_GBAR_AT_VAR);
+    flags::reload();
+    if on_cuda {
+        eprintln!("grid barrier probe: {checks} bit-identity checks on CUDA");
+    }
+}
+
 /// `MLXCEL_QMV_POST` (scales and biases applied per group after the mma, in fp32; codes fed as
 /// exact fp16 offsets and the offsets removed through per-group sums of x) against the float64
 /// reference, within TOL: the plain kernel with and without the residual, the folded norm,

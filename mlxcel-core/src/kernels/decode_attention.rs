@@ -253,6 +253,8 @@ enum Placeholder {
     QkvTickets,
     /// The accumulators and tickets of the greedy token's argmax (`kernels::argmax`).
     ArgmaxTickets,
+    /// The counters of the GEMV grid-barrier probe ([`gemv_barrier_tickets`]).
+    GemvBarrier,
     /// The tickets input of a launch that does not fold: the kernel source still names the
     /// buffer as `unsigned int*` outside the `FOLD` branch, so the stub keeps that type.
     TicketsStub,
@@ -391,6 +393,13 @@ pub(crate) fn qkv_encode_tickets() -> Result<(Array, Array)> {
 /// `FOLD_MAX_BH` words apart) and this call's slot, as [`fold_inputs`].
 pub(crate) fn argmax_tickets() -> Result<(Array, Array)> {
     tickets_and_slot(Placeholder::ArgmaxTickets)
+}
+
+/// The GEMV grid-barrier probe's counters (`MLXCEL_QMV_GBAR_PROBE`; `grid_barrier` in
+/// `cuda/qgemv4.cuh`: words 0-1 of a slot, zero between calls) and this call's slot, as
+/// [`fold_inputs`].
+pub(crate) fn gemv_barrier_tickets() -> Result<(Array, Array)> {
+    tickets_and_slot(Placeholder::GemvBarrier)
 }
 
 /// Words from one ticket slot to the next in every tickets buffer (`SLOT_WORDS` of

@@ -210,6 +210,22 @@ fn plain_source(shared: usize) -> KernelSource {
     gemv_source("mlxcel_qgemv4", PLAIN_INPUTS, &["y"], body, shared)
 }
 
+/// The plain kernel with [`flags::QMV_GBAR_PROBE`]'s grid barrier (`MLXCEL_QMV_GATE` in
+/// `cuda/qgemv4.cu`) and its counters' two inputs.
+fn gbar_source(shared: usize) -> KernelSource {
+    let body = concat!(
+        "#define MLXCEL_QMV_GATE 1\n",
+        include_str!("cuda/qgemv4_store.cu"),
+        include_str!("cuda/qgemv4.cu")
+    );
+    let inputs: Vec<&str> = PLAIN_INPUTS
+        .iter()
+        .copied()
+        .chain(["gbar", "gbar_slot"])
+        .collect();
+    gemv_source("mlxcel_qgemv4_gbar", &inputs, &["y"], body, shared)
+}
+
 /// The plain kernel with the stacked qkv projection's three outputs ([`try_gemv_parts`]).
 fn qkv_source(shared: usize) -> KernelSource {
     let body = concat!(
@@ -592,8 +608,64 @@ fn launch_plain(
     k: usize,
     sched: Schedule,
 ) -> Result<Array> {
+    if r.is_some() && norm.is_none() && gbar_fits(q, n, sched) {
+        let (words, slot) = crate::kernels::decode_attention::gemv_barrier_tickets()?;
+        let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched)?;
+        return launch_gbar(launch, shared, &words, &slot);
+    }
     let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched)?;
     one(run("qgemv4", shared, plain_source, &launch)?)
+}
+
+/// Most CTAs a launch may have for [`flags::QMV_GBAR_PROBE`]'s grid barrier, which needs every
+/// CTA resident at once: two per SM of the H200's 132 (the GEMV kernels fit three or four per
+/// SM at 8 warps). Sized for the H200, where the probe is meant to run; Llama-3-8B's o_proj and
+/// down_proj launch 256.
+pub const GBAR_MAX_CTAS: usize = 264;
+
+/// Whether a residual-adding launch (o_proj, down_proj) takes [`flags::QMV_GBAR_PROBE`]'s
+/// barrier: the flag on, the ring with one CTA per 16 rows in MLX's weight layout (the
+/// prologue the barrier sits in), and at most [`GBAR_MAX_CTAS`] CTAs.
+fn gbar_fits(q: &Quantized, n: usize, sched: Schedule) -> bool {
+    flags::QMV_GBAR_PROBE.enabled()
+        && sched.stages > 0
+        && !sched.multi_block()
+        && !sched.bulk
+        && q.layout == WeightLayout::Mlx
+        && sched.ctas(n) as usize <= GBAR_MAX_CTAS
+}
+
+/// `launch` (the plain kernel's) with [`flags::QMV_GBAR_PROBE`]'s grid barrier: the barrier's
+/// counters (one slot of a zeroed buffer, rotated per call as the folded merge's tickets) as
+/// two more inputs, and its place (`MLXCEL_QMV_GBAR_AT`: `copies`, the default, or `start`).
+/// A place that does not parse is an error, not a fallback.
+fn launch_gbar<'a>(
+    mut launch: Launch<'a>,
+    shared: SharedMemory,
+    words: &'a Array,
+    slot: &'a Array,
+) -> Result<Array> {
+    let start = match flags::var(flags::QMV_GBAR_AT_VAR).as_deref().map(str::trim) {
+        None | Some("copies") => false,
+        Some("start") => true,
+        Some(other) => {
+            return Err(Error::invalid(
+                "quantized gemv",
+                format!(
+                    "{}: {other:?}, expected copies or start",
+                    flags::QMV_GBAR_AT_VAR
+                ),
+            ))
+        }
+    };
+    launch.inputs.extend([words, slot]);
+    let launch = launch
+        .template("GBAR_START", TemplateArg::Bool(start))
+        .template(
+            "GBAR_SLOT_WORDS",
+            TemplateArg::Int(crate::kernels::decode_attention::TICKET_SLOT_WORDS as i32),
+        );
+    one(run("qgemv4_gbar", shared, gbar_source, &launch)?)
 }
 
 /// The output of a one-output launch.

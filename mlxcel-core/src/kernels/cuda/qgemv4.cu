@@ -58,10 +58,19 @@ if constexpr (S > 0 && MB) {
   float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
   if constexpr (S > 0) {
     const mlxcel_qmv::QMat mats[1] = {{w, scales, biases}};
+#ifdef MLXCEL_QMV_GATE
+    // MLXCEL_QMV_GBAR_PROBE (quantized_gemv.rs's gbar source): a grid-wide barrier in the
+    // prologue (mlxcel_qmv::grid_barrier), GBAR_START before anything, else after the ring's
+    // first copies; its counters are slot gbar_slot_shape[0] - 1 of gbar, GBAR_SLOT_WORDS apart.
+    const mlxcel_qmv::GridGate<GBAR_START> gate{const_cast<unsigned int*>(gbar) +
+                                                static_cast<long long>(gbar_slot_shape[0] - 1) * GBAR_SLOT_WORDS};
+#else
+    const mlxcel_qmv::NoGate gate{};
+#endif
     if constexpr (POST) {
-      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     } else {
-      mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+      mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     }
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);

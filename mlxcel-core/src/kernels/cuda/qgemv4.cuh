@@ -497,16 +497,73 @@ struct QMat {
   const __half* b;
 };
 
+// A grid-wide barrier in the ring prologue (MLXCEL_QMV_GBAR_PROBE, qgemv4.cu's GBAR): every CTA
+// of the launch arrives before any reads x. Why: fusing a GEMV with the launch before it (the
+// split merge into o_proj, down into the next qkv) needs one such barrier between the two
+// phases, with the GEMV's first weight copies issued before it (weights do not depend on the
+// previous phase); what that barrier costs in situ decides whether those fusions can pay
+// (NOTES, "Next lever (after session 37)"). Only for grids whose CTAs are all resident at
+// once (quantized_gemv.rs checks the grid), else it would never release.
+// words[0] counts arrivals and words[1] is the generation: each CTA reads the generation, then
+// arrives; the last to arrive zeroes the count and advances the generation (release), which
+// the others wait for (acquire). The count is zero again for the next launch on the slot.
+__device__ __forceinline__ void grid_barrier(unsigned* words, int tid) {
+  __syncthreads();
+  if (tid == 0) {
+    unsigned gen, old;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(words + 1) : "memory");
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(words) : "memory");
+    if (old == gridDim.x - 1) {
+      asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(words) : "memory");
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(words + 1) : "memory");
+    } else {
+      unsigned now;
+      do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(words + 1) : "memory");
+      } while (now == gen);
+    }
+  }
+  __syncthreads();
+}
+
+// The prologue's gate: none (every shipped kernel), or grid_barrier at one of two places:
+// AT_START before anything (its bare cost), else after the tables' loads and the ring's first
+// copies, before x's loads (where a fused kernel's previous phase must have written x).
+struct NoGate {
+  static constexpr bool ACTIVE = false, AT_START = false;
+  __device__ __forceinline__ void operator()(int) const {}
+};
+template <bool START>
+struct GridGate {
+  static constexpr bool ACTIVE = true, AT_START = START;
+  unsigned* words;
+  __device__ __forceinline__ void operator()(int tid) const { grid_barrier(words, tid); }
+};
+
 // The ring schedules' prologue: the first SS - 1 copies (issue_first(j), j = 0 .. SS - 2), x's
 // staging and the 16 rows' (scale, bias) tables, then a barrier; with EARLY, x's and the tables'
 // loads leave before the copies (held in registers, stored after them). Shared by ring_rows16
-// and ring_rows16_post.
-template <int NW, int SS, int MATS, bool EARLY, typename Stage, typename IssueFirst>
+// and ring_rows16_post. An active gate (GridGate) moves x's loads after the copies and itself.
+template <int NW, int SS, int MATS, bool EARLY, typename Stage, typename IssueFirst, typename Gate = NoGate>
 __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const Stage& stage, __half2* xs, __half2* sb,
                                               int K, long long row0, int kg, int sbs, int tid,
-                                              IssueFirst issue_first) {
+                                              IssueFirst issue_first, const Gate& gate = Gate{}) {
   constexpr int NT = NW * 32;
-  if constexpr (EARLY) {
+  if constexpr (Gate::AT_START) gate(tid);
+  if constexpr (EARLY && Gate::ACTIVE && !Gate::AT_START) {
+    constexpr int PRE = MATS == 1 ? 2 : 1;
+    SbEarly<PRE> early[MATS];
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
+#pragma unroll
+    for (int j = 0; j < SS - 1; ++j) issue_first(j);
+    gate(tid);
+    typename Stage::Early xe;
+    stage.load(xe, K, tid);
+    stage.store(xe, xs, K, tid);
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
+  } else if constexpr (EARLY) {
     // Enough chunks in registers for one 16-row table at K / G <= 256 (2 K / G chunks) with
     // 8 warps; gate/up's two tables take one each (K / G <= 128 at 8 warps).
     constexpr int PRE = MATS == 1 ? 2 : 1;
@@ -523,6 +580,7 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
   } else {
 #pragma unroll
     for (int j = 0; j < SS - 1; ++j) issue_first(j);
+    if constexpr (Gate::ACTIVE && !Gate::AT_START) gate(tid);
     stage(xs, K, tid);
 #pragma unroll
     for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
@@ -587,9 +645,10 @@ __device__ __forceinline__ void bulk_wait(unsigned long long* bar, unsigned pari
       : "memory");
 }
 
-template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, bool BULK, typename Stage>
+template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, bool BULK, typename Stage, typename Gate = NoGate>
 __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem, int K,
-                                            long long row0, int tid, int warp, int lane, float (&acc)[MATS][4]) {
+                                            long long row0, int tid, int warp, int lane, float (&acc)[MATS][4],
+                                            const Gate& gate = Gate{}) {
   constexpr int SS = S > 1 ? S : 2;  // S itself where the ring is used (S >= 2)
   const int r = lane >> 2, c = lane & 3;
   const int words = K / 8, kg = K / G, sbs = sb_stride(kg);
@@ -628,7 +687,7 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
     }
     if constexpr (!BULK) ring_commit();
   };
-  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int j) { issue(j); });
+  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int j) { issue(j); }, gate);
 #pragma unroll
   for (int m = 0; m < MATS; ++m) {
     const __half2* sbm = sb + m * 16 * sbs;
@@ -672,10 +731,10 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
 // pointer, the ring slot by a counter (no division). Numerics: products exact in fp32, no
 // fp16 rounding of the weights, so not bit-identical to ring_rows16 (which rounds s n + b
 // to fp16); the GEMV tests bound it against float64. One CTA per 16 rows only (no MB).
-template <int G, int NW, int S, int MATS, bool EARLY, typename Stage>
+template <int G, int NW, int S, int MATS, bool EARLY, typename Stage, typename Gate = NoGate>
 __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem,
                                                  int K, long long row0, int tid, int warp, int lane,
-                                                 float (&acc)[MATS][4]) {
+                                                 float (&acc)[MATS][4], const Gate& gate = Gate{}) {
   static_assert(G == 32 || G == 64 || G == 128, "a 32-value step must lie in one group");
   constexpr int SS = S > 1 ? S : 2;
   constexpr int NG = 128 / G;  // groups per tile
@@ -710,7 +769,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
     ring_commit();
     fill = fill + 1 == SS ? 0 : fill + 1;
   };
-  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); });
+  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); }, gate);
   // (D, E) of this warp's groups: lanes 0-15 take the 16 chunks of one tile, lanes 16-31 the
   // next tile's; each sums its chunk's even and odd values in fp32 (a chunk in pair order holds
   // (x0, x4), (x1, x5), (x2, x6), (x3, x7)), then the CPG lanes of a group add theirs. Each
