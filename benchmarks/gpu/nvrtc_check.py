@@ -366,20 +366,15 @@ def main():
         (v, True, False, False, False) for v in variants if v[1] > 0 and not v[3]] + [
         (v, False, True, bulk, False) for v in variants if v[1] > 0 and not v[3] for bulk in (False, True)] + [
         (v, post, False, False, True) for v in variants if v[4] for post in ((False, True) if v[1] > 0 else (False,))]
-    # SIR (MLXCEL_QMV_SIR: each tile's scales and biases in its ring slot, no tables) on every POST
-    # build at group 64.
     for (nw, st, u, mb, norm, early, rfirst), post, tiled, bulk, late in post_variants:
-      for g in (32, 64, 128):
-        for sir in ((False, True) if post and g == 64 else (False,)):
+        for g in (32, 64, 128):
             tag = (f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "")
-                   + (" rfirst" if rfirst else "") + (" post" if post else "") + (" tiled" if tiled else "") + (" bulk" if bulk else "") + (" late" if late else "")
-                   + (" sir" if sir else ""))
+                   + (" rfirst" if rfirst else "") + (" post" if post else "") + (" tiled" if tiled else "") + (" bulk" if bulk else "") + (" late" if late else ""))
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
                       f"constexpr bool MB = {'true' if mb else 'false'}; constexpr bool NORM = {'true' if norm else 'false'}; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = {'true' if rfirst else 'false'}; "
                       f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = {'true' if tiled else 'false'}; "
                       f"constexpr bool BULK = {'true' if bulk else 'false'}; constexpr bool LATE = {'true' if late else 'false'}; "
-                      f"constexpr bool SIR = {'true' if sir else 'false'}; "
                       f"constexpr int EPS = 0x3727c5ac; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
@@ -408,7 +403,7 @@ def main():
                       "constexpr bool MB = false; constexpr bool NORM = false; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = false; "
                       f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = false; "
-                      "constexpr bool BULK = false; constexpr bool LATE = false; constexpr int EPS = 0x3727c5ac; constexpr bool SIR = false; "
+                      "constexpr bool BULK = false; constexpr bool LATE = false; constexpr int EPS = 0x3727c5ac; "
                       "constexpr bool RESID = true; constexpr int SMEM = 49152; "
                       f"constexpr bool GBAR_START = {'true' if start else 'false'}; constexpr int GBAR_SLOT_WORDS = 1024;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
@@ -450,8 +445,8 @@ def main():
             # the signature as quantized_gemv.rs does) on the shipped builds (ETAIL, and POST + LATE
             # with the norm), off everywhere.
             shipped = etail == "true" and post == "true" and tiled == "false" and (late == "true" or norm == "false")
-            for cluster, sir in ((("false", "false"), ("true", "false"), ("true", "true")) if shipped else (("false", "false"),)):
-              consts = (f"constexpr bool SIR = {sir}; " + f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
+            for cluster in (("false", "true") if shipped else ("false",)):
+              consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
                         f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
                         f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                         f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
@@ -472,7 +467,7 @@ def main():
               ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}" + (" early" if early == "true" else "")
                                 + (f" s{st}" if st != 4 else "") + (" etail" if etail == "true" else "") + (" post" if post == "true" else "")
                                 + (" tiled" if tiled == "true" else "") + (" bulk" if bulk == "true" else "") + (" late" if late == "true" else "")
-                                + (" cluster" if cluster == "true" else "") + (" sir" if sir == "true" else ""), src,
+                                + (" cluster" if cluster == "true" else ""), src,
                                 gemv_static_bound(8, 64, post == "true", d))
     # The greedy token's argmax (MLXCEL_FAST_ARGMAX), per logits dtype.
     for xt in ("__half", "__nv_bfloat16", "float"):

@@ -15,6 +15,8 @@
 # Prediction: gate/up -1 to -2 us per launch, down -1 to -2, qkv / o_proj -0.5 to -1 (the
 # prologue's table staging gone: session 28's probe put tables + reduction at +5.1 us of
 # gate/up without EARLY); -0.05 to -0.15 ms of device per step in every mode.
+# Ran on 4db63fc. The flag lost (+0.064 to +0.067 ms per step in all three A/Bs; the ncu part
+# did not run, past its time) and was removed after this call: check out 4db63fc to run it again.
 set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh

@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 58;
+const SLOTS: usize = 57;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -340,22 +340,6 @@ pub const QMV_GBAR_PROBE: Flag = Flag {
     default: false,
     doc: "measuring probe: o_proj / down_proj GEMVs run a grid-wide barrier in their prologue (1 = on; outputs unchanged)",
     slot: 55,
-};
-
-/// The GEMVs' scales and biases copied into each tile's ring slot with its packed words (4
-/// bytes of each per row and tile, `SIR` in `cuda/qgemv4.cuh`'s `ring_rows16_post`), instead of
-/// a per-CTA (scale, bias) table staged in the prologue. POST's ring at group 64 only; the same
-/// values reach the same arithmetic: bit-identical. Why: the read-only probe (session 28) put
-/// the tables and the reduction at +5.1 us of gate/up's 26 (no EARLY), and scales in the ring
-/// beat the tables without the arithmetic (21.86 against 23.42 us); with the per-weight
-/// arithmetic of the pre-POST kernel they lost (31.65 against 30.85) to 2-byte shared loads
-/// behind two `__syncwarp`s per tile, which POST's loop already has and which it needs only
-/// four 4-byte loads per tile. Off until measured in situ.
-pub const QMV_SIR: Flag = Flag {
-    name: "MLXCEL_QMV_SIR",
-    default: false,
-    doc: "GEMV scales and biases copied into each tile's ring slot instead of a per-CTA table (1 = on; POST, group 64)",
-    slot: 56,
 };
 
 /// Where [`QMV_GBAR_PROBE`]'s barrier sits: `copies` (default: after the first weight copies,
@@ -1117,7 +1101,6 @@ pub const ALL: &[Flag] = &[
     QMV_POST,
     QMV_TILED,
     QMV_GBAR_PROBE,
-    QMV_SIR,
     QMV_NORM_LATE,
     FOLD_TAIL,
     QKV_CLUSTER,

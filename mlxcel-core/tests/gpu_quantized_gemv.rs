@@ -635,26 +635,6 @@ fn residual_loaded_first_is_bit_identical() {
     }
 }
 
-/// `MLXCEL_QMV_SIR` (each tile's scales and biases copied into its ring slot with its words,
-/// no per-CTA tables; POST at group 64) must give the bits of the tables: the five kernels on
-/// Llama-3-8B's qkv, down and gate/up shapes (K 4096 and 14336, N 6144 / 4096 / 14336) and a
-/// small one, the default ring and 4 warps x 8 stages. On the CPU every call ends in MLX's
-/// CUDA error with the flag on.
-#[test]
-fn scales_in_the_ring_are_bit_identical() {
-    let mut r = rng("scales_in_the_ring_are_bit_identical");
-    let shapes = [
-        (6144, 4096, 64),
-        (4096, 14336, 64),
-        (14336, 4096, 64),
-        (48, 384, 64),
-    ];
-    let checks = five_kernels_same_bits(&mut r, &shapes, "MLXCEL_QMV_SIR", "");
-    if KernelBackend::current() == Some(KernelBackend::Cuda) {
-        eprintln!("scales in the ring: {checks} bit-identity checks on CUDA");
-    }
-}
-
 /// `MLXCEL_QMV_GBAR_PROBE` (a grid-wide barrier in the prologue of the residual-adding GEMVs,
 /// a measuring probe) must give the same bits at both of its places (`MLXCEL_QMV_GBAR_AT`
 /// `copies` and `start`): o_proj's and down's shapes of Llama-3-8B (256 CTAs) and a small one,

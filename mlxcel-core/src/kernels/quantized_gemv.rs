@@ -159,14 +159,6 @@ impl Schedule {
     }
 }
 
-impl Schedule {
-    /// The ring's extra shared memory with `MLXCEL_QMV_SIR`: each slot also holds its tile's
-    /// 16 rows' scales and biases (128 bytes at group 64). The tables stay allocated, unused.
-    fn sir_bytes(&self) -> usize {
-        self.warps as usize * self.stages as usize * 128
-    }
-}
-
 /// Shared memory of one 16-row block's (scale, bias) tables of `mats` matrices: rows padded to
 /// `sb_stride` pairs (qgemv4.cuh), 4 bytes a pair.
 pub(crate) fn table_bytes(k: usize, group: usize, mats: usize) -> usize {
@@ -896,10 +888,8 @@ fn launch<'a>(
     check_layout(q, sched)?;
     let (group, tiled) = (q.group_size, q.layout == WeightLayout::Rows16Tiles);
     let post = flags::QMV_POST.enabled() && !tiled;
-    let sir =
-        post && group == 64 && !sched.multi_block() && sched.stages > 0 && flags::QMV_SIR.enabled();
     let shared = SharedMemory::gemv(
-        sched.shared_bytes(k, group as usize, mats) + if sir { sched.sir_bytes() } else { 0 },
+        sched.shared_bytes(k, group as usize, mats),
         sched.warps,
         group,
         post,
@@ -919,7 +909,6 @@ fn launch<'a>(
     .template("POST", TemplateArg::Bool(post))
     .template("TILED", TemplateArg::Bool(tiled))
     .template("BULK", TemplateArg::Bool(sched.bulk))
-    .template("SIR", TemplateArg::Bool(sir))
     .template("SMEM", smem_arg(shared.dynamic));
     Ok((launch, shared))
 }

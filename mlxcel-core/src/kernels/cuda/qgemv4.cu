@@ -22,9 +22,6 @@ static_assert(SMEM >= 0, "SMEM is the dynamic shared memory in bytes");
 static_assert(!TILED || (S > 0 && !MB && !POST), "tiled weights need the ring schedule, one CTA per 16 rows, no POST");
 // BULK: the tiles by bulk copies (the bulk:W:S schedules; ring_rows16).
 static_assert(!BULK || TILED, "bulk copies need the tiled layout");
-// SIR (MLXCEL_QMV_SIR): each tile's scales and biases copied into its ring slot with its words
-// (ring_rows16_post), no per-CTA tables. POST and group 64 only.
-static_assert(!SIR || (POST && G == 64 && S > 0 && !MB), "scales in the ring: POST's ring, group 64");
 extern __shared__ __align__(16) unsigned char smem[];
 __shared__ float red[NW * 16];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -71,7 +68,7 @@ if constexpr (S > 0 && MB) {
     const mlxcel_qmv::NoGate gate{};
 #endif
     if constexpr (POST) {
-      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY, SIR>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
+      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     } else {
       mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     }

@@ -486,12 +486,6 @@ __device__ __forceinline__ void ring_copy16(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
 }
-// A 4-byte cp.async (SIR's scales and biases: 16-byte copies cannot take them, their rows are
-// K / G halves apart).
-__device__ __forceinline__ void ring_copy4(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(gmem) : "memory");
-}
 __device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void ring_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
@@ -550,9 +544,7 @@ struct GridGate {
 // staging and the 16 rows' (scale, bias) tables, then a barrier; with EARLY, x's and the tables'
 // loads leave before the copies (held in registers, stored after them). Shared by ring_rows16
 // and ring_rows16_post. An active gate (GridGate) moves x's loads after the copies and itself.
-// Without TABLES (SIR in ring_rows16_post) no (scale, bias) table is staged.
-template <int NW, int SS, int MATS, bool EARLY, bool TABLES = true, typename Stage, typename IssueFirst,
-          typename Gate = NoGate>
+template <int NW, int SS, int MATS, bool EARLY, typename Stage, typename IssueFirst, typename Gate = NoGate>
 __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const Stage& stage, __half2* xs, __half2* sb,
                                               int K, long long row0, int kg, int sbs, int tid,
                                               IssueFirst issue_first, const Gate& gate = Gate{}) {
@@ -561,21 +553,16 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
   if constexpr (EARLY && Gate::ACTIVE && !Gate::AT_START) {
     constexpr int PRE = MATS == 1 ? 2 : 1;
     SbEarly<PRE> early[MATS];
-    if constexpr (TABLES) {
 #pragma unroll
-      for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
-    }
+    for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
 #pragma unroll
     for (int j = 0; j < SS - 1; ++j) issue_first(j);
     gate(tid);
     typename Stage::Early xe;
     stage.load(xe, K, tid);
     stage.store(xe, xs, K, tid);
-    if constexpr (TABLES) {
 #pragma unroll
-      for (int m = 0; m < MATS; ++m)
-        stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
-    }
+    for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
   } else if constexpr (EARLY) {
     // Enough chunks in registers for one 16-row table at K / G <= 256 (2 K / G chunks) with
     // 8 warps; gate/up's two tables take one each (K / G <= 128 at 8 warps).
@@ -583,27 +570,20 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
     typename Stage::Early xe;
     stage.load(xe, K, tid);
     SbEarly<PRE> early[MATS];
-    if constexpr (TABLES) {
 #pragma unroll
-      for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
-    }
+    for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
 #pragma unroll
     for (int j = 0; j < SS - 1; ++j) issue_first(j);
     stage.store(xe, xs, K, tid);
-    if constexpr (TABLES) {
 #pragma unroll
-      for (int m = 0; m < MATS; ++m)
-        stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
-    }
+    for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
   } else {
 #pragma unroll
     for (int j = 0; j < SS - 1; ++j) issue_first(j);
     if constexpr (Gate::ACTIVE && !Gate::AT_START) gate(tid);
     stage(xs, K, tid);
-    if constexpr (TABLES) {
 #pragma unroll
-      for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
-    }
+    for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
   }
   __syncthreads();
 }
@@ -751,7 +731,7 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
 // pointer, the ring slot by a counter (no division). Numerics: products exact in fp32, no
 // fp16 rounding of the weights, so not bit-identical to ring_rows16 (which rounds s n + b
 // to fp16); the GEMV tests bound it against float64. One CTA per 16 rows only (no MB).
-template <int G, int NW, int S, int MATS, bool EARLY, bool SIR = false, typename Stage, typename Gate = NoGate>
+template <int G, int NW, int S, int MATS, bool EARLY, typename Stage, typename Gate = NoGate>
 __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem,
                                                  int K, long long row0, int tid, int warp, int lane,
                                                  float (&acc)[MATS][4], const Gate& gate = Gate{}) {
@@ -768,44 +748,28 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   const int tiles = K / 128;
   const int tw = (tiles - warp + NW - 1) / NW;
   const int jobs = MATS * tw;
-  static_assert(!SIR || G == 64, "scales in the ring: a tile's two groups, 4 bytes per row");
-  constexpr int SLOT = SIR ? 72 : 64;  // uint4 per ring slot (SIR: + the tile's 128 bytes of scales and biases)
   __half2* xs = reinterpret_cast<__half2*>(smem);
   __half2* sb = xs + K / 2;
-  uint4* ring = reinterpret_cast<uint4*>(sb + MATS * 16 * sbs) + warp * SS * SLOT;
+  uint4* ring = reinterpret_cast<uint4*>(sb + MATS * 16 * sbs) + warp * SS * 64;
   const int put = r * 4 + ((c + (r >> 1)) & 3);
   const long long lane_off = (row0 + r) * words + c * 4 + warp * 16;
   const u32* src = mats[0].w + lane_off;
-  // SIR: lane l < 16 copies row l's two scales of each tile (4 bytes), lane l >= 16 row
-  // l - 16's two biases, into the slot's last 128 bytes (u32 word l).
-  const long long sir_off = (row0 + (lane & 15)) * kg + warp * 2;
-  auto sir_src = [&](int m) {
-    return reinterpret_cast<const u32*>((lane < 16 ? mats[m].s : mats[m].b) + sir_off);
-  };
-  const u32* ssrc = SIR ? sir_src(0) : nullptr;
   // left (the first matrix's copies still to issue) is derivable from issued, but testing
   // `issued == tw` instead took NVRTC 2 more instructions per tile (139 -> 141, gate/up).
   int issued = 0, left = tw, fill = 0;
   auto issue = [&]() {
     if (issued < jobs) {
-      uint4* dst = ring + fill * SLOT;
+      uint4* dst = ring + fill * 64;
       ring_copy16(dst + put, src);
       ring_copy16(dst + 32 + put, src + 8LL * words);
-      if constexpr (SIR) {
-        ring_copy4(reinterpret_cast<u32*>(dst + 64) + lane, ssrc);
-        ssrc += NW;  // 2 halves (one u32) per tile
-      }
       ++issued;
       src += NW * 16;
-      if (MATS > 1 && --left == 0) {
-        src = mats[MATS - 1].w + lane_off;  // the second matrix's first tile
-        if constexpr (SIR) ssrc = sir_src(MATS - 1);
-      }
+      if (MATS > 1 && --left == 0) src = mats[MATS - 1].w + lane_off;  // the second matrix's first tile
     }
     ring_commit();
     fill = fill + 1 == SS ? 0 : fill + 1;
   };
-  ring_prologue<NW, SS, MATS, EARLY, !SIR>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); }, gate);
+  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); }, gate);
   // (D, E) of this warp's groups: lanes 0-15 take the 16 chunks of one tile, lanes 16-31 the
   // next tile's; each sums its chunk's even and odd values in fp32 (a chunk in pair order holds
   // (x0, x4), (x1, x5), (x2, x6), (x3, x7)), then the CPG lanes of a group add theirs. Each
@@ -849,16 +813,8 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
       issue();
       ring_wait<SS - 1>();
       __syncwarp();  // every lane's copies of this tile have landed
-      const u32* sl = reinterpret_cast<const u32*>(ring + slot * SLOT);
+      const u32* sl = reinterpret_cast<const u32*>(ring + slot * 64);
       slot = slot + 1 == SS ? 0 : slot + 1;
-      // SIR: rows r's and r + 8's (scale, scale) and (bias, bias) of the tile's two groups.
-      u32 sir[4] = {0u, 0u, 0u, 0u};
-      if constexpr (SIR) {
-        sir[0] = sl[256 + r];
-        sir[1] = sl[256 + r + 8];
-        sir[2] = sl[256 + 16 + r];
-        sir[3] = sl[256 + 24 + r];
-      }
       u32 w0[4], w1[4];
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
@@ -880,19 +836,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
                           code_pair<0x00F000F0u>(u1), xx.z, xx.w);
         }
         const float2 de = dg[gi];
-        float2 p0, p1;
-        if constexpr (SIR) {
-          // The same fp16 values as the tables' pairs (scale, bias), converted the same way.
-          const __half2 s01 = *reinterpret_cast<const __half2*>(&sir[0]);
-          const __half2 s89 = *reinterpret_cast<const __half2*>(&sir[1]);
-          const __half2 b01 = *reinterpret_cast<const __half2*>(&sir[2]);
-          const __half2 b89 = *reinterpret_cast<const __half2*>(&sir[3]);
-          p0 = __half22float2(gi == 0 ? __lows2half2(s01, b01) : __highs2half2(s01, b01));
-          p1 = __half22float2(gi == 0 ? __lows2half2(s89, b89) : __highs2half2(s89, b89));
-        } else {
-          p0 = __half22float2(sbr[gi]);
-          p1 = __half22float2(sbr[8 * sbs + gi]);
-        }
+        const float2 p0 = __half22float2(sbr[gi]), p1 = __half22float2(sbr[8 * sbs + gi]);
         acc[m][0] = fmaf(p0.y, de.x, fmaf(p0.x, fmaf(hi[0], 0.0625f, lo[0]) - de.y, acc[m][0]));
         acc[m][2] = fmaf(p1.y, de.x, fmaf(p1.x, fmaf(hi[2], 0.0625f, lo[2]) - de.y, acc[m][2]));
       }
