@@ -335,6 +335,8 @@ pub const QMV_TILED: Flag = Flag {
 /// before it (the split merge into o_proj; down_proj into the next layer's qkv) trades that
 /// launch for such a barrier; its in-situ cost (`MLXCEL_STEP_AB=MLXCEL_QMV_GBAR_PROBE`, device
 /// clock) decides whether the fusions can pay (NOTES, "Next lever (after session 37)").
+/// Measured (session 38, H200): +2.6-2.7 us per launch after the copies, +1.9 at the start,
+/// about a launch boundary's cost: fusions through a grid barrier cannot pay much (ADR 0016).
 pub const QMV_GBAR_PROBE: Flag = Flag {
     name: "MLXCEL_QMV_GBAR_PROBE",
     default: false,
