@@ -177,6 +177,17 @@ print(sys.argv[3], sys.argv[4], "off/on tokens:", "match" if not d and len(a) ==
     "$R/${tag}0-$kv-1024.json" "$R/${tag}1-$kv-1024.json" "$kv" "$var" 2>&1 | tail -1
 }
 
+# `step_ab TAG FLAG KV CTX [ENV=VALUE...]`: one run (tag TAG) with the boolean FLAG A/B'd inside
+# the process (MLXCEL_STEP_AB: blocks of 8 steps alternate it, so both arms share the machine
+# and the process), $TOKENS tokens (default 192), random-kv caches, the device clock; prints
+# each arm's host and device time per step.
+step_ab() {
+  local tag=$1 flag=$2 kv=$3 ctx=$4; shift 4
+  RUN_ENV="MLXCEL_DEVICE_CLOCK=1" FILL=random-kv TOKENS=${TOKENS:-192} RUN_TIMEOUT=${RUN_TIMEOUT:-90} \
+    run "$tag" "$kv" "$ctx" MLXCEL_STEP_AB="$flag" MLXCEL_STEP_AB_BLOCK=8 "$@" > /dev/null
+  echo "$tag $kv $ctx $*: $(grep -h "step A/B" "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' ' ') t=${SECONDS}s"
+}
+
 # `env_rounds NEED "ENV_ON" "ENV_OFF" CTX...`: $FLAG_ROUNDS (default three) interleaved rounds
 # per CTX of the modes in $FLAG_MODES (default turbo4 and fp16), runs with the variables
 # ENV_ON (tags on<round>) and ENV_OFF (off<round>), the order flipped each round; each run

@@ -20,32 +20,16 @@
 # +0.10 ms per step). A fused merge + o_proj (the merge launch: 3.75 us at 128K, 4.7 at
 # turbo4-asym's 32K) pays if the copies-place cost is below ~2 us per launch.
 set -uo pipefail
-R=${OUT:-/tmp/s38c1}; mkdir -p "$R"
-B=.devcarry/bin/mlxcel
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s38c1
 T=.devcarry/bin/tests/gpu_quantized_gemv
 timeout 300 $T --test-threads=1 --nocapture grid_barrier > "$R/test-gbar.txt" 2>&1
 echo "gemv test rc=$? $(grep -E "test result|panicked|grid barrier probe" "$R/test-gbar.txt" | tr '\n' ' ' | cut -c1-400) t=${SECONDS}s"
-gen() {  # gen TAG KV CTX TOKENS [ENV=VALUE...]
-  local tag=$1 kv=$2 ctx=$3 tok=$4; shift 4
-  timeout 90 env MLXCEL_DEVICE_CLOCK=1 "$@" $B generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" \
-    --max-tokens "$tok" --ignore-eos --profile --prefill-chunk 4096 --prompt-fill random-kv --kv "$kv" --json \
-    > "$R/$tag.json" 2> "$R/$tag.err"
-  echo "$tag rc=$? $(grep -E 'decode \(2nd|device clock|step A/B' "$R/$tag.err" | tr -s ' ' | tr '\n' ' ') t=${SECONDS}s"
-}
-gen tok-off turbo4 1024 32 MLXCEL_QMV_GBAR_PROBE=0
-gen tok-on turbo4 1024 32 MLXCEL_QMV_GBAR_PROBE=1
-python3 - "$R/tok-off.json" "$R/tok-on.json" <<'PY'
-import json, sys
-a, b = (json.load(open(p))["tokens"] for p in sys.argv[1:])
-print("tokens equal" if a == b else f"tokens differ at {next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)}")
-PY
-AB="MLXCEL_STEP_AB=MLXCEL_QMV_GBAR_PROBE MLXCEL_STEP_AB_BLOCK=8"
-# shellcheck disable=SC2086
-gen ab-turbo4-32k-copies turbo4 32768 192 $AB MLXCEL_QMV_GBAR_AT=copies
-# shellcheck disable=SC2086
-gen ab-turbo4-32k-start turbo4 32768 192 $AB MLXCEL_QMV_GBAR_AT=start
-# shellcheck disable=SC2086
-gen ab-turbo4-128k-copies turbo4 131072 192 $AB MLXCEL_QMV_GBAR_AT=copies
-# shellcheck disable=SC2086
-gen ab-fp16-4k-copies fp16 4096 192 $AB MLXCEL_QMV_GBAR_AT=copies
+export RUN_ENV="MLXCEL_DEVICE_CLOCK=1" FILL=random-kv
+tokens_ab MLXCEL_QMV_GBAR_PROBE turbo4 tok
+step_ab ab-copies MLXCEL_QMV_GBAR_PROBE turbo4 32768 MLXCEL_QMV_GBAR_AT=copies
+step_ab ab-start MLXCEL_QMV_GBAR_PROBE turbo4 32768 MLXCEL_QMV_GBAR_AT=start
+step_ab ab-copies MLXCEL_QMV_GBAR_PROBE turbo4 131072 MLXCEL_QMV_GBAR_AT=copies
+step_ab ab-copies MLXCEL_QMV_GBAR_PROBE fp16 4096 MLXCEL_QMV_GBAR_AT=copies
 echo "done at t=${SECONDS}s"
