@@ -608,7 +608,7 @@ fn launch_plain(
     k: usize,
     sched: Schedule,
 ) -> Result<Array> {
-    if r.is_some() && norm.is_none() && gbar_fits(q, n, sched) {
+    if r.is_some() && norm.is_none() && gbar_fits(q, n, k, sched) {
         let (words, slot) = crate::kernels::decode_attention::gemv_barrier_tickets()?;
         let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched)?;
         return launch_gbar(launch, shared, &words, &slot);
@@ -618,19 +618,22 @@ fn launch_plain(
 }
 
 /// Most CTAs a launch may have for [`flags::QMV_GBAR_PROBE`]'s grid barrier, which needs every
-/// CTA resident at once: two per SM of the H200's 132 (the GEMV kernels fit three or four per
-/// SM at 8 warps). Sized for the H200, where the probe is meant to run; Llama-3-8B's o_proj and
-/// down_proj launch 256.
+/// CTA resident at once: two per SM of the H200's 132. Sized for the H200, where the probe is
+/// meant to run; Llama-3-8B's o_proj and down_proj launch 256.
 pub const GBAR_MAX_CTAS: usize = 264;
 
 /// Whether a residual-adding launch (o_proj, down_proj) takes [`flags::QMV_GBAR_PROBE`]'s
 /// barrier: the flag on, the ring with one CTA per 16 rows in MLX's weight layout (the
-/// prologue the barrier sits in), and at most [`GBAR_MAX_CTAS`] CTAs.
-fn gbar_fits(q: &Quantized, n: usize, sched: Schedule) -> bool {
+/// prologue the barrier sits in), at most [`GBAR_MAX_CTAS`] CTAs, and CTAs small enough that
+/// two fit on an SM (at most 8 warps, whose builds take 48-70 registers, and at most half an
+/// SM's shared memory): a grid that could not be resident at once would never be released.
+fn gbar_fits(q: &Quantized, n: usize, k: usize, sched: Schedule) -> bool {
     flags::QMV_GBAR_PROBE.enabled()
         && sched.stages > 0
         && !sched.multi_block()
         && !sched.bulk
+        && sched.warps <= 8
+        && sched.shared_bytes(k, q.group_size as usize, 1) <= MAX_SHARED / 2
         && q.layout == WeightLayout::Mlx
         && sched.ctas(n) as usize <= GBAR_MAX_CTAS
 }
