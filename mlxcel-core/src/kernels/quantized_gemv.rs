@@ -608,13 +608,16 @@ fn launch_plain(
     k: usize,
     sched: Schedule,
 ) -> Result<Array> {
-    if r.is_some() && norm.is_none() && gbar_fits(q, n, k, sched) {
-        let (words, slot) = crate::kernels::decode_attention::gemv_barrier_tickets()?;
-        let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched)?;
-        return launch_gbar(launch, shared, &words, &slot);
-    }
+    let gbar = if r.is_some() && norm.is_none() && gbar_fits(q, n, k, sched) {
+        Some(crate::kernels::decode_attention::gemv_barrier_tickets()?)
+    } else {
+        None
+    };
     let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched)?;
-    one(run("qgemv4", shared, plain_source, &launch)?)
+    match &gbar {
+        Some((words, slot)) => launch_gbar(launch, shared, words, slot),
+        None => one(run("qgemv4", shared, plain_source, &launch)?),
+    }
 }
 
 /// Most CTAs a launch may have for [`flags::QMV_GBAR_PROBE`]'s grid barrier, which needs every

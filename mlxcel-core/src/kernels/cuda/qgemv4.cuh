@@ -550,30 +550,23 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
                                               IssueFirst issue_first, const Gate& gate = Gate{}) {
   constexpr int NT = NW * 32;
   if constexpr (Gate::AT_START) gate(tid);
-  if constexpr (EARLY && Gate::ACTIVE && !Gate::AT_START) {
-    constexpr int PRE = MATS == 1 ? 2 : 1;
-    SbEarly<PRE> early[MATS];
-#pragma unroll
-    for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
-#pragma unroll
-    for (int j = 0; j < SS - 1; ++j) issue_first(j);
-    gate(tid);
-    typename Stage::Early xe;
-    stage.load(xe, K, tid);
-    stage.store(xe, xs, K, tid);
-#pragma unroll
-    for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
-  } else if constexpr (EARLY) {
+  if constexpr (EARLY) {
     // Enough chunks in registers for one 16-row table at K / G <= 256 (2 K / G chunks) with
     // 8 warps; gate/up's two tables take one each (K / G <= 128 at 8 warps).
+    // A gate between the copies and x (GridGate, not at the start) moves x's loads after it.
+    constexpr bool X_AFTER_GATE = Gate::ACTIVE && !Gate::AT_START;
     constexpr int PRE = MATS == 1 ? 2 : 1;
     typename Stage::Early xe;
-    stage.load(xe, K, tid);
+    if constexpr (!X_AFTER_GATE) stage.load(xe, K, tid);
     SbEarly<PRE> early[MATS];
 #pragma unroll
     for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
 #pragma unroll
     for (int j = 0; j < SS - 1; ++j) issue_first(j);
+    if constexpr (X_AFTER_GATE) {
+      gate(tid);
+      stage.load(xe, K, tid);
+    }
     stage.store(xe, xs, K, tid);
 #pragma unroll
     for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
