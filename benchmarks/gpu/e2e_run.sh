@@ -120,17 +120,39 @@ ncu_sweep() {
 # as $R/TAG-sass.csv.gz, the details page as $R/TAG-details.txt (the report itself is deleted:
 # too large to bring back); prints the duration and stall lines and where the warp-state
 # samples fall (source_samples.py: prologue / main loop / epilogue, top instructions).
+# $NCU_FLAGS: more ncu options (insitu_source: the profiler range, the caches kept).
 source_profile() {
   local tag=$1 kern=$2 skip=$3; shift 3
-  timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats --kernel-name "regex:$kern" \
+  # shellcheck disable=SC2086
+  timeout 150 ncu --clock-control none ${NCU_FLAGS:-} --section SourceCounters --section WarpStateStats --kernel-name "regex:$kern" \
     --launch-skip "$skip" --launch-count 1 -f -o "$R/$tag" "$@" > "$R/$tag.out" 2>&1
   echo "$tag: source profile rc=$?"
   ncu --import "$R/$tag.ncu-rep" --page source --csv --print-source sass > "$R/$tag-sass.csv" 2> "$R/$tag-sass.err"
   echo "$tag: source page rc=$? $(wc -c < "$R/$tag-sass.csv") bytes; $(head -c 300 "$R/$tag-sass.err")"
   ncu --import "$R/$tag.ncu-rep" --page details > "$R/$tag-details.txt" 2>&1
-  grep -E "Duration|Stall|Warp Cycles Per Issued" "$R/$tag-details.txt" | sed -E 's/ +/ /g' | head -12
+  grep -E "Duration|Stall|Warp Cycles Per Issued|Grid Size|Registers Per|Issue Slots Busy|Eligible Warps|Achieved Occupancy|DRAM Throughput|No Eligible" \
+    "$R/$tag-details.txt" | sed -E 's/ +/ /g' | head -20
   python3 benchmarks/gpu/source_samples.py "$R/$tag-sass.csv" 15
   gzip -f "$R/$tag-sass.csv"; rm -f "$R/$tag.ncu-rep"
+}
+
+# `insitu_source TAG KERNEL_REGEX SKIP [ENV=VALUE...]`: source_profile of one GEMV (or any
+# kernel) launch inside a decode step: `mlxcel generate` at $CTX (default 32K, random-kv
+# caches, $INSITU_KV: default turbo4) under the profiler range of decode step 8
+# (MLXCEL_CUDA_PROFILE_STEPS), caches kept between kernels as a step keeps them, the SKIP-th
+# launch matching KERNEL_REGEX in that step (e.g. gate/up's `qgemv4_silu` 10: layer 10's).
+# Adds the scheduler, occupancy, launch and memory sections to the details page.
+insitu_source() {
+  local tag=$1 kern=$2 skip=$3; shift 3
+  (
+    for e in "$@"; do export "${e?}"; done
+    export MLXCEL_CUDA_PROFILE_STEPS=8,1
+    NCU_FLAGS="--profile-from-start off --cache-control none --section SchedulerStats --section Occupancy --section LaunchStats --section SpeedOfLight --section MemoryWorkloadAnalysis" \
+      source_profile "$tag" "$kern" "$skip" "${BIN:-.devcarry/bin/mlxcel}" generate --model synthetic:llama3-8b-4bit \
+      --prompt-tokens "${CTX:-32768}" --max-tokens 12 --ignore-eos --prefill-chunk 4096 --prompt-fill random-kv \
+      --kv "${INSITU_KV:-turbo4}"
+  )
+  echo "$tag done t=${SECONDS}s"
 }
 
 # `sweep_medians TAG...`: each sweep's per-context medians and ranges (stderr); on stdout the

@@ -10,7 +10,9 @@ it the epilogue; with several loops of that count (gate/up + SiLU: one per matri
 loop spans them all. Prints each region's share of the samples ("Warp Stall Sampling (All
 Samples)") and the TOP (default 15) instructions by samples with their region, so a session
 can see what the ~6 us of the attention call that does not scale with the context is
-(NOTES, "Next lever (after session 19)").
+(NOTES, "Next lever (after session 19)"). Where the page has ncu's per-reason columns
+(stall_long_sb, stall_wait, ...), each region's largest stall reasons follow its share, and
+each top instruction's largest reason: what a warp waited on there, not only where.
 """
 
 import csv
@@ -28,11 +30,15 @@ def main() -> None:
     head = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
     cols = rows[head]
     ai, si, ni = cols.index("Address"), cols.index("Source"), cols.index("Warp Stall Sampling (All Samples)")
-    instrs = []
+    # Per-reason sample columns ("stall_long_sb", ...; not their "(Not Issued)" twins).
+    reasons = [(i, c[len("stall_"):]) for i, c in enumerate(cols) if c.startswith("stall_") and "(" not in c]
+    instrs, why = [], {}
     for r in rows[head + 1:]:
         if len(r) <= ni or not r[ai].startswith("0x"):
             continue
-        instrs.append((int(r[ai], 16), r[si].strip(), int(float(r[ni] or 0))))
+        a = int(r[ai], 16)
+        instrs.append((a, r[si].strip(), int(float(r[ni] or 0))))
+        why[a] = {name: int(float(r[i] or 0)) for i, name in reasons if i < len(r)}
     if not instrs:
         sys.exit(f"{path}: no instructions")
     # Backward branches: "BRA `(.L_x_N)" resolved by ncu to an address, or "BRA 0x..." forms.
@@ -66,8 +72,19 @@ def main() -> None:
         shares[region(a)] = shares.get(region(a), 0) + n
     print(f"{total} samples; " + ", ".join(f"{k} {v} ({100 * v / max(total, 1):.0f}%)" for k, v in shares.items())
           + (f"; loop 0x{lo:x}-0x{hi:x}" if lo is not None else "; no loop found"))
+    if reasons:
+        for name in shares:
+            per = {}
+            for a, _, _ in instrs:
+                if region(a) == name:
+                    for k, v in why[a].items():
+                        per[k] = per.get(k, 0) + v
+            n = max(sum(per.values()), 1)
+            top_r = sorted(per.items(), key=lambda kv: -kv[1])[:6]
+            print(f"  {name} by reason: " + ", ".join(f"{k} {100 * v / n:.0f}%" for k, v in top_r if v))
     for a, s, n in sorted(instrs, key=lambda x: -x[2])[:top]:
-        print(f"  {n:6d}  {region(a):8s}  0x{a:x}  {s}")
+        w = max(why.get(a, {}).items(), key=lambda kv: kv[1], default=("", 0))
+        print(f"  {n:6d}  {region(a):8s}  0x{a:x}  {s}" + (f"  [{w[0]} {w[1]}]" if w[1] else ""))
 
 
 if __name__ == "__main__":
