@@ -759,6 +759,71 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
     }
 }
 
+/// `MLXCEL_QMV_WLOCAL` (each warp a contiguous run of tiles and its own prologue, no CTA barrier
+/// before the loop) against the float64 reference, within TOL and within 1.5x the default POST
+/// kernel's error plus 1e-4 on the same data: the five kernels (the norm ones with the late
+/// scale, the default) on Llama-3-8B's layer shapes, K = 20480 (more chunks of x and table units
+/// per lane than the registers hold), group 32 and 128 (two and one halves per table unit), K of
+/// 3 and 9 tiles (warps without tiles, runs of unequal length), and 8 and 4 warps (4 warps: the
+/// norm kernels' x past the registers too). On the CPU the kernels never run: every call ends in
+/// MLX's CUDA error with the flag on.
+#[test]
+fn warp_local_prologue_matches_a_float64_reference_or_is_not_used() {
+    let mut r = rng("warp_local_prologue_matches_a_float64_reference_or_is_not_used");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let eps = 1e-5f32;
+    let shapes = [
+        (6144, 4096, 64),
+        (4096, 14336, 64),
+        (14336, 4096, 64),
+        (256, 20480, 64),
+        (4096, 2048, 32),
+        (1024, 14336, 128),
+        (48, 384, 32),
+        (32, 1152, 128),
+    ];
+    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[6..7] };
+    let (mut checks, mut worst) = (0usize, 0f64);
+    for &(n, k, g) in shapes {
+        let (q, dense) = weight(&mut r, n, k, g);
+        let (qu, du) = weight(&mut r, n, k, g);
+        let (x, xv) = input(&mut r, k);
+        let (res, rv) = input(&mut r, n);
+        let (xr, w) = residual_and_norm_weight(&mut r, k);
+        let xn = rms_reference(&xr, &w, eps);
+        let norm = FoldedNorm { weight: &w, eps };
+        let plain = reference(&xv, &dense, n, k);
+        let with_res: Vec<f64> = plain.iter().zip(&rv).map(|(a, b)| a + *b as f64).collect();
+        let normed = reference(&xn, &dense, n, k);
+        let gate_up = silu_mul(&plain, &reference(&xv, &du, n, k));
+        let gate_up_norm = silu_mul(&normed, &reference(&xn, &du, n, k));
+        let c = FlagCase {
+            x: &x,
+            xr: &xr,
+            res: &res,
+            q: &q,
+            qu: &qu,
+            norm,
+        };
+        // five_kernels' order.
+        let wants: [&[f64]; 5] = [&plain, &with_res, &normed, &gate_up, &gate_up_norm];
+        for s in ["ring", "ring:4:8"] {
+            let calls = five_kernels(&c, Schedule::parse(s).unwrap());
+            for ((what, call), want) in calls.into_iter().zip(wants) {
+                let case = format!("{what} n={n} k={k} g={g} {s}");
+                let run = |on: bool| eval_with_flags(&[("MLXCEL_QMV_WLOCAL", on)], &*call);
+                if let Some(e) = against_float64("wlocal", "POST kernel", &case, want, &run) {
+                    worst = worst.max(e);
+                    checks += 1;
+                }
+            }
+        }
+    }
+    if on_cuda {
+        eprintln!("warp-local prologue: {checks} cases on CUDA, worst relative RMS {worst:.2e}");
+    }
+}
+
 /// `MLXCEL_QMV_NORM_LATE` (the folded norm's scale applied to the row sums in the epilogue, x
 /// staged as `nw * x`) against the float64 reference of the normalized product, within TOL and
 /// within 1.5x the default fold's error plus 1e-4 on the same data: the plain kernel and the

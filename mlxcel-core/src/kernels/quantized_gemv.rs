@@ -913,6 +913,10 @@ fn launch<'a>(
     .template("MB", TemplateArg::Bool(sched.multi_block()))
     .template("EARLY", TemplateArg::Bool(flags::QMV_EARLY.enabled()))
     .template("POST", TemplateArg::Bool(post))
+    .template(
+        "WLOCAL",
+        TemplateArg::Bool(post && flags::QMV_WLOCAL.enabled()),
+    )
     .template("TILED", TemplateArg::Bool(tiled))
     .template("BULK", TemplateArg::Bool(sched.bulk))
     .template("SMEM", smem_arg(shared.dynamic));
