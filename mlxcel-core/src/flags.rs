@@ -363,6 +363,10 @@ pub const QMV_WLOCAL: Flag = Flag {
     slot: 56,
 };
 
+/// Which tiles a warp owns under [`QMV_WLOCAL`]: `runs` (default: a contiguous run) or `strided`
+/// (every NW-th, as the default prologue's loop takes them).
+pub const QMV_WLOCAL_TILES_VAR: &str = "MLXCEL_QMV_WLOCAL_TILES";
+
 /// Where [`QMV_GBAR_PROBE`]'s barrier sits: `copies` (default: after the first weight copies,
 /// where a fused kernel needs it) or `start` (before anything: the barrier's bare cost).
 pub const QMV_GBAR_AT_VAR: &str = "MLXCEL_QMV_GBAR_AT";

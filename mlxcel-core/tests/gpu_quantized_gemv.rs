@@ -765,8 +765,9 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
 /// scale, the default) on Llama-3-8B's layer shapes, K = 20480 (more chunks of x and table units
 /// per lane than the registers hold), group 32 and 128 (two and one halves per table unit), K of
 /// 3 and 9 tiles (warps without tiles, runs of unequal length), and 8 and 4 warps (4 warps: the
-/// norm kernels' x past the registers too). On the CPU the kernels never run: every call ends in
-/// MLX's CUDA error with the flag on.
+/// norm kernels' x past the registers too), each warp's tiles every NW-th
+/// (`MLXCEL_QMV_WLOCAL_TILES=strided`) and a contiguous run (`runs`). On the CPU the kernels
+/// never run: every call ends in MLX's CUDA error with the flag on.
 #[test]
 fn warp_local_prologue_matches_a_float64_reference_or_is_not_used() {
     let mut r = rng("warp_local_prologue_matches_a_float64_reference_or_is_not_used");
@@ -807,18 +808,22 @@ fn warp_local_prologue_matches_a_float64_reference_or_is_not_used() {
         };
         // five_kernels' order.
         let wants: [&[f64]; 5] = [&plain, &with_res, &normed, &gate_up, &gate_up_norm];
-        for s in ["ring", "ring:4:8"] {
-            let calls = five_kernels(&c, Schedule::parse(s).unwrap());
-            for ((what, call), want) in calls.into_iter().zip(wants) {
-                let case = format!("{what} n={n} k={k} g={g} {s}");
-                let run = |on: bool| eval_with_flags(&[("MLXCEL_QMV_WLOCAL", on)], &*call);
-                if let Some(e) = against_float64("wlocal", "POST kernel", &case, want, &run) {
-                    worst = worst.max(e);
-                    checks += 1;
+        for tiles in ["strided", "runs"] {
+            std::env::set_var(flags::QMV_WLOCAL_TILES_VAR, tiles);
+            for s in ["ring", "ring:4:8"] {
+                let calls = five_kernels(&c, Schedule::parse(s).unwrap());
+                for ((what, call), want) in calls.into_iter().zip(wants) {
+                    let case = format!("{what} n={n} k={k} g={g} {s} {tiles}");
+                    let run = |on: bool| eval_with_flags(&[("MLXCEL_QMV_WLOCAL", on)], &*call);
+                    if let Some(e) = against_float64("wlocal", "POST kernel", &case, want, &run) {
+                        worst = worst.max(e);
+                        checks += 1;
+                    }
                 }
             }
         }
     }
+    std::env::remove_var(flags::QMV_WLOCAL_TILES_VAR);
     if on_cuda {
         eprintln!("warp-local prologue: {checks} cases on CUDA, worst relative RMS {worst:.2e}");
     }

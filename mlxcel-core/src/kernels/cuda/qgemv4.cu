@@ -70,7 +70,7 @@ if constexpr (S > 0 && MB) {
     const mlxcel_qmv::NoGate gate{};
 #endif
     if constexpr (POST) {
-      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY, WLOCAL && (!NORM || LATE)>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
+      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY, (!NORM || LATE) ? WLOCAL : 0>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     } else {
       mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     }

@@ -737,7 +737,7 @@ __device__ __forceinline__ u32 load_unit(const __half* p, bool al) {
 // rounding of stage_x_late), (D, E) per group into xsum, the tables as stage_sb lays them out;
 // with the norm, the warp's sum of squares into stage.red[warp] (late_partial). Only this
 // warp reads what it stores; the caller's __syncwarp publishes it.
-template <int G, int NW, int SS, int MATS, typename Stage, typename IssueOne, typename Gate>
+template <int G, int NW, int SS, int MATS, int TSTEP, typename Stage, typename IssueOne, typename Gate>
 __device__ __forceinline__ void wl_prologue(const QMat (&mats)[MATS], const Stage& stage, __half2* xs, __half2* sb,
                                             float2* xsum, int K, long long row0, int kg, int sbs, int tfirst, int tw,
                                             int tid, int lane, IssueOne issue, const Gate& gate) {
@@ -750,15 +750,15 @@ __device__ __forceinline__ void wl_prologue(const QMat (&mats)[MATS], const Stag
   constexpr bool X_AFTER_GATE = Gate::ACTIVE && !Gate::AT_START;
   if constexpr (Gate::AT_START) gate(tid);
   const int nch = tw * 16, rounds = (nch + 31) / 32;
-  const __half* xg = stage.x + static_cast<long long>(tfirst) * 128;
-  const __half* wg = NORM ? stage.nw + static_cast<long long>(tfirst) * 128 : stage.x;
+  // Chunk q of the run (tile q / 16 of it) as a chunk of x.
+  auto chunk = [&](int q) { return (tfirst + TSTEP * (q >> 4)) * 16 + (q & 15); };
   const bool vec = ((reinterpret_cast<unsigned long long>(stage.x) |
                      (NORM ? reinterpret_cast<unsigned long long>(stage.nw) : 0ull)) & 15) == 0;
   auto load_x = [&](int k, uint4& a, uint4& b) {
     const int q = lane + 32 * k;
     if (q < nch) {
-      a = load8(xg + q * 8, vec);
-      if constexpr (NORM) b = load8(wg + q * 8, vec);
+      a = load8(stage.x + static_cast<long long>(chunk(q)) * 8, vec);
+      if constexpr (NORM) b = load8(stage.nw + static_cast<long long>(chunk(q)) * 8, vec);
     }
   };
   uint4 xv[XW], wv[NORM ? XW : 1];
@@ -766,11 +766,18 @@ __device__ __forceinline__ void wl_prologue(const QMat (&mats)[MATS], const Stag
 #pragma unroll
     for (int k = 0; k < XW; ++k) load_x(k, xv[k], wv[NORM ? k : 0]);
   }
-  const int upr = tw * NG / UH, units = 16 * upr;
-  const long long tb = row0 * kg + static_cast<long long>(tfirst) * NG;
+  constexpr int UPT = NG / UH;  // units per tile
+  const int upr = tw * UPT, units = 16 * upr;
+  // Unit u's row and its first group.
+  auto unit_group = [&](int u, int& row) {
+    row = u / upr;
+    const int cu = u - row * upr;
+    return (tfirst + TSTEP * (cu / UPT)) * NG + (cu % UPT) * UH;
+  };
   auto unit_off = [&](int u) -> long long {
-    const int row = u / upr;
-    return tb + static_cast<long long>(row) * kg + (u - row * upr) * UH;
+    int row;
+    const int g = unit_group(u, row);
+    return (row0 + row) * kg + g;
   };
   bool al[MATS];
   u32 su[MATS][TU], bu[MATS][TU];
@@ -795,8 +802,7 @@ __device__ __forceinline__ void wl_prologue(const QMat (&mats)[MATS], const Stag
     for (int k = 0; k < XW; ++k) load_x(k, xv[k], wv[NORM ? k : 0]);
   }
   float ss = 0.0f;
-  uint4* xs4 = reinterpret_cast<uint4*>(xs) + tfirst * 16;
-  float2* xsw = xsum + tfirst * NG;
+  uint4* xs4 = reinterpret_cast<uint4*>(xs);
   auto put_x = [&](int k, uint4 v, const uint4& w) {
     const int q = lane + 32 * k, qq = lane & 15;
     float ev = 0.0f, od = 0.0f;
@@ -810,7 +816,7 @@ __device__ __forceinline__ void wl_prologue(const QMat (&mats)[MATS], const Stag
       }
       const u32 p0 = mlxcel_mma::prmt(v.x, v.z, 0x5410), p1 = mlxcel_mma::prmt(v.x, v.z, 0x7632);
       const u32 p2 = mlxcel_mma::prmt(v.y, v.w, 0x5410), p3 = mlxcel_mma::prmt(v.y, v.w, 0x7632);
-      xs4[q] = make_uint4(p0, p2, p1, p3);
+      xs4[chunk(q)] = make_uint4(p0, p2, p1, p3);
       const float2 f0 = __half22float2(*reinterpret_cast<const __half2*>(&p0));
       const float2 f1 = __half22float2(*reinterpret_cast<const __half2*>(&p1));
       const float2 f2 = __half22float2(*reinterpret_cast<const __half2*>(&p2));
@@ -823,7 +829,7 @@ __device__ __forceinline__ void wl_prologue(const QMat (&mats)[MATS], const Stag
       ev += __shfl_xor_sync(0xffffffffu, ev, o);
       od += __shfl_xor_sync(0xffffffffu, od, o);
     }
-    if (q < nch && qq % CPG == 0) xsw[(q >> 4) * NG + qq / CPG] = make_float2(ev + od, fmaf(1024.0f, ev, 64.0f * od));
+    if (q < nch && qq % CPG == 0) xsum[(tfirst + TSTEP * (q >> 4)) * NG + qq / CPG] = make_float2(ev + od, fmaf(1024.0f, ev, 64.0f * od));
   };
 #pragma unroll
   for (int k = 0; k < XW; ++k) {
@@ -835,8 +841,9 @@ __device__ __forceinline__ void wl_prologue(const QMat (&mats)[MATS], const Stag
     put_x(k, a, b);
   }
   auto put_unit = [&](int m, int u, u32 sv, u32 bv) {
-    const int row = u / upr;
-    __half2* dst = sb + (m * 16 + row) * sbs + tfirst * NG + (u - row * upr) * UH;
+    int row;
+    const int g = unit_group(u, row);
+    __half2* dst = sb + (m * 16 + row) * sbs + g;
 #pragma unroll
     for (int e = 0; e < UH; ++e) {
       dst[e] = __halves2half2(__ushort_as_half(static_cast<unsigned short>(sv >> (16 * e))),
@@ -890,7 +897,7 @@ __device__ __forceinline__ void wl_prologue(const QMat (&mats)[MATS], const Stag
 // the barrier that made every warp wait for the CTA's slowest load. Same arithmetic per tile;
 // the warps' partial sums (and the norm's sum of squares) group the tiles differently: fp32
 // rounding only, bounded against float64 by the GPU test.
-template <int G, int NW, int S, int MATS, bool EARLY, bool WL, typename Stage, typename Gate = NoGate>
+template <int G, int NW, int S, int MATS, bool EARLY, int WLM, typename Stage, typename Gate = NoGate>
 __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem,
                                                  int K, long long row0, int tid, int warp, int lane,
                                                  float (&acc)[MATS][4], const Gate& gate = Gate{}) {
@@ -905,10 +912,12 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   const int r = lane >> 2, c = lane & 3;
   const int words = K / 8, kg = K / G, sbs = sb_stride(kg);
   const int tiles = K / 128;
-  // This warp's tiles: tfirst, tfirst + TSTEP, ... (tw of them).
-  constexpr int TSTEP = WL ? 1 : NW;
-  const int tfirst = WL ? (warp * tiles) / NW : warp;
-  const int tw = WL ? ((warp + 1) * tiles) / NW - tfirst : (tiles - warp + NW - 1) / NW;
+  // This warp's tiles: tfirst, tfirst + TSTEP, ... (tw of them); WLM (the kernels' WLOCAL
+  // mode): 0 the CTA prologue, 1 the warp-local one over a contiguous run, 2 over every NW-th tile.
+  constexpr bool WL = WLM != 0;
+  constexpr int TSTEP = WLM == 1 ? 1 : NW;
+  const int tfirst = WLM == 1 ? (warp * tiles) / NW : warp;
+  const int tw = WLM == 1 ? ((warp + 1) * tiles) / NW - tfirst : (tiles - warp + NW - 1) / NW;
   const int jobs = MATS * tw;
   __half2* xs = reinterpret_cast<__half2*>(smem);
   __half2* sb = xs + K / 2;
@@ -932,7 +941,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
     fill = fill + 1 == SS ? 0 : fill + 1;
   };
   if constexpr (WL) {
-    wl_prologue<G, NW, SS, MATS>(mats, stage, xs, sb, xsum, K, row0, kg, sbs, tfirst, tw, tid, lane,
+    wl_prologue<G, NW, SS, MATS, TSTEP>(mats, stage, xs, sb, xsum, K, row0, kg, sbs, tfirst, tw, tid, lane,
                                  [&]() { issue(); }, gate);
   } else {
   ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); }, gate);
