@@ -366,21 +366,16 @@ def main():
         (v, True, False, False, False) for v in variants if v[1] > 0 and not v[3]] + [
         (v, False, True, bulk, False) for v in variants if v[1] > 0 and not v[3] for bulk in (False, True)] + [
         (v, post, False, False, True) for v in variants if v[4] for post in ((False, True) if v[1] > 0 else (False,))]
-    # WLOCAL (MLXCEL_QMV_WLOCAL: the warp-local prologue of the POST loop) on every POST build whose
-    # norm, if any, is applied late.
-    post_variants = [(v, post, tiled, bulk, late, 0) for v, post, tiled, bulk, late in post_variants] + [
-        (v, post, tiled, bulk, late, wl) for v, post, tiled, bulk, late in post_variants if post and (late or not v[4]) for wl in (1, 2)]
-    for (nw, st, u, mb, norm, early, rfirst), post, tiled, bulk, late, wlocal in post_variants:
+    for (nw, st, u, mb, norm, early, rfirst), post, tiled, bulk, late in post_variants:
         for g in (32, 64, 128):
             tag = (f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "")
-                   + (" rfirst" if rfirst else "") + (" post" if post else "") + (" tiled" if tiled else "") + (" bulk" if bulk else "") + (" late" if late else "")
-                   + (f" wlocal{wlocal}" if wlocal else ""))
+                   + (" rfirst" if rfirst else "") + (" post" if post else "") + (" tiled" if tiled else "") + (" bulk" if bulk else "") + (" late" if late else ""))
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
                       f"constexpr bool MB = {'true' if mb else 'false'}; constexpr bool NORM = {'true' if norm else 'false'}; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = {'true' if rfirst else 'false'}; "
                       f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = {'true' if tiled else 'false'}; "
                       f"constexpr bool BULK = {'true' if bulk else 'false'}; constexpr bool LATE = {'true' if late else 'false'}; "
-                      f"constexpr int WLOCAL = {wlocal}; constexpr int EPS = 0x3727c5ac; "
+                      f"constexpr int EPS = 0x3727c5ac; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
                    "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y) {\n" + consts
@@ -408,7 +403,7 @@ def main():
                       "constexpr bool MB = false; constexpr bool NORM = false; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = false; "
                       f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = false; "
-                      "constexpr bool BULK = false; constexpr bool LATE = false; constexpr int WLOCAL = 0; constexpr int EPS = 0x3727c5ac; "
+                      "constexpr bool BULK = false; constexpr bool LATE = false; constexpr int EPS = 0x3727c5ac; "
                       "constexpr bool RESID = true; constexpr int SMEM = 49152; "
                       f"constexpr bool GBAR_START = {'true' if start else 'false'}; constexpr int GBAR_SLOT_WORDS = 1024;\n")
             src = (qmv_header + SHAPE + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
@@ -452,7 +447,7 @@ def main():
             shipped = etail == "true" and post == "true" and tiled == "false" and (late == "true" or norm == "false")
             for cluster in (("false", "true") if shipped else ("false",)):
               consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
-                        f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; constexpr int WLOCAL = 0; "
+                        f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
                         f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                         f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
                         f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024; constexpr bool ETAIL = {etail}; constexpr bool CLUSTER = {cluster};\n")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Session 39's second device call (H200, ~9 min; timeout_s 580), after benchmarks/gpu/stage.sh
+# MLXCEL_QMV_WLOCAL was removed after call 3: check out a435943 to run this script.
 # (test binaries but gpu_quantized_gemv removed, the rest gzip'd):
 #   gunzip .devcarry/bin/mlxcel.gz .devcarry/bin/tests/gpu_quantized_gemv.gz && chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session39_call2.sh

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Session 39's third device call (H200, ~9 min; timeout_s 560), staged as call 2.
+# MLXCEL_QMV_WLOCAL(_TILES) was removed after this call: check out 0bf44e5 to run this script.
 #   gunzip .devcarry/bin/mlxcel.gz .devcarry/bin/tests/gpu_quantized_gemv.gz && chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session39_call3.sh
 # Call 2: MLXCEL_QMV_WLOCAL (each warp a contiguous run of tiles, its own prologue, no CTA

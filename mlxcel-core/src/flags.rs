@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 58;
+const SLOTS: usize = 57;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -343,29 +343,6 @@ pub const QMV_GBAR_PROBE: Flag = Flag {
     doc: "measuring probe: o_proj / down_proj GEMVs run a grid-wide barrier in their prologue (1 = on; outputs unchanged)",
     slot: 55,
 };
-
-/// The POST GEMV loop (`ring_rows16_post` in `cuda/qgemv4.cuh`) with a warp-local prologue:
-/// each warp owns a contiguous run of the K tiles (not every NW-th), loads and stages only its
-/// own chunks of x (with the folded norm: `nw * x` and its share of the sum of squares, the
-/// scale applied late) and its own groups' scales and biases, and starts its loop after a
-/// `__syncwarp`, with no barrier across the CTA before the loop. Why: in-situ source counters
-/// (session 39, turbo4 at 32K) put 36-60% of the GEMVs' warp samples in the prologue, gate/up's
-/// largest single wait on x's load (15%) and the prologue's CTA barrier (13%; the head's 11%):
-/// every warp waited for the CTA's slowest load before its first tile. Only where POST runs
-/// and the folded norm (if any) applies its scale late (`MLXCEL_QMV_NORM_LATE`). Not
-/// bit-identical to the default: each warp's tiles and the norm's sum of squares are added in
-/// another order (fp32 rounding only); the GPU test bounds it against float64. Off until
-/// measured; 1 turns it on.
-pub const QMV_WLOCAL: Flag = Flag {
-    name: "MLXCEL_QMV_WLOCAL",
-    default: false,
-    doc: "POST GEMV kernels: each warp stages its own contiguous K range and starts without a CTA barrier (1 = on)",
-    slot: 56,
-};
-
-/// Which tiles a warp owns under [`QMV_WLOCAL`]: `runs` (default: a contiguous run) or `strided`
-/// (every NW-th, as the default prologue's loop takes them).
-pub const QMV_WLOCAL_TILES_VAR: &str = "MLXCEL_QMV_WLOCAL_TILES";
 
 /// Where [`QMV_GBAR_PROBE`]'s barrier sits: `copies` (default: after the first weight copies,
 /// where a fused kernel needs it) or `start` (before anything: the barrier's bare cost).
@@ -1126,7 +1103,6 @@ pub const ALL: &[Flag] = &[
     QMV_POST,
     QMV_TILED,
     QMV_GBAR_PROBE,
-    QMV_WLOCAL,
     QMV_NORM_LATE,
     FOLD_TAIL,
     QKV_CLUSTER,

@@ -913,34 +913,10 @@ fn launch<'a>(
     .template("MB", TemplateArg::Bool(sched.multi_block()))
     .template("EARLY", TemplateArg::Bool(flags::QMV_EARLY.enabled()))
     .template("POST", TemplateArg::Bool(post))
-    .template("WLOCAL", TemplateArg::Int(wlocal_mode(post)?))
     .template("TILED", TemplateArg::Bool(tiled))
     .template("BULK", TemplateArg::Bool(sched.bulk))
     .template("SMEM", smem_arg(shared.dynamic));
     Ok((launch, shared))
-}
-
-/// The kernels' `WLOCAL` mode ([`flags::QMV_WLOCAL`], POST only): 0 off, 1 each warp's tiles a
-/// contiguous run (`MLXCEL_QMV_WLOCAL_TILES=runs`, the default), 2 every NW-th tile as the CTA
-/// prologue's loop takes them (`strided`). A value that does not parse is an error.
-fn wlocal_mode(post: bool) -> Result<i32> {
-    if !(post && flags::QMV_WLOCAL.enabled()) {
-        return Ok(0);
-    }
-    match flags::var(flags::QMV_WLOCAL_TILES_VAR)
-        .as_deref()
-        .map(str::trim)
-    {
-        None | Some("runs") => Ok(1),
-        Some("strided") => Ok(2),
-        Some(other) => Err(Error::invalid(
-            "quantized gemv",
-            format!(
-                "{}: {other:?}, expected runs or strided",
-                flags::QMV_WLOCAL_TILES_VAR
-            ),
-        )),
-    }
 }
 
 /// The `SMEM` template argument: the launch's dynamic shared memory in bytes. MLX raises a

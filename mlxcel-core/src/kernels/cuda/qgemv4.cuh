@@ -315,7 +315,6 @@ struct StageX {
   const __half* nw;  // NORM only
   float eps;         // NORM only
   float* red;        // NORM only: NT / 32 floats
-  static constexpr bool IS_NORM = NORM, IS_LATE = LATE;  // for ring_rows16_post's WL prologue
   using Early = XEarly<NORM, NT, LATE>;
   __device__ __forceinline__ void operator()(__half2* xs, int K, int tid) const {
     if constexpr (NORM && LATE) stage_x_late<NT>(x, nw, xs, K, tid, red);
@@ -704,166 +703,6 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
   }
 }
 
-// 8 fp16 values at p as one 16-byte chunk: one vector load where p is 16-byte aligned (`vec`),
-// else eight 2-byte loads (WL's prologue, for unaligned x or norm weights).
-__device__ __forceinline__ uint4 load8(const __half* p, bool vec) {
-  if (vec) return *reinterpret_cast<const uint4*>(p);
-  uint4 v;
-  unsigned short* h = reinterpret_cast<unsigned short*>(&v);
-#pragma unroll
-  for (int e = 0; e < 8; ++e) h[e] = __half_as_ushort(p[e]);
-  return v;
-}
-
-// UH consecutive fp16 values at p (UH = 2: one 4-byte load where p is 4-byte aligned, `al`) as
-// the low bits of one word: a unit of WL's per-warp (scale, bias) tables.
-template <int UH>
-__device__ __forceinline__ u32 load_unit(const __half* p, bool al) {
-  if constexpr (UH == 2) {
-    if (al) return *reinterpret_cast<const u32*>(p);
-    return static_cast<u32>(__half_as_ushort(p[0])) | (static_cast<u32>(__half_as_ushort(p[1])) << 16);
-  } else {
-    return __half_as_ushort(p[0]);
-  }
-}
-
-// WL's prologue (ring_rows16_post, MLXCEL_QMV_WLOCAL): this warp's tiles [tfirst, tfirst + tw)
-// of x (nch = 16 tw chunks; lane takes chunks lane + 32 k, so chunk k of a lane lies in tile
-// 2 k + lane / 16 of the run, as the CTA prologue's (D, E) loop has them) and of the MATS
-// (scale, bias) tables (16 rows x tw NG groups, in units of UH halves; unit u: row u / upr).
-// The first XW chunks and TU units per matrix are loaded before the ring's first SS - 1 copies
-// (issue) and held in registers; larger K loads the rest afterwards. Stores: x in the loop's
-// order ((x0, x4), (x2, x6), (x1, x5), (x3, x7) per chunk; with the norm, nw * x with the
-// rounding of stage_x_late), (D, E) per group into xsum, the tables as stage_sb lays them out;
-// with the norm, the warp's sum of squares into stage.red[warp] (late_partial). Only this
-// warp reads what it stores; the caller's __syncwarp publishes it.
-template <int G, int NW, int SS, int MATS, int TSTEP, typename Stage, typename IssueOne, typename Gate>
-__device__ __forceinline__ void wl_prologue(const QMat (&mats)[MATS], const Stage& stage, __half2* xs, __half2* sb,
-                                            float2* xsum, int K, long long row0, int kg, int sbs, int tfirst, int tw,
-                                            int tid, int lane, IssueOne issue, const Gate& gate) {
-  constexpr bool NORM = Stage::IS_NORM;
-  static_assert(!NORM || Stage::IS_LATE, "the warp-local prologue needs the folded norm's scale applied late");
-  constexpr int NG = 128 / G, CPG = G / 8;
-  constexpr int XW = NORM ? 2 : 8;                // chunks of x per lane in registers
-  constexpr int UH = NG % 2 == 0 ? 2 : 1;         // halves per table unit
-  constexpr int TU = (NORM || MATS > 1) ? 2 : 8;  // table units per lane and matrix in registers
-  constexpr bool X_AFTER_GATE = Gate::ACTIVE && !Gate::AT_START;
-  if constexpr (Gate::AT_START) gate(tid);
-  const int nch = tw * 16, rounds = (nch + 31) / 32;
-  // Chunk q of the run (tile q / 16 of it) as a chunk of x.
-  auto chunk = [&](int q) { return (tfirst + TSTEP * (q >> 4)) * 16 + (q & 15); };
-  const bool vec = ((reinterpret_cast<unsigned long long>(stage.x) |
-                     (NORM ? reinterpret_cast<unsigned long long>(stage.nw) : 0ull)) & 15) == 0;
-  auto load_x = [&](int k, uint4& a, uint4& b) {
-    const int q = lane + 32 * k;
-    if (q < nch) {
-      a = load8(stage.x + static_cast<long long>(chunk(q)) * 8, vec);
-      if constexpr (NORM) b = load8(stage.nw + static_cast<long long>(chunk(q)) * 8, vec);
-    }
-  };
-  uint4 xv[XW], wv[NORM ? XW : 1];
-  if constexpr (!X_AFTER_GATE) {
-#pragma unroll
-    for (int k = 0; k < XW; ++k) load_x(k, xv[k], wv[NORM ? k : 0]);
-  }
-  constexpr int UPT = NG / UH;  // units per tile
-  const int upr = tw * UPT, units = 16 * upr;
-  // Unit u's row and its first group.
-  auto unit_group = [&](int u, int& row) {
-    row = u / upr;
-    const int cu = u - row * upr;
-    return (tfirst + TSTEP * (cu / UPT)) * NG + (cu % UPT) * UH;
-  };
-  auto unit_off = [&](int u) -> long long {
-    int row;
-    const int g = unit_group(u, row);
-    return (row0 + row) * kg + g;
-  };
-  bool al[MATS];
-  u32 su[MATS][TU], bu[MATS][TU];
-#pragma unroll
-  for (int m = 0; m < MATS; ++m) {
-    al[m] = ((reinterpret_cast<unsigned long long>(mats[m].s) | reinterpret_cast<unsigned long long>(mats[m].b)) & 3) == 0;
-#pragma unroll
-    for (int j = 0; j < TU; ++j) {
-      const int u = lane + 32 * j;
-      if (u < units) {
-        const long long o = unit_off(u);
-        su[m][j] = load_unit<UH>(mats[m].s + o, al[m]);
-        bu[m][j] = load_unit<UH>(mats[m].b + o, al[m]);
-      }
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < SS - 1; ++j) issue();
-  if constexpr (X_AFTER_GATE) {
-    gate(tid);
-#pragma unroll
-    for (int k = 0; k < XW; ++k) load_x(k, xv[k], wv[NORM ? k : 0]);
-  }
-  float ss = 0.0f;
-  uint4* xs4 = reinterpret_cast<uint4*>(xs);
-  auto put_x = [&](int k, uint4 v, const uint4& w) {
-    const int q = lane + 32 * k, qq = lane & 15;
-    float ev = 0.0f, od = 0.0f;
-    if (q < nch) {
-      if constexpr (NORM) {
-        sum_sq8(v, ss);
-        __half2* hx = reinterpret_cast<__half2*>(&v);
-        const __half2* hw = reinterpret_cast<const __half2*>(&w);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) hx[e] = __hmul2(hw[e], hx[e]);
-      }
-      const u32 p0 = mlxcel_mma::prmt(v.x, v.z, 0x5410), p1 = mlxcel_mma::prmt(v.x, v.z, 0x7632);
-      const u32 p2 = mlxcel_mma::prmt(v.y, v.w, 0x5410), p3 = mlxcel_mma::prmt(v.y, v.w, 0x7632);
-      xs4[chunk(q)] = make_uint4(p0, p2, p1, p3);
-      const float2 f0 = __half22float2(*reinterpret_cast<const __half2*>(&p0));
-      const float2 f1 = __half22float2(*reinterpret_cast<const __half2*>(&p1));
-      const float2 f2 = __half22float2(*reinterpret_cast<const __half2*>(&p2));
-      const float2 f3 = __half22float2(*reinterpret_cast<const __half2*>(&p3));
-      ev = (f0.x + f0.y) + (f2.x + f2.y);
-      od = (f1.x + f1.y) + (f3.x + f3.y);
-    }
-#pragma unroll
-    for (int o = 1; o < CPG; o <<= 1) {
-      ev += __shfl_xor_sync(0xffffffffu, ev, o);
-      od += __shfl_xor_sync(0xffffffffu, od, o);
-    }
-    if (q < nch && qq % CPG == 0) xsum[(tfirst + TSTEP * (q >> 4)) * NG + qq / CPG] = make_float2(ev + od, fmaf(1024.0f, ev, 64.0f * od));
-  };
-#pragma unroll
-  for (int k = 0; k < XW; ++k) {
-    if (k < rounds) put_x(k, xv[k], wv[NORM ? k : 0]);
-  }
-  for (int k = XW; k < rounds; ++k) {
-    uint4 a = make_uint4(0u, 0u, 0u, 0u), b = a;
-    load_x(k, a, b);
-    put_x(k, a, b);
-  }
-  auto put_unit = [&](int m, int u, u32 sv, u32 bv) {
-    int row;
-    const int g = unit_group(u, row);
-    __half2* dst = sb + (m * 16 + row) * sbs + g;
-#pragma unroll
-    for (int e = 0; e < UH; ++e) {
-      dst[e] = __halves2half2(__ushort_as_half(static_cast<unsigned short>(sv >> (16 * e))),
-                              __ushort_as_half(static_cast<unsigned short>(bv >> (16 * e))));
-    }
-  };
-#pragma unroll
-  for (int m = 0; m < MATS; ++m) {
-#pragma unroll
-    for (int j = 0; j < TU; ++j) {
-      if (lane + 32 * j < units) put_unit(m, lane + 32 * j, su[m][j], bu[m][j]);
-    }
-    for (int u = lane + 32 * TU; u < units; u += 32) {
-      const long long o = unit_off(u);
-      put_unit(m, u, load_unit<UH>(mats[m].s + o, al[m]), load_unit<UH>(mats[m].b + o, al[m]));
-    }
-  }
-  if constexpr (NORM) late_partial(ss, tid, stage.red);
-}
-
 // POST (MLXCEL_QMV_POST): the ring schedule with each quantization group's scale and bias
 // applied after the mma, in fp32, instead of to every weight before it. Why: the layer GEMVs
 // are issue-bound (ncu, session 26: gate/up 4.31 thread-instructions per weight, 62% of issue
@@ -885,19 +724,7 @@ __device__ __forceinline__ void wl_prologue(const QMat (&mats)[MATS], const Stag
 // pointer, the ring slot by a counter (no division). Numerics: products exact in fp32, no
 // fp16 rounding of the weights, so not bit-identical to ring_rows16 (which rounds s n + b
 // to fp16); the GEMV tests bound it against float64. One CTA per 16 rows only (no MB).
-//
-// WL (MLXCEL_QMV_WLOCAL; with the folded norm only where its scale is applied late): each warp
-// owns a contiguous run of tiles (tw of them from tfirst, not every NW-th), and its prologue is
-// its own: it loads its chunks of x (with the norm: of nw too, and its share of the sum of
-// squares for the late scale, published by the epilogue's reduction barrier) and its groups'
-// scales and biases (EARLY's order: before the ring's first copies, held in registers), stages
-// them in the same layouts (x in the loop's pair order, its (D, E) sums straight from the
-// registers), and starts its loop after a __syncwarp. Why: in situ (session 39) 36-60% of the
-// GEMVs' warp samples sat in the CTA-wide prologue, the largest single waits on x's load and on
-// the barrier that made every warp wait for the CTA's slowest load. Same arithmetic per tile;
-// the warps' partial sums (and the norm's sum of squares) group the tiles differently: fp32
-// rounding only, bounded against float64 by the GPU test.
-template <int G, int NW, int S, int MATS, bool EARLY, int WLM, typename Stage, typename Gate = NoGate>
+template <int G, int NW, int S, int MATS, bool EARLY, typename Stage, typename Gate = NoGate>
 __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem,
                                                  int K, long long row0, int tid, int warp, int lane,
                                                  float (&acc)[MATS][4], const Gate& gate = Gate{}) {
@@ -912,18 +739,13 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   const int r = lane >> 2, c = lane & 3;
   const int words = K / 8, kg = K / G, sbs = sb_stride(kg);
   const int tiles = K / 128;
-  // This warp's tiles: tfirst, tfirst + TSTEP, ... (tw of them); WLM (the kernels' WLOCAL
-  // mode): 0 the CTA prologue, 1 the warp-local one over a contiguous run, 2 over every NW-th tile.
-  constexpr bool WL = WLM != 0;
-  constexpr int TSTEP = WLM == 1 ? 1 : NW;
-  const int tfirst = WLM == 1 ? (warp * tiles) / NW : warp;
-  const int tw = WLM == 1 ? ((warp + 1) * tiles) / NW - tfirst : (tiles - warp + NW - 1) / NW;
+  const int tw = (tiles - warp + NW - 1) / NW;
   const int jobs = MATS * tw;
   __half2* xs = reinterpret_cast<__half2*>(smem);
   __half2* sb = xs + K / 2;
   uint4* ring = reinterpret_cast<uint4*>(sb + MATS * 16 * sbs) + warp * SS * 64;
   const int put = r * 4 + ((c + (r >> 1)) & 3);
-  const long long lane_off = (row0 + r) * words + c * 4 + tfirst * 16;
+  const long long lane_off = (row0 + r) * words + c * 4 + warp * 16;
   const u32* src = mats[0].w + lane_off;
   // left (the first matrix's copies still to issue) is derivable from issued, but testing
   // `issued == tw` instead took NVRTC 2 more instructions per tile (139 -> 141, gate/up).
@@ -934,16 +756,12 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
       ring_copy16(dst + put, src);
       ring_copy16(dst + 32 + put, src + 8LL * words);
       ++issued;
-      src += TSTEP * 16;
+      src += NW * 16;
       if (MATS > 1 && --left == 0) src = mats[MATS - 1].w + lane_off;  // the second matrix's first tile
     }
     ring_commit();
     fill = fill + 1 == SS ? 0 : fill + 1;
   };
-  if constexpr (WL) {
-    wl_prologue<G, NW, SS, MATS, TSTEP>(mats, stage, xs, sb, xsum, K, row0, kg, sbs, tfirst, tw, tid, lane,
-                                 [&]() { issue(); }, gate);
-  } else {
   ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); }, gate);
   // (D, E) of this warp's groups: lanes 0-15 take the 16 chunks of one tile, lanes 16-31 the
   // next tile's; each sums its chunk's even and odd values in fp32 (a chunk in pair order holds
@@ -971,18 +789,17 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
     }
     if (i < tw && q % CPG == 0) xsum[(warp + NW * i) * NG + q / CPG] = make_float2(ev + od, fmaf(1024.0f, ev, 64.0f * od));
   }
-  }
   __syncwarp();
   // Word c of chunk s of row r (and of row r + 8, 128 words further) in a slot, as u32 offsets.
   int at[4];
 #pragma unroll
   for (int s = 0; s < 4; ++s) at[s] = (r * 4 + ((s + (r >> 1)) & 3)) * 4 + c;
   int slot = 0;
-  const uint4* xw = reinterpret_cast<const uint4*>(xs) + tfirst * 16 + c;  // this lane's x word of step 0
+  const uint4* xw = reinterpret_cast<const uint4*>(xs) + warp * 16 + c;  // this lane's x word of step 0
 #pragma unroll
   for (int m = 0; m < MATS; ++m) {
-    const __half2* sbr = sb + m * 16 * sbs + r * sbs + tfirst * NG;
-    const float2* dg = xsum + tfirst * NG;
+    const __half2* sbr = sb + m * 16 * sbs + r * sbs + warp * NG;
+    const float2* dg = xsum + warp * NG;
     const uint4* xt = xw;
     for (int i = 0; i < tw; ++i) {
       __syncwarp();  // every lane is done with the slot the refill reuses
@@ -1016,9 +833,9 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
         acc[m][0] = fmaf(p0.y, de.x, fmaf(p0.x, fmaf(hi[0], 0.0625f, lo[0]) - de.y, acc[m][0]));
         acc[m][2] = fmaf(p1.y, de.x, fmaf(p1.x, fmaf(hi[2], 0.0625f, lo[2]) - de.y, acc[m][2]));
       }
-      xt += TSTEP * 16;
-      sbr += TSTEP * NG;
-      dg += TSTEP * NG;
+      xt += NW * 16;
+      sbr += NW * NG;
+      dg += NW * NG;
     }
   }
 }
