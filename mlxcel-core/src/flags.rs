@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 57;
+const SLOTS: usize = 58;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -342,6 +342,20 @@ pub const QMV_GBAR_PROBE: Flag = Flag {
     default: false,
     doc: "measuring probe: o_proj / down_proj GEMVs run a grid-wide barrier in their prologue (1 = on; outputs unchanged)",
     slot: 55,
+};
+
+/// A measuring probe (off; **wrong outputs**): the POST GEMV kernels keep their prologue, their
+/// ring's copies, waits and slot reads, but skip each tile's arithmetic (`MLXCEL_QMV_NOMATH` in
+/// `cuda/qgemv4.cuh`, built under its own kernel names). Why: in `bench gemv` the bare ring ran
+/// gate/up at 17.6 us against the shipped 26.0 (session 28), while in situ neither deeper rings
+/// nor an earlier start per warp (session 39) sped the GEMVs up; timed in a decode step
+/// (`MLXCEL_STEP_AB=MLXCEL_QMV_NOMATH_PROBE`, device clock), the probe says whether the copy
+/// pattern itself or the arithmetic beside it holds the GEMVs there. Never for generation.
+pub const QMV_NOMATH_PROBE: Flag = Flag {
+    name: "MLXCEL_QMV_NOMATH_PROBE",
+    default: false,
+    doc: "measuring probe, WRONG OUTPUTS: POST GEMVs skip their per-tile arithmetic (1 = on; timing only)",
+    slot: 56,
 };
 
 /// Where [`QMV_GBAR_PROBE`]'s barrier sits: `copies` (default: after the first weight copies,
@@ -1103,6 +1117,7 @@ pub const ALL: &[Flag] = &[
     QMV_POST,
     QMV_TILED,
     QMV_GBAR_PROBE,
+    QMV_NOMATH_PROBE,
     QMV_NORM_LATE,
     FOLD_TAIL,
     QKV_CLUSTER,

@@ -759,6 +759,65 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
     }
 }
 
+/// `MLXCEL_QMV_NOMATH_PROBE` (a measuring probe: the POST kernels skip each tile's arithmetic)
+/// must change the five kernels' outputs (the arithmetic really is skipped: a probe that did not
+/// would time the shipped kernel) and leave them to the bit when switched off again (its builds
+/// are cached apart from the shipped ones). On the CPU the kernels never run: every call ends in
+/// MLX's CUDA error with the probe on.
+#[test]
+fn nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used() {
+    let mut r = rng("nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let (n, k, g) = if on_cuda {
+        (4096, 4096, 64)
+    } else {
+        (48, 384, 32)
+    };
+    let (q, _) = weight(&mut r, n, k, g);
+    let (qu, _) = weight(&mut r, n, k, g);
+    let (x, _) = input(&mut r, k);
+    let (res, _) = input(&mut r, n);
+    let (xr, w) = residual_and_norm_weight(&mut r, k);
+    let norm = FoldedNorm {
+        weight: &w,
+        eps: 1e-5,
+    };
+    let c = FlagCase {
+        x: &x,
+        xr: &xr,
+        res: &res,
+        q: &q,
+        qu: &qu,
+        norm,
+    };
+    let probe = "MLXCEL_QMV_NOMATH_PROBE";
+    let mut checks = 0;
+    for (what, call) in five_kernels(&c, Schedule::parse("ring").unwrap()) {
+        let run = |on: bool| eval_with_flags(&[(probe, on)], &*call);
+        if !on_cuda {
+            let err = run(true).unwrap_err().to_string();
+            assert!(err.contains("CUDA"), "{what}: {err}");
+            continue;
+        }
+        let bits = |y: Array| y.to_vec::<half::f16>().unwrap();
+        let before = bits(run(false).unwrap());
+        let probed = bits(run(true).unwrap());
+        let after = bits(run(false).unwrap());
+        assert!(
+            probed != before,
+            "{what}: the probe left the output unchanged"
+        );
+        assert!(
+            after == before,
+            "{what}: the output changed after the probe"
+        );
+        checks += 1;
+    }
+    if on_cuda {
+        assert_eq!(checks, 5);
+    }
+}
+
 /// `MLXCEL_QMV_NORM_LATE` (the folded norm's scale applied to the row sums in the epilogue, x
 /// staged as `nw * x`) against the float64 reference of the normalized product, within TOL and
 /// within 1.5x the default fold's error plus 1e-4 on the same data: the plain kernel and the

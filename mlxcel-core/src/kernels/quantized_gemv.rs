@@ -1002,11 +1002,30 @@ pub(crate) fn run(
             format!("{name}: {total} bytes of shared memory per CTA (at most {MAX_SHARED}); use fewer warps or stages"),
         ));
     }
+    if flags::QMV_NOMATH_PROBE.enabled() {
+        // The probe's builds: their own name (MLX keys kernels by name and text) and cache slot.
+        return cached_by_name(
+            KernelBackend::Cuda,
+            name,
+            request as u64 | NOMATH_VARIANT,
+            || {
+                let mut s = source(request);
+                s.name = format!("{}_nomath", s.name);
+                s.header = format!("#define MLXCEL_QMV_NOMATH 1\n{}", s.header);
+                s
+            },
+        )?
+        .call(launch);
+    }
     cached_by_name(KernelBackend::Cuda, name, request as u64, || {
         source(request)
     })?
     .call(launch)
 }
+
+/// The cache-variant bit of [`flags::QMV_NOMATH_PROBE`]'s builds in [`run`] (shared-memory
+/// requests stay far below it).
+const NOMATH_VARIANT: u64 = 1 << 62;
 
 /// `silu(x @ Wg^T) * (x @ Wu^T)` for one row of x -> `[..., N]` fp16, in one launch.
 pub fn gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Array> {

@@ -814,6 +814,19 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
         w0[s] = sl[at[s]];
         w1[s] = sl[128 + at[s]];
       }
+#ifdef MLXCEL_QMV_NOMATH
+      // MLXCEL_QMV_NOMATH_PROBE (quantized_gemv.rs's run): a measuring probe that keeps the
+      // copies, the waits and the slot's reads but drops the tile's arithmetic (the decode, the
+      // mma, x's and the tables' shared loads, the per-group epilogue): one add of the words'
+      // parity keeps the reads alive. Wrong outputs on purpose: it times the copy pattern.
+      {
+        u32 f = 0u;
+#pragma unroll
+        for (int s = 0; s < 4; ++s) f ^= w0[s] ^ w1[s];
+        acc[m][0] += static_cast<float>(f & 1u);
+      }
+      if constexpr (false)
+#endif
 #pragma unroll
       for (int gi = 0; gi < NG; ++gi) {
         float lo[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hi[4] = {0.0f, 0.0f, 0.0f, 0.0f};
