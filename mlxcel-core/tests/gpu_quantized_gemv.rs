@@ -453,6 +453,51 @@ struct FlagCase<'a> {
     norm: FoldedNorm<'a>,
 }
 
+/// A flag test case's random inputs, owned ([`FlagInputs::case`] borrows them as a [`FlagCase`]),
+/// drawn in this order: the gate (or plain) weight, the up weight, x, the residual, the
+/// residual-stream x and its norm weight.
+struct FlagInputs {
+    q: Quantized,
+    qu: Quantized,
+    x: Array,
+    res: Array,
+    xr: Array,
+    w: Array,
+}
+
+impl FlagInputs {
+    fn new(r: &mut rand::rngs::StdRng, n: usize, k: usize, g: i32) -> Self {
+        let (q, _) = weight(r, n, k, g);
+        let (qu, _) = weight(r, n, k, g);
+        let (x, _) = input(r, k);
+        let (res, _) = input(r, n);
+        let (xr, w) = residual_and_norm_weight(r, k);
+        FlagInputs {
+            q,
+            qu,
+            x,
+            res,
+            xr,
+            w,
+        }
+    }
+
+    /// The inputs as a case, the folded norm at eps 1e-5.
+    fn case(&self) -> FlagCase<'_> {
+        FlagCase {
+            x: &self.x,
+            xr: &self.xr,
+            res: &self.res,
+            q: &self.q,
+            qu: &self.qu,
+            norm: FoldedNorm {
+                weight: &self.w,
+                eps: 1e-5,
+            },
+        }
+    }
+}
+
 /// The five ring kernels a flag test runs on `c` with `sched`, in this order: plain, with the
 /// residual, with the folded norm, gate/up + SiLU, gate/up + SiLU with the norm.
 fn five_kernels<'a>(
@@ -556,23 +601,8 @@ fn five_kernels_same_bits(
     };
     let mut checks = 0;
     for &(n, k, g) in shapes {
-        let (q, _) = weight(r, n, k, g);
-        let (qu, _) = weight(r, n, k, g);
-        let (x, _) = input(r, k);
-        let (res, _) = input(r, n);
-        let (xr, w) = residual_and_norm_weight(r, k);
-        let norm = FoldedNorm {
-            weight: &w,
-            eps: 1e-5,
-        };
-        let c = FlagCase {
-            x: &x,
-            xr: &xr,
-            res: &res,
-            q: &q,
-            qu: &qu,
-            norm,
-        };
+        let inputs = FlagInputs::new(r, n, k, g);
+        let c = inputs.case();
         for s in ["ring", "ring:4:8"] {
             for (what, call) in five_kernels(&c, Schedule::parse(s).unwrap()) {
                 let case = format!("{what} n={n} k={k} g={g} {s}{label}");
@@ -773,23 +803,8 @@ fn nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used() {
     } else {
         (48, 384, 32)
     };
-    let (q, _) = weight(&mut r, n, k, g);
-    let (qu, _) = weight(&mut r, n, k, g);
-    let (x, _) = input(&mut r, k);
-    let (res, _) = input(&mut r, n);
-    let (xr, w) = residual_and_norm_weight(&mut r, k);
-    let norm = FoldedNorm {
-        weight: &w,
-        eps: 1e-5,
-    };
-    let c = FlagCase {
-        x: &x,
-        xr: &xr,
-        res: &res,
-        q: &q,
-        qu: &qu,
-        norm,
-    };
+    let inputs = FlagInputs::new(&mut r, n, k, g);
+    let c = inputs.case();
     let probe = "MLXCEL_QMV_NOMATH_PROBE";
     let mut checks = 0;
     for (what, call) in five_kernels(&c, Schedule::parse("ring").unwrap()) {
