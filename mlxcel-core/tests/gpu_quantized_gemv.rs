@@ -792,8 +792,9 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
 /// `MLXCEL_QMV_NOMATH_PROBE` (a measuring probe: the POST kernels skip each tile's arithmetic)
 /// must change the five kernels' outputs (the arithmetic really is skipped: a probe that did not
 /// would time the shipped kernel) and leave them to the bit when switched off again (its builds
-/// are cached apart from the shipped ones). On the CPU the kernels never run: every call ends in
-/// MLX's CUDA error with the probe on.
+/// are cached apart from the shipped ones). With POST off it is an error, on every backend (the
+/// probe lives in the POST loop). On the CPU the kernels never run: every call ends in MLX's CUDA
+/// error with the probe on.
 #[test]
 fn nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used() {
     let mut r = rng("nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used");
@@ -831,6 +832,13 @@ fn nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used() {
     if on_cuda {
         assert_eq!(checks, 5);
     }
+    // Without the POST loop there is nothing to probe: an error, not the shipped kernel timed.
+    let err = eval_with_flags(&[(probe, true), ("MLXCEL_QMV_POST", false)], &|| {
+        gemv_with(&inputs.x, &inputs.q, None, Schedule::parse("ring").unwrap())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("MLXCEL_QMV_POST"), "{err}");
 }
 
 /// `MLXCEL_QMV_NORM_LATE` (the folded norm's scale applied to the row sums in the epilogue, x

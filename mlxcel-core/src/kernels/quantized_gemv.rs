@@ -894,6 +894,16 @@ fn launch<'a>(
     check_layout(q, sched)?;
     let (group, tiled) = (q.group_size, q.layout == WeightLayout::Rows16Tiles);
     let post = flags::QMV_POST.enabled() && !tiled;
+    if flags::QMV_NOMATH_PROBE.enabled() && !post {
+        // The probe lives in the POST loop: without it the launch would time the shipped kernel.
+        return Err(Error::invalid(
+            "quantized gemv",
+            format!(
+                "{} needs the POST GEMV loop (MLXCEL_QMV_POST on, MLX's weight layout)",
+                flags::QMV_NOMATH_PROBE.name
+            ),
+        ));
+    }
     let shared = SharedMemory::gemv(
         sched.shared_bytes(k, group as usize, mats),
         sched.warps,

@@ -817,8 +817,9 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
 #ifdef MLXCEL_QMV_NOMATH
       // MLXCEL_QMV_NOMATH_PROBE (quantized_gemv.rs's run): a measuring probe that keeps the
       // copies, the waits and the slot's reads but drops the tile's arithmetic (the decode, the
-      // mma, x's and the tables' shared loads, the per-group epilogue): one add of the words'
-      // parity keeps the reads alive. Wrong outputs on purpose: it times the copy pattern.
+      // mma, x's and the tables' shared loads, the per-group epilogue: the `if constexpr (false)`
+      // below discards the tile's group loop): one add of the words' parity keeps the reads
+      // alive. Wrong outputs on purpose: it times the copy pattern.
       {
         u32 f = 0u;
 #pragma unroll
