@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 39's fourth device call (H200, ~100 s: the session's last device-seconds; timeout_s 100),
+# Session 39's fourth device call (refused: no device time left; for the next session: H200,
+# ~5 min; timeout_s 400),
 # after benchmarks/gpu/stage.sh (test binaries but gpu_quantized_gemv removed, the rest gzip'd):
 #   gunzip .devcarry/bin/mlxcel.gz .devcarry/bin/tests/gpu_quantized_gemv.gz && chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session39_call4.sh
@@ -14,5 +15,10 @@ set -uo pipefail
 . benchmarks/gpu/e2e_run.sh
 call_dir s39c4
 RUN_TIMEOUT=60 step_ab ab-nomath-32k MLXCEL_QMV_NOMATH_PROBE turbo4 32768
-gpu_test gpu_quantized_gemv 40 "nomath" nomath_probe
+gpu_test gpu_quantized_gemv 60 "nomath" nomath_probe
+# Per GEMV in situ (ncu, two steps): which launches the arithmetic holds (session 28's bench
+# probe: gate/up 17.6 us bare against 26.0 shipped; head 67.7 against 103.2).
+insitu_env nomath0 MLXCEL_QMV_NOMATH_PROBE=0
+insitu_env nomath1 MLXCEL_QMV_NOMATH_PROBE=1
+RUN_TIMEOUT=60 step_ab ab-nomath-128k MLXCEL_QMV_NOMATH_PROBE turbo4 131072
 echo "done at t=${SECONDS}s"
