@@ -1012,23 +1012,17 @@ pub(crate) fn run(
             format!("{name}: {total} bytes of shared memory per CTA (at most {MAX_SHARED}); use fewer warps or stages"),
         ));
     }
-    if flags::QMV_NOMATH_PROBE.enabled() {
-        // The probe's builds: their own name (MLX keys kernels by name and text) and cache slot.
-        return cached_by_name(
-            KernelBackend::Cuda,
-            name,
-            request as u64 | NOMATH_VARIANT,
-            || {
-                let mut s = source(request);
-                s.name = format!("{}_nomath", s.name);
-                s.header = format!("#define MLXCEL_QMV_NOMATH 1\n{}", s.header);
-                s
-            },
-        )?
-        .call(launch);
-    }
-    cached_by_name(KernelBackend::Cuda, name, request as u64, || {
-        source(request)
+    // MLXCEL_QMV_NOMATH_PROBE's builds: their own name (MLX keys kernels by name and text),
+    // header define and cache slot.
+    let nomath = flags::QMV_NOMATH_PROBE.enabled();
+    let variant = request as u64 | if nomath { NOMATH_VARIANT } else { 0 };
+    cached_by_name(KernelBackend::Cuda, name, variant, || {
+        let mut s = source(request);
+        if nomath {
+            s.name = format!("{}_nomath", s.name);
+            s.header = format!("#define MLXCEL_QMV_NOMATH 1\n{}", s.header);
+        }
+        s
     })?
     .call(launch)
 }

@@ -22,6 +22,14 @@ namespace mlxcel_qmv {
 
 using mlxcel_mma::u32;
 
+// MLXCEL_QMV_NOMATH (defined ahead of this header by quantized_gemv.rs's run for
+// MLXCEL_QMV_NOMATH_PROBE's builds): ring_rows16_post skips each tile's arithmetic.
+#ifdef MLXCEL_QMV_NOMATH
+constexpr bool NOMATH = true;
+#else
+constexpr bool NOMATH = false;
+#endif
+
 // Nibbles (i, i + 4) of word w as one exact fp16 pair straight from one LOP3 (the fp16 bits
 // 0x6400 | field): for MASK 0x000F000F at bits 0..3 of each half, (1024 + n, 1024 + n'); for
 // 0x00F000F0 at bits 4..7, (1024 + 16 n, 1024 + 16 n'). POST (ring_rows16_post) feeds these to
@@ -814,38 +822,35 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
         w0[s] = sl[at[s]];
         w1[s] = sl[128 + at[s]];
       }
-#ifdef MLXCEL_QMV_NOMATH
-      // MLXCEL_QMV_NOMATH_PROBE (quantized_gemv.rs's run): a measuring probe that keeps the
-      // copies, the waits and the slot's reads but drops the tile's arithmetic (the decode, the
-      // mma, x's and the tables' shared loads, the per-group epilogue: the `if constexpr (false)`
-      // below discards the tile's group loop): one add of the words' parity keeps the reads
-      // alive. Wrong outputs on purpose: it times the copy pattern.
-      {
+      if constexpr (NOMATH) {
+        // MLXCEL_QMV_NOMATH_PROBE (quantized_gemv.rs's run): a measuring probe that keeps the
+        // copies, the waits and the slot's reads but drops the tile's arithmetic (the decode, the
+        // mma, x's and the tables' shared loads, the per-group epilogue): one add of the words'
+        // parity keeps the reads alive. Wrong outputs on purpose: it times the copy pattern.
         u32 f = 0u;
 #pragma unroll
         for (int s = 0; s < 4; ++s) f ^= w0[s] ^ w1[s];
         acc[m][0] += static_cast<float>(f & 1u);
-      }
-      if constexpr (false)
-#endif
+      } else {
 #pragma unroll
-      for (int gi = 0; gi < NG; ++gi) {
-        float lo[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hi[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int gi = 0; gi < NG; ++gi) {
+          float lo[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hi[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int q = 0; q < SPG; ++q) {
-          const int s = gi * SPG + q;
-          const uint4 xx = xt[4 * s];  // word 4 s + c of the tile: (x0, x4), (x2, x6), (x1, x5), (x3, x7)
-          const u32 u0 = w0[s] >> 8, u1 = w1[s] >> 8;
-          // Even nibbles (0, 4 | 2, 6) against x's first two pairs, odd ones (1, 5 | 3, 7) against the last two.
-          mlxcel_mma::mma(lo, code_pair<0x000F000Fu>(w0[s]), code_pair<0x000F000Fu>(w1[s]), code_pair<0x000F000Fu>(u0),
-                          code_pair<0x000F000Fu>(u1), xx.x, xx.y);
-          mlxcel_mma::mma(hi, code_pair<0x00F000F0u>(w0[s]), code_pair<0x00F000F0u>(w1[s]), code_pair<0x00F000F0u>(u0),
-                          code_pair<0x00F000F0u>(u1), xx.z, xx.w);
+          for (int q = 0; q < SPG; ++q) {
+            const int s = gi * SPG + q;
+            const uint4 xx = xt[4 * s];  // word 4 s + c of the tile: (x0, x4), (x2, x6), (x1, x5), (x3, x7)
+            const u32 u0 = w0[s] >> 8, u1 = w1[s] >> 8;
+            // Even nibbles (0, 4 | 2, 6) against x's first two pairs, odd ones (1, 5 | 3, 7) against the last two.
+            mlxcel_mma::mma(lo, code_pair<0x000F000Fu>(w0[s]), code_pair<0x000F000Fu>(w1[s]), code_pair<0x000F000Fu>(u0),
+                            code_pair<0x000F000Fu>(u1), xx.x, xx.y);
+            mlxcel_mma::mma(hi, code_pair<0x00F000F0u>(w0[s]), code_pair<0x00F000F0u>(w1[s]), code_pair<0x00F000F0u>(u0),
+                            code_pair<0x00F000F0u>(u1), xx.z, xx.w);
+          }
+          const float2 de = dg[gi];
+          const float2 p0 = __half22float2(sbr[gi]), p1 = __half22float2(sbr[8 * sbs + gi]);
+          acc[m][0] = fmaf(p0.y, de.x, fmaf(p0.x, fmaf(hi[0], 0.0625f, lo[0]) - de.y, acc[m][0]));
+          acc[m][2] = fmaf(p1.y, de.x, fmaf(p1.x, fmaf(hi[2], 0.0625f, lo[2]) - de.y, acc[m][2]));
         }
-        const float2 de = dg[gi];
-        const float2 p0 = __half22float2(sbr[gi]), p1 = __half22float2(sbr[8 * sbs + gi]);
-        acc[m][0] = fmaf(p0.y, de.x, fmaf(p0.x, fmaf(hi[0], 0.0625f, lo[0]) - de.y, acc[m][0]));
-        acc[m][2] = fmaf(p1.y, de.x, fmaf(p1.x, fmaf(hi[2], 0.0625f, lo[2]) - de.y, acc[m][2]));
       }
       xt += NW * 16;
       sbr += NW * NG;
