@@ -7,6 +7,7 @@ the one MLX's cuda_kernel generates.
     NVRTC_ONLY="qkv encode" python benchmarks/gpu/nvrtc_check.py   # only variants whose name has it
 """
 import glob
+import itertools
 import os
 import re
 import sys
@@ -393,28 +394,37 @@ def main():
                    "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
                    + consts + read("qgemv4_silu.cu") + "\n}\n")
             ok &= compile_one(f"qgemv4 silu {tag}", src, bound)
-    # The arithmetic-free probe (MLXCEL_QMV_NOMATH_PROBE: the define ahead of the headers, as
-    # quantized_gemv.rs's run adds it): the shipped ring:8:3 POST builds, plain with the residual
-    # (o_proj, down), with the folded norm (head), the qkv parts and gate/up + SiLU (with the norm).
-    for norm in (False, True):
+    # The arithmetic-free probe (MLXCEL_QMV_NOMATH_PROBE: the defines ahead of the headers, as
+    # quantized_gemv.rs's run adds them for each MLXCEL_QMV_NOMATH_LEVEL): the shipped ring:8:3
+    # POST builds, plain with the residual (o_proj, down), with the folded norm (head), the qkv
+    # parts and gate/up + SiLU (with the norm).
+    levels = (("nomath", "#define MLXCEL_QMV_NOMATH 1\n"),
+              ("notables", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n"),
+              ("nopro", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n#define MLXCEL_QMV_NOX 1\n"),
+              # With the pad quantized_gemv.rs adds below 46592 bytes (here for SMEM = 37120):
+              # ptxas's static count must grow by it (the pad is not optimized out).
+              ("notables pad", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n"
+               "#define MLXCEL_QMV_PROBE_PAD 9472\n"))
+    for (level, defines), norm in itertools.product(levels, (False, True)):
         consts = ("constexpr int G = 64; constexpr int NW = 8; constexpr int S = 3; constexpr int U = 4; "
                   f"constexpr bool MB = false; constexpr bool NORM = {'true' if norm else 'false'}; "
                   "constexpr bool EARLY = true; constexpr bool RFIRST = false; constexpr bool POST = true; "
                   f"constexpr bool TILED = false; constexpr bool BULK = false; constexpr bool LATE = {'true' if norm else 'false'}; "
                   f"constexpr int EPS = 0x3727c5ac; constexpr bool RESID = {'false' if norm else 'true'}; constexpr int SMEM = 49152;\n")
-        pre = "#define MLXCEL_QMV_NOMATH 1\n" + qmv_header + SHAPE
-        tag = "nomath g64 nw8 s3 early post" + (" norm late" if norm else " resid")
+        pre = defines + qmv_header + SHAPE
+        pbound = gemv_static_bound(8, 64, True) + (9472 if "pad" in level else 0)
+        tag = f"{level} g64 nw8 s3 early post" + (" norm late" if norm else " resid")
         ok &= compile_one(f"qgemv4 {tag}", pre + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
                           "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y) {\n" + consts
-                          + read("qgemv4_store.cu") + read("qgemv4.cu") + "\n}\n", gemv_static_bound(8, 64, True))
+                          + read("qgemv4_store.cu") + read("qgemv4.cu") + "\n}\n", pbound)
         if norm:
             ok &= compile_one(f"qgemv4 qkv {tag}", pre + "__global__ void p(const __half* x, const uint32_t* w, const Shape w_shape, "
                               "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y, __half* yk, "
                               "__half* yv) {\n" + consts + "constexpr int NQ = 4096; constexpr int NK = 1024;\n"
-                              + read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + "\n}\n", gemv_static_bound(8, 64, True))
+                              + read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + "\n}\n", pbound)
             ok &= compile_one(f"qgemv4 silu {tag}", pre + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
                               "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
-                              + consts + read("qgemv4_silu.cu") + "\n}\n", gemv_static_bound(8, 64, True))
+                              + consts + read("qgemv4_silu.cu") + "\n}\n", pbound)
     # The grid-barrier probe (MLXCEL_QMV_GBAR_PROBE): the shipped o_proj / down_proj build (ring:8:3,
     # EARLY, POST, RESID, group 64) and the non-POST and non-EARLY ones, the barrier after the
     # first copies and at the start.

@@ -358,6 +358,10 @@ pub const QMV_NOMATH_PROBE: Flag = Flag {
     slot: 56,
 };
 
+/// How much [`QMV_NOMATH_PROBE`] drops: `loop` (default: each tile's arithmetic), `tables` (also
+/// the prologue's scale tables and POST's per-group x sums) or `prologue` (also x's staging).
+pub const QMV_NOMATH_LEVEL_VAR: &str = "MLXCEL_QMV_NOMATH_LEVEL";
+
 /// Where [`QMV_GBAR_PROBE`]'s barrier sits: `copies` (default: after the first weight copies,
 /// where a fused kernel needs it) or `start` (before anything: the barrier's bare cost).
 pub const QMV_GBAR_AT_VAR: &str = "MLXCEL_QMV_GBAR_AT";

@@ -792,9 +792,12 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
 /// `MLXCEL_QMV_NOMATH_PROBE` (a measuring probe: the POST kernels skip each tile's arithmetic)
 /// must change the five kernels' outputs (the arithmetic really is skipped: a probe that did not
 /// would time the shipped kernel) and leave them to the bit when switched off again (its builds
-/// are cached apart from the shipped ones). With POST off it is an error, on every backend (the
-/// probe lives in the POST loop). On the CPU the kernels never run: every call ends in MLX's CUDA
-/// error with the probe on.
+/// are cached apart from the shipped ones), at each of its levels (`MLXCEL_QMV_NOMATH_LEVEL`:
+/// `loop`, `tables`, `prologue`); each level's outputs must also differ from the levels' before it
+/// (the deeper levels add a level marker to their outputs: a level whose define did not reach its
+/// build would time another level's kernel). An unknown level and
+/// POST off are errors, on every backend (the probe lives in the POST loop). On the CPU the kernels
+/// never run: every call ends in MLX's CUDA error with the probe on.
 #[test]
 fn nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used() {
     let mut r = rng("nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used");
@@ -808,29 +811,55 @@ fn nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used() {
     let c = inputs.case();
     let probe = "MLXCEL_QMV_NOMATH_PROBE";
     let mut checks = 0;
-    for (what, call) in five_kernels(&c, Schedule::parse("ring").unwrap()) {
-        let run = |on: bool| eval_with_flags(&[(probe, on)], &*call);
-        if !on_cuda {
-            let err = run(true).unwrap_err().to_string();
-            assert!(err.contains("CUDA"), "{what}: {err}");
-            continue;
+    let mut earlier: Vec<Vec<Vec<half::f16>>> = Vec::new();
+    for level in ["loop", "tables", "prologue"] {
+        std::env::set_var(flags::QMV_NOMATH_LEVEL_VAR, level);
+        for (i, (what, call)) in five_kernels(&c, Schedule::parse("ring").unwrap())
+            .into_iter()
+            .enumerate()
+        {
+            let what = format!("{what} at level {level}");
+            let run = |on: bool| eval_with_flags(&[(probe, on)], &*call);
+            if !on_cuda {
+                let err = run(true).unwrap_err().to_string();
+                assert!(err.contains("CUDA"), "{what}: {err}");
+                continue;
+            }
+            let bits = |y: Array| y.to_vec::<half::f16>().unwrap();
+            let before = bits(run(false).unwrap());
+            let probed = bits(run(true).unwrap());
+            let after = bits(run(false).unwrap());
+            assert!(
+                probed != before,
+                "{what}: the probe left the output unchanged"
+            );
+            assert!(
+                after == before,
+                "{what}: the output changed after the probe"
+            );
+            // earlier[i]: kernel i's outputs at the levels before this one.
+            if earlier.len() <= i {
+                earlier.resize(i + 1, Vec::new());
+            }
+            assert!(
+                earlier[i].iter().all(|o| *o != probed),
+                "{what}: the same output as an earlier level"
+            );
+            earlier[i].push(probed);
+            checks += 1;
         }
-        let bits = |y: Array| y.to_vec::<half::f16>().unwrap();
-        let before = bits(run(false).unwrap());
-        let probed = bits(run(true).unwrap());
-        let after = bits(run(false).unwrap());
-        assert!(
-            probed != before,
-            "{what}: the probe left the output unchanged"
-        );
-        assert!(
-            after == before,
-            "{what}: the output changed after the probe"
-        );
-        checks += 1;
     }
+    std::env::set_var(flags::QMV_NOMATH_LEVEL_VAR, "math");
+    let err = eval_with_flags(&[(probe, true)], &|| {
+        gemv_with(&inputs.x, &inputs.q, None, Schedule::parse("ring").unwrap())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("MLXCEL_QMV_NOMATH_LEVEL"), "{err}");
+    std::env::remove_var(flags::QMV_NOMATH_LEVEL_VAR);
+    flags::reload();
     if on_cuda {
-        assert_eq!(checks, 5);
+        assert_eq!(checks, 15);
     }
     // Without the POST loop there is nothing to probe: an error, not the shipped kernel timed.
     let err = eval_with_flags(&[(probe, true), ("MLXCEL_QMV_POST", false)], &|| {

@@ -1013,23 +1013,100 @@ pub(crate) fn run(
         ));
     }
     // MLXCEL_QMV_NOMATH_PROBE's builds: their own name (MLX keys kernels by name and text),
-    // header define and cache slot.
-    let nomath = flags::QMV_NOMATH_PROBE.enabled();
-    let variant = request as u64 | if nomath { NOMATH_VARIANT } else { 0 };
+    // header defines and cache slot, per level.
+    let level = if flags::QMV_NOMATH_PROBE.enabled() {
+        Some(NomathLevel::current()?)
+    } else {
+        None
+    };
+    let variant = request as u64 | level.map_or(0, NomathLevel::variant);
     cached_by_name(KernelBackend::Cuda, name, variant, || {
         let mut s = source(request);
-        if nomath {
-            s.name = format!("{}_nomath", s.name);
-            s.header = format!("#define MLXCEL_QMV_NOMATH 1\n{}", s.header);
+        if let Some(level) = level {
+            s.name = format!("{}_{}", s.name, level.suffix());
+            s.header = format!("{}{}", level.defines(request), s.header);
         }
         s
     })?
     .call(launch)
 }
 
-/// The cache-variant bit of [`flags::QMV_NOMATH_PROBE`]'s builds in [`run`] (shared-memory
-/// requests stay far below it).
-const NOMATH_VARIANT: u64 = 1 << 62;
+/// The dynamic plus padded shared memory of [`NomathLevel`]'s deeper builds: over 233472 / 5 - 1024
+/// bytes with their static arrays, under 48 KiB.
+const PROBE_SHARED: usize = 46592;
+
+/// How much [`flags::QMV_NOMATH_PROBE`] drops (`MLXCEL_QMV_NOMATH_LEVEL`): `loop` (the default:
+/// each tile's arithmetic), `tables` (also the prologue's scale tables and POST's per-group x
+/// sums), `prologue` (also x's staging: the copies, waits, slot reads and the reduction remain).
+/// Why: with the arithmetic gone gate/up still took 23.9 us in situ (session 40) against the
+/// bench's bare ring's 17.6; the levels between say which part of the rest the prologue holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NomathLevel {
+    Loop,
+    Tables,
+    Prologue,
+}
+
+impl NomathLevel {
+    /// The level the environment names; a value that does not parse is an error, not a fallback.
+    fn current() -> Result<Self> {
+        match flags::var(flags::QMV_NOMATH_LEVEL_VAR)
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("loop") => Ok(Self::Loop),
+            Some("tables") => Ok(Self::Tables),
+            Some("prologue") => Ok(Self::Prologue),
+            Some(other) => Err(Error::invalid(
+                "quantized gemv",
+                format!(
+                    "{}: {other:?}, expected loop, tables or prologue",
+                    flags::QMV_NOMATH_LEVEL_VAR
+                ),
+            )),
+        }
+    }
+
+    /// The level's kernel-name suffix.
+    fn suffix(self) -> &'static str {
+        match self {
+            Self::Loop => "nomath",
+            Self::Tables => "notables",
+            Self::Prologue => "nopro",
+        }
+    }
+
+    /// The level's defines, ahead of the kernel's header (`cuda/qgemv4.cuh` reads them), for a
+    /// launch of `request` bytes of dynamic shared memory. The two deeper levels' builds take 32-48
+    /// registers against the shipped 54-64, which would let 5-6 CTAs share an SM where the shipped
+    /// builds run 4; below [`PROBE_SHARED`] bytes they pad their shared memory up to it, so that
+    /// at most 4 fit (228 KiB per SM, 1 KiB of it reserved per CTA) and stay under 48 KiB.
+    fn defines(self, request: usize) -> String {
+        let mut d = String::from("#define MLXCEL_QMV_NOMATH 1\n");
+        if self != Self::Loop {
+            d.push_str("#define MLXCEL_QMV_NOTABLES 1\n");
+            if request < PROBE_SHARED {
+                d.push_str(&format!(
+                    "#define MLXCEL_QMV_PROBE_PAD {}\n",
+                    PROBE_SHARED - request
+                ));
+            }
+        }
+        if self == Self::Prologue {
+            d.push_str("#define MLXCEL_QMV_NOX 1\n");
+        }
+        d
+    }
+
+    /// The level's cache-variant bit in [`run`] (shared-memory requests stay far below them).
+    fn variant(self) -> u64 {
+        match self {
+            Self::Loop => 1 << 62,
+            Self::Tables => 1 << 61,
+            Self::Prologue => 1 << 60,
+        }
+    }
+}
 
 /// `silu(x @ Wg^T) * (x @ Wu^T)` for one row of x -> `[..., N]` fp16, in one launch.
 pub fn gemv_silu_mul(x: &Array, gate: &Quantized, up: &Quantized) -> Result<Array> {

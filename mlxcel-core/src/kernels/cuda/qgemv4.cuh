@@ -29,6 +29,21 @@ constexpr bool NOMATH = true;
 #else
 constexpr bool NOMATH = false;
 #endif
+// With it, MLXCEL_QMV_NOTABLES (MLXCEL_QMV_NOMATH_LEVEL=tables or prologue) also drops the
+// prologue's scale tables and POST's per-group x sums, and MLXCEL_QMV_NOX (level prologue) x's
+// staging as well: what remains is the ring's copies, waits, slot reads and the reduction.
+#ifdef MLXCEL_QMV_NOTABLES
+constexpr bool NOTABLES = true;
+#else
+constexpr bool NOTABLES = false;
+#endif
+#ifdef MLXCEL_QMV_NOX
+constexpr bool NOX = true;
+#else
+constexpr bool NOX = false;
+#endif
+static_assert(!NOTABLES || NOMATH, "the prologue probes skip the arithmetic too");
+static_assert(!NOX || NOTABLES, "the x probe skips the tables too");
 
 // Nibbles (i, i + 4) of word w as one exact fp16 pair straight from one LOP3 (the fp16 bits
 // 0x6400 | field): for MASK 0x000F000F at bits 0..3 of each half, (1024 + n, 1024 + n'); for
@@ -97,6 +112,7 @@ __device__ __forceinline__ void late_partial(float ss, int tid, float* red) {
 }
 template <int NW>
 __device__ __forceinline__ float late_scale(const float* red, float eps, int K) {
+  if constexpr (NOX) return 1.0f;  // the x probe never wrote red
   float total = 0.0f;
 #pragma unroll
   for (int w = 0; w < NW; ++w) total += red[w];
@@ -558,7 +574,21 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
                                               IssueFirst issue_first, const Gate& gate = Gate{}) {
   constexpr int NT = NW * 32;
   if constexpr (Gate::AT_START) gate(tid);
-  if constexpr (EARLY) {
+  if constexpr (NOTABLES) {
+    // The prologue probes (MLXCEL_QMV_NOMATH_LEVEL): the copies, x's staging as EARLY does it
+    // (none under NOX), no tables. Timing only.
+#ifdef MLXCEL_QMV_PROBE_PAD
+    // Shared memory that holds the probe's CTAs per SM at the shipped builds' 4: their fewer
+    // registers would let 5-6 in, another schedule than the one timed.
+    __shared__ unsigned char probe_pad[MLXCEL_QMV_PROBE_PAD];
+    if (tid == 0) *reinterpret_cast<volatile unsigned char*>(probe_pad) = 0;
+#endif
+    typename Stage::Early xe;
+    if constexpr (!NOX) stage.load(xe, K, tid);
+#pragma unroll
+    for (int j = 0; j < SS - 1; ++j) issue_first(j);
+    if constexpr (!NOX) stage.store(xe, xs, K, tid);
+  } else if constexpr (EARLY) {
     // Enough chunks in registers for one 16-row table at K / G <= 256 (2 K / G chunks) with
     // 8 warps; gate/up's two tables take one each (K / G <= 128 at 8 warps).
     // A gate between the copies and x (GridGate, not at the start) moves x's loads after it.
@@ -777,7 +807,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   // chunk is also rewritten as (x0, x4), (x2, x6), (x1, x5), (x3, x7), so that the even and
   // the odd mma each take their B operand as two adjacent registers of one 16-byte load (NVRTC
   // otherwise moves 6 registers per tile into place). Only this warp reads its tiles' chunks.
-  for (int i0 = 0; i0 < tw; i0 += 2) {
+  for (int i0 = 0; i0 < (NOTABLES ? 0 : tw); i0 += 2) {
     const int i = i0 + (lane >> 4), q = lane & 15;
     float ev = 0.0f, od = 0.0f;
     if (i < tw) {
@@ -856,6 +886,11 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
       sbr += NW * NG;
       dg += NW * NG;
     }
+  }
+  if constexpr (NOTABLES) {
+    // The level in the outputs (rows r + 8), so that the probe's test can tell its builds apart.
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) acc[m][2] += NOX ? 2.0f : 1.0f;
   }
 }
 
