@@ -78,11 +78,6 @@ def cluster_signature(n):
     return f"#undef __global__\n#define __global__ __location__(global) __cluster_dims__({n}, 1, 1)\n"
 
 
-def maxnreg_signature(n):
-    """What quantized_gemv.rs appends to a register-capped kernel's header (maxnreg_signature there)."""
-    return f"#undef __global__\n#define __global__ __location__(global) __maxnreg__({n})\n"
-
-
 def b(x):
     return "true" if x else "false"
 
@@ -395,13 +390,10 @@ def main():
                        "__half* yv) {\n" + consts + "constexpr int NQ = 4096; constexpr int NK = 1024;\n"
                        + read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + "\n}\n")
                 ok &= compile_one(f"qgemv4 qkv {tag}", src, bound)
-            # RB (MLXCEL_QMV_SILU_R32): 1, and 2 (two 16-row blocks of each projection per CTA; its
-            # red and gu 256 bytes more; capped at 64 registers) on the POST ring without a capped grid.
-            for rb in (1, 2) if post and st > 0 and not mb else (1,):
-                src = (qmv_header + SHAPE + (maxnreg_signature(64) if rb == 2 else "") + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
-                       "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
-                       + consts + f"constexpr int RB = {rb};\n" + read("qgemv4_silu.cu") + "\n}\n")
-                ok &= compile_one(f"qgemv4 silu {tag}" + (" r32" if rb == 2 else ""), src, bound + (256 if rb == 2 else 0))
+            src = (qmv_header + SHAPE + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
+                   "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
+                   + consts + read("qgemv4_silu.cu") + "\n}\n")
+            ok &= compile_one(f"qgemv4 silu {tag}", src, bound)
     # The arithmetic-free probe (MLXCEL_QMV_NOMATH_PROBE: the defines ahead of the headers, as
     # quantized_gemv.rs's run adds them for each MLXCEL_QMV_NOMATH_LEVEL): the shipped ring:8:3
     # POST builds, plain with the residual (o_proj, down), with the folded norm (head), the qkv
@@ -432,7 +424,7 @@ def main():
                               + read("qgemv4_store_qkv.cu") + read("qgemv4.cu") + "\n}\n", pbound)
             ok &= compile_one(f"qgemv4 silu {tag}", pre + "__global__ void s(const __half* x, const uint32_t* wg, const Shape wg_shape, "
                               "const __half* sg, const __half* bg, const uint32_t* wu, const __half* su, const __half* bu, const __half* nw, __half* y) {\n"
-                              + consts + "constexpr int RB = 1;\n" + read("qgemv4_silu.cu") + "\n}\n", pbound)
+                              + consts + read("qgemv4_silu.cu") + "\n}\n", pbound)
     # The grid-barrier probe (MLXCEL_QMV_GBAR_PROBE): the shipped o_proj / down_proj build (ring:8:3,
     # EARLY, POST, RESID, group 64) and the non-POST and non-EARLY ones, the barrier after the
     # first copies and at the start.

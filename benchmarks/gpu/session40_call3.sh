@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 40's third device call (H200, ~5 min; timeout_s 480), after benchmarks/gpu/stage.sh
+# Session 40's third device call (H200, ~5 min; timeout_s 480; the flag and its kernel are in
+# ed8a5c2, removed after this call), after benchmarks/gpu/stage.sh
 # (test binaries but gpu_quantized_gemv removed, the rest gzip'd):
 #   gunzip .devcarry/bin/mlxcel.gz .devcarry/bin/tests/gpu_quantized_gemv.gz && chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session40_call3.sh

@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 59;
+const SLOTS: usize = 58;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -356,20 +356,6 @@ pub const QMV_NOMATH_PROBE: Flag = Flag {
     default: false,
     doc: "measuring probe, WRONG OUTPUTS: POST GEMVs skip their per-tile arithmetic (1 = on; timing only)",
     slot: 56,
-};
-
-/// The gate/up + SiLU GEMV with 32 rows of each projection per CTA (`RB = 2` in
-/// `cuda/qgemv4_silu.cu`: four 16-row blocks through one POST ring behind one staging of x)
-/// where N is a multiple of 32 and the launch is the POST ring with one CTA per block; other
-/// launches keep 16 rows. Bit-identical outputs. Why: with the arithmetic dropped
-/// (`MLXCEL_QMV_NOMATH_LEVEL`), staging x through the folded norm still cost gate/up 4.5 us of
-/// its 26.3 in situ (session 40, turbo4 at 32K): 896 CTAs each read x and the norm's weight
-/// from L2 and ran 1.7 waves at 4 CTAs per SM; 448 CTAs read half and fit in one wave.
-pub const QMV_SILU_R32: Flag = Flag {
-    name: "MLXCEL_QMV_SILU_R32",
-    default: false,
-    doc: "gate/up + SiLU GEMV: 32 rows of each projection per CTA, one staging of x (0 = 16 rows per CTA)",
-    slot: 57,
 };
 
 /// How much [`QMV_NOMATH_PROBE`] drops: `loop` (default: each tile's arithmetic), `tables` (also
@@ -1136,7 +1122,6 @@ pub const ALL: &[Flag] = &[
     QMV_TILED,
     QMV_GBAR_PROBE,
     QMV_NOMATH_PROBE,
-    QMV_SILU_R32,
     QMV_NORM_LATE,
     FOLD_TAIL,
     QKV_CLUSTER,

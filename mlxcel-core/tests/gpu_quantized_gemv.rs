@@ -12,8 +12,8 @@ use common::{f16_array, randn, rng};
 use mlxcel_core::flags;
 use mlxcel_core::kernels::quantized_gemv::{
     applies, applies_add, applies_silu, gemv, gemv_add, gemv_rms_with, gemv_silu_mul,
-    gemv_silu_mul_rms_with, gemv_silu_mul_with, gemv_with, parts_plan, silu_row_blocks,
-    tile_rows16, try_gemv_parts, try_gemv_rms, FoldedNorm, Schedule,
+    gemv_silu_mul_rms_with, gemv_silu_mul_with, gemv_with, parts_plan, tile_rows16, try_gemv_parts,
+    try_gemv_rms, FoldedNorm, Schedule,
 };
 use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::kernel::KernelBackend;
@@ -611,49 +611,6 @@ fn five_kernels_same_bits(
         }
     }
     checks
-}
-
-/// `MLXCEL_QMV_SILU_R32` (gate/up + SiLU with two 16-row blocks of each projection per CTA, four
-/// matrices through one POST ring behind one staging of x) must give the bits of one block per
-/// CTA: the five kernels (the three plain ones must not change either) on Llama-3-8B's gate/up
-/// shape, group 32 and 128, K = 2048, and N = 96 (three blocks of 32), with the default ring and
-/// 4 warps x 8 stages. It must also take the two-block launch where it applies and only there
-/// (else the identity above would hold vacuously): N a multiple of 32, the POST ring with one CTA
-/// per block. On the CPU the kernels never run: every call ends in MLX's CUDA error with the
-/// flag on.
-#[test]
-fn silu_two_row_blocks_per_cta_are_bit_identical_or_are_not_used() {
-    let mut r = rng("silu_two_row_blocks_per_cta_are_bit_identical_or_are_not_used");
-    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let shapes = [
-        (14336, 4096, 64),
-        (2048, 4096, 32),
-        (1024, 2048, 128),
-        (96, 384, 32),
-    ];
-    let checks = five_kernels_same_bits(&mut r, &shapes, "MLXCEL_QMV_SILU_R32", "");
-    if on_cuda {
-        assert_eq!(checks, shapes.len() * 2 * 5);
-        eprintln!("two row blocks per CTA: {checks} bit-identity checks on CUDA");
-    }
-    let (q, _) = weight(&mut r, 96, 384, 32);
-    let (q48, _) = weight(&mut r, 48, 384, 32);
-    let ring = Schedule::RING;
-    let blocks = |flags: &[(&str, bool)], q: &Quantized, s: Schedule| {
-        common::set_flags(flags);
-        let rb = silu_row_blocks(q, q.w.shape()[0] as usize, s);
-        common::clear_flags(&flags.iter().map(|(n, _)| *n).collect::<Vec<_>>());
-        rb
-    };
-    let on = [("MLXCEL_QMV_SILU_R32", true)];
-    assert_eq!(blocks(&on, &q, ring), 2);
-    assert_eq!(blocks(&on, &q, Schedule::parse("ring:4:8").unwrap()), 2);
-    assert_eq!(blocks(&[("MLXCEL_QMV_SILU_R32", false)], &q, ring), 1);
-    assert_eq!(blocks(&on, &q48, ring), 1, "N = 48 is not a multiple of 32");
-    assert_eq!(blocks(&on, &q, Schedule::BATCHED), 1);
-    assert_eq!(blocks(&on, &q, Schedule::parse("ring:8:4:264").unwrap()), 1);
-    let post_off = [("MLXCEL_QMV_SILU_R32", true), ("MLXCEL_QMV_POST", false)];
-    assert_eq!(blocks(&post_off, &q, ring), 1);
 }
 
 /// `MLXCEL_QMV_EARLY` (x's loads, the folded norm weight's and the scale loads issued before

@@ -303,23 +303,6 @@ fn silu_source(shared: usize) -> KernelSource {
     )
 }
 
-/// What a register-capped kernel's header ends with: MLX's generated signature gains
-/// `__maxnreg__(n)` (as [`cluster_signature`] adds cluster dimensions).
-fn maxnreg_signature(n: usize) -> String {
-    format!("\n#undef __global__\n#define __global__ __location__(global) __maxnreg__({n})\n")
-}
-
-/// [`silu_source`] for two row blocks per CTA ([`flags::QMV_SILU_R32`]), under its own name and
-/// capped at 64 registers. Why: NVRTC gave its default build (group 64, ring:8:3, the folded
-/// norm) 72 registers, 3 CTAs per SM where 4 are needed for its 448 CTAs to run in one wave on
-/// the H200's 132 SMs; capped, ptxas fits it in 64 without spills (`nvrtc_check.py`).
-fn silu_source_r32(shared: usize) -> KernelSource {
-    let mut s = silu_source(shared);
-    s.name = format!("{}_r32", s.name);
-    s.header.push_str(&maxnreg_signature(64));
-    s
-}
-
 /// (N, K) of `q` if the kernels take it: 4-bit, a group size of 32, 64 or 128, fp16 scales
 /// and biases, N a multiple of 16 and K of 128 (at most [`MAX_K`]).
 pub(crate) fn weight_shape(q: &Quantized) -> Option<(usize, usize)> {
@@ -1180,32 +1163,13 @@ fn launch_silu(
         &up.biases,
         norm.map_or(x, |m| m.weight),
     ];
-    let rb = silu_row_blocks(gate, n, sched);
-    let (launch, mut shared) = launch(&inputs, x, n, k, gate, 2 * rb, sched)?;
-    let mut launch = launch.template("RB", TemplateArg::Int(rb as i32));
-    if rb == 2 {
-        // Half the CTAs, each twice the rows; red and gu hold twice the sums (NW * 64 + 64 floats).
-        launch.grid[0] /= 2;
-        shared.static_bound += 256;
-    }
-    let (name, source): (&'static str, fn(usize) -> KernelSource) = if rb == 2 {
-        ("qgemv4_silu_r32", silu_source_r32)
-    } else {
-        ("qgemv4_silu", silu_source)
-    };
-    one(run(name, shared, source, &with_norm(launch, norm))?)
-}
-
-/// 16-row blocks of gate and of up per CTA ([`flags::QMV_SILU_R32`]): 2 for the POST ring with
-/// one CTA per block over N a multiple of 32 with the flag on, else 1 (public for its test).
-pub fn silu_row_blocks(gate: &Quantized, n: usize, sched: Schedule) -> usize {
-    let post = flags::QMV_POST.enabled() && gate.layout != WeightLayout::Rows16Tiles;
-    let ring = sched.stages > 0 && !sched.multi_block() && !sched.bulk;
-    if flags::QMV_SILU_R32.enabled() && post && ring && n.is_multiple_of(32) {
-        2
-    } else {
-        1
-    }
+    let (launch, shared) = launch(&inputs, x, n, k, gate, 2, sched)?;
+    one(run(
+        "qgemv4_silu",
+        shared,
+        silu_source,
+        &with_norm(launch, norm),
+    )?)
 }
 
 /// The folded norm's template arguments (`NORM`, `LATE` where `MLXCEL_QMV_NORM_LATE` applies

@@ -594,14 +594,11 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
     // A gate between the copies and x (GridGate, not at the start) moves x's loads after it.
     constexpr bool X_AFTER_GATE = Gate::ACTIVE && !Gate::AT_START;
     constexpr int PRE = MATS == 1 ? 2 : 1;
-    // Tables held in registers: at most two (four, RB = 2 in qgemv4_silu.cu, would take 80
-    // registers; the others' tables are loaded and stored after x).
-    constexpr int ME = MATS < 2 ? MATS : 2;
     typename Stage::Early xe;
     if constexpr (!X_AFTER_GATE) stage.load(xe, K, tid);
-    SbEarly<PRE> early[ME];
+    SbEarly<PRE> early[MATS];
 #pragma unroll
-    for (int m = 0; m < ME; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
+    for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
 #pragma unroll
     for (int j = 0; j < SS - 1; ++j) issue_first(j);
     if constexpr (X_AFTER_GATE) {
@@ -610,9 +607,7 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
     }
     stage.store(xe, xs, K, tid);
 #pragma unroll
-    for (int m = 0; m < ME; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
-#pragma unroll
-    for (int m = ME; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
+    for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
   } else {
 #pragma unroll
     for (int j = 0; j < SS - 1; ++j) issue_first(j);
@@ -793,7 +788,6 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   // left (the first matrix's copies still to issue) is derivable from issued, but testing
   // `issued == tw` instead took NVRTC 2 more instructions per tile (139 -> 141, gate/up).
   int issued = 0, left = tw, fill = 0;
-  int next = 1;  // MATS > 2: the matrix whose first tile follows
   auto issue = [&]() {
     if (issued < jobs) {
       uint4* dst = ring + fill * 64;
@@ -801,15 +795,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
       ring_copy16(dst + 32 + put, src + 8LL * words);
       ++issued;
       src += NW * 16;
-      if constexpr (MATS <= 2) {
-        if (MATS > 1 && --left == 0) src = mats[MATS - 1].w + lane_off;  // the second matrix's first tile
-      } else if (--left == 0) {
-        // The next matrix's first tile (constant indices: mats stays in registers).
-        static_assert(MATS <= 4, "at most four matrices");
-        src = (next == 1 ? mats[1].w : next == 2 ? mats[2 % MATS].w : mats[3 % MATS].w) + lane_off;
-        ++next;
-        left = tw;
-      }
+      if (MATS > 1 && --left == 0) src = mats[MATS - 1].w + lane_off;  // the second matrix's first tile
     }
     ring_commit();
     fill = fill + 1 == SS ? 0 : fill + 1;

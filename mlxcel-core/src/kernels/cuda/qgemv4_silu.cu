@@ -13,20 +13,12 @@ static_assert(SMEM >= 0, "SMEM is the dynamic shared memory in bytes");
 static_assert(!TILED || (S > 0 && !MB && !POST), "tiled weights need the ring schedule, one CTA per 16 rows, no POST");
 // BULK: the tiles by bulk copies (the bulk:W:S schedules; ring_rows16).
 static_assert(!BULK || TILED, "bulk copies need the tiled layout");
-// RB (MLXCEL_QMV_SILU_R32): 16-row blocks of gate and of up per CTA, 1 or 2. With 2 a CTA
-// streams four matrices' rows through the POST ring (gate rows [row0, row0 + 16), gate
-// [row0 + 16, row0 + 32), then up's two) behind one staging of x. Why: without the arithmetic,
-// staging x through the folded norm cost gate/up 4.5 us of its 26.3 in a decode step (session
-// 40: 896 CTAs each reading x and the norm's weight, 16 KB, from L2), and its 896 CTAs ran 1.7
-// waves at 4 per SM; 448 CTAs read half of that and fit in one wave. Each row's sums are the
-// same in the same order: bit-identical outputs.
-static_assert(RB == 1 || (RB == 2 && POST && S > 0 && !MB), "two row blocks per CTA need the POST ring");
 extern __shared__ __align__(16) unsigned char smem[];
-__shared__ float red[NW * 32 * RB];
-__shared__ float gu[32 * RB];
+__shared__ float red[NW * 32];
+__shared__ float gu[32];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = wg_shape[1] * 8;
-const long long row0 = static_cast<long long>(blockIdx.x) * 16 * RB;
+const long long row0 = static_cast<long long>(blockIdx.x) * 16;
 // NORM: x is the residual stream and MLX's rms_norm(x, nw, eps) is applied while staging it
 // (stage_x_rms; EPS holds eps's f32 bits). Not with a capped grid (MB).
 static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
@@ -43,23 +35,6 @@ if constexpr (S > 0 && MB) {
                                          const float g = v[0], u = v[1];
                                          y[row] = __float2half_rn(g / (1.0f + __expf(-g)) * u);
                                        });
-} else if constexpr (RB == 2) {
-  float acc[4][4] = {};
-  const long long wo = 16LL * (K / 8), so = 16LL * (K / G);  // 16 rows of words, of scales
-  const mlxcel_qmv::QMat mats[4] = {{wg, sg, bg}, {wg + wo, sg + so, bg + so}, {wu, su, bu}, {wu + wo, su + so, bu + so}};
-  mlxcel_qmv::ring_rows16_post<G, NW, S, 4, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc);
-  const float s = mlxcel_qmv::reduce_rows<NW, 4>(acc, red, warp, lane, tid);
-  if (tid < 64) gu[tid] = s;  // gate's 32 rows, then up's
-  __syncthreads();
-  if (tid < 32) {
-    float g = gu[tid], u = gu[32 + tid];
-    if constexpr (LATE) {
-      const float n = mlxcel_qmv::late_scale<NW>(nred, eps, K);
-      g *= n;
-      u *= n;
-    }
-    y[row0 + tid] = __float2half_rn(g / (1.0f + __expf(-g)) * u);
-  }
 } else {
   float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
   if constexpr (S > 0) {
