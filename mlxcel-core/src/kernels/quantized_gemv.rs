@@ -1037,13 +1037,17 @@ const PROBE_SHARED: usize = 46592;
 
 /// How much [`flags::QMV_NOMATH_PROBE`] drops (`MLXCEL_QMV_NOMATH_LEVEL`): `loop` (the default:
 /// each tile's arithmetic), `tables` (also the prologue's scale tables and POST's per-group x
-/// sums), `prologue` (also x's staging: the copies, waits, slot reads and the reduction remain).
+/// sums), `xplain` (`tables` with x staged without the folded norm), `prologue` (also x's
+/// staging: the copies, waits, slot reads and the reduction remain).
 /// Why: with the arithmetic gone gate/up still took 23.9 us in situ (session 40) against the
 /// bench's bare ring's 17.6; the levels between say which part of the rest the prologue holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum NomathLevel {
     Loop,
     Tables,
+    /// `tables` with x staged as the kernels without the folded norm stage it (no norm weight
+    /// loaded, no sums of squares): whether the norm's part of the staging or x's loads cost.
+    PlainX,
     Prologue,
 }
 
@@ -1056,11 +1060,12 @@ impl NomathLevel {
         {
             None | Some("loop") => Ok(Self::Loop),
             Some("tables") => Ok(Self::Tables),
+            Some("xplain") => Ok(Self::PlainX),
             Some("prologue") => Ok(Self::Prologue),
             Some(other) => Err(Error::invalid(
                 "quantized gemv",
                 format!(
-                    "{}: {other:?}, expected loop, tables or prologue",
+                    "{}: {other:?}, expected loop, tables, xplain or prologue",
                     flags::QMV_NOMATH_LEVEL_VAR
                 ),
             )),
@@ -1072,6 +1077,7 @@ impl NomathLevel {
         match self {
             Self::Loop => "nomath",
             Self::Tables => "notables",
+            Self::PlainX => "xplain",
             Self::Prologue => "nopro",
         }
     }
@@ -1092,8 +1098,10 @@ impl NomathLevel {
                 ));
             }
         }
-        if self == Self::Prologue {
-            d.push_str("#define MLXCEL_QMV_NOX 1\n");
+        match self {
+            Self::Prologue => d.push_str("#define MLXCEL_QMV_NOX 1\n"),
+            Self::PlainX => d.push_str("#define MLXCEL_QMV_XPLAIN 1\n"),
+            _ => {}
         }
         d
     }
@@ -1103,6 +1111,7 @@ impl NomathLevel {
         match self {
             Self::Loop => 1 << 62,
             Self::Tables => 1 << 61,
+            Self::PlainX => 1 << 59,
             Self::Prologue => 1 << 60,
         }
     }

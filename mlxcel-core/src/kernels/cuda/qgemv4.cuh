@@ -42,8 +42,16 @@ constexpr bool NOX = true;
 #else
 constexpr bool NOX = false;
 #endif
+// MLXCEL_QMV_XPLAIN (level xplain, with NOTABLES): x staged as the unnormed kernels stage it
+// (XEarly<false>: no norm weight, no sums of squares), also in the kernels that fold the norm.
+#ifdef MLXCEL_QMV_XPLAIN
+constexpr bool XPLAIN = true;
+#else
+constexpr bool XPLAIN = false;
+#endif
 static_assert(!NOTABLES || NOMATH, "the prologue probes skip the arithmetic too");
 static_assert(!NOX || NOTABLES, "the x probe skips the tables too");
+static_assert(!XPLAIN || (NOTABLES && !NOX), "the plain-x probe stages x without the tables");
 
 // Nibbles (i, i + 4) of word w as one exact fp16 pair straight from one LOP3 (the fp16 bits
 // 0x6400 | field): for MASK 0x000F000F at bits 0..3 of each half, (1024 + n, 1024 + n'); for
@@ -112,7 +120,7 @@ __device__ __forceinline__ void late_partial(float ss, int tid, float* red) {
 }
 template <int NW>
 __device__ __forceinline__ float late_scale(const float* red, float eps, int K) {
-  if constexpr (NOX) return 1.0f;  // the x probe never wrote red
+  if constexpr (NOX || XPLAIN) return 1.0f;  // the x probes never wrote red
   float total = 0.0f;
 #pragma unroll
   for (int w = 0; w < NW; ++w) total += red[w];
@@ -576,18 +584,26 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
   if constexpr (Gate::AT_START) gate(tid);
   if constexpr (NOTABLES) {
     // The prologue probes (MLXCEL_QMV_NOMATH_LEVEL): the copies, x's staging as EARLY does it
-    // (none under NOX), no tables. Timing only.
+    // (none under NOX; without the folded norm under XPLAIN), no tables. Timing only.
 #ifdef MLXCEL_QMV_PROBE_PAD
     // Shared memory that holds the probe's CTAs per SM at the shipped builds' 4: their fewer
     // registers would let 5-6 in, another schedule than the one timed.
     __shared__ unsigned char probe_pad[MLXCEL_QMV_PROBE_PAD];
     if (tid == 0) *reinterpret_cast<volatile unsigned char*>(probe_pad) = 0;
 #endif
-    typename Stage::Early xe;
-    if constexpr (!NOX) stage.load(xe, K, tid);
+    if constexpr (XPLAIN) {
+      XEarly<false, NT> xe;
+      xe.load(stage.x, nullptr, K, tid);
 #pragma unroll
-    for (int j = 0; j < SS - 1; ++j) issue_first(j);
-    if constexpr (!NOX) stage.store(xe, xs, K, tid);
+      for (int j = 0; j < SS - 1; ++j) issue_first(j);
+      xe.store(stage.x, nullptr, 0.0f, xs, K, tid, nullptr);
+    } else {
+      typename Stage::Early xe;
+      if constexpr (!NOX) stage.load(xe, K, tid);
+#pragma unroll
+      for (int j = 0; j < SS - 1; ++j) issue_first(j);
+      if constexpr (!NOX) stage.store(xe, xs, K, tid);
+    }
   } else if constexpr (EARLY) {
     // Enough chunks in registers for one 16-row table at K / G <= 256 (2 K / G chunks) with
     // 8 warps; gate/up's two tables take one each (K / G <= 128 at 8 warps).
@@ -890,7 +906,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   if constexpr (NOTABLES) {
     // The level in the outputs (rows r + 8), so that the probe's test can tell its builds apart.
 #pragma unroll
-    for (int m = 0; m < MATS; ++m) acc[m][2] += NOX ? 2.0f : 1.0f;
+    for (int m = 0; m < MATS; ++m) acc[m][2] += NOX ? 2.0f : XPLAIN ? 3.0f : 1.0f;
   }
 }
 
