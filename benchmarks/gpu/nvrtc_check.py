@@ -402,6 +402,7 @@ def main():
               ("notables", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n"),
               ("nopro", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n#define MLXCEL_QMV_NOX 1\n"),
               ("xplain", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n#define MLXCEL_QMV_XPLAIN 1\n"),
+              ("nwx", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n#define MLXCEL_QMV_NWX 1\n"),
               # With the pad quantized_gemv.rs adds below 46592 bytes (here for SMEM = 37120):
               # ptxas's static count must grow by it (the pad is not optimized out).
               ("notables pad", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n"

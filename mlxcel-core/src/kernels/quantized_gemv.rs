@@ -1037,7 +1037,8 @@ const PROBE_SHARED: usize = 46592;
 
 /// How much [`flags::QMV_NOMATH_PROBE`] drops (`MLXCEL_QMV_NOMATH_LEVEL`): `loop` (the default:
 /// each tile's arithmetic), `tables` (also the prologue's scale tables and POST's per-group x
-/// sums), `xplain` (`tables` with x staged without the folded norm), `prologue` (also x's
+/// sums), `xplain` (`tables` with x staged without the folded norm), `nwx` (`tables` with the
+/// norm's weight read from x's address), `prologue` (also x's
 /// staging: the copies, waits, slot reads and the reduction remain).
 /// Why: with the arithmetic gone gate/up still took 23.9 us in situ (session 40) against the
 /// bench's bare ring's 17.6; the levels between say which part of the rest the prologue holds.
@@ -1048,6 +1049,8 @@ enum NomathLevel {
     /// `tables` with x staged as the kernels without the folded norm stage it (no norm weight
     /// loaded, no sums of squares): whether the norm's part of the staging or x's loads cost.
     PlainX,
+    /// `tables` with the folded norm's weight read from x's address: whether its own loads cost.
+    NormWeightFromX,
     Prologue,
 }
 
@@ -1061,11 +1064,12 @@ impl NomathLevel {
             None | Some("loop") => Ok(Self::Loop),
             Some("tables") => Ok(Self::Tables),
             Some("xplain") => Ok(Self::PlainX),
+            Some("nwx") => Ok(Self::NormWeightFromX),
             Some("prologue") => Ok(Self::Prologue),
             Some(other) => Err(Error::invalid(
                 "quantized gemv",
                 format!(
-                    "{}: {other:?}, expected loop, tables, xplain or prologue",
+                    "{}: {other:?}, expected loop, tables, xplain, nwx or prologue",
                     flags::QMV_NOMATH_LEVEL_VAR
                 ),
             )),
@@ -1078,6 +1082,7 @@ impl NomathLevel {
             Self::Loop => "nomath",
             Self::Tables => "notables",
             Self::PlainX => "xplain",
+            Self::NormWeightFromX => "nwx",
             Self::Prologue => "nopro",
         }
     }
@@ -1101,6 +1106,7 @@ impl NomathLevel {
         match self {
             Self::Prologue => d.push_str("#define MLXCEL_QMV_NOX 1\n"),
             Self::PlainX => d.push_str("#define MLXCEL_QMV_XPLAIN 1\n"),
+            Self::NormWeightFromX => d.push_str("#define MLXCEL_QMV_NWX 1\n"),
             _ => {}
         }
         d
@@ -1112,6 +1118,7 @@ impl NomathLevel {
             Self::Loop => 1 << 62,
             Self::Tables => 1 << 61,
             Self::PlainX => 1 << 59,
+            Self::NormWeightFromX => 1 << 58,
             Self::Prologue => 1 << 60,
         }
     }

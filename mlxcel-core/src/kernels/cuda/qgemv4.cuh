@@ -49,7 +49,15 @@ constexpr bool XPLAIN = true;
 #else
 constexpr bool XPLAIN = false;
 #endif
+// MLXCEL_QMV_NWX (level nwx, with NOTABLES): the folded norm's weight read from x's address (a
+// line every CTA has just read, not the weight's own lines): whether the weight's loads cost.
+#ifdef MLXCEL_QMV_NWX
+constexpr bool NWX = true;
+#else
+constexpr bool NWX = false;
+#endif
 static_assert(!NOTABLES || NOMATH, "the prologue probes skip the arithmetic too");
+static_assert(!NWX || (NOTABLES && !NOX && !XPLAIN), "the nw probe stages x with the norm");
 static_assert(!NOX || NOTABLES, "the x probe skips the tables too");
 static_assert(!XPLAIN || (NOTABLES && !NOX), "the plain-x probe stages x without the tables");
 
@@ -273,7 +281,16 @@ struct XEarly {
     for (int u = 0; u < XPRE; ++u) {
       if (tid + u * NT < K / 8) {
         x[u] = x4[tid + u * NT];
-        if constexpr (NORM) w[u] = reinterpret_cast<const uint4*>(nw)[tid + u * NT];
+        if constexpr (NORM && NWX) {
+          // The probe reads the weight from x's address: an asm load, so that it is not merged
+          // with x's.
+          const uint4* p = reinterpret_cast<const uint4*>(nw) + tid + u * NT;
+          asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                       : "=r"(w[u].x), "=r"(w[u].y), "=r"(w[u].z), "=r"(w[u].w)
+                       : "l"(p));
+        } else if constexpr (NORM) {
+          w[u] = reinterpret_cast<const uint4*>(nw)[tid + u * NT];
+        }
       }
     }
   }
@@ -584,7 +601,8 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
   if constexpr (Gate::AT_START) gate(tid);
   if constexpr (NOTABLES) {
     // The prologue probes (MLXCEL_QMV_NOMATH_LEVEL): the copies, x's staging as EARLY does it
-    // (none under NOX; without the folded norm under XPLAIN), no tables. Timing only.
+    // (none under NOX; without the folded norm under XPLAIN; its weight read from x under NWX), no
+    // tables. Timing only.
 #ifdef MLXCEL_QMV_PROBE_PAD
     // Shared memory that holds the probe's CTAs per SM at the shipped builds' 4: their fewer
     // registers would let 5-6 in, another schedule than the one timed.
@@ -598,11 +616,13 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
       for (int j = 0; j < SS - 1; ++j) issue_first(j);
       xe.store(stage.x, nullptr, 0.0f, xs, K, tid, nullptr);
     } else {
+      Stage st = stage;
+      if constexpr (NWX) st.nw = stage.x;
       typename Stage::Early xe;
-      if constexpr (!NOX) stage.load(xe, K, tid);
+      if constexpr (!NOX) st.load(xe, K, tid);
 #pragma unroll
       for (int j = 0; j < SS - 1; ++j) issue_first(j);
-      if constexpr (!NOX) stage.store(xe, xs, K, tid);
+      if constexpr (!NOX) st.store(xe, xs, K, tid);
     }
   } else if constexpr (EARLY) {
     // Enough chunks in registers for one 16-row table at K / G <= 256 (2 K / G chunks) with
@@ -906,7 +926,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   if constexpr (NOTABLES) {
     // The level in the outputs (rows r + 8), so that the probe's test can tell its builds apart.
 #pragma unroll
-    for (int m = 0; m < MATS; ++m) acc[m][2] += NOX ? 2.0f : XPLAIN ? 3.0f : 1.0f;
+    for (int m = 0; m < MATS; ++m) acc[m][2] += NOX ? 2.0f : XPLAIN ? 3.0f : NWX ? 4.0f : 1.0f;
   }
 }
 
