@@ -351,6 +351,9 @@ pub const QMV_GBAR_PROBE: Flag = Flag {
 /// nor an earlier start per warp (session 39) sped the GEMVs up; timed in a decode step
 /// (`MLXCEL_STEP_AB=MLXCEL_QMV_NOMATH_PROBE`, device clock), the probe says whether the copy
 /// pattern itself or the arithmetic beside it holds the GEMVs there. Never for generation.
+/// Measured (session 40, H200, turbo4 32K): -0.18 ms per step (the arithmetic); with
+/// [`QMV_NOMATH_LEVEL_VAR`] `prologue` -0.53 (the copies alone near the copy roofline), and the
+/// folded norm's share of x's staging ~0.2 ms of it (levels `xplain` against `tables`).
 pub const QMV_NOMATH_PROBE: Flag = Flag {
     name: "MLXCEL_QMV_NOMATH_PROBE",
     default: false,

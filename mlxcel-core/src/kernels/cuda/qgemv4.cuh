@@ -29,7 +29,7 @@ constexpr bool NOMATH = true;
 #else
 constexpr bool NOMATH = false;
 #endif
-// With it, MLXCEL_QMV_NOTABLES (MLXCEL_QMV_NOMATH_LEVEL=tables or prologue) also drops the
+// With it, MLXCEL_QMV_NOTABLES (every MLXCEL_QMV_NOMATH_LEVEL but loop) also drops the
 // prologue's scale tables and POST's per-group x sums, and MLXCEL_QMV_NOX (level prologue) x's
 // staging as well: what remains is the ring's copies, waits, slot reads and the reduction.
 #ifdef MLXCEL_QMV_NOTABLES
