@@ -398,15 +398,14 @@ def main():
     # quantized_gemv.rs's run adds them for each MLXCEL_QMV_NOMATH_LEVEL): the shipped ring:8:3
     # POST builds, plain with the residual (o_proj, down), with the folded norm (head), the qkv
     # parts and gate/up + SiLU (with the norm).
-    levels = (("nomath", "#define MLXCEL_QMV_NOMATH 1\n"),
-              ("notables", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n"),
-              ("nopro", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n#define MLXCEL_QMV_NOX 1\n"),
-              ("xplain", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n#define MLXCEL_QMV_XPLAIN 1\n"),
-              ("nwx", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n#define MLXCEL_QMV_NWX 1\n"),
+    levels = (("nomath", "#define MLXCEL_QMV_PROBE_LEVEL 1\n"),
+              ("notables", "#define MLXCEL_QMV_PROBE_LEVEL 2\n"),
+              ("nwx", "#define MLXCEL_QMV_PROBE_LEVEL 3\n"),
+              ("xplain", "#define MLXCEL_QMV_PROBE_LEVEL 4\n"),
+              ("nopro", "#define MLXCEL_QMV_PROBE_LEVEL 5\n"),
               # With the pad quantized_gemv.rs adds below 46592 bytes (here for SMEM = 37120):
               # ptxas's static count must grow by it (the pad is not optimized out).
-              ("notables pad", "#define MLXCEL_QMV_NOMATH 1\n#define MLXCEL_QMV_NOTABLES 1\n"
-               "#define MLXCEL_QMV_PROBE_PAD 9472\n"))
+              ("notables pad", "#define MLXCEL_QMV_PROBE_LEVEL 2\n#define MLXCEL_QMV_PROBE_PAD 9472\n"))
     for (level, defines), norm in itertools.product(levels, (False, True)):
         consts = ("constexpr int G = 64; constexpr int NW = 8; constexpr int S = 3; constexpr int U = 4; "
                   f"constexpr bool MB = false; constexpr bool NORM = {'true' if norm else 'false'}; "

@@ -345,7 +345,7 @@ pub const QMV_GBAR_PROBE: Flag = Flag {
 };
 
 /// A measuring probe (off; **wrong outputs**): the POST GEMV kernels keep their prologue, their
-/// ring's copies, waits and slot reads, but skip each tile's arithmetic (`MLXCEL_QMV_NOMATH` in
+/// ring's copies, waits and slot reads, but skip each tile's arithmetic (`MLXCEL_QMV_PROBE_LEVEL` in
 /// `cuda/qgemv4.cuh`, built under its own kernel names). Why: in `bench gemv` the bare ring ran
 /// gate/up at 17.6 us against the shipped 26.0 (session 28), while in situ neither deeper rings
 /// nor an earlier start per warp (session 39) sped the GEMVs up; timed in a decode step

@@ -1037,9 +1037,9 @@ const PROBE_SHARED: usize = 46592;
 
 /// How much [`flags::QMV_NOMATH_PROBE`] drops (`MLXCEL_QMV_NOMATH_LEVEL`): `loop` (the default:
 /// each tile's arithmetic), `tables` (also the prologue's scale tables and POST's per-group x
-/// sums), `xplain` (`tables` with x staged without the folded norm), `nwx` (`tables` with the
-/// norm's weight read from x's address), `prologue` (also x's
-/// staging: the copies, waits, slot reads and the reduction remain).
+/// sums), `nwx` (`tables` with the norm's weight read from x's address), `xplain` (`tables` with
+/// x staged without the folded norm), `prologue` (also x's staging: the copies, waits, slot reads
+/// and the reduction remain).
 /// Why: with the arithmetic gone gate/up still took 23.9 us in situ (session 40) against the
 /// bench's bare ring's 17.6; the levels between say which part of the rest the prologue holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1087,40 +1087,37 @@ impl NomathLevel {
         }
     }
 
-    /// The level's defines, ahead of the kernel's header (`cuda/qgemv4.cuh` reads them), for a
-    /// launch of `request` bytes of dynamic shared memory. The two deeper levels' builds take 32-48
-    /// registers against the shipped 54-64, which would let 5-6 CTAs share an SM where the shipped
-    /// builds run 4; below [`PROBE_SHARED`] bytes they pad their shared memory up to it, so that
-    /// at most 4 fit (228 KiB per SM, 1 KiB of it reserved per CTA) and stay under 48 KiB.
-    fn defines(self, request: usize) -> String {
-        let mut d = String::from("#define MLXCEL_QMV_NOMATH 1\n");
-        if self != Self::Loop {
-            d.push_str("#define MLXCEL_QMV_NOTABLES 1\n");
-            if request < PROBE_SHARED {
-                d.push_str(&format!(
-                    "#define MLXCEL_QMV_PROBE_PAD {}\n",
-                    PROBE_SHARED - request
-                ));
-            }
-        }
+    /// The level's number in `cuda/qgemv4.cuh` (`MLXCEL_QMV_PROBE_LEVEL`; 0 is the shipped
+    /// kernels).
+    fn number(self) -> u64 {
         match self {
-            Self::Prologue => d.push_str("#define MLXCEL_QMV_NOX 1\n"),
-            Self::PlainX => d.push_str("#define MLXCEL_QMV_XPLAIN 1\n"),
-            Self::NormWeightFromX => d.push_str("#define MLXCEL_QMV_NWX 1\n"),
-            _ => {}
+            Self::Loop => 1,
+            Self::Tables => 2,
+            Self::NormWeightFromX => 3,
+            Self::PlainX => 4,
+            Self::Prologue => 5,
+        }
+    }
+
+    /// The level's defines, ahead of the kernel's header, for a launch of `request` bytes of
+    /// dynamic shared memory. The levels past `loop` build with 32-56 registers against the
+    /// shipped 54-64, which would let 5-6 CTAs share an SM where the shipped builds run 4; below
+    /// [`PROBE_SHARED`] bytes they pad their shared memory up to it, so that at most 4 fit (228
+    /// KiB per SM, 1 KiB of it reserved per CTA) and stay under 48 KiB.
+    fn defines(self, request: usize) -> String {
+        let mut d = format!("#define MLXCEL_QMV_PROBE_LEVEL {}\n", self.number());
+        if self != Self::Loop && request < PROBE_SHARED {
+            d.push_str(&format!(
+                "#define MLXCEL_QMV_PROBE_PAD {}\n",
+                PROBE_SHARED - request
+            ));
         }
         d
     }
 
-    /// The level's cache-variant bit in [`run`] (shared-memory requests stay far below them).
+    /// The level's cache variant in [`run`] (shared-memory requests stay far below it).
     fn variant(self) -> u64 {
-        match self {
-            Self::Loop => 1 << 62,
-            Self::Tables => 1 << 61,
-            Self::PlainX => 1 << 59,
-            Self::NormWeightFromX => 1 << 58,
-            Self::Prologue => 1 << 60,
-        }
+        self.number() << 56
     }
 }
 

@@ -22,44 +22,24 @@ namespace mlxcel_qmv {
 
 using mlxcel_mma::u32;
 
-// MLXCEL_QMV_NOMATH (defined ahead of this header by quantized_gemv.rs's run for
-// MLXCEL_QMV_NOMATH_PROBE's builds): ring_rows16_post skips each tile's arithmetic.
-#ifdef MLXCEL_QMV_NOMATH
-constexpr bool NOMATH = true;
-#else
-constexpr bool NOMATH = false;
+// MLXCEL_QMV_PROBE_LEVEL (defined ahead of this header by quantized_gemv.rs's run for
+// MLXCEL_QMV_NOMATH_PROBE's builds, from MLXCEL_QMV_NOMATH_LEVEL; 0, the shipped kernels,
+// otherwise): a measuring probe's level.
+// From 1 (loop) ring_rows16_post skips each tile's arithmetic; from 2 (tables) the prologue also
+// drops the scale tables and POST's per-group x sums; then 3 (nwx) reads the folded norm's weight
+// from x's address (lines every CTA has just read: whether the weight's own loads cost), 4
+// (xplain) stages x as the unnormed kernels do (no norm weight, no sums of squares), 5 (prologue)
+// stages no x: the ring's copies, waits, slot reads and the reduction remain.
+#ifndef MLXCEL_QMV_PROBE_LEVEL
+#define MLXCEL_QMV_PROBE_LEVEL 0
 #endif
-// With it, MLXCEL_QMV_NOTABLES (every MLXCEL_QMV_NOMATH_LEVEL but loop) also drops the
-// prologue's scale tables and POST's per-group x sums, and MLXCEL_QMV_NOX (level prologue) x's
-// staging as well: what remains is the ring's copies, waits, slot reads and the reduction.
-#ifdef MLXCEL_QMV_NOTABLES
-constexpr bool NOTABLES = true;
-#else
-constexpr bool NOTABLES = false;
-#endif
-#ifdef MLXCEL_QMV_NOX
-constexpr bool NOX = true;
-#else
-constexpr bool NOX = false;
-#endif
-// MLXCEL_QMV_XPLAIN (level xplain, with NOTABLES): x staged as the unnormed kernels stage it
-// (XEarly<false>: no norm weight, no sums of squares), also in the kernels that fold the norm.
-#ifdef MLXCEL_QMV_XPLAIN
-constexpr bool XPLAIN = true;
-#else
-constexpr bool XPLAIN = false;
-#endif
-// MLXCEL_QMV_NWX (level nwx, with NOTABLES): the folded norm's weight read from x's address (a
-// line every CTA has just read, not the weight's own lines): whether the weight's loads cost.
-#ifdef MLXCEL_QMV_NWX
-constexpr bool NWX = true;
-#else
-constexpr bool NWX = false;
-#endif
-static_assert(!NOTABLES || NOMATH, "the prologue probes skip the arithmetic too");
-static_assert(!NWX || (NOTABLES && !NOX && !XPLAIN), "the nw probe stages x with the norm");
-static_assert(!NOX || NOTABLES, "the x probe skips the tables too");
-static_assert(!XPLAIN || (NOTABLES && !NOX), "the plain-x probe stages x without the tables");
+constexpr int PROBE_LEVEL = MLXCEL_QMV_PROBE_LEVEL;
+static_assert(PROBE_LEVEL >= 0 && PROBE_LEVEL <= 5, "probe levels 1-5");
+constexpr bool NOMATH = PROBE_LEVEL >= 1;
+constexpr bool NOTABLES = PROBE_LEVEL >= 2;
+constexpr bool NWX = PROBE_LEVEL == 3;
+constexpr bool XPLAIN = PROBE_LEVEL == 4;
+constexpr bool NOX = PROBE_LEVEL == 5;
 
 // Nibbles (i, i + 4) of word w as one exact fp16 pair straight from one LOP3 (the fp16 bits
 // 0x6400 | field): for MASK 0x000F000F at bits 0..3 of each half, (1024 + n, 1024 + n'); for
