@@ -1039,7 +1039,7 @@ const PROBE_SHARED: usize = 46592;
 /// each tile's arithmetic), `tables` (also the prologue's scale tables and POST's per-group x
 /// sums), `nwx` (`tables` with the norm's weight read from x's address), `xplain` (`tables` with
 /// x staged without the folded norm), `prologue` (also x's staging: the copies, waits, slot reads
-/// and the reduction remain).
+/// and the reduction remain), `nosums` (`tables` without the norm's sums of squares).
 /// Why: with the arithmetic gone gate/up still took 23.9 us in situ (session 40) against the
 /// bench's bare ring's 17.6; the levels between say which part of the rest the prologue holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1052,6 +1052,9 @@ enum NomathLevel {
     /// `tables` with the folded norm's weight read from x's address: whether its own loads cost.
     NormWeightFromX,
     Prologue,
+    /// `tables` with x staged through the norm's weight but without the sums of squares and their
+    /// shuffles (the late scale 1): whether the sums or the weight's part of the staging cost.
+    NoSums,
 }
 
 impl NomathLevel {
@@ -1066,10 +1069,11 @@ impl NomathLevel {
             Some("xplain") => Ok(Self::PlainX),
             Some("nwx") => Ok(Self::NormWeightFromX),
             Some("prologue") => Ok(Self::Prologue),
+            Some("nosums") => Ok(Self::NoSums),
             Some(other) => Err(Error::invalid(
                 "quantized gemv",
                 format!(
-                    "{}: {other:?}, expected loop, tables, xplain, nwx or prologue",
+                    "{}: {other:?}, expected loop, tables, nwx, xplain, prologue or nosums",
                     flags::QMV_NOMATH_LEVEL_VAR
                 ),
             )),
@@ -1084,6 +1088,7 @@ impl NomathLevel {
             Self::PlainX => "xplain",
             Self::NormWeightFromX => "nwx",
             Self::Prologue => "nopro",
+            Self::NoSums => "nosums",
         }
     }
 
@@ -1096,6 +1101,7 @@ impl NomathLevel {
             Self::NormWeightFromX => 3,
             Self::PlainX => 4,
             Self::Prologue => 5,
+            Self::NoSums => 6,
         }
     }
 

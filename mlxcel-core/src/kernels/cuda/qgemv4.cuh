@@ -29,17 +29,21 @@ using mlxcel_mma::u32;
 // drops the scale tables and POST's per-group x sums; then 3 (nwx) reads the folded norm's weight
 // from x's address (lines every CTA has just read: whether the weight's own loads cost), 4
 // (xplain) stages x as the unnormed kernels do (no norm weight, no sums of squares), 5 (prologue)
-// stages no x: the ring's copies, waits, slot reads and the reduction remain.
+// stages no x: the ring's copies, waits, slot reads and the reduction remain; 6 (nosums) stages x
+// through the norm's weight (its loads and products) without the sums of squares and their
+// shuffles in its 16-byte-aligned path (the late scale 1): whether the sums or the weight's part
+// cost.
 #ifndef MLXCEL_QMV_PROBE_LEVEL
 #define MLXCEL_QMV_PROBE_LEVEL 0
 #endif
 constexpr int PROBE_LEVEL = MLXCEL_QMV_PROBE_LEVEL;
-static_assert(PROBE_LEVEL >= 0 && PROBE_LEVEL <= 5, "probe levels 1-5");
+static_assert(PROBE_LEVEL >= 0 && PROBE_LEVEL <= 6, "probe levels 1-6");
 constexpr bool NOMATH = PROBE_LEVEL >= 1;
 constexpr bool NOTABLES = PROBE_LEVEL >= 2;
 constexpr bool NWX = PROBE_LEVEL == 3;
 constexpr bool XPLAIN = PROBE_LEVEL == 4;
 constexpr bool NOX = PROBE_LEVEL == 5;
+constexpr bool NOSUMS = PROBE_LEVEL == 6;
 
 // Nibbles (i, i + 4) of word w as one exact fp16 pair straight from one LOP3 (the fp16 bits
 // 0x6400 | field): for MASK 0x000F000F at bits 0..3 of each half, (1024 + n, 1024 + n'); for
@@ -108,7 +112,7 @@ __device__ __forceinline__ void late_partial(float ss, int tid, float* red) {
 }
 template <int NW>
 __device__ __forceinline__ float late_scale(const float* red, float eps, int K) {
-  if constexpr (NOX || XPLAIN) return 1.0f;  // the x probes never wrote red
+  if constexpr (NOX || XPLAIN || NOSUMS) return 1.0f;  // the x probes never wrote red
   float total = 0.0f;
 #pragma unroll
   for (int w = 0; w < NW; ++w) total += red[w];
@@ -288,7 +292,7 @@ struct XEarly {
 #pragma unroll
       for (int u = 0; u < XPRE; ++u) {
         if (tid + u * NT < K / 8) {
-          sum_sq8(x[u], ss);
+          if constexpr (!NOSUMS) sum_sq8(x[u], ss);
           mul_store8(xs4, tid + u * NT, x[u], w[u]);
         }
       }
@@ -296,10 +300,10 @@ struct XEarly {
       for (int b = tid + XPRE * NT; b < K / 8; b += NT) {
         const uint4 v = x4[b];
         const uint4 wv = w4[b];
-        sum_sq8(v, ss);
+        if constexpr (!NOSUMS) sum_sq8(v, ss);
         mul_store8(xs4, b, v, wv);
       }
-      late_partial(ss, tid, red);
+      if constexpr (!NOSUMS) late_partial(ss, tid, red);
     } else if constexpr (NORM) {
       if (!vec) {
         stage_x_rms<NT>(xp, nw, eps, xs, K, tid, red);
@@ -581,8 +585,8 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
   if constexpr (Gate::AT_START) gate(tid);
   if constexpr (NOTABLES) {
     // The prologue probes (MLXCEL_QMV_NOMATH_LEVEL): the copies, x's staging as EARLY does it
-    // (none under NOX; without the folded norm under XPLAIN; its weight read from x under NWX), no
-    // tables. Timing only.
+    // (none under NOX; without the folded norm under XPLAIN; its weight read from x under NWX;
+    // without the sums of squares under NOSUMS), no tables. Timing only.
 #ifdef MLXCEL_QMV_PROBE_PAD
     // Shared memory that holds the probe's CTAs per SM at the shipped builds' 4: their fewer
     // registers would let 5-6 in, another schedule than the one timed.
@@ -906,7 +910,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   if constexpr (NOTABLES) {
     // The level in the outputs (rows r + 8), so that the probe's test can tell its builds apart.
 #pragma unroll
-    for (int m = 0; m < MATS; ++m) acc[m][2] += NOX ? 2.0f : XPLAIN ? 3.0f : NWX ? 4.0f : 1.0f;
+    for (int m = 0; m < MATS; ++m) acc[m][2] += NOX ? 2.0f : XPLAIN ? 3.0f : NWX ? 4.0f : NOSUMS ? 5.0f : 1.0f;
   }
 }
 
