@@ -793,11 +793,11 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
 /// must change the five kernels' outputs (the arithmetic really is skipped: a probe that did not
 /// would time the shipped kernel) and leave them to the bit when switched off again (its builds
 /// are cached apart from the shipped ones), at each of its levels (`MLXCEL_QMV_NOMATH_LEVEL`:
-/// `loop`, `tables`, `xplain`, `nwx`, `prologue`, `nosums`); each level's outputs must also differ from the levels' before it
-/// (the deeper levels add a level marker to their outputs: a level whose define did not reach its
-/// build would time another level's kernel). An unknown level and
-/// POST off are errors, on every backend (the probe lives in the POST loop). On the CPU the kernels
-/// never run: every call ends in MLX's CUDA error with the probe on.
+/// `loop`, `tables`, `xplain`, `nwx`, `prologue`, `nosums`); each level's outputs must also
+/// differ from the levels' before it (the deeper levels add a level marker to their outputs: a
+/// level whose define did not reach its build would time another level's kernel). An unknown
+/// level and POST off are errors, on every backend (the probe lives in the POST loop). On the CPU
+/// the kernels never run: every call ends in MLX's CUDA error with the probe on.
 #[test]
 fn nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used() {
     let mut r = rng("nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used");
@@ -811,7 +811,8 @@ fn nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used() {
     let c = inputs.case();
     let probe = "MLXCEL_QMV_NOMATH_PROBE";
     let mut checks = 0;
-    let mut earlier: Vec<Vec<Vec<half::f16>>> = Vec::new();
+    // earlier[i]: kernel i's outputs at the levels before the current one.
+    let mut earlier: Vec<Vec<Vec<half::f16>>> = vec![Vec::new(); 5];
     for level in ["loop", "tables", "xplain", "nwx", "prologue", "nosums"] {
         std::env::set_var(flags::QMV_NOMATH_LEVEL_VAR, level);
         for (i, (what, call)) in five_kernels(&c, Schedule::parse("ring").unwrap())
@@ -837,10 +838,6 @@ fn nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used() {
                 after == before,
                 "{what}: the output changed after the probe"
             );
-            // earlier[i]: kernel i's outputs at the levels before this one.
-            if earlier.len() <= i {
-                earlier.resize(i + 1, Vec::new());
-            }
             assert!(
                 earlier[i].iter().all(|o| *o != probed),
                 "{what}: the same output as an earlier level"

@@ -1035,74 +1035,53 @@ pub(crate) fn run(
 /// bytes with their static arrays, under 48 KiB.
 const PROBE_SHARED: usize = 46592;
 
-/// How much [`flags::QMV_NOMATH_PROBE`] drops (`MLXCEL_QMV_NOMATH_LEVEL`): `loop` (the default:
-/// each tile's arithmetic), `tables` (also the prologue's scale tables and POST's per-group x
-/// sums), `nwx` (`tables` with the norm's weight read from x's address), `xplain` (`tables` with
-/// x staged without the folded norm), `prologue` (also x's staging: the copies, waits, slot reads
-/// and the reduction remain), `nosums` (`tables` without the norm's sums of squares).
+/// [`flags::QMV_NOMATH_PROBE`]'s levels (`MLXCEL_QMV_NOMATH_LEVEL`) as (name, kernel-name suffix);
+/// level i's number in `cuda/qgemv4.cuh` (`MLXCEL_QMV_PROBE_LEVEL`, 0 being the shipped kernels)
+/// is i + 1. `loop` (the default): each tile's arithmetic dropped; `tables`: also the prologue's
+/// scale tables and POST's per-group x sums; `nwx`: `tables` with the norm's weight read from x's
+/// address (whether its own loads cost); `xplain`: `tables` with x staged as the kernels without
+/// the folded norm stage it; `prologue`: also x's staging (the copies, waits, slot reads and the
+/// reduction remain); `nosums`: `tables` without the norm's sums of squares and their shuffles.
 /// Why: with the arithmetic gone gate/up still took 23.9 us in situ (session 40) against the
 /// bench's bare ring's 17.6; the levels between say which part of the rest the prologue holds.
+const NOMATH_LEVELS: [(&str, &str); 6] = [
+    ("loop", "nomath"),
+    ("tables", "notables"),
+    ("nwx", "nwx"),
+    ("xplain", "xplain"),
+    ("prologue", "nopro"),
+    ("nosums", "nosums"),
+];
+
+/// A [`NOMATH_LEVELS`] level by its number (1 = `loop`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum NomathLevel {
-    Loop,
-    Tables,
-    /// `tables` with x staged as the kernels without the folded norm stage it (no norm weight
-    /// loaded, no sums of squares): whether the norm's part of the staging or x's loads cost.
-    PlainX,
-    /// `tables` with the folded norm's weight read from x's address: whether its own loads cost.
-    NormWeightFromX,
-    Prologue,
-    /// `tables` with x staged through the norm's weight but without the sums of squares and their
-    /// shuffles (the late scale 1): whether the sums or the weight's part of the staging cost.
-    NoSums,
-}
+struct NomathLevel(usize);
 
 impl NomathLevel {
     /// The level the environment names; a value that does not parse is an error, not a fallback.
     fn current() -> Result<Self> {
-        match flags::var(flags::QMV_NOMATH_LEVEL_VAR)
-            .as_deref()
-            .map(str::trim)
-        {
-            None | Some("loop") => Ok(Self::Loop),
-            Some("tables") => Ok(Self::Tables),
-            Some("xplain") => Ok(Self::PlainX),
-            Some("nwx") => Ok(Self::NormWeightFromX),
-            Some("prologue") => Ok(Self::Prologue),
-            Some("nosums") => Ok(Self::NoSums),
-            Some(other) => Err(Error::invalid(
-                "quantized gemv",
-                format!(
-                    "{}: {other:?}, expected loop, tables, nwx, xplain, prologue or nosums",
-                    flags::QMV_NOMATH_LEVEL_VAR
-                ),
-            )),
+        let v = flags::var(flags::QMV_NOMATH_LEVEL_VAR);
+        let name = v.as_deref().map_or("loop", str::trim);
+        match NOMATH_LEVELS.iter().position(|(n, _)| *n == name) {
+            Some(i) => Ok(Self(i + 1)),
+            None => {
+                let names = NOMATH_LEVELS.map(|(n, _)| n);
+                Err(Error::invalid(
+                    "quantized gemv",
+                    format!(
+                        "{}: {name:?}, expected {} or {}",
+                        flags::QMV_NOMATH_LEVEL_VAR,
+                        names[..5].join(", "),
+                        names[5]
+                    ),
+                ))
+            }
         }
     }
 
     /// The level's kernel-name suffix.
     fn suffix(self) -> &'static str {
-        match self {
-            Self::Loop => "nomath",
-            Self::Tables => "notables",
-            Self::PlainX => "xplain",
-            Self::NormWeightFromX => "nwx",
-            Self::Prologue => "nopro",
-            Self::NoSums => "nosums",
-        }
-    }
-
-    /// The level's number in `cuda/qgemv4.cuh` (`MLXCEL_QMV_PROBE_LEVEL`; 0 is the shipped
-    /// kernels).
-    fn number(self) -> u64 {
-        match self {
-            Self::Loop => 1,
-            Self::Tables => 2,
-            Self::NormWeightFromX => 3,
-            Self::PlainX => 4,
-            Self::Prologue => 5,
-            Self::NoSums => 6,
-        }
+        NOMATH_LEVELS[self.0 - 1].1
     }
 
     /// The level's defines, ahead of the kernel's header, for a launch of `request` bytes of
@@ -1111,8 +1090,8 @@ impl NomathLevel {
     /// [`PROBE_SHARED`] bytes they pad their shared memory up to it, so that at most 4 fit (228
     /// KiB per SM, 1 KiB of it reserved per CTA) and stay under 48 KiB.
     fn defines(self, request: usize) -> String {
-        let mut d = format!("#define MLXCEL_QMV_PROBE_LEVEL {}\n", self.number());
-        if self != Self::Loop && request < PROBE_SHARED {
+        let mut d = format!("#define MLXCEL_QMV_PROBE_LEVEL {}\n", self.0);
+        if self.0 > 1 && request < PROBE_SHARED {
             d.push_str(&format!(
                 "#define MLXCEL_QMV_PROBE_PAD {}\n",
                 PROBE_SHARED - request
@@ -1123,7 +1102,7 @@ impl NomathLevel {
 
     /// The level's cache variant in [`run`] (shared-memory requests stay far below it).
     fn variant(self) -> u64 {
-        self.number() << 56
+        (self.0 as u64) << 56
     }
 }
 
