@@ -57,8 +57,14 @@ def main() -> None:
     # Innermost only: a backward branch out of an out-of-line block (warp-divergence fix-ups at
     # the end of the attention kernel) can span the whole body.
     mma_loops = [(a, b) for a, b in cands if not any((c, d) != (a, b) and a <= c and d <= b for c, d in cands)]
+    # The NOMATH probes' GEMVs have no HMMA and their ring loop is peeled around waits the
+    # backward branch does not span: there the prologue ends at the first barrier (the end of
+    # x's staging) and the rest counts as the loop.
+    bars = [a for a, s, _ in instrs if "BAR.SYNC" in s]
     if mma_loops:
         lo, hi = min(a for a, _ in mma_loops), max(b for _, b in mma_loops)
+    elif bars:
+        lo, hi = bars[0] + 1, instrs[-1][0]
     elif loops:
         _, lo, hi = max(loops)
     else:
@@ -72,6 +78,10 @@ def main() -> None:
         shares[region(a)] = shares.get(region(a), 0) + n
     print(f"{total} samples; " + ", ".join(f"{k} {v} ({100 * v / max(total, 1):.0f}%)" for k, v in shares.items())
           + (f"; loop 0x{lo:x}-0x{hi:x}" if lo is not None else "; no loop found"))
+    # Samples on the instruction after each DEPBAR (cp.async.wait_group): warps waiting on the
+    # ring's weight copies, as against everything else in the loop.
+    ring = sum(instrs[k + 1][2] for k, (_, s, _) in enumerate(instrs[:-1]) if s.startswith("DEPBAR"))
+    print(f"  waiting on ring copies (after DEPBAR): {ring} ({100 * ring / max(total, 1):.0f}%)")
     if reasons:
         for name in shares:
             per = {}

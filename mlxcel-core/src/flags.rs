@@ -364,7 +364,9 @@ pub const QMV_NOMATH_PROBE: Flag = Flag {
 /// How much [`QMV_NOMATH_PROBE`] drops: `loop` (default: each tile's arithmetic), `tables` (also
 /// the prologue's scale tables and POST's per-group x sums), `xplain` (`tables` with x staged
 /// without the folded norm), `nwx` (`tables` with the norm's weight read from x's address),
-/// `prologue` (also x's staging) or `nosums` (`tables` without the norm's sums of squares).
+/// `prologue` (also x's staging), `nosums` (`tables` without the norm's sums of squares),
+/// `partials` (`xplain` plus a consumer's share of producer-written partial sums of squares) or
+/// `xtwice` (`xplain` with x's chunks loaded twice).
 pub const QMV_NOMATH_LEVEL_VAR: &str = "MLXCEL_QMV_NOMATH_LEVEL";
 
 /// Where [`QMV_GBAR_PROBE`]'s barrier sits: `copies` (default: after the first weight copies,

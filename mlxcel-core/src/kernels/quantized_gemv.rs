@@ -1041,16 +1041,21 @@ const PROBE_SHARED: usize = 46592;
 /// scale tables and POST's per-group x sums; `nwx`: `tables` with the norm's weight read from x's
 /// address (whether its own loads cost); `xplain`: `tables` with x staged as the kernels without
 /// the folded norm stage it; `prologue`: also x's staging (the copies, waits, slot reads and the
-/// reduction remain); `nosums`: `tables` without the norm's sums of squares and their shuffles.
-/// Why: with the arithmetic gone gate/up still took 23.9 us in situ (session 40) against the
-/// bench's bare ring's 17.6; the levels between say which part of the rest the prologue holds.
-const NOMATH_LEVELS: [(&str, &str); 6] = [
+/// reduction remain); `nosums`: `tables` without the norm's sums of squares and their shuffles;
+/// `partials`: `xplain` plus what a consumer of a producer-written `nw * x` and per-16-row partial
+/// sums of x^2 would add (one float per 16 values, summed into the late scale); `xtwice`: `xplain`
+/// with each thread's chunks of x loaded twice. Why: with the arithmetic gone gate/up still took
+/// 23.9 us in situ (session 40) against the bench's bare ring's 17.6; the levels between say
+/// which part of the rest the prologue holds.
+const NOMATH_LEVELS: [(&str, &str); 8] = [
     ("loop", "nomath"),
     ("tables", "notables"),
     ("nwx", "nwx"),
     ("xplain", "xplain"),
     ("prologue", "nopro"),
     ("nosums", "nosums"),
+    ("partials", "partials"),
+    ("xtwice", "xtwice"),
 ];
 
 /// A [`NOMATH_LEVELS`] level by its number (1 = `loop`).
@@ -1071,8 +1076,8 @@ impl NomathLevel {
                     format!(
                         "{}: {name:?}, expected {} or {}",
                         flags::QMV_NOMATH_LEVEL_VAR,
-                        names[..5].join(", "),
-                        names[5]
+                        names[..names.len() - 1].join(", "),
+                        names[names.len() - 1]
                     ),
                 ))
             }

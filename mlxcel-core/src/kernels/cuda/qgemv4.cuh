@@ -32,18 +32,25 @@ using mlxcel_mma::u32;
 // stages no x: the ring's copies, waits, slot reads and the reduction remain; 6 (nosums) stages x
 // through the norm's weight (its loads and products) without the sums of squares and their
 // shuffles in its 16-byte-aligned path (the late scale 1): whether the sums or the weight's part
-// cost.
+// cost (session 41: the weight's part; nosums ran as tables). 7 (partials) is the consumer's share
+// of a fold whose producer writes nw * x and per-16-row partial sums of x^2: x staged as xplain
+// stages it (standing for nw * x), plus one float per 16 values of x read from the norm weight's
+// address (standing for the partials) and summed through late_partial into the late scale.
+// 8 (xtwice) is xplain with each thread's 16-byte chunks of x loaded a second time (asm loads,
+// XORed into the first): whether two more loads per thread from lines every CTA reads cost.
 #ifndef MLXCEL_QMV_PROBE_LEVEL
 #define MLXCEL_QMV_PROBE_LEVEL 0
 #endif
 constexpr int PROBE_LEVEL = MLXCEL_QMV_PROBE_LEVEL;
-static_assert(PROBE_LEVEL >= 0 && PROBE_LEVEL <= 6, "probe levels 1-6");
+static_assert(PROBE_LEVEL >= 0 && PROBE_LEVEL <= 8, "probe levels 1-8");
 constexpr bool NOMATH = PROBE_LEVEL >= 1;
 constexpr bool NOTABLES = PROBE_LEVEL >= 2;
 constexpr bool NWX = PROBE_LEVEL == 3;
 constexpr bool XPLAIN = PROBE_LEVEL == 4;
 constexpr bool NOX = PROBE_LEVEL == 5;
 constexpr bool NOSUMS = PROBE_LEVEL == 6;
+constexpr bool PARTIALS = PROBE_LEVEL == 7;
+constexpr bool XTWICE = PROBE_LEVEL == 8;
 
 // Nibbles (i, i + 4) of word w as one exact fp16 pair straight from one LOP3 (the fp16 bits
 // 0x6400 | field): for MASK 0x000F000F at bits 0..3 of each half, (1024 + n, 1024 + n'); for
@@ -112,7 +119,7 @@ __device__ __forceinline__ void late_partial(float ss, int tid, float* red) {
 }
 template <int NW>
 __device__ __forceinline__ float late_scale(const float* red, float eps, int K) {
-  if constexpr (NOX || XPLAIN || NOSUMS) return 1.0f;  // the x probes never wrote red
+  if constexpr (NOX || XPLAIN || NOSUMS || XTWICE) return 1.0f;  // the x probes never wrote red
   float total = 0.0f;
 #pragma unroll
   for (int w = 0; w < NW; ++w) total += red[w];
@@ -349,6 +356,7 @@ struct StageX {
   float eps;         // NORM only
   float* red;        // NORM only: NT / 32 floats
   using Early = XEarly<NORM, NT, LATE>;
+  static constexpr bool IS_NORM = NORM;
   __device__ __forceinline__ void operator()(__half2* xs, int K, int tid) const {
     if constexpr (NORM && LATE) stage_x_late<NT>(x, nw, xs, K, tid, red);
     else if constexpr (NORM) stage_x_rms<NT>(x, nw, eps, xs, K, tid, red);
@@ -593,12 +601,49 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
     __shared__ unsigned char probe_pad[MLXCEL_QMV_PROBE_PAD];
     if (tid == 0) *reinterpret_cast<volatile unsigned char*>(probe_pad) = 0;
 #endif
-    if constexpr (XPLAIN) {
+    if constexpr (XPLAIN || PARTIALS || XTWICE) {
       XEarly<false, NT> xe;
       xe.load(stage.x, nullptr, K, tid);
+      // PARTIALS (folded-norm kernels only): a float's bits per 16 values of x, from nw's address,
+      // made a value in [1, 2) (nw's fp16 pairs read as floats can be NaN).
+      constexpr bool PART = PARTIALS && Stage::IS_NORM;
+      unsigned pb = 0;
+      if constexpr (PART) {
+        if (tid < K / 16) pb = reinterpret_cast<const unsigned*>(stage.nw)[tid];
+      }
+      uint4 x2[2];
+      if constexpr (XTWICE) {
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          if (tid + u * NT < K / 8) {
+            const uint4* p = reinterpret_cast<const uint4*>(stage.x) + tid + u * NT;
+            asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(x2[u].x), "=r"(x2[u].y), "=r"(x2[u].z), "=r"(x2[u].w)
+                         : "l"(p));
+          }
+        }
+      }
 #pragma unroll
       for (int j = 0; j < SS - 1; ++j) issue_first(j);
+      if constexpr (XTWICE) {
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          if (tid + u * NT < K / 8) {
+            xe.x[u].x ^= x2[u].x;
+            xe.x[u].y ^= x2[u].y;
+            xe.x[u].z ^= x2[u].z;
+            xe.x[u].w ^= x2[u].w;
+          }
+        }
+      }
       xe.store(stage.x, nullptr, 0.0f, xs, K, tid, nullptr);
+      if constexpr (PART) {
+        float p = tid < K / 16 ? __uint_as_float((pb & 0x007fffffu) | 0x3f800000u) : 0.0f;
+        for (int i = tid + NT; i < K / 16; i += NT) {
+          p += __uint_as_float((reinterpret_cast<const unsigned*>(stage.nw)[i] & 0x007fffffu) | 0x3f800000u);
+        }
+        late_partial(p, tid, stage.red);
+      }
     } else {
       Stage st = stage;
       if constexpr (NWX) st.nw = stage.x;
@@ -910,7 +955,13 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   if constexpr (NOTABLES) {
     // The level in the outputs (rows r + 8), so that the probe's test can tell its builds apart.
 #pragma unroll
-    for (int m = 0; m < MATS; ++m) acc[m][2] += NOX ? 2.0f : XPLAIN ? 3.0f : NWX ? 4.0f : NOSUMS ? 5.0f : 1.0f;
+    for (int m = 0; m < MATS; ++m) acc[m][2] += NOX        ? 2.0f
+                       : XPLAIN   ? 3.0f
+                       : NWX      ? 4.0f
+                       : NOSUMS   ? 5.0f
+                       : PARTIALS ? 6.0f
+                       : XTWICE   ? 7.0f
+                                  : 1.0f;
   }
 }
 
