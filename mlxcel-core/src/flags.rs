@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 58;
+const SLOTS: usize = 59;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -342,6 +342,23 @@ pub const QMV_GBAR_PROBE: Flag = Flag {
     default: false,
     doc: "measuring probe: o_proj / down_proj GEMVs run a grid-wide barrier in their prologue (1 = on; outputs unchanged)",
     slot: 55,
+};
+
+/// The GEMV kernels' dynamic shared memory on a 128-byte boundary (`MLXCEL_QMV_DYN_ALIGN` in
+/// `cuda/qgemv4.cu` and `cuda/qgemv4_silu.cu`; off: the 16 bytes the declaration asked for
+/// before, built under names ending `_al16`). Dynamic shared memory starts where the kernel's
+/// static arrays end; the folded norm's `nred` (8 floats) left it 32 bytes past a 128-byte line
+/// (48 in the qkv + encode kernel), and every ring copy's shared writes then straddled lines.
+/// Why: session 41's probes put the folded norm's ~0.2 ms per decode step (session 40) exactly on
+/// the builds whose static arrays were not a multiple of 128 bytes (ncu: 17.4 shared wavefronts
+/// per cp.async against 12.8). Same instructions but the base offset: bit-identical outputs
+/// (GPU test). Default on; 0 = the old placement, for A/B.
+pub const QMV_ALIGN128: Flag = Flag {
+    name: "MLXCEL_QMV_ALIGN128",
+    default: true,
+    doc:
+        "GEMV kernels place dynamic shared memory on a 128-byte boundary (0 = 16 bytes, as before)",
+    slot: 57,
 };
 
 /// A measuring probe (off; **wrong outputs**): the POST GEMV kernels keep their prologue, their
@@ -1129,6 +1146,7 @@ pub const ALL: &[Flag] = &[
     QMV_TILED,
     QMV_GBAR_PROBE,
     QMV_NOMATH_PROBE,
+    QMV_ALIGN128,
     QMV_NORM_LATE,
     FOLD_TAIL,
     QKV_CLUSTER,

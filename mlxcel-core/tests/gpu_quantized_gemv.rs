@@ -638,6 +638,28 @@ fn early_prologue_loads_are_bit_identical_or_are_not_used() {
     }
 }
 
+/// `MLXCEL_QMV_ALIGN128` (dynamic shared memory on a 128-byte boundary; off: 16 bytes, as
+/// before) moves only where the ring and x sit in shared memory: the five kernels must give the
+/// same bits either way, on Llama-3-8B's layer shapes (K 4096 and down's 14336), group 32 and
+/// 128, and a small one, with the default ring and 4 warps x 8 stages (the folded-norm builds are
+/// the ones whose placement moves at 8 warps). On the CPU every call ends in MLX's CUDA error.
+#[test]
+fn dynamic_shared_alignment_is_bit_identical() {
+    let mut r = rng("dynamic_shared_alignment_is_bit_identical");
+    let shapes = [
+        (6144, 4096, 64),
+        (4096, 14336, 64),
+        (4096, 2048, 32),
+        (1024, 14336, 128),
+        (48, 384, 32),
+    ];
+    let checks = five_kernels_same_bits(&mut r, &shapes, "MLXCEL_QMV_ALIGN128", "");
+    if KernelBackend::current() == Some(KernelBackend::Cuda) {
+        eprintln!("dynamic shared memory alignment: {checks} bit-identity checks on CUDA");
+        assert_eq!(checks, 50, "5 shapes x 2 schedules x 5 kernels");
+    }
+}
+
 /// `MLXCEL_QMV_RFIRST` (the folded residual loaded in the prologue instead of after the
 /// reduction) must give the same bits: o_proj's and down's shapes of Llama-3-8B and a small
 /// one, group 64 and 32, the default ring, 4 warps and the batched schedule. On the CPU every

@@ -1019,17 +1019,30 @@ pub(crate) fn run(
     } else {
         None
     };
-    let variant = request as u64 | level.map_or(0, NomathLevel::variant);
+    // MLXCEL_QMV_ALIGN128 off: the old 16-byte placement of dynamic shared memory, its own name
+    // and cache slot.
+    let align16 = !flags::QMV_ALIGN128.enabled();
+    let variant = request as u64
+        | level.map_or(0, NomathLevel::variant)
+        | (u64::from(align16) << ALIGN16_BIT);
     cached_by_name(KernelBackend::Cuda, name, variant, || {
         let mut s = source(request);
         if let Some(level) = level {
             s.name = format!("{}_{}", s.name, level.suffix());
             s.header = format!("{}{}", level.defines(request), s.header);
         }
+        if align16 {
+            s.name = format!("{}_al16", s.name);
+            s.header = format!("#define MLXCEL_QMV_DYN_ALIGN 16\n{}", s.header);
+        }
         s
     })?
     .call(launch)
 }
+
+/// [`run`]'s cache-variant bit of the builds with `MLXCEL_QMV_ALIGN128` off (below
+/// [`NomathLevel::variant`]'s levels at bit 56; shared-memory requests stay far below it).
+const ALIGN16_BIT: u32 = 55;
 
 /// The dynamic plus padded shared memory of [`NomathLevel`]'s deeper builds: over 233472 / 5 - 1024
 /// bytes with their static arrays, under 48 KiB.
