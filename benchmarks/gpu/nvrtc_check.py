@@ -357,8 +357,8 @@ def main():
     # POST (MLXCEL_QMV_POST: scales after the mma, ring_rows16_post) on the ring schedules
     # without a capped grid (8 and 4 warps: the GPU test runs ring:4:8); the other builds with it
     # off (their SASS as before).
-    # TILED (MLXCEL_QMV_TILED: the weights' 16-row x 128-value tiles contiguous; ring_rows16's
-    # source addresses only) on the same ring schedules, POST off.
+    # TILED (MLXCEL_QMV_TILED: the weights' 16-row x 128-value tiles contiguous; the rings'
+    # source addresses only) on the same ring schedules, POST off and (session 41) on.
     # BULK (the bulk:W:S schedules: each tiled tile by one cp.async.bulk on a per-slot mbarrier)
     # on the same.
     # LATE (MLXCEL_QMV_NORM_LATE: the folded norm's scale on the row sums) on every norm build,
@@ -366,6 +366,7 @@ def main():
     post_variants = [(v, False, False, False, False) for v in variants] + [
         (v, True, False, False, False) for v in variants if v[1] > 0 and not v[3]] + [
         (v, False, True, bulk, False) for v in variants if v[1] > 0 and not v[3] for bulk in (False, True)] + [
+        (v, True, True, False, False) for v in variants if v[1] > 0 and not v[3]] + [
         (v, post, False, False, True) for v in variants if v[4] for post in ((False, True) if v[1] > 0 else (False,))]
     for (nw, st, u, mb, norm, early, rfirst), post, tiled, bulk, late in post_variants:
         for g in (32, 64, 128):

@@ -314,12 +314,15 @@ pub const QMV_NORM_LATE: Flag = Flag {
 
 /// Decode GEMV weights reordered once at load into `WeightLayout::Rows16Tiles` (CUDA only;
 /// `quantized_gemv::tile_rows16`): each 16-row x 128-value tile 1 KiB of contiguous memory,
-/// read by the ring kernels with the same per-lane copies (bit-identical) or, with
-/// `MLXCEL_QMV_SCHEDULE=bulk:8:3`, one bulk copy per tile. Prefill's matmuls read them through
+/// read by the ring kernels with the same per-lane copies (bit-identical; with
+/// `MLXCEL_QMV_POST` too since session 41) or, with `MLXCEL_QMV_SCHEDULE=bulk:8:3`, one bulk copy
+/// per tile (POST's loop off). Prefill's matmuls read them through
 /// `Quantized::untiled` (a reorder per call). Why: session 27 found the GEMVs neither issue-
 /// nor locality-bound (the tiled layout alone: bench gemv ncu medians level, e.g. gate/up
-/// 26.08 -> 25.66 us, down 14.53 -> 14.50); whole-tile bulk copies need this layout. Off until
-/// measured faster in situ; 1 turns it on.
+/// 26.08 -> 25.66 us, down 14.53 -> 14.50); whole-tile bulk copies need this layout. Session 41:
+/// a POST copy of MLX's layout (8 rows' 64-byte pieces) makes 12.8 shared wavefronts against
+/// ncu's ideal 3.6, so the tiled layout, one 512-byte run per copy, is worth re-measuring with
+/// POST (not yet run). Off until measured faster in situ; 1 turns it on.
 pub const QMV_TILED: Flag = Flag {
     name: "MLXCEL_QMV_TILED",
     default: false,

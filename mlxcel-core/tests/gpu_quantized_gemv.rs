@@ -976,7 +976,8 @@ fn late_norm_scale_matches_a_float64_reference_or_is_not_used() {
 /// `tile_rows16` moves each word to its tile's contiguous KiB (checked word by word on every
 /// backend); on CUDA the kernels on the tiled words give the same bits as on MLX's layout
 /// (the same shared-memory contents, the same arithmetic) for the plain, residual and gate/up
-/// kernels and three ring schedules, with per-lane and with bulk copies; schedules without
+/// kernels and three ring schedules, with per-lane copies (`MLXCEL_QMV_POST` off and on) and with
+/// bulk copies (POST off); schedules without
 /// the per-16-row ring are refused, and bulk copies of MLX's layout too.
 #[test]
 fn tiled_weights_give_the_same_bits_or_are_refused() {
@@ -1019,52 +1020,59 @@ fn tiled_weights_give_the_same_bits_or_are_refused() {
     if !on_cuda {
         return;
     }
-    // The tiled kernels never take POST's loop (its ring rotation reads MLX's layout), so the
-    // comparison pins it off on MLX's layout too (POST is the default since session 29).
-    common::set_flags(&[("MLXCEL_QMV_POST", false)]);
     // Each tiled schedule against the per-lane ring of the same warps and stages on MLX's
-    // layout: per-lane copies of the tiled words, then bulk copies (one per tile, lane 0).
-    let scheds = [
-        "ring", "ring:8:2", "ring:4:8", "bulk:8:3", "bulk:8:2", "bulk:4:8",
-    ]
-    .map(|s| Schedule::parse(s).unwrap());
+    // layout, with `MLXCEL_QMV_POST` off and on (POST's loop reads either layout through
+    // per-lane copies): per-lane copies of the tiled words, then (POST off: bulk launches never
+    // take POST's loop) bulk copies (one per tile, lane 0).
     let bits = |y: Array| y.to_vec::<half::f16>().unwrap();
     let mut checks = 0;
-    for &(n, k, g) in &[
-        (48, 384, 32),
-        (6144, 4096, 64),
-        (4096, 14336, 64),
-        (1024, 2048, 128),
-    ] {
-        let (q, _) = weight(&mut r, n, k, g);
-        let t = tile_rows16(&q).unwrap();
-        let (x, _) = input(&mut r, k);
-        let (res, _) = input(&mut r, n);
-        for s in scheds {
-            for rr in [None, Some(&res)] {
-                let want = bits(gemv_with(&x, &q, rr, s.per_lane()).unwrap());
-                let got = bits(gemv_with(&x, &t, rr, s).unwrap());
-                assert!(
-                    got == want,
-                    "n={n} k={k} g={g} {s} residual={}",
-                    rr.is_some()
-                );
+    for post in [false, true] {
+        common::set_flags(&[("MLXCEL_QMV_POST", post)]);
+        let names: &[&str] = if post {
+            &["ring", "ring:8:2", "ring:4:8"]
+        } else {
+            &[
+                "ring", "ring:8:2", "ring:4:8", "bulk:8:3", "bulk:8:2", "bulk:4:8",
+            ]
+        };
+        let scheds: Vec<Schedule> = names.iter().map(|s| Schedule::parse(s).unwrap()).collect();
+        for &(n, k, g) in &[
+            (48, 384, 32),
+            (6144, 4096, 64),
+            (4096, 14336, 64),
+            (1024, 2048, 128),
+        ] {
+            let (q, _) = weight(&mut r, n, k, g);
+            let t = tile_rows16(&q).unwrap();
+            let (x, _) = input(&mut r, k);
+            let (res, _) = input(&mut r, n);
+            for &s in &scheds {
+                for rr in [None, Some(&res)] {
+                    let want = bits(gemv_with(&x, &q, rr, s.per_lane()).unwrap());
+                    let got = bits(gemv_with(&x, &t, rr, s).unwrap());
+                    assert!(
+                        got == want,
+                        "n={n} k={k} g={g} {s} residual={} post={post}",
+                        rr.is_some()
+                    );
+                    checks += 1;
+                }
+            }
+        }
+        for &(n, k, g) in &[(32, 256, 64), (14336, 4096, 64)] {
+            let (qg, _) = weight(&mut r, n, k, g);
+            let (qu, _) = weight(&mut r, n, k, g);
+            let (tg, tu) = (tile_rows16(&qg).unwrap(), tile_rows16(&qu).unwrap());
+            let (x, _) = input(&mut r, k);
+            for &s in &scheds {
+                let want = bits(gemv_silu_mul_with(&x, &qg, &qu, s.per_lane()).unwrap());
+                let got = bits(gemv_silu_mul_with(&x, &tg, &tu, s).unwrap());
+                assert!(got == want, "silu n={n} k={k} g={g} {s} post={post}");
                 checks += 1;
             }
         }
     }
-    for &(n, k, g) in &[(32, 256, 64), (14336, 4096, 64)] {
-        let (qg, _) = weight(&mut r, n, k, g);
-        let (qu, _) = weight(&mut r, n, k, g);
-        let (tg, tu) = (tile_rows16(&qg).unwrap(), tile_rows16(&qu).unwrap());
-        let (x, _) = input(&mut r, k);
-        for s in scheds {
-            let want = bits(gemv_silu_mul_with(&x, &qg, &qu, s.per_lane()).unwrap());
-            let got = bits(gemv_silu_mul_with(&x, &tg, &tu, s).unwrap());
-            assert!(got == want, "silu n={n} k={k} g={g} {s}");
-            checks += 1;
-        }
-    }
     common::clear_flags(&["MLXCEL_QMV_POST"]);
     eprintln!("tiled: {checks} bit-identity checks on CUDA");
+    assert_eq!(checks, 4 * 6 * 2 + 2 * 6 + 4 * 3 * 2 + 2 * 3);
 }

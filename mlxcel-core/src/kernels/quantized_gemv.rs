@@ -576,9 +576,9 @@ pub fn tiles_at_load(q: &Quantized) -> bool {
 }
 
 /// Whether `sched` reads weights of `q`'s layout: tiled weights only through the ring with
-/// one CTA per 16 rows (`ring_rows16`; with them the launch leaves `MLXCEL_QMV_POST`'s loop
-/// off, which has no tiled variant), and a `bulk:` schedule, which copies whole tiles, only
-/// tiled weights.
+/// one CTA per 16 rows (`ring_rows16`, or `ring_rows16_post` with `MLXCEL_QMV_POST`), and a
+/// `bulk:` schedule, which copies whole tiles, only tiled weights (its launches leave POST's
+/// loop off: bulk copies fill `ring_rows16`'s slots).
 fn check_layout(q: &Quantized, sched: Schedule) -> Result<()> {
     let tiled = q.layout == WeightLayout::Rows16Tiles;
     if tiled && (sched.stages == 0 || sched.multi_block()) {
@@ -893,13 +893,14 @@ fn launch<'a>(
 ) -> Result<(Launch<'a>, SharedMemory)> {
     check_layout(q, sched)?;
     let (group, tiled) = (q.group_size, q.layout == WeightLayout::Rows16Tiles);
-    let post = flags::QMV_POST.enabled() && !tiled;
+    // Bulk copies fill ring_rows16's slots only: POST's loop takes per-lane copies, of either layout.
+    let post = flags::QMV_POST.enabled() && !sched.bulk;
     if flags::QMV_NOMATH_PROBE.enabled() && !post {
         // The probe lives in the POST loop: without it the launch would time the shipped kernel.
         return Err(Error::invalid(
             "quantized gemv",
             format!(
-                "{} needs the POST GEMV loop (MLXCEL_QMV_POST on, MLX's weight layout)",
+                "{} needs the POST GEMV loop (MLXCEL_QMV_POST on, not a bulk schedule)",
                 flags::QMV_NOMATH_PROBE.name
             ),
         ));

@@ -18,8 +18,9 @@ constexpr int NT = NW * 32;
 // SMEM (the launch's dynamic shared memory) only names the kernel: see smem_arg in
 // quantized_gemv.rs.
 static_assert(SMEM >= 0, "SMEM is the dynamic shared memory in bytes");
-// TILED: the weights in the tiled layout (tile_rows16 in quantized_gemv.rs), read by ring_rows16 only.
-static_assert(!TILED || (S > 0 && !MB && !POST), "tiled weights need the ring schedule, one CTA per 16 rows, no POST");
+// TILED: the weights in the tiled layout (tile_rows16 in quantized_gemv.rs), read by ring_rows16 and
+// ring_rows16_post (not with bulk copies: those fill ring_rows16's slots).
+static_assert(!TILED || (S > 0 && !MB && !(POST && BULK)), "tiled weights need the ring schedule, one CTA per 16 rows, no POST with bulk copies");
 // BULK: the tiles by bulk copies (the bulk:W:S schedules; ring_rows16).
 static_assert(!BULK || TILED, "bulk copies need the tiled layout");
 // Dynamic shared memory on a 128-byte boundary (MLXCEL_QMV_DYN_ALIGN, 16 with
@@ -78,7 +79,7 @@ if constexpr (S > 0 && MB) {
     const mlxcel_qmv::NoGate gate{};
 #endif
     if constexpr (POST) {
-      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
+      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY, TILED>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     } else {
       mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     }

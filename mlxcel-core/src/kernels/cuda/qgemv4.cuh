@@ -827,7 +827,13 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
 // pointer, the ring slot by a counter (no division). Numerics: products exact in fp32, no
 // fp16 rounding of the weights, so not bit-identical to ring_rows16 (which rounds s n + b
 // to fp16); the GEMV tests bound it against float64. One CTA per 16 rows only (no MB).
-template <int G, int NW, int S, int MATS, bool EARLY, typename Stage, typename Gate = NoGate>
+// TILED (MLXCEL_QMV_TILED with POST): the weights in the tiled layout, as ring_rows16 reads
+// them: lane (r, c)'s copies are bytes 16 lane and 512 + 16 lane of the warp's tile, the same
+// 16 bytes as row r's (and r + 8's) chunk c in MLX's layout, stored in the same slot places:
+// bit-identical to POST on MLX's layout. Why: a copy instruction then reads 512 contiguous bytes
+// instead of 8 rows' 64-byte pieces; session 41's source counters put 12.8 shared wavefronts on
+// each of these copies against ncu's ideal 3.6 (the tiled layout was measured before POST only).
+template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, typename Stage, typename Gate = NoGate>
 __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem,
                                                  int K, long long row0, int tid, int warp, int lane,
                                                  float (&acc)[MATS][4], const Gate& gate = Gate{}) {
@@ -848,7 +854,11 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   __half2* sb = xs + K / 2;
   uint4* ring = reinterpret_cast<uint4*>(sb + MATS * 16 * sbs) + warp * SS * 64;
   const int put = r * 4 + ((c + (r >> 1)) & 3);
-  const long long lane_off = (row0 + r) * words + c * 4 + warp * 16;
+  // A tile's words: 16 of each of 16 rows in MLX's layout (the next tile 16 words on, row
+  // r + 8 at 8 rows' words), 256 contiguous in the tiled one (row block b's tile t at
+  // (b * tiles + t) * 256, row r + 8 at 128).
+  const long long lane_off =
+      TILED ? (row0 / 16) * tiles * 256 + lane * 4 + warp * 256 : (row0 + r) * words + c * 4 + warp * 16;
   const u32* src = mats[0].w + lane_off;
   // left (the first matrix's copies still to issue) is derivable from issued, but testing
   // `issued == tw` instead took NVRTC 2 more instructions per tile (139 -> 141, gate/up).
@@ -857,9 +867,9 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
     if (issued < jobs) {
       uint4* dst = ring + fill * 64;
       ring_copy16(dst + put, src);
-      ring_copy16(dst + 32 + put, src + 8LL * words);
+      ring_copy16(dst + 32 + put, src + (TILED ? 128LL : 8LL * words));
       ++issued;
-      src += NW * 16;
+      src += NW * (TILED ? 256 : 16);
       if (MATS > 1 && --left == 0) src = mats[MATS - 1].w + lane_off;  // the second matrix's first tile
     }
     ring_commit();
