@@ -613,6 +613,17 @@ fn five_kernels_same_bits(
     checks
 }
 
+/// The (N, K, group) shapes of the five-kernel bit-identity flag tests: Llama-3-8B's layer shapes
+/// (K 4096 and down's 14336), group 32 and 128, and a small one whose K (384) is not a multiple
+/// of 256 (the CPU runs only the last).
+const BIT_IDENTITY_SHAPES: [(usize, usize, i32); 5] = [
+    (6144, 4096, 64),
+    (4096, 14336, 64),
+    (4096, 2048, 32),
+    (1024, 14336, 128),
+    (48, 384, 32),
+];
+
 /// `MLXCEL_QMV_EARLY` (x's loads, the folded norm weight's and the scale loads issued before
 /// the ring's first weight copies, held in registers, stored after them) must give the bits of
 /// the prologue that stages them after the copies: the plain kernel with and without the
@@ -625,14 +636,7 @@ fn five_kernels_same_bits(
 fn early_prologue_loads_are_bit_identical_or_are_not_used() {
     let mut r = rng("early_prologue_loads_are_bit_identical_or_are_not_used");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let shapes = [
-        (6144, 4096, 64),
-        (4096, 14336, 64),
-        (4096, 2048, 32),
-        (1024, 14336, 128),
-        (48, 384, 32),
-    ];
-    let checks = five_kernels_same_bits(&mut r, &shapes, "MLXCEL_QMV_EARLY", "");
+    let checks = five_kernels_same_bits(&mut r, &BIT_IDENTITY_SHAPES, "MLXCEL_QMV_EARLY", "");
     if on_cuda {
         eprintln!("early GEMV prologue: {checks} bit-identity checks on CUDA");
     }
@@ -646,14 +650,7 @@ fn early_prologue_loads_are_bit_identical_or_are_not_used() {
 #[test]
 fn dynamic_shared_alignment_is_bit_identical() {
     let mut r = rng("dynamic_shared_alignment_is_bit_identical");
-    let shapes = [
-        (6144, 4096, 64),
-        (4096, 14336, 64),
-        (4096, 2048, 32),
-        (1024, 14336, 128),
-        (48, 384, 32),
-    ];
-    let checks = five_kernels_same_bits(&mut r, &shapes, "MLXCEL_QMV_ALIGN128", "");
+    let checks = five_kernels_same_bits(&mut r, &BIT_IDENTITY_SHAPES, "MLXCEL_QMV_ALIGN128", "");
     if KernelBackend::current() == Some(KernelBackend::Cuda) {
         eprintln!("dynamic shared memory alignment: {checks} bit-identity checks on CUDA");
         assert_eq!(checks, 50, "5 shapes x 2 schedules x 5 kernels");

@@ -52,6 +52,18 @@ constexpr bool NOSUMS = PROBE_LEVEL == 6;
 constexpr bool PARTIALS = PROBE_LEVEL == 7;
 constexpr bool XTWICE = PROBE_LEVEL == 8;
 
+// The GEMV kernels' dynamic shared memory on a 128-byte boundary (MLXCEL_QMV_DYN_ALIGN in
+// their extern declaration; 16, defined ahead of this header by quantized_gemv.rs's run, with
+// MLXCEL_QMV_ALIGN128 off): ptxas then pads the static arrays up to a multiple of 128 bytes.
+// Why: the static arrays end where dynamic shared memory begins; with the folded norm's nred
+// (NW floats) they ended 32 bytes past a 128-byte line (48 past in the qkv + encode kernel), and
+// every ring copy's shared-memory writes then straddled lines: ncu counted 17.4 shared
+// wavefronts per cp.async instruction against 12.8 aligned (ideal 3.6). Aligned, a turbo4 decode
+// step at 32K took 0.066 ms less on the H200 (session 41, ADR 0017).
+#ifndef MLXCEL_QMV_DYN_ALIGN
+#define MLXCEL_QMV_DYN_ALIGN 128
+#endif
+
 // Nibbles (i, i + 4) of word w as one exact fp16 pair straight from one LOP3 (the fp16 bits
 // 0x6400 | field): for MASK 0x000F000F at bits 0..3 of each half, (1024 + n, 1024 + n'); for
 // 0x00F000F0 at bits 4..7, (1024 + 16 n, 1024 + 16 n'). POST (ring_rows16_post) feeds these to

@@ -14,16 +14,7 @@ static_assert(SMEM >= 0, "SMEM is the dynamic shared memory in bytes");
 static_assert(!TILED || (S > 0 && !MB && !(POST && BULK)), "tiled weights need the ring schedule, one CTA per 16 rows, no POST with bulk copies");
 // BULK: the tiles by bulk copies (the bulk:W:S schedules; ring_rows16).
 static_assert(!BULK || TILED, "bulk copies need the tiled layout");
-// Dynamic shared memory on a 128-byte boundary (MLXCEL_QMV_DYN_ALIGN, 16 with
-// MLXCEL_QMV_ALIGN128 off): ptxas then pads the static arrays up to a multiple of 128 bytes.
-// Why: the static arrays end where dynamic shared memory begins; with the folded norm's nred
-// (NW floats) they ended 32 bytes past a 128-byte line (48 past in the qkv + encode kernel), and
-// every ring copy's shared-memory writes then straddled lines: ncu counted 17.4 shared
-// wavefronts per cp.async instruction against 12.8 aligned (ideal 3.6), and the folded-norm
-// GEMVs ran ~0.2 ms per decode step slower than the plain ones (session 41).
-#ifndef MLXCEL_QMV_DYN_ALIGN
-#define MLXCEL_QMV_DYN_ALIGN 128
-#endif
+// MLXCEL_QMV_DYN_ALIGN: 128 bytes unless MLXCEL_QMV_ALIGN128 is off (qgemv4.cuh says why).
 extern __shared__ __align__(MLXCEL_QMV_DYN_ALIGN) unsigned char smem[];
 __shared__ float red[NW * 32];
 __shared__ float gu[32];
