@@ -388,7 +388,7 @@ pub const QMV_NOMATH_PROBE: Flag = Flag {
 /// without the folded norm), `nwx` (`tables` with the norm's weight read from x's address),
 /// `prologue` (also x's staging), `nosums` (`tables` without the norm's sums of squares),
 /// `partials` (`xplain` plus a consumer's share of producer-written partial sums of squares) or
-/// `xtwice` (`xplain` with x's chunks loaded twice).
+/// `xtwice` (`xplain` with each thread's first two chunks of x loaded twice).
 pub const QMV_NOMATH_LEVEL_VAR: &str = "MLXCEL_QMV_NOMATH_LEVEL";
 
 /// Where [`QMV_GBAR_PROBE`]'s barrier sits: `copies` (default: after the first weight copies,

@@ -1058,7 +1058,7 @@ const PROBE_SHARED: usize = 46592;
 /// reduction remain); `nosums`: `tables` without the norm's sums of squares and their shuffles;
 /// `partials`: `xplain` plus what a consumer of a producer-written `nw * x` and per-16-row partial
 /// sums of x^2 would add (one float per 16 values, summed into the late scale); `xtwice`: `xplain`
-/// with each thread's chunks of x loaded twice. Why: with the arithmetic gone gate/up still took
+/// with each thread's first two chunks of x loaded twice. Why: with the arithmetic gone gate/up still took
 /// 23.9 us in situ (session 40) against the bench's bare ring's 17.6; the levels between say
 /// which part of the rest the prologue holds.
 const NOMATH_LEVELS: [(&str, &str); 8] = [

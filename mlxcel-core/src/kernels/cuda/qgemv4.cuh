@@ -36,8 +36,9 @@ using mlxcel_mma::u32;
 // of a fold whose producer writes nw * x and per-16-row partial sums of x^2: x staged as xplain
 // stages it (standing for nw * x), plus one float per 16 values of x read from the norm weight's
 // address (standing for the partials) and summed through late_partial into the late scale.
-// 8 (xtwice) is xplain with each thread's 16-byte chunks of x loaded a second time (asm loads,
-// XORed into the first): whether two more loads per thread from lines every CTA reads cost.
+// 8 (xtwice) is xplain with each thread's first two 16-byte chunks of x (all of x at K = 4096
+// with 8 warps) loaded a second time (asm loads, XORed into the first): whether two more loads
+// per thread from lines every CTA reads cost.
 #ifndef MLXCEL_QMV_PROBE_LEVEL
 #define MLXCEL_QMV_PROBE_LEVEL 0
 #endif
@@ -975,15 +976,10 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
     }
   }
   if constexpr (NOTABLES) {
-    // The level in the outputs (rows r + 8), so that the probe's test can tell its builds apart.
+    // The level in the outputs (rows r + 8: PROBE_LEVEL - 1, one value per level), so that the
+    // probe's test can tell its builds apart.
 #pragma unroll
-    for (int m = 0; m < MATS; ++m) acc[m][2] += NOX        ? 2.0f
-                       : XPLAIN   ? 3.0f
-                       : NWX      ? 4.0f
-                       : NOSUMS   ? 5.0f
-                       : PARTIALS ? 6.0f
-                       : XTWICE   ? 7.0f
-                                  : 1.0f;
+    for (int m = 0; m < MATS; ++m) acc[m][2] += static_cast<float>(PROBE_LEVEL - 1);
   }
 }
 
