@@ -313,20 +313,22 @@ pub const QMV_NORM_LATE: Flag = Flag {
 };
 
 /// Decode GEMV weights reordered once at load into `WeightLayout::Rows16Tiles` (CUDA only;
-/// `quantized_gemv::tile_rows16`): each 16-row x 128-value tile 1 KiB of contiguous memory,
-/// read by the ring kernels with the same per-lane copies (bit-identical; with
-/// `MLXCEL_QMV_POST` too since session 41) or, with `MLXCEL_QMV_SCHEDULE=bulk:8:3`, one bulk copy
-/// per tile (POST's loop off). Prefill's matmuls read them through
-/// `Quantized::untiled` (a reorder per call). Why: session 27 found the GEMVs neither issue-
-/// nor locality-bound (the tiled layout alone: bench gemv ncu medians level, e.g. gate/up
-/// 26.08 -> 25.66 us, down 14.53 -> 14.50); whole-tile bulk copies need this layout. Session 41:
-/// a POST copy of MLX's layout (8 rows' 64-byte pieces) makes 12.8 shared wavefronts against
-/// ncu's ideal 3.6, so the tiled layout, one 512-byte run per copy, is worth re-measuring with
-/// POST (not yet run). Off until measured faster in situ; 1 turns it on.
+/// `quantized_gemv::tile_rows16`; only where the GEMV schedule reads that layout): each 16-row
+/// x 128-value tile 1 KiB of contiguous memory, read by the ring kernels with the same
+/// per-lane copies (bit-identical, `MLXCEL_QMV_POST`'s loop too) or, with
+/// `MLXCEL_QMV_SCHEDULE=bulk:8:3`, one bulk copy per tile (POST's loop off). Prefill's matmuls
+/// read them through `Quantized::untiled` (a reorder per call). Why: a ring copy of MLX's
+/// layout writes 8 rows' 64-byte pieces; of the tiled layout, one 512-byte run. Session 27
+/// measured it level before POST and before `MLXCEL_QMV_ALIGN128`. Session 42 (H200, with
+/// both): ncu's shared wavefronts of the gate/up GEMV 3.55 M -> 2.96 M (excess 1.10 M -> 0.52
+/// M), in situ gate/up 23.84 -> 22.78 us, down 14.24 -> 13.81, o_proj 7.07 -> 6.88, head 99.8
+/// -> 95.0 per launch; turbo4 32K device time per step 2.385 / 2.388 -> 2.331 / 2.359 ms (two
+/// rounds each, separate runs); 192 greedy tokens equal; prefill time level. Default on
+/// (ADR 0018); 0 keeps MLX's layout.
 pub const QMV_TILED: Flag = Flag {
     name: "MLXCEL_QMV_TILED",
-    default: false,
-    doc: "decode GEMV weights stored tiled at load, for the bulk:W:S GEMV schedules (1 = on; CUDA only)",
+    default: true,
+    doc: "decode GEMV weights stored tiled at load: one 512-byte run per ring copy (0 = MLX's layout; CUDA only)",
     slot: 47,
 };
 

@@ -129,6 +129,13 @@ impl Schedule {
         }
     }
 
+    /// Whether this schedule reads weights in [`WeightLayout::Rows16Tiles`]: the ring with one
+    /// CTA per 16 rows (`ring_rows16`, `ring_rows16_post`); the batched schedule and capped ring
+    /// grids index MLX's layout.
+    pub fn reads_tiled(self) -> bool {
+        self.stages > 0 && !self.multi_block()
+    }
+
     /// Whether CTAs own several 16-row blocks (a capped ring grid).
     fn multi_block(&self) -> bool {
         self.stages > 0 && self.grid > 0
@@ -566,11 +573,15 @@ pub fn tile_rows16(q: &Quantized) -> Result<Quantized> {
     })
 }
 
-/// Whether a decode step's GEMVs should read `q` tiled: `MLXCEL_QMV_TILED` on, the CUDA
-/// backend, and a weight in MLX's layout that the kernels take (what [`tile_rows16`] needs).
+/// Whether a decode step's GEMVs should read `q` tiled: `MLXCEL_QMV_TILED` on (the
+/// default), the CUDA backend, a GEMV schedule that reads tiled weights (an override such as
+/// `MLXCEL_QMV_SCHEDULE=batched` keeps MLX's layout instead of failing at the first GEMV; one
+/// that does not parse fails there), and a weight in MLX's layout that the kernels take (what
+/// [`tile_rows16`] needs).
 pub fn tiles_at_load(q: &Quantized) -> bool {
     flags::QMV_TILED.enabled()
         && KernelBackend::current() == Some(KernelBackend::Cuda)
+        && Schedule::current().is_ok_and(Schedule::reads_tiled)
         && q.layout == WeightLayout::Mlx
         && weight_shape(q).is_some()
 }
@@ -581,11 +592,11 @@ pub fn tiles_at_load(q: &Quantized) -> bool {
 /// loop off: bulk copies fill `ring_rows16`'s slots).
 fn check_layout(q: &Quantized, sched: Schedule) -> Result<()> {
     let tiled = q.layout == WeightLayout::Rows16Tiles;
-    if tiled && (sched.stages == 0 || sched.multi_block()) {
+    if tiled && !sched.reads_tiled() {
         return Err(Error::invalid(
             "quantized gemv",
             format!(
-                "schedule {sched}: tiled weights need a ring schedule with one CTA per 16 rows (MLXCEL_QMV_TILED=1 stores them tiled)"
+                "schedule {sched}: tiled weights need a ring schedule with one CTA per 16 rows (MLXCEL_QMV_TILED, on by default on CUDA, stores them tiled; 0 keeps MLX's layout)"
             ),
         ));
     }
