@@ -323,8 +323,9 @@ pub const QMV_NORM_LATE: Flag = Flag {
 /// both): ncu's shared wavefronts of the gate/up GEMV 3.55 M -> 2.96 M (excess 1.10 M -> 0.52
 /// M), in situ gate/up 23.84 -> 22.78 us, down 14.24 -> 13.81, o_proj 7.07 -> 6.88, head 99.8
 /// -> 95.0 per launch; turbo4 32K device time per step 2.385 / 2.388 -> 2.331 / 2.359 ms (two
-/// rounds each, separate runs); 192 greedy tokens equal; prefill time level. Default on
-/// (ADR 0018); 0 keeps MLX's layout.
+/// rounds each, separate runs); 192 greedy tokens equal. Prefill's reorders were not timed (an
+/// estimate: ~2 ms per prefill chunk of the 8B model, a read and a write of its 4.5 GB of
+/// weights at the copy roofline). Default on (ADR 0018); 0 keeps MLX's layout.
 pub const QMV_TILED: Flag = Flag {
     name: "MLXCEL_QMV_TILED",
     default: true,

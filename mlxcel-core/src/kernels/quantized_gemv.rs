@@ -1257,6 +1257,24 @@ mod tests {
         }
     }
 
+    /// The schedules `tiles_at_load` tiles weights for (`MLXCEL_QMV_TILED`, on by default on
+    /// CUDA) are exactly those `check_layout` lets read tiled weights: the ring with one CTA per
+    /// 16 rows and the bulk schedules; a batched or capped-grid override keeps MLX's layout.
+    #[test]
+    fn only_per_16_row_ring_schedules_read_tiled_weights() {
+        for (s, tiled) in [
+            ("ring", true),
+            ("ring:8:2", true),
+            ("ring:4:8", true),
+            ("bulk:8:3", true),
+            ("batched", false),
+            ("batched:4", false),
+            ("ring:8:4:264", false),
+        ] {
+            assert_eq!(Schedule::parse(s).unwrap().reads_tiled(), tiled, "{s}");
+        }
+    }
+
     #[test]
     fn launches_past_48_kib_with_static_memory_ask_mlx_to_opt_in() {
         let ring48 = Schedule::parse("ring:4:8").unwrap();
