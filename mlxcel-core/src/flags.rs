@@ -313,11 +313,11 @@ pub const QMV_NORM_LATE: Flag = Flag {
 };
 
 /// Decode GEMV weights reordered once at load into `WeightLayout::Rows16Tiles` (CUDA only;
-/// `quantized_gemv::tile_rows16`; only where the GEMV schedule reads that layout): each 16-row
-/// x 128-value tile 1 KiB of contiguous memory, read by the ring kernels with the same
-/// per-lane copies (bit-identical, `MLXCEL_QMV_POST`'s loop too) or, with
-/// `MLXCEL_QMV_SCHEDULE=bulk:8:3`, one bulk copy per tile (POST's loop off). Prefill's matmuls
-/// read them through `Quantized::untiled` (a reorder per call). Why: a ring copy of MLX's
+/// `quantized_gemv::tile_rows16`; only where the GEMV kernels, `MLXCEL_FUSED_QMV`, and their
+/// schedule read that layout): each 16-row x 128-value tile 1 KiB of contiguous memory, read
+/// by the ring kernels with the same per-lane copies (bit-identical, `MLXCEL_QMV_POST`'s loop
+/// too) or, with `MLXCEL_QMV_SCHEDULE=bulk:8:3`, one bulk copy per tile (POST's loop off).
+/// Prefill's matmuls read them through `Quantized::untiled` (a reorder per call). Why: a ring copy of MLX's
 /// layout writes 8 rows' 64-byte pieces; of the tiled layout, one 512-byte run. Session 27
 /// measured it level before POST and before `MLXCEL_QMV_ALIGN128`. Session 42 (H200, with
 /// both): ncu's shared wavefronts of the gate/up GEMV 3.55 M -> 2.96 M (excess 1.10 M -> 0.52

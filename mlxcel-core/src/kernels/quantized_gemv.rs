@@ -574,12 +574,14 @@ pub fn tile_rows16(q: &Quantized) -> Result<Quantized> {
 }
 
 /// Whether a decode step's GEMVs should read `q` tiled: `MLXCEL_QMV_TILED` on (the
-/// default), the CUDA backend, a GEMV schedule that reads tiled weights (an override such as
-/// `MLXCEL_QMV_SCHEDULE=batched` keeps MLX's layout instead of failing at the first GEMV; one
-/// that does not parse fails there), and a weight in MLX's layout that the kernels take (what
-/// [`tile_rows16`] needs).
+/// default), the CUDA backend, the GEMV kernels on (`MLXCEL_FUSED_QMV`: without them every
+/// decode step's matmuls would reorder the weights back to MLX's layout), a GEMV schedule that
+/// reads tiled weights (an override such as `MLXCEL_QMV_SCHEDULE=batched` keeps MLX's layout
+/// instead of failing at the first GEMV; one that does not parse fails there), and a weight in
+/// MLX's layout that the kernels take (what [`tile_rows16`] needs).
 pub fn tiles_at_load(q: &Quantized) -> bool {
     flags::QMV_TILED.enabled()
+        && flags::FUSED_QMV.enabled()
         && KernelBackend::current() == Some(KernelBackend::Cuda)
         && Schedule::current().is_ok_and(Schedule::reads_tiled)
         && q.layout == WeightLayout::Mlx
