@@ -59,6 +59,8 @@ pub struct GemvBench {
     /// Also time each one-CTA-per-16-rows ring schedule on weights reordered into the tiled
     /// layout (`tile_rows16`: each 16-row x 128-value tile contiguous), as `SCHEDULE+tiled`;
     /// its outputs must be bit-identical to the same schedule's on MLX's layout (checked).
+    /// Decode steps on CUDA read this layout by default (`MLXCEL_QMV_TILED`, since session 42):
+    /// `ring:8:3+tiled` is the GEMV a decode step runs.
     #[arg(long)]
     pub tiled: bool,
     /// Measuring probes of the ring's grid (CUDA only): `probe:WARPS:STAGES:BLOCKS:PARTS`,
