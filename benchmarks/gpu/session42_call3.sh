@@ -18,13 +18,7 @@ BUDGET=${BUDGET:-545}
 e2e_setup "$BUDGET" 90
 tokens_ab MLXCEL_QMV_TILED int8 toki
 tokens_ab MLXCEL_QMV_TILED turbo4-asym toka
-export TOKENS=128
-modes=(fp16 turbo4 turbo4-asym int8)
-for round in 1 2; do
-  for ((i = 0; i < 4; i++)); do
-    timed 30 "r$round" "${modes[$(((i + round) % 4))]}" 32768
-  done
-done
+TOKENS=128 config_rounds 32768 30 "1 2" fp16 turbo4 turbo4-asym int8
 export TOKENS=64
 for kv in turbo4 fp16 turbo4-asym int8; do timed 40 "long" "$kv" 131072; done
 for kv in fp16 turbo4; do timed 40 "long2" "$kv" 131072; done
