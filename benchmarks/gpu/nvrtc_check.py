@@ -368,14 +368,19 @@ def main():
         (v, False, True, bulk, False) for v in variants if v[1] > 0 and not v[3] for bulk in (False, True)] + [
         (v, True, True, False, False) for v in variants if v[1] > 0 and not v[3]] + [
         (v, post, False, False, True) for v in variants if v[4] for post in ((False, True) if v[1] > 0 else (False,))]
-    for (nw, st, u, mb, norm, early, rfirst), post, tiled, bulk, late in post_variants:
+    # OWNC (MLXCEL_QMV_OWN_CHUNKS: POST's lanes read only their own copies, the mma's columns
+    # split by group; session 43) on every POST build.
+    own_variants = [(pv, own) for pv in post_variants for own in ((False, True) if pv[1] else (False,))]
+    for ((nw, st, u, mb, norm, early, rfirst), post, tiled, bulk, late), own in own_variants:
         for g in (32, 64, 128):
             tag = (f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "")
-                   + (" rfirst" if rfirst else "") + (" post" if post else "") + (" tiled" if tiled else "") + (" bulk" if bulk else "") + (" late" if late else ""))
+                   + (" rfirst" if rfirst else "") + (" post" if post else "") + (" tiled" if tiled else "") + (" bulk" if bulk else "") + (" late" if late else "")
+                   + (" own" if own else ""))
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
                       f"constexpr bool MB = {'true' if mb else 'false'}; constexpr bool NORM = {'true' if norm else 'false'}; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = {'true' if rfirst else 'false'}; "
                       f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = {'true' if tiled else 'false'}; "
+                      f"constexpr bool OWNC = {'true' if own else 'false'}; "
                       f"constexpr bool BULK = {'true' if bulk else 'false'}; constexpr bool LATE = {'true' if late else 'false'}; "
                       f"constexpr int EPS = 0x3727c5ac; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
@@ -410,15 +415,16 @@ def main():
               # With the pad quantized_gemv.rs adds below 46592 bytes (here for SMEM = 37120):
               # ptxas's static count must grow by it (the pad is not optimized out).
               ("notables pad", "#define MLXCEL_QMV_PROBE_LEVEL 2\n#define MLXCEL_QMV_PROBE_PAD 9472\n"))
-    for (level, defines), norm in itertools.product(levels, (False, True)):
+    for (level, defines), norm, own in itertools.product(levels, (False, True), (False, True)):
         consts = ("constexpr int G = 64; constexpr int NW = 8; constexpr int S = 3; constexpr int U = 4; "
                   f"constexpr bool MB = false; constexpr bool NORM = {'true' if norm else 'false'}; "
                   "constexpr bool EARLY = true; constexpr bool RFIRST = false; constexpr bool POST = true; "
+                  f"constexpr bool OWNC = {'true' if own else 'false'}; "
                   f"constexpr bool TILED = false; constexpr bool BULK = false; constexpr bool LATE = {'true' if norm else 'false'}; "
                   f"constexpr int EPS = 0x3727c5ac; constexpr bool RESID = {'false' if norm else 'true'}; constexpr int SMEM = 49152;\n")
         pre = defines + qmv_header + SHAPE
         pbound = gemv_static_bound(8, 64, True) + (9472 if "pad" in level else 0)
-        tag = f"{level} g64 nw8 s3 early post" + (" norm late" if norm else " resid")
+        tag = f"{level} g64 nw8 s3 early post" + (" norm late" if norm else " resid") + (" own" if own else "")
         ok &= compile_one(f"qgemv4 {tag}", pre + "__global__ void g(const __half* x, const uint32_t* w, const Shape w_shape, "
                           "const __half* scales, const __half* biases, const __half* r, const __half* nw, __half* y) {\n" + consts
                           + read("qgemv4_store.cu") + read("qgemv4.cu") + "\n}\n", pbound)
@@ -439,7 +445,7 @@ def main():
             consts = ("constexpr int G = 64; constexpr int NW = 8; constexpr int S = 3; constexpr int U = 4; "
                       "constexpr bool MB = false; constexpr bool NORM = false; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = false; "
-                      f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = false; "
+                      f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = false; constexpr bool OWNC = false; "
                       "constexpr bool BULK = false; constexpr bool LATE = false; constexpr int EPS = 0x3727c5ac; "
                       "constexpr bool RESID = true; constexpr int SMEM = 49152; "
                       f"constexpr bool GBAR_START = {'true' if start else 'false'}; constexpr int GBAR_SLOT_WORDS = 1024;\n")
@@ -482,9 +488,9 @@ def main():
             # the signature as quantized_gemv.rs does) on the shipped builds (ETAIL, and POST + LATE
             # with the norm), off everywhere.
             shipped = etail == "true" and post == "true" and tiled == "false" and (late == "true" or norm == "false")
-            for cluster in (("false", "true") if shipped else ("false",)):
+            for cluster, own in ((("false", "false"), ("true", "false"), ("true", "true"), ("false", "true")) if shipped else (("false", "false"),)):
               consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
-                        f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
+                        f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool OWNC = {own}; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
                         f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                         f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
                         f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024; constexpr bool ETAIL = {etail}; constexpr bool CLUSTER = {cluster};\n")
@@ -504,7 +510,7 @@ def main():
               ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}" + (" early" if early == "true" else "")
                                 + (f" s{st}" if st != 4 else "") + (" etail" if etail == "true" else "") + (" post" if post == "true" else "")
                                 + (" tiled" if tiled == "true" else "") + (" bulk" if bulk == "true" else "") + (" late" if late == "true" else "")
-                                + (" cluster" if cluster == "true" else ""), src,
+                                + (" cluster" if cluster == "true" else "") + (" own" if own == "true" else ""), src,
                                 gemv_static_bound(8, 64, post == "true", d))
     # The greedy token's argmax (MLXCEL_FAST_ARGMAX), per logits dtype.
     for xt in ("__half", "__nv_bfloat16", "float"):

@@ -333,6 +333,24 @@ pub const QMV_TILED: Flag = Flag {
     slot: 47,
 };
 
+/// POST's GEMV loop with each lane reading back only the 16 bytes it copied (`OWN` in
+/// `ring_rows16_post`, `cuda/qgemv4.cuh`): step s feeds the mma word s of the lane's own chunk,
+/// and the mma's 8 B columns are split by quantization group (a column carries x only for the
+/// lanes of its group, zeros for the others), so each lane's C fragment holds its own group's
+/// sums and the tile needs one per-group epilogue instead of one per group, no cross-lane slot
+/// reads and no `__syncwarp` around the ring. Why: the shipped loop spent ~168 SASS
+/// instructions per 1 KiB tile (session 42's gate/up source counters) against the ~250 issue
+/// slots an SM has per KiB at the copy roofline, and the LM head issued in 79% of its cycles
+/// (session 43: its tile arithmetic costs 26 us per launch over the arithmetic-free probe).
+/// Other summation order than POST's (not bit-identical; the GPU tests bound it against
+/// float64). 0 = POST's loop as before.
+pub const QMV_OWN_CHUNKS: Flag = Flag {
+    name: "MLXCEL_QMV_OWN_CHUNKS",
+    default: false,
+    doc: "POST GEMV loop: each lane reads only its own copies, the mma's columns split by quantization group (0 = cross-lane reads; CUDA only)",
+    slot: 58,
+};
+
 /// A measuring probe (off): the o_proj and down_proj GEMVs (the residual-adding launches of
 /// at most [`crate::kernels::quantized_gemv::GBAR_MAX_CTAS`] CTAs) run a grid-wide barrier in
 /// their prologue, after their first weight copies and before x's loads
@@ -1152,6 +1170,7 @@ pub const ALL: &[Flag] = &[
     MMA_REFILL_EARLY,
     QMV_POST,
     QMV_TILED,
+    QMV_OWN_CHUNKS,
     QMV_GBAR_PROBE,
     QMV_NOMATH_PROBE,
     QMV_ALIGN128,

@@ -748,7 +748,35 @@ fn grid_barrier_probe_is_bit_identical() {
 /// never run: every call ends in MLX's CUDA error with the flag on.
 #[test]
 fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
-    let mut r = rng("post_scaled_groups_match_a_float64_reference_or_are_not_used");
+    scaled_groups_against_float64(
+        "post_scaled_groups_match_a_float64_reference_or_are_not_used",
+        "MLXCEL_QMV_POST",
+        "post",
+        "default kernel",
+    );
+}
+
+/// `MLXCEL_QMV_OWN_CHUNKS` (POST's loop with each lane reading only its own copies and the
+/// mma's B columns split by quantization group: one per-group epilogue per tile, the groups
+/// added across lanes after the loop) against the float64 reference, on the same kernels,
+/// shapes, group sizes and schedules as POST's test, within TOL and within 1.5x POST's error
+/// (the kernel it replaces) plus 1e-4. Group sizes 32, 64 and 128 put 4, 2 and 1 groups in a
+/// tile: each splits the columns another way. On the CPU the kernels never run.
+#[test]
+fn own_chunks_match_a_float64_reference_or_are_not_used() {
+    scaled_groups_against_float64(
+        "own_chunks_match_a_float64_reference_or_are_not_used",
+        "MLXCEL_QMV_OWN_CHUNKS",
+        "own chunks",
+        "POST kernel",
+    );
+}
+
+/// The five kernels with `flag` off and on against the float64 reference ([`against_float64`]:
+/// the flag's kernel is `label`, the one it replaces `baseline`) over the shapes and schedules
+/// POST's test documents; `seed` names the random inputs.
+fn scaled_groups_against_float64(seed: &str, flag: &str, label: &str, baseline: &str) {
+    let mut r = rng(seed);
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let eps = 1e-5f32;
     let shapes = [
@@ -795,8 +823,8 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
             let calls = five_kernels(&c, Schedule::parse(s).unwrap());
             for ((what, call), want) in calls.into_iter().zip(wants) {
                 let case = format!("{what} n={n} k={k} g={g} {s}");
-                let run = |on: bool| eval_with_flags(&[("MLXCEL_QMV_POST", on)], &*call);
-                if let Some(e) = against_float64("post", "default kernel", &case, want, &run) {
+                let run = |on: bool| eval_with_flags(&[(flag, on)], &*call);
+                if let Some(e) = against_float64(label, baseline, &case, want, &run) {
                     worst = worst.max(e);
                     checks += 1;
                 }
@@ -804,7 +832,7 @@ fn post_scaled_groups_match_a_float64_reference_or_are_not_used() {
         }
     }
     if on_cuda {
-        eprintln!("post-scaled GEMV: {checks} cases on CUDA, worst relative RMS {worst:.2e}");
+        eprintln!("{label}: {checks} cases on CUDA, worst relative RMS {worst:.2e}");
     }
 }
 
@@ -1017,14 +1045,35 @@ fn tiled_weights_give_the_same_bits_or_are_refused() {
     if !on_cuda {
         return;
     }
-    // Each tiled schedule against the per-lane ring of the same warps and stages on MLX's
-    // layout, with `MLXCEL_QMV_POST` off and on (POST's loop reads either layout through
-    // per-lane copies): per-lane copies of the tiled words, then (POST off: bulk launches never
-    // take POST's loop) bulk copies (one per tile, lane 0).
+    let checks = tiled_same_bits(&mut r, &[(false, false), (true, false)]);
+    eprintln!("tiled: {checks} bit-identity checks on CUDA");
+    assert_eq!(checks, 4 * 6 * 2 + 2 * 6 + 4 * 3 * 2 + 2 * 3);
+}
+
+/// `MLXCEL_QMV_OWN_CHUNKS` (POST's lanes read only their own copies) on tiled weights gives the
+/// same bits as on MLX's layout (only the copies' source addresses differ), for the plain,
+/// residual and gate/up kernels and the three per-lane ring schedules. CUDA only: on the CPU
+/// the kernels never run (the float64 test checks the CPU's error path).
+#[test]
+fn tiled_weights_with_own_chunks_give_the_same_bits() {
+    let mut r = rng("tiled_weights_with_own_chunks_give_the_same_bits");
+    if KernelBackend::current() != Some(KernelBackend::Cuda) {
+        return;
+    }
+    let checks = tiled_same_bits(&mut r, &[(true, true)]);
+    eprintln!("tiled with own chunks: {checks} bit-identity checks on CUDA");
+    assert_eq!(checks, 4 * 3 * 2 + 2 * 3);
+}
+
+/// Each tiled schedule against the per-lane ring of the same warps and stages on MLX's layout,
+/// per mode (`MLXCEL_QMV_POST`, `MLXCEL_QMV_OWN_CHUNKS`): POST's loop reads either layout
+/// through per-lane copies; with POST off also bulk copies (one per tile, lane 0; bulk launches
+/// never take POST's loop). Returns the bit-identity checks made (CUDA only).
+fn tiled_same_bits(r: &mut rand::rngs::StdRng, modes: &[(bool, bool)]) -> usize {
     let bits = |y: Array| y.to_vec::<half::f16>().unwrap();
     let mut checks = 0;
-    for post in [false, true] {
-        common::set_flags(&[("MLXCEL_QMV_POST", post)]);
+    for &(post, own) in modes {
+        common::set_flags(&[("MLXCEL_QMV_POST", post), ("MLXCEL_QMV_OWN_CHUNKS", own)]);
         let names: &[&str] = if post {
             &["ring", "ring:8:2", "ring:4:8"]
         } else {
@@ -1039,17 +1088,17 @@ fn tiled_weights_give_the_same_bits_or_are_refused() {
             (4096, 14336, 64),
             (1024, 2048, 128),
         ] {
-            let (q, _) = weight(&mut r, n, k, g);
+            let (q, _) = weight(r, n, k, g);
             let t = tile_rows16(&q).unwrap();
-            let (x, _) = input(&mut r, k);
-            let (res, _) = input(&mut r, n);
+            let (x, _) = input(r, k);
+            let (res, _) = input(r, n);
             for &s in &scheds {
                 for rr in [None, Some(&res)] {
                     let want = bits(gemv_with(&x, &q, rr, s.per_lane()).unwrap());
                     let got = bits(gemv_with(&x, &t, rr, s).unwrap());
                     assert!(
                         got == want,
-                        "n={n} k={k} g={g} {s} residual={} post={post}",
+                        "n={n} k={k} g={g} {s} residual={} post={post} own={own}",
                         rr.is_some()
                     );
                     checks += 1;
@@ -1057,19 +1106,21 @@ fn tiled_weights_give_the_same_bits_or_are_refused() {
             }
         }
         for &(n, k, g) in &[(32, 256, 64), (14336, 4096, 64)] {
-            let (qg, _) = weight(&mut r, n, k, g);
-            let (qu, _) = weight(&mut r, n, k, g);
+            let (qg, _) = weight(r, n, k, g);
+            let (qu, _) = weight(r, n, k, g);
             let (tg, tu) = (tile_rows16(&qg).unwrap(), tile_rows16(&qu).unwrap());
-            let (x, _) = input(&mut r, k);
+            let (x, _) = input(r, k);
             for &s in &scheds {
                 let want = bits(gemv_silu_mul_with(&x, &qg, &qu, s.per_lane()).unwrap());
                 let got = bits(gemv_silu_mul_with(&x, &tg, &tu, s).unwrap());
-                assert!(got == want, "silu n={n} k={k} g={g} {s} post={post}");
+                assert!(
+                    got == want,
+                    "silu n={n} k={k} g={g} {s} post={post} own={own}"
+                );
                 checks += 1;
             }
         }
     }
-    common::clear_flags(&["MLXCEL_QMV_POST"]);
-    eprintln!("tiled: {checks} bit-identity checks on CUDA");
-    assert_eq!(checks, 4 * 6 * 2 + 2 * 6 + 4 * 3 * 2 + 2 * 3);
+    common::clear_flags(&["MLXCEL_QMV_POST", "MLXCEL_QMV_OWN_CHUNKS"]);
+    checks
 }

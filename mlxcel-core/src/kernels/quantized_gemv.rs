@@ -938,6 +938,10 @@ fn launch<'a>(
     .template("EARLY", TemplateArg::Bool(flags::QMV_EARLY.enabled()))
     .template("POST", TemplateArg::Bool(post))
     .template("TILED", TemplateArg::Bool(tiled))
+    .template(
+        "OWNC",
+        TemplateArg::Bool(post && flags::QMV_OWN_CHUNKS.enabled()),
+    )
     .template("BULK", TemplateArg::Bool(sched.bulk))
     .template("SMEM", smem_arg(shared.dynamic));
     Ok((launch, shared))

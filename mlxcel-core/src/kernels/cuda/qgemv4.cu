@@ -9,7 +9,8 @@
 // only, one CTA per 16 rows: the prologue's loads of x and of the scales before the ring's first
 // copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without MB: the residual loaded in the
 // prologue, MLXCEL_QMV_RFIRST), POST (ring without MB: scales and biases applied per group after
-// the mma, MLXCEL_QMV_POST; ring_rows16_post). Dynamic shared memory: the batched schedule
+// the mma, MLXCEL_QMV_POST; ring_rows16_post), OWNC (with POST: each lane reads back only its own
+// copies, the mma's columns split by group, MLXCEL_QMV_OWN_CHUNKS). Dynamic shared memory: the batched schedule
 // K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says.
 // Outputs are written through put(row, value), defined in front of this body by
 // qgemv4_store.cu (y[row]) or qgemv4_store_qkv.cu (the stacked qkv projection's three
@@ -70,7 +71,7 @@ if constexpr (S > 0 && MB) {
     const mlxcel_qmv::NoGate gate{};
 #endif
     if constexpr (POST) {
-      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY, TILED>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
+      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY, TILED, OWNC>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     } else {
       mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     }

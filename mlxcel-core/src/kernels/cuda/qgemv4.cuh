@@ -846,7 +846,21 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
 // bit-identical to POST on MLX's layout. Why: a copy instruction then reads 512 contiguous bytes
 // instead of 8 rows' 64-byte pieces; session 41's source counters put 12.8 shared wavefronts on
 // each of these copies against ncu's ideal 3.6 (the tiled layout was measured before POST only).
-template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, typename Stage, typename Gate = NoGate>
+// OWN (MLXCEL_QMV_OWN_CHUNKS with POST): each lane reads back only the 16 bytes it copied (row
+// r's and r + 8's chunk c, one 16-byte load each), and step s feeds the mma word s of that chunk:
+// values [32 c + 8 s, 32 c + 8 s + 8) of the tile, so the 4 lanes of an mma row hold values of
+// up to 4 different groups. The mma's B columns keep them apart: column n carries x only for
+// the group of the lanes whose C columns (2 c, 2 c + 1) it is (n / (8 / NG)); lane (n, c) loads
+// zeros where its chunk's group is another (a zeroed 64 bytes of shared memory, reached by
+// the lane's own base pointer and stride, so the loop has no extra instruction). A lane's C
+// fragment then holds its own group's sums over the tile's 4 steps: one per-group epilogue per
+// tile instead of NG, no swizzled slot stores, no cross-lane slot reads and no __syncwarp
+// around the ring, and the lanes' groups are added once after the loop (shuffles). Why: POST's
+// loop spent ~168 SASS instructions per 1 KiB tile (ncu, session 42's gate/up), against ~250
+// issue slots an SM has per KiB at the copy roofline; the shipped head issued in 79% of its
+// cycles (session 43). Same products, other summation order: not bit-identical to OWN off
+// (the GEMV tests bound both against float64); the same on either weight layout.
+template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, bool OWN, typename Stage, typename Gate = NoGate>
 __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem,
                                                  int K, long long row0, int tid, int warp, int lane,
                                                  float (&acc)[MATS][4], const Gate& gate = Gate{}) {
@@ -866,7 +880,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   __half2* xs = reinterpret_cast<__half2*>(smem);
   __half2* sb = xs + K / 2;
   uint4* ring = reinterpret_cast<uint4*>(sb + MATS * 16 * sbs) + warp * SS * 64;
-  const int put = r * 4 + ((c + (r >> 1)) & 3);
+  const int put = OWN ? lane : r * 4 + ((c + (r >> 1)) & 3);
   // A tile's words: 16 of each of 16 rows in MLX's layout (the next tile 16 words on, row
   // r + 8 at 8 rows' words), 256 contiguous in the tiled one (row block b's tile t at
   // (b * tiles + t) * 256, row r + 8 at 128).
@@ -888,6 +902,12 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
     ring_commit();
     fill = fill + 1 == SS ? 0 : fill + 1;
   };
+  // OWN: 64 zero bytes at 32 mod 128 (banks 8-11 + 4 s at step s, none of which the matching
+  // lanes' chunks at 64 c + 16 s take), published by the prologue's barrier.
+  __shared__ __align__(128) uint4 xzero[OWN ? 6 : 1];
+  if constexpr (OWN) {
+    if (tid < 4) xzero[2 + tid] = make_uint4(0u, 0u, 0u, 0u);
+  }
   ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); }, gate);
   // (D, E) of this warp's groups: lanes 0-15 take the 16 chunks of one tile, lanes 16-31 the
   // next tile's; each sums its chunk's even and odd values in fp32 (a chunk in pair order holds
@@ -921,24 +941,35 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
 #pragma unroll
   for (int s = 0; s < 4; ++s) at[s] = (r * 4 + ((s + (r >> 1)) & 3)) * 4 + c;
   int slot = 0;
-  const uint4* xw = reinterpret_cast<const uint4*>(xs) + warp * 16 + c;  // this lane's x word of step 0
+  // This lane's x word of step 0: chunk c of the tile (word 4 s + c at step s); with OWN chunk 4 c
+  // (word 4 c + s at step s) where its group is column r's, else the zeros (stride 0).
+  const bool xmatch = !OWN || (c * NG) / 4 == (r * NG) / 8;
+  const uint4* xw = xmatch ? reinterpret_cast<const uint4*>(xs) + warp * 16 + (OWN ? 4 * c : c) : xzero + 2;
+  const int xstride = xmatch ? NW * 16 : 0;
+  const int gl = OWN ? (c * NG) / 4 : 0;  // OWN: the group of this lane's chunk
 #pragma unroll
   for (int m = 0; m < MATS; ++m) {
     const __half2* sbr = sb + m * 16 * sbs + r * sbs + warp * NG;
     const float2* dg = xsum + warp * NG;
     const uint4* xt = xw;
     for (int i = 0; i < tw; ++i) {
-      __syncwarp();  // every lane is done with the slot the refill reuses
+      if constexpr (!OWN) __syncwarp();  // every lane is done with the slot the refill reuses
       issue();
       ring_wait<SS - 1>();
-      __syncwarp();  // every lane's copies of this tile have landed
+      if constexpr (!OWN) __syncwarp();  // every lane's copies of this tile have landed
       const u32* sl = reinterpret_cast<const u32*>(ring + slot * 64);
       slot = slot + 1 == SS ? 0 : slot + 1;
       u32 w0[4], w1[4];
+      if constexpr (OWN) {
+        const uint4 q0 = reinterpret_cast<const uint4*>(sl)[lane], q1 = reinterpret_cast<const uint4*>(sl)[32 + lane];
+        w0[0] = q0.x, w0[1] = q0.y, w0[2] = q0.z, w0[3] = q0.w;
+        w1[0] = q1.x, w1[1] = q1.y, w1[2] = q1.z, w1[3] = q1.w;
+      } else {
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        w0[s] = sl[at[s]];
-        w1[s] = sl[128 + at[s]];
+        for (int s = 0; s < 4; ++s) {
+          w0[s] = sl[at[s]];
+          w1[s] = sl[128 + at[s]];
+        }
       }
       if constexpr (NOMATH) {
         // MLXCEL_QMV_NOMATH_PROBE (quantized_gemv.rs's run): a measuring probe that keeps the
@@ -949,6 +980,21 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
 #pragma unroll
         for (int s = 0; s < 4; ++s) f ^= w0[s] ^ w1[s];
         acc[m][0] += static_cast<float>(f & 1u);
+      } else if constexpr (OWN) {
+        float lo[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hi[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          const uint4 xx = xt[s];  // chunk 4 c + s of the tile (or zeros), in the order the sums left
+          const u32 u0 = w0[s] >> 8, u1 = w1[s] >> 8;
+          mlxcel_mma::mma(lo, code_pair<0x000F000Fu>(w0[s]), code_pair<0x000F000Fu>(w1[s]), code_pair<0x000F000Fu>(u0),
+                          code_pair<0x000F000Fu>(u1), xx.x, xx.y);
+          mlxcel_mma::mma(hi, code_pair<0x00F000F0u>(w0[s]), code_pair<0x00F000F0u>(w1[s]), code_pair<0x00F000F0u>(u0),
+                          code_pair<0x00F000F0u>(u1), xx.z, xx.w);
+        }
+        const float2 de = dg[gl];
+        const float2 p0 = __half22float2(sbr[gl]), p1 = __half22float2(sbr[8 * sbs + gl]);
+        acc[m][0] = fmaf(p0.y, de.x, fmaf(p0.x, fmaf(hi[0], 0.0625f, lo[0]) - de.y, acc[m][0]));
+        acc[m][2] = fmaf(p1.y, de.x, fmaf(p1.x, fmaf(hi[2], 0.0625f, lo[2]) - de.y, acc[m][2]));
       } else {
 #pragma unroll
         for (int gi = 0; gi < NG; ++gi) {
@@ -970,9 +1016,21 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
           acc[m][2] = fmaf(p1.y, de.x, fmaf(p1.x, fmaf(hi[2], 0.0625f, lo[2]) - de.y, acc[m][2]));
         }
       }
-      xt += NW * 16;
+      xt += xstride;
       sbr += NW * NG;
       dg += NW * NG;
+    }
+  }
+  if constexpr (OWN && NG > 1) {
+    // A row's groups sit in lanes c of different groups (c, c ^ 2 at NG = 2; all four at NG =
+    // 4): their sum into every lane (reduce_rows reads lanes c = 0).
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) {
+#pragma unroll
+      for (int o = 4 / NG; o < 4; o <<= 1) {
+        acc[m][0] += __shfl_xor_sync(0xffffffffu, acc[m][0], o);
+        acc[m][2] += __shfl_xor_sync(0xffffffffu, acc[m][2], o);
+      }
     }
   }
   if constexpr (NOTABLES) {

@@ -42,7 +42,7 @@ if constexpr (S > 0 && MB) {
   if constexpr (S > 0) {
     const mlxcel_qmv::QMat mats[2] = {{wg, sg, bg}, {wu, su, bu}};
     if constexpr (POST) {
-      mlxcel_qmv::ring_rows16_post<G, NW, S, 2, EARLY, TILED>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+      mlxcel_qmv::ring_rows16_post<G, NW, S, 2, EARLY, TILED, OWNC>(mats, stage, smem, K, row0, tid, warp, lane, acc);
     } else {
       mlxcel_qmv::ring_rows16<G, NW, S, 2, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc);
     }
