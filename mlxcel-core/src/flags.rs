@@ -342,11 +342,16 @@ pub const QMV_TILED: Flag = Flag {
 /// instructions per 1 KiB tile (session 42's gate/up source counters) against the ~250 issue
 /// slots an SM has per KiB at the copy roofline, and the LM head issued in 79% of its cycles
 /// (session 43: its tile arithmetic costs 26 us per launch over the arithmetic-free probe).
-/// Other summation order than POST's (not bit-identical; the GPU tests bound it against
-/// float64). 0 = POST's loop as before.
+/// NVRTC: the gate/up loop ~134 -> 109 SASS instructions per tile. Session 43 (H200): ncu in
+/// situ (turbo4 32K, us per launch) gate/up 22.85 -> 21.70, down 13.79 -> 13.47, qkv 8.48 ->
+/// 8.13, o_proj 6.93 -> 7.01, head 95.90 -> 90.18, kernel time per step 2.532 -> 2.471 ms;
+/// `MLXCEL_STEP_AB` in one run, device time per turbo4 step 2.353 -> 2.304 ms at 32K and 3.409
+/// -> 3.361 at 128K. Its float64 test passed all 50 cases (worst 5.34e-4, POST's 4.95e-4 on
+/// that case) and its tiled bit-identity test 30 checks. Other summation order than POST's (not
+/// bit-identical). Default on; 0 = POST's loop with cross-lane slot reads.
 pub const QMV_OWN_CHUNKS: Flag = Flag {
     name: "MLXCEL_QMV_OWN_CHUNKS",
-    default: false,
+    default: true,
     doc: "POST GEMV loop: each lane reads only its own copies, the mma's columns split by quantization group (0 = cross-lane reads; CUDA only)",
     slot: 58,
 };
