@@ -380,7 +380,7 @@ def main():
                       f"constexpr bool MB = {'true' if mb else 'false'}; constexpr bool NORM = {'true' if norm else 'false'}; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = {'true' if rfirst else 'false'}; "
                       f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = {'true' if tiled else 'false'}; "
-                      f"constexpr bool OWNC = {'true' if own else 'false'}; "
+                      f"constexpr bool OWNC = {'true' if own else 'false'}; constexpr int RB = 1; "
                       f"constexpr bool BULK = {'true' if bulk else 'false'}; constexpr bool LATE = {'true' if late else 'false'}; "
                       f"constexpr int EPS = 0x3727c5ac; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
@@ -389,6 +389,10 @@ def main():
                    + read("qgemv4_store.cu") + read("qgemv4.cu") + "\n}\n")
             bound = gemv_static_bound(nw, g, post)
             ok &= compile_one(f"qgemv4 {tag}", src, bound)
+            # RB (MLXCEL_QMV_PAIR_BLOCKS: two 16-row blocks per CTA, plain launches only) on every
+            # POST build (session 43).
+            if post:
+                ok &= compile_one(f"qgemv4 rb2 {tag}", src.replace("constexpr int RB = 1;", "constexpr int RB = 2;"), bound)
             # The stacked qkv projection's three outputs (MLXCEL_QKV_PARTS; never with RESID).
             if g != 64:
                 src = (qmv_header + SHAPE + "__global__ void p(const __half* x, const uint32_t* w, const Shape w_shape, "
@@ -419,7 +423,7 @@ def main():
         consts = ("constexpr int G = 64; constexpr int NW = 8; constexpr int S = 3; constexpr int U = 4; "
                   f"constexpr bool MB = false; constexpr bool NORM = {'true' if norm else 'false'}; "
                   "constexpr bool EARLY = true; constexpr bool RFIRST = false; constexpr bool POST = true; "
-                  f"constexpr bool OWNC = {'true' if own else 'false'}; "
+                  f"constexpr bool OWNC = {'true' if own else 'false'}; constexpr int RB = 1; "
                   f"constexpr bool TILED = false; constexpr bool BULK = false; constexpr bool LATE = {'true' if norm else 'false'}; "
                   f"constexpr int EPS = 0x3727c5ac; constexpr bool RESID = {'false' if norm else 'true'}; constexpr int SMEM = 49152;\n")
         pre = defines + qmv_header + SHAPE
@@ -445,7 +449,7 @@ def main():
             consts = ("constexpr int G = 64; constexpr int NW = 8; constexpr int S = 3; constexpr int U = 4; "
                       "constexpr bool MB = false; constexpr bool NORM = false; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = false; "
-                      f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = false; constexpr bool OWNC = false; "
+                      f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = false; constexpr bool OWNC = false; constexpr int RB = 1; "
                       "constexpr bool BULK = false; constexpr bool LATE = false; constexpr int EPS = 0x3727c5ac; "
                       "constexpr bool RESID = true; constexpr int SMEM = 49152; "
                       f"constexpr bool GBAR_START = {'true' if start else 'false'}; constexpr int GBAR_SLOT_WORDS = 1024;\n")
@@ -490,7 +494,7 @@ def main():
             shipped = etail == "true" and post == "true" and tiled == "false" and (late == "true" or norm == "false")
             for cluster, own in ((("false", "false"), ("true", "false"), ("true", "true"), ("false", "true")) if shipped else (("false", "false"),)):
               consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
-                        f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool OWNC = {own}; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
+                        f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool OWNC = {own}; constexpr int RB = 1; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
                         f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                         f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
                         f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024; constexpr bool ETAIL = {etail}; constexpr bool CLUSTER = {cluster};\n")

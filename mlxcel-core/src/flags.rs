@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 60;
+const SLOTS: usize = 61;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -354,6 +354,21 @@ pub const QMV_OWN_CHUNKS: Flag = Flag {
     default: true,
     doc: "POST GEMV loop: each lane reads only its own copies, the mma's columns split by quantization group (0 = cross-lane reads; CUDA only)",
     slot: 58,
+};
+
+/// Plain GEMV launches of at least `quantized_gemv::PAIR_BLOCKS_MIN_ROWS` rows (the LM head)
+/// run two 16-row blocks per CTA (`RB` in `cuda/qgemv4.cu`): x, the folded norm and POST's
+/// per-group sums of x are staged once per 32 rows instead of per 16, and the grid has half the
+/// CTAs (4008 for Llama-3's 128256-row head, ~7.6 waves of the H200's 528 resident CTAs). Why:
+/// the head's 8016 CTAs each run 4 tiles per warp, and 66% of its warp samples sat in that
+/// per-CTA prologue (session 43, ncu source counters with `MLXCEL_QMV_OWN_CHUNKS`). The same
+/// tiles through the same loop with the same per-row order of sums: bit-identical outputs.
+/// Only with POST's loop (`MLXCEL_QMV_POST`) on a per-lane ring with one block per CTA.
+pub const QMV_PAIR_BLOCKS: Flag = Flag {
+    name: "MLXCEL_QMV_PAIR_BLOCKS",
+    default: false,
+    doc: "plain GEMV launches of at least 32768 rows (the LM head) run two 16-row blocks per CTA (0 = one; CUDA only)",
+    slot: 59,
 };
 
 /// A measuring probe (off): the o_proj and down_proj GEMVs (the residual-adding launches of
@@ -1176,6 +1191,7 @@ pub const ALL: &[Flag] = &[
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,
+    QMV_PAIR_BLOCKS,
     QMV_GBAR_PROBE,
     QMV_NOMATH_PROBE,
     QMV_ALIGN128,

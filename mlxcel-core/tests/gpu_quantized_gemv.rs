@@ -642,6 +642,59 @@ fn early_prologue_loads_are_bit_identical_or_are_not_used() {
     }
 }
 
+/// `MLXCEL_QMV_PAIR_BLOCKS` (plain launches of at least 32768 rows run two 16-row blocks per
+/// CTA, x and its norm staged once for both) gives the bits of one block per CTA: the five
+/// kernels (gate/up never pairs: the same bits trivially) on LM-head-sized shapes of group 64,
+/// 32 and 128, one whose rows are not a whole number of 32-row pairs (one block per CTA), and a
+/// small one (the only one the CPU runs, where every call ends in MLX's CUDA error with the flag
+/// on); then the plain and folded-norm kernels on the tiled layout.
+#[test]
+fn pair_blocks_are_bit_identical_or_are_not_used() {
+    let mut r = rng("pair_blocks_are_bit_identical_or_are_not_used");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let flag = "MLXCEL_QMV_PAIR_BLOCKS";
+    let shapes = [
+        (32768, 4096, 64),
+        (65536, 2048, 32),
+        (32768, 1152, 128),
+        (32784, 1024, 64),
+        (48, 384, 32),
+    ];
+    let mut checks = five_kernels_same_bits(&mut r, &shapes, flag, "");
+    if !on_cuda {
+        return;
+    }
+    let (q, _) = weight(&mut r, 32768, 4096, 64);
+    let t = tile_rows16(&q).unwrap();
+    let (x, _) = input(&mut r, 4096);
+    let (xr, w) = residual_and_norm_weight(&mut r, 4096);
+    let norm = FoldedNorm {
+        weight: &w,
+        eps: 1e-5,
+    };
+    for s in ["ring", "ring:4:8"] {
+        let s = Schedule::parse(s).unwrap();
+        let plain = || gemv_with(&x, &t, None, s);
+        let normed = || gemv_rms_with(&xr, norm, &t, s);
+        checks += usize::from(same_bits_with_flag(
+            flag,
+            &format!("tiled plain {s}"),
+            &plain,
+        ));
+        checks += usize::from(same_bits_with_flag(
+            flag,
+            &format!("tiled norm {s}"),
+            &normed,
+        ));
+    }
+    eprintln!("pair blocks: {checks} bit-identity checks on CUDA");
+    assert_eq!(
+        checks,
+        4 * 2 * 5 + 4,
+        "4 shapes x 2 schedules x 5 kernels, 4 tiled"
+    );
+}
+
 /// `MLXCEL_QMV_ALIGN128` (dynamic shared memory on a 128-byte boundary; off: 16 bytes, as
 /// before) moves only where the ring and x sit in shared memory: the five kernels must give the
 /// same bits either way, on Llama-3-8B's layer shapes (K 4096 and down's 14336), group 32 and

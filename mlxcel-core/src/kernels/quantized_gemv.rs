@@ -626,7 +626,7 @@ fn launch_plain(
     } else {
         None
     };
-    let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched)?;
+    let (launch, shared) = plain_launch(x, q, r, norm, n, k, sched, row_blocks(n, sched))?;
     match &gbar {
         Some((words, slot)) => launch_gbar(launch, shared, words, slot),
         None => one(run("qgemv4", shared, plain_source, &launch)?),
@@ -703,8 +703,32 @@ fn exactly<const N: usize>(outputs: Vec<Array>, what: &str) -> Result<[Array; N]
     })
 }
 
-/// The plain kernel's [`Launch`] (one output, `x`'s shape with N last) and its shared memory,
-/// or [`launch`]'s error.
+/// Most rows a plain launch may have and still run one 16-row block per CTA
+/// ([`flags::QMV_PAIR_BLOCKS`]): Llama-3-8B's largest layer GEMV, gate/up's 14336 rows, is a
+/// gate/up launch; the plain launches this large are the LM heads (32K-152K rows).
+pub const PAIR_BLOCKS_MIN_ROWS: usize = 32768;
+
+/// 16-row blocks per CTA of a plain launch over `n` rows: 2 with [`flags::QMV_PAIR_BLOCKS`] on,
+/// POST's ring loop (`MLXCEL_QMV_POST`, a per-lane ring with one block per CTA: not bulk, not a
+/// capped grid), at least [`PAIR_BLOCKS_MIN_ROWS`] rows and a whole number of 32-row pairs; else 1.
+fn row_blocks(n: usize, sched: Schedule) -> usize {
+    let pairs = flags::QMV_PAIR_BLOCKS.enabled()
+        && flags::QMV_POST.enabled()
+        && sched.stages > 0
+        && !sched.multi_block()
+        && !sched.bulk
+        && n >= PAIR_BLOCKS_MIN_ROWS
+        && n % 32 == 0;
+    if pairs {
+        2
+    } else {
+        1
+    }
+}
+
+/// The plain kernel's [`Launch`] (one output, `x`'s shape with N last) over `rb` 16-row blocks
+/// per CTA ([`row_blocks`]) and its shared memory, or [`launch`]'s error.
+#[allow(clippy::too_many_arguments)]
 fn plain_launch<'a>(
     x: &'a Array,
     q: &'a Quantized,
@@ -713,6 +737,7 @@ fn plain_launch<'a>(
     n: usize,
     k: usize,
     sched: Schedule,
+    rb: usize,
 ) -> Result<(Launch<'a>, SharedMemory)> {
     let inputs = [
         x,
@@ -722,7 +747,7 @@ fn plain_launch<'a>(
         r.unwrap_or(x),
         norm.map_or(x, |m| m.weight),
     ];
-    let (launch, shared) = launch(&inputs, x, n, k, q, 1, sched)?;
+    let (launch, shared) = launch(&inputs, x, n, k, q, 1, rb, sched)?;
     let launch = launch
         .template("RESID", TemplateArg::Bool(r.is_some()))
         .template(
@@ -805,7 +830,7 @@ fn parts_launch<'a>(
             ),
         ));
     }
-    let (mut launch, shared) = plain_launch(x, q, None, norm, plan.n, plan.k, sched)?;
+    let (mut launch, shared) = plain_launch(x, q, None, norm, plan.n, plan.k, sched, 1)?;
     launch.outputs = plan
         .shapes
         .iter()
@@ -891,10 +916,11 @@ pub fn try_gemv_parts_encode(
 }
 
 /// The launch shared by both kernels over `mats` matrices of N x K (2 for gate/up; `q` the
-/// first, for its group size and layout): CTAs of `sched.warps` warps, one per 16 output rows
-/// (at most `sched.grid` with a capped ring grid, each owning several), and the dynamic
-/// shared memory it needs (also its `SMEM` argument). A schedule that cannot read `q`'s
-/// layout is an error ([`check_layout`]).
+/// first, for its group size and layout): CTAs of `sched.warps` warps, one per `rb` 16-row
+/// blocks of output rows (at most `sched.grid` with a capped ring grid, each owning several),
+/// and the dynamic shared memory it needs (also its `SMEM` argument). A schedule that cannot
+/// read `q`'s layout is an error ([`check_layout`]).
+#[allow(clippy::too_many_arguments)]
 fn launch<'a>(
     inputs: &[&'a Array],
     x: &Array,
@@ -902,6 +928,7 @@ fn launch<'a>(
     k: usize,
     q: &Quantized,
     mats: usize,
+    rb: usize,
     sched: Schedule,
 ) -> Result<(Launch<'a>, SharedMemory)> {
     check_layout(q, sched)?;
@@ -919,14 +946,14 @@ fn launch<'a>(
         ));
     }
     let shared = SharedMemory::gemv(
-        sched.shared_bytes(k, group as usize, mats),
+        sched.shared_bytes(k, group as usize, mats * rb),
         sched.warps,
         group,
         post,
     );
     let launch = Launch::new(
         inputs,
-        [sched.ctas(n) * sched.warps * 32, 1, 1],
+        [sched.ctas(n) / rb as i32 * sched.warps * 32, 1, 1],
         [sched.warps * 32, 1, 1],
     )
     .output(&out_shape(x, n), Dtype::F16)
@@ -943,6 +970,7 @@ fn launch<'a>(
         TemplateArg::Bool(post && flags::QMV_OWN_CHUNKS.enabled()),
     )
     .template("BULK", TemplateArg::Bool(sched.bulk))
+    .template("RB", TemplateArg::Int(rb as i32))
     .template("SMEM", smem_arg(shared.dynamic));
     Ok((launch, shared))
 }
@@ -1197,7 +1225,7 @@ fn launch_silu(
         &up.biases,
         norm.map_or(x, |m| m.weight),
     ];
-    let (launch, shared) = launch(&inputs, x, n, k, gate, 2, sched)?;
+    let (launch, shared) = launch(&inputs, x, n, k, gate, 2, 1, sched)?;
     one(run(
         "qgemv4_silu",
         shared,

@@ -10,8 +10,10 @@
 // copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without MB: the residual loaded in the
 // prologue, MLXCEL_QMV_RFIRST), POST (ring without MB: scales and biases applied per group after
 // the mma, MLXCEL_QMV_POST; ring_rows16_post), OWNC (with POST: each lane reads back only its own
-// copies, the mma's columns split by group, MLXCEL_QMV_OWN_CHUNKS). Dynamic shared memory: the batched schedule
-// K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says.
+// copies, the mma's columns split by group, MLXCEL_QMV_OWN_CHUNKS), RB (16-row blocks per CTA: 2
+// for the largest launches with POST, MLXCEL_QMV_PAIR_BLOCKS, else 1). Dynamic shared memory: the
+// batched schedule K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says (RB
+// blocks' tables).
 // Outputs are written through put(row, value), defined in front of this body by
 // qgemv4_store.cu (y[row]) or qgemv4_store_qkv.cu (the stacked qkv projection's three
 // outputs, MLXCEL_QKV_PARTS).
@@ -26,10 +28,16 @@ static_assert(!TILED || (S > 0 && !MB && !(POST && BULK)), "tiled weights need t
 static_assert(!BULK || TILED, "bulk copies need the tiled layout");
 // MLXCEL_QMV_DYN_ALIGN: 128 bytes unless MLXCEL_QMV_ALIGN128 is off (qgemv4.cuh says why).
 extern __shared__ __align__(MLXCEL_QMV_DYN_ALIGN) unsigned char smem[];
-__shared__ float red[NW * 16];
+// RB (MLXCEL_QMV_PAIR_BLOCKS): a CTA owns RB consecutive 16-row blocks, streamed through POST's
+// loop as its matrices (each block's words 16 K / 8 further on in either layout, its scales
+// 16 K / G further on), so x, its norm and POST's per-group sums of x are staged once per RB
+// blocks. Why: the LM head (8016 CTAs of 4 tiles per warp) spent 66% of its warp samples in that
+// prologue (session 43, ncu source counters with MLXCEL_QMV_OWN_CHUNKS).
+static_assert(RB == 1 || (RB == 2 && S > 0 && !MB && POST), "two blocks per CTA: POST's ring, one grid block per CTA");
+__shared__ float red[NW * 16 * RB];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = w_shape[1] * 8;
-const long long row0 = static_cast<long long>(blockIdx.x) * 16;
+const long long row0 = static_cast<long long>(blockIdx.x) * 16 * RB;
 // NORM: x is the residual stream and MLX's rms_norm(x, nw, eps) is applied while staging it
 // (stage_x_rms; EPS holds eps's f32 bits). Not with a capped grid (MB).
 static_assert(!(NORM && MB), "the folded RMSNorm needs one CTA per 16 rows");
@@ -56,11 +64,16 @@ if constexpr (S > 0 && MB) {
   // for them after the reduction. The same value added the same way: bit-identical.
   unsigned short rbits = 0;
   if constexpr (RESID && RFIRST) {
-    if (tid < 16) rbits = __half_as_ushort(r[row0 + tid]);
+    if (tid < 16 * RB) rbits = __half_as_ushort(r[row0 + tid]);
   }
-  float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+  float acc[RB][4] = {};
   if constexpr (S > 0) {
-    const mlxcel_qmv::QMat mats[1] = {{w, scales, biases}};
+    mlxcel_qmv::QMat mats[RB];
+#pragma unroll
+    for (int m = 0; m < RB; ++m) {
+      const long long rows = 16LL * m;
+      mats[m] = {w + rows * (K / 8), scales + rows * (K / G), biases + rows * (K / G)};
+    }
 #ifdef MLXCEL_QMV_GATE
     // MLXCEL_QMV_GBAR_PROBE (quantized_gemv.rs's gbar source): a grid-wide barrier in the
     // prologue (mlxcel_qmv::grid_barrier), GBAR_START before anything, else after the ring's
@@ -71,9 +84,9 @@ if constexpr (S > 0 && MB) {
     const mlxcel_qmv::NoGate gate{};
 #endif
     if constexpr (POST) {
-      mlxcel_qmv::ring_rows16_post<G, NW, S, 1, EARLY, TILED, OWNC>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
+      mlxcel_qmv::ring_rows16_post<G, NW, S, RB, EARLY, TILED, OWNC>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     } else {
-      mlxcel_qmv::ring_rows16<G, NW, S, 1, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
+      mlxcel_qmv::ring_rows16<G, NW, S, RB, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     }
   } else {
     __half2* xs = reinterpret_cast<__half2*>(smem);
@@ -82,8 +95,8 @@ if constexpr (S > 0 && MB) {
     __syncthreads();
     mlxcel_qmv::rows16<G, NW, U>(w, scales, biases, xs, K, row0, warp, lane, acc[0]);
   }
-  const float s = mlxcel_qmv::reduce_rows<NW, 1>(acc, red, warp, lane, tid);
-  if (tid < 16) {
+  const float s = mlxcel_qmv::reduce_rows<NW, RB>(acc, red, warp, lane, tid);
+  if (tid < 16 * RB) {
     float v = s;
     if constexpr (LATE) v *= mlxcel_qmv::late_scale<NW>(nred, eps, K);
     if constexpr (RESID) v += RFIRST ? mlxcel_qmv::late_half_to_float(rbits) : __half2float(r[row0 + tid]);
