@@ -15,13 +15,14 @@ relative to the step's host build start.
 
     python3 benchmarks/gpu/timeline.py run.json [more.json ...]
 """
+import gzip
 import json
 import statistics
 import sys
 
 
 def analyse(path):
-    stats = json.load(open(path))["stats"]
+    stats = json.load(gzip.open(path, "rt") if path.endswith(".gz") else open(path))["stats"]
     steps = stats.get("decode_timeline")
     if not steps:
         print(f"{path}: no decode_timeline (run with MLXCEL_DEVICE_CLOCK=1 on CUDA)")

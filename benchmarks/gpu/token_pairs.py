@@ -10,6 +10,7 @@ decode SDPA) while turbo4's do not.
 """
 
 import glob
+import gzip
 import json
 import os
 import sys
@@ -20,9 +21,11 @@ args = [a for a in args if a != "--tokens"]
 if len(args) != 1:
     sys.exit("usage: token_pairs.py DIR [--tokens]")
 runs = {}
-for f in sorted(glob.glob(os.path.join(args[0], "*.json"))):
+# Archived runs may be gzipped (*.json.gz), as repeats_summary.py reads them.
+for f in sorted(glob.glob(os.path.join(args[0], "*.json")) + glob.glob(os.path.join(args[0], "*.json.gz"))):
     try:
-        runs[os.path.basename(f)[:-5]] = json.load(open(f))["tokens"]
+        name = os.path.basename(f).removesuffix(".gz")[:-5]
+        runs[name] = json.load(gzip.open(f, "rt") if f.endswith(".gz") else open(f))["tokens"]
     except Exception as e:  # a failed run leaves an empty or partial file
         print(f, "unreadable", e)
 names = sorted(runs)
