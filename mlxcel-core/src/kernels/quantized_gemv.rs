@@ -718,7 +718,7 @@ fn row_blocks(n: usize, sched: Schedule) -> usize {
         && !sched.multi_block()
         && !sched.bulk
         && n >= PAIR_BLOCKS_MIN_ROWS
-        && n % 32 == 0;
+        && n.is_multiple_of(32);
     if pairs {
         2
     } else {
