@@ -867,7 +867,6 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   static_assert(G == 32 || G == 64 || G == 128, "a 32-value step must lie in one group");
   constexpr int SS = S > 1 ? S : 2;
   constexpr int NG = 128 / G;  // groups per tile
-  constexpr int SPG = 4 / NG;  // 32-value steps per group
   constexpr int CPG = G / 8;   // 16-byte chunks of x per group
   // Per group (D, E): the sum of x and the offsets' share (K / G <= 20480 / G: MAX_K in
   // quantized_gemv.rs).
@@ -980,29 +979,19 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
 #pragma unroll
         for (int s = 0; s < 4; ++s) f ^= w0[s] ^ w1[s];
         acc[m][0] += static_cast<float>(f & 1u);
-      } else if constexpr (OWN) {
-        float lo[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hi[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int s = 0; s < 4; ++s) {
-          const uint4 xx = xt[s];  // chunk 4 c + s of the tile (or zeros), in the order the sums left
-          const u32 u0 = w0[s] >> 8, u1 = w1[s] >> 8;
-          mlxcel_mma::mma(lo, code_pair<0x000F000Fu>(w0[s]), code_pair<0x000F000Fu>(w1[s]), code_pair<0x000F000Fu>(u0),
-                          code_pair<0x000F000Fu>(u1), xx.x, xx.y);
-          mlxcel_mma::mma(hi, code_pair<0x00F000F0u>(w0[s]), code_pair<0x00F000F0u>(w1[s]), code_pair<0x00F000F0u>(u0),
-                          code_pair<0x00F000F0u>(u1), xx.z, xx.w);
-        }
-        const float2 de = dg[gl];
-        const float2 p0 = __half22float2(sbr[gl]), p1 = __half22float2(sbr[8 * sbs + gl]);
-        acc[m][0] = fmaf(p0.y, de.x, fmaf(p0.x, fmaf(hi[0], 0.0625f, lo[0]) - de.y, acc[m][0]));
-        acc[m][2] = fmaf(p1.y, de.x, fmaf(p1.x, fmaf(hi[2], 0.0625f, lo[2]) - de.y, acc[m][2]));
       } else {
+        // Per epilogue (one per group, or with OWN one per tile for the lane's group gl): the
+        // steps' mma into lo / hi, then s (C_lo + C_hi / 16 - E) + b D into the rows' sums.
+        constexpr int EPI = OWN ? 1 : NG;   // epilogues per tile
+        constexpr int STEPS = 4 / EPI;      // 32-value steps per epilogue
 #pragma unroll
-        for (int gi = 0; gi < NG; ++gi) {
+        for (int gi = 0; gi < EPI; ++gi) {
           float lo[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hi[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-          for (int q = 0; q < SPG; ++q) {
-            const int s = gi * SPG + q;
-            const uint4 xx = xt[4 * s];  // word 4 s + c of the tile: (x0, x4), (x2, x6), (x1, x5), (x3, x7)
+          for (int q = 0; q < STEPS; ++q) {
+            const int s = gi * STEPS + q;
+            // Word 4 s + c of the tile (with OWN word 4 c + s, or zeros): (x0, x4), (x2, x6), (x1, x5), (x3, x7).
+            const uint4 xx = xt[OWN ? s : 4 * s];
             const u32 u0 = w0[s] >> 8, u1 = w1[s] >> 8;
             // Even nibbles (0, 4 | 2, 6) against x's first two pairs, odd ones (1, 5 | 3, 7) against the last two.
             mlxcel_mma::mma(lo, code_pair<0x000F000Fu>(w0[s]), code_pair<0x000F000Fu>(w1[s]), code_pair<0x000F000Fu>(u0),
@@ -1010,8 +999,9 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
             mlxcel_mma::mma(hi, code_pair<0x00F000F0u>(w0[s]), code_pair<0x00F000F0u>(w1[s]), code_pair<0x00F000F0u>(u0),
                             code_pair<0x00F000F0u>(u1), xx.z, xx.w);
           }
-          const float2 de = dg[gi];
-          const float2 p0 = __half22float2(sbr[gi]), p1 = __half22float2(sbr[8 * sbs + gi]);
+          const int g = OWN ? gl : gi;
+          const float2 de = dg[g];
+          const float2 p0 = __half22float2(sbr[g]), p1 = __half22float2(sbr[8 * sbs + g]);
           acc[m][0] = fmaf(p0.y, de.x, fmaf(p0.x, fmaf(hi[0], 0.0625f, lo[0]) - de.y, acc[m][0]));
           acc[m][2] = fmaf(p1.y, de.x, fmaf(p1.x, fmaf(hi[2], 0.0625f, lo[2]) - de.y, acc[m][2]));
         }
