@@ -703,20 +703,25 @@ fn exactly<const N: usize>(outputs: Vec<Array>, what: &str) -> Result<[Array; N]
     })
 }
 
-/// Most rows a plain launch may have and still run one 16-row block per CTA
+/// Fewest rows at which a plain launch runs two 16-row blocks per CTA
 /// ([`flags::QMV_PAIR_BLOCKS`]): Llama-3-8B's largest layer GEMV, gate/up's 14336 rows, is a
 /// gate/up launch; the plain launches this large are the LM heads (32K-152K rows).
 pub const PAIR_BLOCKS_MIN_ROWS: usize = 32768;
 
+/// Whether `sched`'s launches take POST's loop (`MLXCEL_QMV_POST`): bulk copies fill
+/// `ring_rows16`'s slots only, so POST's loop takes per-lane copies, of either layout.
+fn post_loop(sched: Schedule) -> bool {
+    flags::QMV_POST.enabled() && !sched.bulk
+}
+
 /// 16-row blocks per CTA of a plain launch over `n` rows: 2 with [`flags::QMV_PAIR_BLOCKS`] on,
-/// POST's ring loop (`MLXCEL_QMV_POST`, a per-lane ring with one block per CTA: not bulk, not a
-/// capped grid), at least [`PAIR_BLOCKS_MIN_ROWS`] rows and a whole number of 32-row pairs; else 1.
+/// POST's loop ([`post_loop`]) on the ring with one block per CTA (not a capped grid), at least
+/// [`PAIR_BLOCKS_MIN_ROWS`] rows and a whole number of 32-row pairs; else 1.
 fn row_blocks(n: usize, sched: Schedule) -> usize {
     let pairs = flags::QMV_PAIR_BLOCKS.enabled()
-        && flags::QMV_POST.enabled()
+        && post_loop(sched)
         && sched.stages > 0
         && !sched.multi_block()
-        && !sched.bulk
         && n >= PAIR_BLOCKS_MIN_ROWS
         && n.is_multiple_of(32);
     if pairs {
@@ -933,8 +938,7 @@ fn launch<'a>(
 ) -> Result<(Launch<'a>, SharedMemory)> {
     check_layout(q, sched)?;
     let (group, tiled) = (q.group_size, q.layout == WeightLayout::Rows16Tiles);
-    // Bulk copies fill ring_rows16's slots only: POST's loop takes per-lane copies, of either layout.
-    let post = flags::QMV_POST.enabled() && !sched.bulk;
+    let post = post_loop(sched);
     if flags::QMV_NOMATH_PROBE.enabled() && !post {
         // The probe lives in the POST loop: without it the launch would time the shipped kernel.
         return Err(Error::invalid(
