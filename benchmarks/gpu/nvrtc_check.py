@@ -416,6 +416,9 @@ def main():
               ("nosums", "#define MLXCEL_QMV_PROBE_LEVEL 6\n"),
               ("partials", "#define MLXCEL_QMV_PROBE_LEVEL 7\n"),
               ("xtwice", "#define MLXCEL_QMV_PROBE_LEVEL 8\n"),
+              ("nosb", "#define MLXCEL_QMV_PROBE_LEVEL 9\n"),
+              ("noxsum", "#define MLXCEL_QMV_PROBE_LEVEL 10\n"),
+              ("noprep", "#define MLXCEL_QMV_PROBE_LEVEL 11\n"),
               # With the pad quantized_gemv.rs adds below 46592 bytes (here for SMEM = 37120):
               # ptxas's static count must grow by it (the pad is not optimized out).
               ("notables pad", "#define MLXCEL_QMV_PROBE_LEVEL 2\n#define MLXCEL_QMV_PROBE_PAD 9472\n"))

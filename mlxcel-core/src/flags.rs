@@ -432,8 +432,10 @@ pub const QMV_NOMATH_PROBE: Flag = Flag {
 /// the prologue's scale tables and POST's per-group x sums), `xplain` (`tables` with x staged
 /// without the folded norm), `nwx` (`tables` with the norm's weight read from x's address),
 /// `prologue` (also x's staging), `nosums` (`tables` without the norm's sums of squares),
-/// `partials` (`xplain` plus a consumer's share of producer-written partial sums of squares) or
-/// `xtwice` (`xplain` with each thread's first two chunks of x loaded twice).
+/// `partials` (`xplain` plus a consumer's share of producer-written partial sums of squares),
+/// `xtwice` (`xplain` with each thread's first two chunks of x loaded twice), or, with the tile
+/// arithmetic kept, `nosb` (constant scale tables: their loads gone), `noxsum` (POST's per-group
+/// x sums zeroed, not computed) or `noprep` (both).
 pub const QMV_NOMATH_LEVEL_VAR: &str = "MLXCEL_QMV_NOMATH_LEVEL";
 
 /// Where [`QMV_GBAR_PROBE`]'s barrier sits: `copies` (default: after the first weight copies,

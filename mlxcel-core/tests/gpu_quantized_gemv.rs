@@ -893,7 +893,7 @@ fn scaled_groups_against_float64(seed: &str, flag: &str, label: &str, baseline: 
 /// must change the five kernels' outputs (the arithmetic really is skipped: a probe that did not
 /// would time the shipped kernel) and leave them to the bit when switched off again (its builds
 /// are cached apart from the shipped ones), at each of its levels (`MLXCEL_QMV_NOMATH_LEVEL`:
-/// `loop`, `tables`, `xplain`, `nwx`, `prologue`, `nosums`, `partials`, `xtwice`); each level's outputs must also
+/// `loop`, `tables`, `xplain`, `nwx`, `prologue`, `nosums`, `partials`, `xtwice`, `nosb`, `noxsum`, `noprep`); each level's outputs must also
 /// differ from the levels' before it (the deeper levels add a level marker to their outputs: a
 /// level whose define did not reach its build would time another level's kernel). An unknown
 /// level and POST off are errors, on every backend (the probe lives in the POST loop). On the CPU
@@ -914,7 +914,8 @@ fn nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used() {
     // earlier[i]: kernel i's outputs at the levels before the current one.
     let mut earlier: Vec<Vec<Vec<half::f16>>> = vec![Vec::new(); 5];
     for level in [
-        "loop", "tables", "xplain", "nwx", "prologue", "nosums", "partials", "xtwice",
+        "loop", "tables", "xplain", "nwx", "prologue", "nosums", "partials", "xtwice", "nosb",
+        "noxsum", "noprep",
     ] {
         std::env::set_var(flags::QMV_NOMATH_LEVEL_VAR, level);
         for (i, (what, call)) in five_kernels(&c, Schedule::parse("ring").unwrap())
@@ -958,7 +959,7 @@ fn nomath_probe_skips_the_arithmetic_and_switches_back_or_is_not_used() {
     std::env::remove_var(flags::QMV_NOMATH_LEVEL_VAR);
     flags::reload();
     if on_cuda {
-        assert_eq!(checks, 40);
+        assert_eq!(checks, 55);
     }
     // Without the POST loop there is nothing to probe: an error, not the shipped kernel timed.
     let err = eval_with_flags(&[(probe, true), ("MLXCEL_QMV_POST", false)], &|| {

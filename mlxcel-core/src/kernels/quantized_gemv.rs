@@ -1109,8 +1109,11 @@ const PROBE_SHARED: usize = 46592;
 /// sums of x^2 would add (one float per 16 values, summed into the late scale); `xtwice`: `xplain`
 /// with each thread's first two chunks of x loaded twice. Why: with the arithmetic gone gate/up still took
 /// 23.9 us in situ (session 40) against the bench's bare ring's 17.6; the levels between say
-/// which part of the rest the prologue holds.
-const NOMATH_LEVELS: [(&str, &str); 8] = [
+/// which part of the rest the prologue holds. The last three keep the arithmetic and drop one
+/// piece of the prologue: `nosb` stores a constant (scale, bias) in place of the tables (their
+/// loads gone), `noxsum` zeroes POST's per-group x sums instead of computing them, `noprep` both:
+/// what moving each out of the prologue could save at most (session 44).
+const NOMATH_LEVELS: [(&str, &str); 11] = [
     ("loop", "nomath"),
     ("tables", "notables"),
     ("nwx", "nwx"),
@@ -1119,7 +1122,14 @@ const NOMATH_LEVELS: [(&str, &str); 8] = [
     ("nosums", "nosums"),
     ("partials", "partials"),
     ("xtwice", "xtwice"),
+    ("nosb", "nosb"),
+    ("noxsum", "noxsum"),
+    ("noprep", "noprep"),
 ];
+
+/// The [`NOMATH_LEVELS`] that keep the tile arithmetic (`nosb` and after): they build with the
+/// shipped kernels' registers, so they take no shared-memory padding.
+const FIRST_MATH_LEVEL: usize = 9;
 
 /// A [`NOMATH_LEVELS`] level by its number (1 = `loop`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1153,13 +1163,13 @@ impl NomathLevel {
     }
 
     /// The level's defines, ahead of the kernel's header, for a launch of `request` bytes of
-    /// dynamic shared memory. The levels past `loop` build with 32-56 registers against the
-    /// shipped 54-64, which would let 5-6 CTAs share an SM where the shipped builds run 4; below
-    /// [`PROBE_SHARED`] bytes they pad their shared memory up to it, so that at most 4 fit (228
-    /// KiB per SM, 1 KiB of it reserved per CTA) and stay under 48 KiB.
+    /// dynamic shared memory. The levels from `tables` to `xtwice` build with 32-56 registers
+    /// against the shipped 54-64, which would let 5-6 CTAs share an SM where the shipped builds
+    /// run 4; below [`PROBE_SHARED`] bytes they pad their shared memory up to it, so that at most
+    /// 4 fit (228 KiB per SM, 1 KiB of it reserved per CTA) and stay under 48 KiB.
     fn defines(self, request: usize) -> String {
         let mut d = format!("#define MLXCEL_QMV_PROBE_LEVEL {}\n", self.0);
-        if self.0 > 1 && request < PROBE_SHARED {
+        if self.0 > 1 && self.0 < FIRST_MATH_LEVEL && request < PROBE_SHARED {
             d.push_str(&format!(
                 "#define MLXCEL_QMV_PROBE_PAD {}\n",
                 PROBE_SHARED - request

@@ -39,13 +39,20 @@ using mlxcel_mma::u32;
 // 8 (xtwice) is xplain with each thread's first two 16-byte chunks of x (all of x at K = 4096
 // with 8 warps) loaded a second time (asm loads, XORed into the first): whether two more loads
 // per thread from lines every CTA reads cost.
+// Levels 9-11 keep the tile arithmetic (POST's loop as shipped) and drop one piece of the prologue
+// each, to bound what moving it out of the prologue could save: 9 (nosb) stores the constant pair
+// (1, 0) as every (scale, bias) in place of the 16 rows' tables (the stores kept, the loads from
+// DRAM gone), 10 (noxsum) zeroes POST's per-group x sums instead of computing them (and leaves x's
+// chunks in their staged order), 11 (noprep) both. Wrong outputs, distinct per level: timing only.
 #ifndef MLXCEL_QMV_PROBE_LEVEL
 #define MLXCEL_QMV_PROBE_LEVEL 0
 #endif
 constexpr int PROBE_LEVEL = MLXCEL_QMV_PROBE_LEVEL;
-static_assert(PROBE_LEVEL >= 0 && PROBE_LEVEL <= 8, "probe levels 1-8");
-constexpr bool NOMATH = PROBE_LEVEL >= 1;
-constexpr bool NOTABLES = PROBE_LEVEL >= 2;
+static_assert(PROBE_LEVEL >= 0 && PROBE_LEVEL <= 11, "probe levels 1-11");
+constexpr bool NOMATH = PROBE_LEVEL >= 1 && PROBE_LEVEL <= 8;
+constexpr bool NOTABLES = PROBE_LEVEL >= 2 && PROBE_LEVEL <= 8;
+constexpr bool NOSB = PROBE_LEVEL == 9 || PROBE_LEVEL == 11;
+constexpr bool NOXSUM = PROBE_LEVEL == 10 || PROBE_LEVEL == 11;
 constexpr bool NWX = PROBE_LEVEL == 3;
 constexpr bool XPLAIN = PROBE_LEVEL == 4;
 constexpr bool NOX = PROBE_LEVEL == 5;
@@ -594,6 +601,12 @@ struct GridGate {
   __device__ __forceinline__ void operator()(int tid) const { grid_barrier(words, tid); }
 };
 
+// The probe's constant tables (level nosb): (1, 0) as every (scale, bias), as many stores as the
+// tables' staging, no loads.
+__device__ __forceinline__ void sb_fill_probe(__half2* sb, int n, int tid, int nt) {
+  for (int i = tid; i < n; i += nt) sb[i] = __floats2half2_rn(1.0f, 0.0f);
+}
+
 // The ring schedules' prologue: the first SS - 1 copies (issue_first(j), j = 0 .. SS - 2), x's
 // staging and the 16 rows' (scale, bias) tables, then a barrier; with EARLY, x's and the tables'
 // loads leave before the copies (held in registers, stored after them). Shared by ring_rows16
@@ -675,8 +688,10 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
     typename Stage::Early xe;
     if constexpr (!X_AFTER_GATE) stage.load(xe, K, tid);
     SbEarly<PRE> early[MATS];
+    if constexpr (!NOSB) {
 #pragma unroll
-    for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
+      for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
+    }
 #pragma unroll
     for (int j = 0; j < SS - 1; ++j) issue_first(j);
     if constexpr (X_AFTER_GATE) {
@@ -684,15 +699,23 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
       stage.load(xe, K, tid);
     }
     stage.store(xe, xs, K, tid);
+    if constexpr (NOSB) {
+      sb_fill_probe(sb, MATS * 16 * sbs, tid, NT);
+    } else {
 #pragma unroll
-    for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
+      for (int m = 0; m < MATS; ++m) stage_sb_store<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], sb + m * 16 * sbs, tid, NT);
+    }
   } else {
 #pragma unroll
     for (int j = 0; j < SS - 1; ++j) issue_first(j);
     if constexpr (Gate::ACTIVE && !Gate::AT_START) gate(tid);
     stage(xs, K, tid);
+    if constexpr (NOSB) {
+      sb_fill_probe(sb, MATS * 16 * sbs, tid, NT);
+    } else {
 #pragma unroll
-    for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
+      for (int m = 0; m < MATS; ++m) stage_sb(mats[m].s, mats[m].b, row0, kg, sb + m * 16 * sbs, tid, NT);
+    }
   }
   __syncthreads();
 }
@@ -907,6 +930,10 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   if constexpr (OWN) {
     if (tid < 4) xzero[2 + tid] = make_uint4(0u, 0u, 0u, 0u);
   }
+  if constexpr (NOXSUM) {
+    // The probe's zero x sums (level noxsum), published by the prologue's barrier.
+    for (int i = tid; i < kg; i += NW * 32) xsum[i] = make_float2(0.0f, 0.0f);
+  }
   ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); }, gate);
   // (D, E) of this warp's groups: lanes 0-15 take the 16 chunks of one tile, lanes 16-31 the
   // next tile's; each sums its chunk's even and odd values in fp32 (a chunk in pair order holds
@@ -914,7 +941,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   // chunk is also rewritten as (x0, x4), (x2, x6), (x1, x5), (x3, x7), so that the even and
   // the odd mma each take their B operand as two adjacent registers of one 16-byte load (NVRTC
   // otherwise moves 6 registers per tile into place). Only this warp reads its tiles' chunks.
-  for (int i0 = 0; i0 < (NOTABLES ? 0 : tw); i0 += 2) {
+  for (int i0 = 0; i0 < (NOTABLES || NOXSUM ? 0 : tw); i0 += 2) {
     const int i = i0 + (lane >> 4), q = lane & 15;
     float ev = 0.0f, od = 0.0f;
     if (i < tw) {
