@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 61;
+const SLOTS: usize = 62;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -373,6 +373,24 @@ pub const QMV_PAIR_BLOCKS: Flag = Flag {
     default: true,
     doc: "plain GEMV launches of at least 32768 rows (the LM head) run two 16-row blocks per CTA (0 = one; CUDA only)",
     slot: 59,
+};
+
+/// Weights whose words are tiled at load (`MLXCEL_QMV_TILED`) also get their (scale, bias)
+/// pairs reordered into the same tiles' order (`quantized_gemv::tile_tables16`), and POST's OWN
+/// loop copies each tile's pairs into the ring with its words (`RT` in `cuda/qgemv4.cuh`)
+/// instead of staging the 16 rows' tables in every CTA's prologue. Why: probe level `nosb`
+/// (constant tables, their loads gone, the arithmetic kept) ran a turbo4 32K decode step 0.231
+/// ms faster on the H200 (session 44, `MLXCEL_STEP_AB`): the tables' DRAM round trip, behind the
+/// whole GPU's first ring copies, held every CTA's prologue barrier. A load-time layout (as
+/// `MLXCEL_QMV_TILED`): A/B it by separate runs. Its weights need the OWN loop
+/// (`MLXCEL_QMV_POST` and `MLXCEL_QMV_OWN_CHUNKS` on): a launch without it is an error, not a
+/// silent reorder. Same pairs, same arithmetic: bit-identical to off. MLX's ops (prefill)
+/// read the pairs through `Quantized::untiled_tables`. Off until measured on the H200.
+pub const QMV_RING_TABLES: Flag = Flag {
+    name: "MLXCEL_QMV_RING_TABLES",
+    default: false,
+    doc: "GEMV scale tables reordered at load to ride the ring with their tiles (needs the tiled words, POST and OWN_CHUNKS; CUDA only)",
+    slot: 60,
 };
 
 /// A measuring probe (off): the o_proj and down_proj GEMVs (the residual-adding launches of
@@ -1198,6 +1216,7 @@ pub const ALL: &[Flag] = &[
     QMV_TILED,
     QMV_OWN_CHUNKS,
     QMV_PAIR_BLOCKS,
+    QMV_RING_TABLES,
     QMV_GBAR_PROBE,
     QMV_NOMATH_PROBE,
     QMV_ALIGN128,

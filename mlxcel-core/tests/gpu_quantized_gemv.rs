@@ -12,8 +12,8 @@ use common::{f16_array, randn, rng};
 use mlxcel_core::flags;
 use mlxcel_core::kernels::quantized_gemv::{
     applies, applies_add, applies_silu, gemv, gemv_add, gemv_rms_with, gemv_silu_mul,
-    gemv_silu_mul_rms_with, gemv_silu_mul_with, gemv_with, parts_plan, tile_rows16, try_gemv_parts,
-    try_gemv_rms, FoldedNorm, Schedule,
+    gemv_silu_mul_rms_with, gemv_silu_mul_with, gemv_with, parts_plan, tile_rows16, tile_tables16,
+    try_gemv_parts, try_gemv_rms, FoldedNorm, Schedule,
 };
 use mlxcel_core::mlx::fast::rms_norm;
 use mlxcel_core::mlx::kernel::KernelBackend;
@@ -1117,6 +1117,100 @@ fn tiled_weights_with_own_chunks_give_the_same_bits() {
     let checks = tiled_same_bits(&mut r, &[(true, true)]);
     eprintln!("tiled with own chunks: {checks} bit-identity checks on CUDA");
     assert_eq!(checks, 4 * 3 * 2 + 2 * 3);
+}
+
+/// `MLXCEL_QMV_RING_TABLES`' paired tables (`tile_tables16`: scales and biases interleaved in the
+/// tiles' order, copied into the ring with each tile) give the bits of the tiled words with
+/// staged tables. On every backend: the pairs read back through `untiled_tables` are the scales
+/// and biases to the bit, MLX's matmul over them gives the bits of MLX's layout, and a launch
+/// whose loop cannot read them (OWN_CHUNKS off) is an error naming the flag. On CUDA (POST and
+/// OWN_CHUNKS on): the plain, residual, folded-norm and gate/up kernels on Llama-3-8B's layer
+/// shapes (K 4096 and down's 14336), group 32 and 128, an LM-head-sized one (two blocks per
+/// CTA) and a small one, on the three per-lane ring schedules.
+#[test]
+fn paired_tables_give_the_same_bits_or_are_refused() {
+    let mut r = rng("paired_tables_give_the_same_bits_or_are_refused");
+    let bits = |y: Array| y.to_vec::<half::f16>().unwrap();
+    let halves = |a: &Array| a.to_vec::<half::f16>().unwrap();
+    common::set_flags(&[("MLXCEL_QMV_POST", true), ("MLXCEL_QMV_OWN_CHUNKS", true)]);
+    // Every backend: the reorder's inverse, MLX's matmul, and the refusal.
+    for &(n, k, g) in &[(48, 384, 32), (32, 256, 64), (16, 128, 128)] {
+        let (q, _) = weight(&mut r, n, k, g);
+        let p = tile_tables16(&tile_rows16(&q).unwrap()).unwrap();
+        let (s, b) = p.untiled_tables().unwrap();
+        assert!(halves(&s) == halves(&q.scales), "scales n={n} k={k} g={g}");
+        assert!(halves(&b) == halves(&q.biases), "biases n={n} k={k} g={g}");
+        let x = f16_array(&randn(&mut r, 3 * k), &[3, k as i32]);
+        assert!(
+            bits(p.matmul(&x, true).unwrap()) == bits(q.matmul(&x, true).unwrap()),
+            "MLX matmul n={n} k={k} g={g}"
+        );
+        assert!(tile_tables16(&q).is_err(), "pairs of words in MLX's layout");
+        let (x1, _) = input(&mut r, k);
+        common::set_flags(&[("MLXCEL_QMV_OWN_CHUNKS", false)]);
+        let err = gemv_with(&x1, &p, None, Schedule::RING)
+            .unwrap_err()
+            .to_string();
+        common::set_flags(&[("MLXCEL_QMV_OWN_CHUNKS", true)]);
+        assert!(err.contains("MLXCEL_QMV_RING_TABLES"), "{err}");
+    }
+    let mut checks = 0;
+    if KernelBackend::current() == Some(KernelBackend::Cuda) {
+        let scheds: Vec<Schedule> = ["ring", "ring:8:2", "ring:4:8"]
+            .iter()
+            .map(|s| Schedule::parse(s).unwrap())
+            .collect();
+        for &(n, k, g) in &[
+            (48, 384, 32),
+            (6144, 4096, 64),
+            (4096, 14336, 64),
+            (1024, 2048, 128),
+            (32768, 4096, 64),
+        ] {
+            let (q, _) = weight(&mut r, n, k, g);
+            let t = tile_rows16(&q).unwrap();
+            let p = tile_tables16(&t).unwrap();
+            let (x, _) = input(&mut r, k);
+            let (res, _) = input(&mut r, n);
+            let (xr, w) = residual_and_norm_weight(&mut r, k);
+            let norm = FoldedNorm {
+                weight: &w,
+                eps: 1e-5,
+            };
+            for &s in &scheds {
+                for rr in [None, Some(&res)] {
+                    let want = bits(gemv_with(&x, &t, rr, s).unwrap());
+                    let got = bits(gemv_with(&x, &p, rr, s).unwrap());
+                    assert!(
+                        got == want,
+                        "n={n} k={k} g={g} {s} residual={}",
+                        rr.is_some()
+                    );
+                    checks += 1;
+                }
+                let want = bits(gemv_rms_with(&xr, norm, &t, s).unwrap());
+                let got = bits(gemv_rms_with(&xr, norm, &p, s).unwrap());
+                assert!(got == want, "norm n={n} k={k} g={g} {s}");
+                checks += 1;
+            }
+        }
+        for &(n, k, g) in &[(32, 256, 64), (14336, 4096, 64), (256, 1024, 32)] {
+            let (qg, _) = weight(&mut r, n, k, g);
+            let (qu, _) = weight(&mut r, n, k, g);
+            let (tg, tu) = (tile_rows16(&qg).unwrap(), tile_rows16(&qu).unwrap());
+            let (pg, pu) = (tile_tables16(&tg).unwrap(), tile_tables16(&tu).unwrap());
+            let (x, _) = input(&mut r, k);
+            for &s in &scheds {
+                let want = bits(gemv_silu_mul_with(&x, &tg, &tu, s).unwrap());
+                let got = bits(gemv_silu_mul_with(&x, &pg, &pu, s).unwrap());
+                assert!(got == want, "silu n={n} k={k} g={g} {s}");
+                checks += 1;
+            }
+        }
+        eprintln!("paired tables: {checks} bit-identity checks on CUDA");
+        assert_eq!(checks, 5 * 3 * 3 + 3 * 3);
+    }
+    common::clear_flags(&["MLXCEL_QMV_POST", "MLXCEL_QMV_OWN_CHUNKS"]);
 }
 
 /// Each tiled schedule against the per-lane ring of the same warps and stages on MLX's layout,

@@ -23,11 +23,17 @@ pub struct Linear {
 impl Linear {
     /// Takes `<prefix>.weight` (and `<prefix>.bias` when `bias`); a quantized weight is
     /// reordered into the GEMV kernels' tiled layout where `MLXCEL_QMV_TILED` asks for it
-    /// (`quantized_gemv::tiles_at_load`).
+    /// (`quantized_gemv::tiles_at_load`), its scale tables too where `MLXCEL_QMV_RING_TABLES`
+    /// does (`quantized_gemv::pairs_at_load`).
     pub fn load(w: &mut Weights, prefix: &str, bias: bool) -> Result<Linear> {
         let weight = match w.take(&format!("{prefix}.weight"))? {
             Tensor::Quantized(q) if quantized_gemv::tiles_at_load(&q) => {
-                Tensor::Quantized(quantized_gemv::tile_rows16(&q)?)
+                let tiled = quantized_gemv::tile_rows16(&q)?;
+                if quantized_gemv::pairs_at_load(&tiled) {
+                    Tensor::Quantized(quantized_gemv::tile_tables16(&tiled)?)
+                } else {
+                    Tensor::Quantized(tiled)
+                }
             }
             t => t,
         };
@@ -76,10 +82,17 @@ impl Linear {
             let arrays: Vec<&Array> = qs.iter().map(|q| f(q)).collect();
             Ok(concatenate(&arrays, 0)?)
         };
+        let scales = cat(&|q| &q.scales)?;
+        // Paired tables: `biases` is `scales` itself (WeightLayout::Rows16TilesPairs).
+        let biases = if first.layout == WeightLayout::Rows16TilesPairs {
+            scales.clone()
+        } else {
+            cat(&|q| &q.biases)?
+        };
         let weight = Quantized {
             w: cat(&|q| &q.w)?,
-            scales: cat(&|q| &q.scales)?,
-            biases: cat(&|q| &q.biases)?,
+            scales,
+            biases,
             group_size: first.group_size,
             bits: first.bits,
             // Both layouts order rows in 16-row blocks (parts are whole blocks where tiled).
@@ -247,10 +260,11 @@ impl Embedding {
                 if let Some(rows) = mlxcel_core::kernels::embedding::try_embedding_rows(q, ids)? {
                     return Ok(rows);
                 }
+                let (scales, biases) = q.untiled_tables()?;
                 let rows = Quantized {
                     w: q.untiled()?.take(ids, 0)?,
-                    scales: q.scales.take(ids, 0)?,
-                    biases: q.biases.take(ids, 0)?,
+                    scales: scales.take(ids, 0)?,
+                    biases: biases.take(ids, 0)?,
                     group_size: q.group_size,
                     bits: q.bits,
                     layout: WeightLayout::Mlx,

@@ -12,7 +12,7 @@
 
 use crate::flags;
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
-use crate::mlx::ops::{Quantized, WeightLayout};
+use crate::mlx::ops::{stack, Quantized, WeightLayout};
 use crate::mlx::{Array, Dtype};
 use crate::{Error, Result};
 
@@ -163,6 +163,13 @@ impl Schedule {
         2 * k
             + tables * table_bytes(k, group, mats)
             + self.warps as usize * self.stages as usize * 1024
+    }
+
+    /// [`Schedule::shared_bytes`] of a ring launch over paired tables (`RT`): x and the ring,
+    /// whose slots each hold a tile's 1 KiB of words and its 32 lanes' 8 bytes of (scale, bias)
+    /// pairs; no tables.
+    fn paired_shared_bytes(&self, k: usize) -> usize {
+        2 * k + self.warps as usize * self.stages as usize * (1024 + 256)
     }
 }
 
@@ -318,10 +325,16 @@ pub(crate) fn weight_shape(q: &Quantized) -> Option<(usize, usize)> {
         return None;
     }
     let (n, k) = (ws[0] as usize, ws[1] as usize * 8);
+    // Paired tables (tile_tables16) hold two halves per group and row.
+    let per_group = if q.layout == WeightLayout::Rows16TilesPairs {
+        2
+    } else {
+        1
+    };
     let ok = q.w.dtype() == Dtype::U32
         && q.scales.dtype() == Dtype::F16
         && q.biases.dtype() == Dtype::F16
-        && q.scales.shape() == [n as i32, (k / q.group_size as usize) as i32]
+        && q.scales.shape() == [n as i32, (per_group * k / q.group_size as usize) as i32]
         && q.biases.shape() == q.scales.shape()
         && n.is_multiple_of(16)
         && k.is_multiple_of(128)
@@ -573,6 +586,61 @@ pub fn tile_rows16(q: &Quantized) -> Result<Quantized> {
     })
 }
 
+/// `q` (tiled words, [`tile_rows16`]) with its scales and biases interleaved as (scale, bias)
+/// pairs in the same tiles' order ([`WeightLayout::Rows16TilesPairs`]): row block b's tile t
+/// holds its 16 rows x 128 / group groups of pairs at pair (b K / 128 + t) 16 (128 / group), group
+/// g's rows r and r + 8 (r < 8) as pairs (8 g + r) 2 and (8 g + r) 2 + 1, so that a lane of
+/// POST's OWN loop copies its rows' 8 bytes with each tile (`RT` in `cuda/qgemv4.cuh`). `scales`
+/// holds the pairs as `[N, 2 K / group]` fp16 and `biases` is the same array (no extra memory).
+/// MLX's ops read them through [`Quantized::untiled_tables`].
+pub fn tile_tables16(q: &Quantized) -> Result<Quantized> {
+    let shape = weight_shape(q).filter(|_| q.layout == WeightLayout::Rows16Tiles);
+    let (n, k) = shape.ok_or_else(|| {
+        Error::invalid(
+            "quantized gemv",
+            format!(
+                "tile_tables16: a {}-bit weight {:?} (group {}, layout {:?}) is not one with tiled words the kernels take",
+                q.bits,
+                q.w.shape(),
+                q.group_size,
+                q.layout
+            ),
+        )
+    })?;
+    let (n, k, g) = (n as i32, k as i32, q.group_size);
+    let (tiles, ng) = (k / 128, 128 / g);
+    let pairs = stack(&[&q.scales, &q.biases], -1)?
+        .reshape(&[n / 16, 2, 8, tiles, ng, 2])?
+        .transpose(&[0, 3, 4, 2, 1, 5])?
+        .contiguous()?
+        .reshape(&[n, 2 * k / g])?;
+    Ok(Quantized {
+        w: q.w.clone(),
+        scales: pairs.clone(),
+        biases: pairs,
+        group_size: q.group_size,
+        bits: q.bits,
+        layout: WeightLayout::Rows16TilesPairs,
+    })
+}
+
+/// Whether a weight [`tile_rows16`] tiled at load should also get [`tile_tables16`]'s pairs:
+/// [`flags::QMV_RING_TABLES`] on and the loop that reads them ([`ring_tables`]) the current
+/// schedule's.
+pub fn pairs_at_load(q: &Quantized) -> bool {
+    flags::QMV_RING_TABLES.enabled()
+        && q.layout == WeightLayout::Rows16Tiles
+        && Schedule::current().is_ok_and(ring_tables)
+        && weight_shape(q).is_some()
+}
+
+/// Whether `sched`'s launches can read paired tables: POST's loop ([`post_loop`]) with
+/// [`flags::QMV_OWN_CHUNKS`] (the loop whose lanes copy their own pairs) on the ring with one
+/// CTA per 16 rows.
+fn ring_tables(sched: Schedule) -> bool {
+    post_loop(sched) && flags::QMV_OWN_CHUNKS.enabled() && sched.reads_tiled()
+}
+
 /// Whether a decode step's GEMVs should read `q` tiled: `MLXCEL_QMV_TILED` on (the
 /// default), the CUDA backend, the GEMV kernels on (`MLXCEL_FUSED_QMV`: without them every
 /// decode step's matmuls would reorder the weights back to MLX's layout), a GEMV schedule that
@@ -593,7 +661,15 @@ pub fn tiles_at_load(q: &Quantized) -> bool {
 /// `bulk:` schedule, which copies whole tiles, only tiled weights (its launches leave POST's
 /// loop off: bulk copies fill `ring_rows16`'s slots).
 fn check_layout(q: &Quantized, sched: Schedule) -> Result<()> {
-    let tiled = q.layout == WeightLayout::Rows16Tiles;
+    let tiled = q.layout.tiled_words();
+    if q.layout == WeightLayout::Rows16TilesPairs && !ring_tables(sched) {
+        return Err(Error::invalid(
+            "quantized gemv",
+            format!(
+                "schedule {sched}: weights with paired tables (MLXCEL_QMV_RING_TABLES at load) need POST's loop with MLXCEL_QMV_OWN_CHUNKS on a ring schedule (load with MLXCEL_QMV_RING_TABLES=0 to run others)"
+            ),
+        ));
+    }
     if tiled && !sched.reads_tiled() {
         return Err(Error::invalid(
             "quantized gemv",
@@ -937,7 +1013,8 @@ fn launch<'a>(
     sched: Schedule,
 ) -> Result<(Launch<'a>, SharedMemory)> {
     check_layout(q, sched)?;
-    let (group, tiled) = (q.group_size, q.layout == WeightLayout::Rows16Tiles);
+    let (group, tiled) = (q.group_size, q.layout.tiled_words());
+    let pairs = q.layout == WeightLayout::Rows16TilesPairs;
     let post = post_loop(sched);
     if flags::QMV_NOMATH_PROBE.enabled() && !post {
         // The probe lives in the POST loop: without it the launch would time the shipped kernel.
@@ -949,12 +1026,12 @@ fn launch<'a>(
             ),
         ));
     }
-    let shared = SharedMemory::gemv(
-        sched.shared_bytes(k, group as usize, mats * rb),
-        sched.warps,
-        group,
-        post,
-    );
+    let bytes = if pairs {
+        sched.paired_shared_bytes(k)
+    } else {
+        sched.shared_bytes(k, group as usize, mats * rb)
+    };
+    let shared = SharedMemory::gemv(bytes, sched.warps, group, post);
     let launch = Launch::new(
         inputs,
         [sched.ctas(n) / rb as i32 * sched.warps * 32, 1, 1],
@@ -974,6 +1051,7 @@ fn launch<'a>(
         TemplateArg::Bool(post && flags::QMV_OWN_CHUNKS.enabled()),
     )
     .template("BULK", TemplateArg::Bool(sched.bulk))
+    .template("RT", TemplateArg::Bool(pairs))
     .template("RB", TemplateArg::Int(rb as i32))
     .template("SMEM", smem_arg(shared.dynamic));
     Ok((launch, shared))

@@ -448,6 +448,19 @@ pub enum WeightLayout {
     /// `kernels::quantized_gemv::tile_rows16`). Same shape as [`WeightLayout::Mlx`]; MLX's
     /// ops see it through [`Quantized::untiled`].
     Rows16Tiles,
+    /// The words as [`WeightLayout::Rows16Tiles`], and the (scale, bias) pairs interleaved in
+    /// the same tiles' order (`scales` holds them as `[N, 2 K / group]` fp16, `biases` is the same
+    /// array; see `kernels::quantized_gemv::tile_tables16`): the CUDA GEMV kernels' `RT` input,
+    /// whose lanes copy each tile's pairs with its words. MLX's ops see both through
+    /// [`Quantized::untiled`] and [`Quantized::untiled_tables`].
+    Rows16TilesPairs,
+}
+
+impl WeightLayout {
+    /// Whether the packed words are in the 16-row tiles' order.
+    pub fn tiled_words(self) -> bool {
+        matches!(self, Self::Rows16Tiles | Self::Rows16TilesPairs)
+    }
 }
 
 /// MLX's affine quantization of `w` along its last axis.
@@ -491,7 +504,7 @@ impl Quantized {
     pub fn untiled(&self) -> Result<Cow<'_, Array>> {
         match self.layout {
             WeightLayout::Mlx => Ok(Cow::Borrowed(&self.w)),
-            WeightLayout::Rows16Tiles => {
+            WeightLayout::Rows16Tiles | WeightLayout::Rows16TilesPairs => {
                 let (n, words) = (self.w.dim(0), self.w.dim(-1));
                 let w = self
                     .w
@@ -503,13 +516,33 @@ impl Quantized {
         }
     }
 
+    /// The scales and biases as MLX's ops take them, `[N, K / group]` each: borrowed, or for
+    /// [`WeightLayout::Rows16TilesPairs`] the inverse reorder of the pairs (lazy, as
+    /// [`Quantized::untiled`]'s).
+    pub fn untiled_tables(&self) -> Result<(Cow<'_, Array>, Cow<'_, Array>)> {
+        if self.layout != WeightLayout::Rows16TilesPairs {
+            return Ok((Cow::Borrowed(&self.scales), Cow::Borrowed(&self.biases)));
+        }
+        let (n, k) = (self.w.dim(0), self.w.dim(-1) * 32 / self.bits);
+        let (kg, tiles) = (k / self.group_size, k / 128);
+        let pairs = self
+            .scales
+            .reshape(&[n / 16, tiles, kg / tiles, 8, 2, 2])?
+            .transpose(&[0, 4, 3, 1, 2, 5])?
+            .reshape(&[n, kg, 2])?;
+        let scales = pairs.slice_axis(2, 0, 1)?.reshape(&[n, kg])?;
+        let biases = pairs.slice_axis(2, 1, 2)?.reshape(&[n, kg])?;
+        Ok((Cow::Owned(scales), Cow::Owned(biases)))
+    }
+
     /// Back to a dense array of `dtype`.
     pub fn dequantize(&self, dtype: Dtype) -> Result<Array> {
         let w = self.untiled()?;
+        let (scales, biases) = self.untiled_tables()?;
         ffi::dequantize(
             w.raw(),
-            self.scales.raw(),
-            self.biases.raw(),
+            scales.raw(),
+            biases.raw(),
             self.group_size,
             self.bits,
             dtype.code(),
@@ -521,11 +554,12 @@ impl Quantized {
     /// `x @ W.T` (when `transpose`) without materializing `W`.
     pub fn matmul(&self, x: &Array, transpose: bool) -> Result<Array> {
         let w = self.untiled()?;
+        let (scales, biases) = self.untiled_tables()?;
         ffi::quantized_matmul(
             x.raw(),
             w.raw(),
-            self.scales.raw(),
-            self.biases.raw(),
+            scales.raw(),
+            biases.raw(),
             transpose,
             self.group_size,
             self.bits,

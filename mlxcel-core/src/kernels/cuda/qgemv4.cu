@@ -10,7 +10,9 @@
 // copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without MB: the residual loaded in the
 // prologue, MLXCEL_QMV_RFIRST), POST (ring without MB: scales and biases applied per group after
 // the mma, MLXCEL_QMV_POST; ring_rows16_post), OWNC (with POST: each lane reads back only its own
-// copies, the mma's columns split by group, MLXCEL_QMV_OWN_CHUNKS), RB (16-row blocks per CTA: 2
+// copies, the mma's columns split by group, MLXCEL_QMV_OWN_CHUNKS), RT (with OWNC and TILED: the
+// (scale, bias) pairs ride the ring with their tiles, `scales` holding them in tile order and
+// `biases` unused, MLXCEL_QMV_RING_TABLES), RB (16-row blocks per CTA: 2
 // for the largest launches with POST, MLXCEL_QMV_PAIR_BLOCKS, else 1). Dynamic shared memory: the
 // batched schedule K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says (RB
 // blocks' tables).
@@ -34,6 +36,7 @@ extern __shared__ __align__(MLXCEL_QMV_DYN_ALIGN) unsigned char smem[];
 // blocks. Why: the LM head (8016 CTAs of 4 tiles per warp) spent 66% of its warp samples in that
 // prologue (session 43, ncu source counters with MLXCEL_QMV_OWN_CHUNKS).
 static_assert(RB == 1 || (RB == 2 && S > 0 && !MB && POST), "two blocks per CTA: POST's ring, one grid block per CTA");
+static_assert(!RT || (POST && OWNC && TILED && S > 0 && !MB), "tables in the ring: POST's OWN loop over tiled words");
 __shared__ float red[NW * 16 * RB];
 const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 const int K = w_shape[1] * 8;
@@ -72,7 +75,8 @@ if constexpr (S > 0 && MB) {
 #pragma unroll
     for (int m = 0; m < RB; ++m) {
       const long long rows = 16LL * m;
-      mats[m] = {w + rows * (K / 8), scales + rows * (K / G), biases + rows * (K / G)};
+      // RT: scales holds the (scale, bias) pairs in tile order, two halves per group and row.
+      mats[m] = {w + rows * (K / 8), scales + (RT ? 2 : 1) * rows * (K / G), biases + rows * (K / G)};
     }
 #ifdef MLXCEL_QMV_GATE
     // MLXCEL_QMV_GBAR_PROBE (quantized_gemv.rs's gbar source): a grid-wide barrier in the
@@ -84,7 +88,7 @@ if constexpr (S > 0 && MB) {
     const mlxcel_qmv::NoGate gate{};
 #endif
     if constexpr (POST) {
-      mlxcel_qmv::ring_rows16_post<G, NW, S, RB, EARLY, TILED, OWNC>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
+      mlxcel_qmv::ring_rows16_post<G, NW, S, RB, EARLY, TILED, OWNC, RT>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     } else {
       mlxcel_qmv::ring_rows16<G, NW, S, RB, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     }

@@ -547,6 +547,11 @@ __device__ __forceinline__ void ring_copy16(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
 }
+// An 8-byte cp.async (through L1: .cg takes 16 bytes only), ordered as ring_copy16.
+__device__ __forceinline__ void ring_copy8(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(s), "l"(gmem) : "memory");
+}
 __device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void ring_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
@@ -611,7 +616,8 @@ __device__ __forceinline__ void sb_fill_probe(__half2* sb, int n, int tid, int n
 // staging and the 16 rows' (scale, bias) tables, then a barrier; with EARLY, x's and the tables'
 // loads leave before the copies (held in registers, stored after them). Shared by ring_rows16
 // and ring_rows16_post. An active gate (GridGate) moves x's loads after the copies and itself.
-template <int NW, int SS, int MATS, bool EARLY, typename Stage, typename IssueFirst, typename Gate = NoGate>
+// SB false: no tables (ring_rows16_post's RT: they ride the ring with their tiles).
+template <int NW, int SS, int MATS, bool EARLY, bool SB = true, typename Stage, typename IssueFirst, typename Gate = NoGate>
 __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const Stage& stage, __half2* xs, __half2* sb,
                                               int K, long long row0, int kg, int sbs, int tid,
                                               IssueFirst issue_first, const Gate& gate = Gate{}) {
@@ -688,7 +694,7 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
     typename Stage::Early xe;
     if constexpr (!X_AFTER_GATE) stage.load(xe, K, tid);
     SbEarly<PRE> early[MATS];
-    if constexpr (!NOSB) {
+    if constexpr (SB && !NOSB) {
 #pragma unroll
       for (int m = 0; m < MATS; ++m) stage_sb_load<PRE>(mats[m].s, mats[m].b, row0, kg, early[m], tid, NT);
     }
@@ -699,7 +705,8 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
       stage.load(xe, K, tid);
     }
     stage.store(xe, xs, K, tid);
-    if constexpr (NOSB) {
+    if constexpr (!SB) {
+    } else if constexpr (NOSB) {
       sb_fill_probe(sb, MATS * 16 * sbs, tid, NT);
     } else {
 #pragma unroll
@@ -710,7 +717,8 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
     for (int j = 0; j < SS - 1; ++j) issue_first(j);
     if constexpr (Gate::ACTIVE && !Gate::AT_START) gate(tid);
     stage(xs, K, tid);
-    if constexpr (NOSB) {
+    if constexpr (!SB) {
+    } else if constexpr (NOSB) {
       sb_fill_probe(sb, MATS * 16 * sbs, tid, NT);
     } else {
 #pragma unroll
@@ -883,14 +891,27 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
 // issue slots an SM has per KiB at the copy roofline; the shipped head issued in 79% of its
 // cycles (session 43). Same products, other summation order: not bit-identical to OWN off
 // (the GEMV tests bound both against float64); the same on either weight layout.
-template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, bool OWN, typename Stage, typename Gate = NoGate>
+// RT (MLXCEL_QMV_RING_TABLES, with OWN and TILED): the (scale, bias) pairs were reordered once at
+// load (tile_tables16 in quantized_gemv.rs; `scales` holds them, `biases` is unused) so that each
+// tile's 16 rows x NG groups of pairs are 64 NG contiguous bytes: row block b's tile t at u32
+// (b * K / 128 + t) * 16 NG, group g's rows r and r + 8 as the two pairs at u32 (8 g + r) * 2.
+// Each lane copies its own 8 bytes (rows r and r + 8 of its chunk's group gl) with the tile's
+// words into its own 8 bytes of the slot (a slot holds 1 KiB of words and 256 bytes of pairs),
+// and its epilogue reads them there: no per-CTA tables in the prologue. Why: probe level nosb
+// (constant tables, their loads gone) ran a turbo4 32K decode step 0.231 ms faster on the H200
+// (session 44): the tables' DRAM round trip, behind the whole GPU's first ring copies, held every
+// CTA's prologue barrier. Same pairs, same arithmetic: bit-identical to RT off.
+template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, bool OWN, bool RT, typename Stage,
+          typename Gate = NoGate>
 __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem,
                                                  int K, long long row0, int tid, int warp, int lane,
                                                  float (&acc)[MATS][4], const Gate& gate = Gate{}) {
   static_assert(G == 32 || G == 64 || G == 128, "a 32-value step must lie in one group");
+  static_assert(!RT || (OWN && TILED), "tables in the ring: POST's OWN loop over tiled words");
   constexpr int SS = S > 1 ? S : 2;
   constexpr int NG = 128 / G;  // groups per tile
   constexpr int CPG = G / 8;   // 16-byte chunks of x per group
+  constexpr int SLOT = RT ? 80 : 64;  // 16-byte chunks per ring slot: 1 KiB of words (and 32 lanes' 8 bytes of pairs)
   // Per group (D, E): the sum of x and the offsets' share (K / G <= 20480 / G: MAX_K in
   // quantized_gemv.rs).
   __shared__ float2 xsum[20480 / G];
@@ -901,25 +922,36 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   const int jobs = MATS * tw;
   __half2* xs = reinterpret_cast<__half2*>(smem);
   __half2* sb = xs + K / 2;
-  uint4* ring = reinterpret_cast<uint4*>(sb + MATS * 16 * sbs) + warp * SS * 64;
+  uint4* ring = reinterpret_cast<uint4*>(sb + (RT ? 0 : MATS * 16 * sbs)) + warp * SS * SLOT;
   const int put = OWN ? lane : r * 4 + ((c + (r >> 1)) & 3);
+  const int gl = OWN ? (c * NG) / 4 : 0;  // OWN: the group of this lane's chunk
   // A tile's words: 16 of each of 16 rows in MLX's layout (the next tile 16 words on, row
   // r + 8 at 8 rows' words), 256 contiguous in the tiled one (row block b's tile t at
   // (b * tiles + t) * 256, row r + 8 at 128).
   const long long lane_off =
       TILED ? (row0 / 16) * tiles * 256 + lane * 4 + warp * 256 : (row0 + r) * words + c * 4 + warp * 16;
   const u32* src = mats[0].w + lane_off;
+  // RT: this lane's pairs of the warp's first tile (u32 offsets in the tiled tables).
+  const long long tab_off = ((row0 / 16) * tiles + warp) * 16 * NG + (gl * 8 + r) * 2;
+  const u32* tsrc = reinterpret_cast<const u32*>(mats[0].s) + tab_off;
   // left (the first matrix's copies still to issue) is derivable from issued, but testing
   // `issued == tw` instead took NVRTC 2 more instructions per tile (139 -> 141, gate/up).
   int issued = 0, left = tw, fill = 0;
   auto issue = [&]() {
     if (issued < jobs) {
-      uint4* dst = ring + fill * 64;
+      uint4* dst = ring + fill * SLOT;
       ring_copy16(dst + put, src);
       ring_copy16(dst + 32 + put, src + (TILED ? 128LL : 8LL * words));
+      if constexpr (RT) {
+        ring_copy8(reinterpret_cast<uint2*>(dst + 64) + lane, tsrc);
+        tsrc += NW * 16 * NG;
+      }
       ++issued;
       src += NW * (TILED ? 256 : 16);
-      if (MATS > 1 && --left == 0) src = mats[MATS - 1].w + lane_off;  // the second matrix's first tile
+      if (MATS > 1 && --left == 0) {  // the second matrix's first tile
+        src = mats[MATS - 1].w + lane_off;
+        if constexpr (RT) tsrc = reinterpret_cast<const u32*>(mats[MATS - 1].s) + tab_off;
+      }
     }
     ring_commit();
     fill = fill + 1 == SS ? 0 : fill + 1;
@@ -934,7 +966,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
     // The probe's zero x sums (level noxsum), published by the prologue's barrier.
     for (int i = tid; i < kg; i += NW * 32) xsum[i] = make_float2(0.0f, 0.0f);
   }
-  ring_prologue<NW, SS, MATS, EARLY>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); }, gate);
+  ring_prologue<NW, SS, MATS, EARLY, !RT>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); }, gate);
   // (D, E) of this warp's groups: lanes 0-15 take the 16 chunks of one tile, lanes 16-31 the
   // next tile's; each sums its chunk's even and odd values in fp32 (a chunk in pair order holds
   // (x0, x4), (x1, x5), (x2, x6), (x3, x7)), then the CPG lanes of a group add theirs. Each
@@ -972,7 +1004,6 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   const bool xmatch = !OWN || (c * NG) / 4 == (r * NG) / 8;
   const uint4* xw = xmatch ? reinterpret_cast<const uint4*>(xs) + warp * 16 + (OWN ? 4 * c : c) : xzero + 2;
   const int xstride = xmatch ? NW * 16 : 0;
-  const int gl = OWN ? (c * NG) / 4 : 0;  // OWN: the group of this lane's chunk
 #pragma unroll
   for (int m = 0; m < MATS; ++m) {
     const __half2* sbr = sb + m * 16 * sbs + r * sbs + warp * NG;
@@ -983,7 +1014,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
       issue();
       ring_wait<SS - 1>();
       if constexpr (!OWN) __syncwarp();  // every lane's copies of this tile have landed
-      const u32* sl = reinterpret_cast<const u32*>(ring + slot * 64);
+      const u32* sl = reinterpret_cast<const u32*>(ring + slot * SLOT);
       slot = slot + 1 == SS ? 0 : slot + 1;
       u32 w0[4], w1[4];
       if constexpr (OWN) {
@@ -1028,7 +1059,15 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
           }
           const int g = OWN ? gl : gi;
           const float2 de = dg[g];
-          const float2 p0 = __half22float2(sbr[g]), p1 = __half22float2(sbr[8 * sbs + g]);
+          float2 p0, p1;
+          if constexpr (RT) {
+            const uint2 pp = reinterpret_cast<const uint2*>(sl + 256)[lane];  // this lane's copy: rows r, r + 8
+            p0 = __half22float2(*reinterpret_cast<const __half2*>(&pp.x));
+            p1 = __half22float2(*reinterpret_cast<const __half2*>(&pp.y));
+          } else {
+            p0 = __half22float2(sbr[g]);
+            p1 = __half22float2(sbr[8 * sbs + g]);
+          }
           acc[m][0] = fmaf(p0.y, de.x, fmaf(p0.x, fmaf(hi[0], 0.0625f, lo[0]) - de.y, acc[m][0]));
           acc[m][2] = fmaf(p1.y, de.x, fmaf(p1.x, fmaf(hi[2], 0.0625f, lo[2]) - de.y, acc[m][2]));
         }
