@@ -1131,7 +1131,10 @@ fn tiled_weights_with_own_chunks_give_the_same_bits() {
 fn paired_tables_give_the_same_bits_or_are_refused() {
     let mut r = rng("paired_tables_give_the_same_bits_or_are_refused");
     let bits = |y: Array| y.to_vec::<half::f16>().unwrap();
-    let halves = |a: &Array| a.to_vec::<half::f16>().unwrap();
+    let halves = |a: &Array| {
+        a.to_vec::<half::f16>()
+            .unwrap_or_else(|e| panic!("{:?} {:?}: {e}", a.shape(), a.dtype()))
+    };
     common::set_flags(&[("MLXCEL_QMV_POST", true), ("MLXCEL_QMV_OWN_CHUNKS", true)]);
     // Every backend: the reorder's inverse, MLX's matmul, and the refusal.
     for &(n, k, g) in &[(48, 384, 32), (32, 256, 64), (16, 128, 128)] {
