@@ -87,6 +87,11 @@ impl StepAb {
                 "{STEP_AB_BLOCK}=0: expected a positive number of steps"
             )));
         }
+        if flags::LOAD_TIME.iter().any(|f| f.name == flag.name) {
+            return Err(ModelError::Unsupported(format!(
+                "{STEP_AB}={name}: the flag is read only when the weights load (a layout), so switching it between steps would time the same kernels; compare separate runs with {name}=0 and =1"
+            )));
+        }
         tracing::info!(
             "{STEP_AB}: {} off and on in alternating blocks of {block} decode steps",
             flag.name
@@ -240,5 +245,19 @@ mod tests {
         }
         assert!(flag.enabled(), "restored to the value from before");
         flag.set_kept(initial);
+    }
+
+    #[test]
+    fn load_time_flags_and_unknown_names_are_refused() {
+        for f in flags::LOAD_TIME {
+            let err = StepAb::new(f.name, 8).err().expect(f.name).to_string();
+            assert!(err.contains("separate runs"), "{err}");
+        }
+        let err = StepAb::new("MLXCEL_NO_SUCH_FLAG", 8)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("no such flag"), "{err}");
+        assert!(StepAb::new(FLAG, 8).is_ok());
     }
 }
