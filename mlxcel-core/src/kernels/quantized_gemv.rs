@@ -557,19 +557,7 @@ pub fn gemv_with(x: &Array, q: &Quantized, r: Option<&Array>, sched: Schedule) -
 /// Words `[N, K / 8]` viewed as `[N / 16, 16, K / 128, 16]`, axes 1 and 2 swapped; scales and
 /// biases keep MLX's layout. MLX's ops read the result through [`Quantized::untiled`].
 pub fn tile_rows16(q: &Quantized) -> Result<Quantized> {
-    let shape = weight_shape(q).filter(|_| q.layout == WeightLayout::Mlx);
-    let (n, k) = shape.ok_or_else(|| {
-        Error::invalid(
-            "quantized gemv",
-            format!(
-                "tile_rows16: a {}-bit weight {:?} (group {}, layout {:?}) is not one the kernels take in MLX's layout",
-                q.bits,
-                q.w.shape(),
-                q.group_size,
-                q.layout
-            ),
-        )
-    })?;
+    let (n, k) = reorder_shape(q, WeightLayout::Mlx, "tile_rows16")?;
     let (n, k) = (n as i32, k as i32);
     let w =
         q.w.reshape(&[n / 16, 16, k / 128, 16])?
@@ -586,6 +574,23 @@ pub fn tile_rows16(q: &Quantized) -> Result<Quantized> {
     })
 }
 
+/// (N, K) of a weight the kernels take in layout `from`, which the load-time reorder `what`
+/// starts from; else the error naming the weight and what was expected.
+fn reorder_shape(q: &Quantized, from: WeightLayout, what: &str) -> Result<(usize, usize)> {
+    weight_shape(q).filter(|_| q.layout == from).ok_or_else(|| {
+        Error::invalid(
+            "quantized gemv",
+            format!(
+                "{what}: a {}-bit weight {:?} (group {}, layout {:?}) is not one the kernels take in layout {from:?}",
+                q.bits,
+                q.w.shape(),
+                q.group_size,
+                q.layout
+            ),
+        )
+    })
+}
+
 /// `q` (tiled words, [`tile_rows16`]) with its scales and biases interleaved as (scale, bias)
 /// pairs in the same tiles' order ([`WeightLayout::Rows16TilesPairs`]): row block b's tile t
 /// holds its 16 rows x 128 / group groups of pairs at pair (b K / 128 + t) 16 (128 / group), group
@@ -594,19 +599,7 @@ pub fn tile_rows16(q: &Quantized) -> Result<Quantized> {
 /// holds the pairs as `[N, 2 K / group]` fp16 and `biases` is the same array (no extra memory).
 /// MLX's ops read them through [`Quantized::untiled_tables`].
 pub fn tile_tables16(q: &Quantized) -> Result<Quantized> {
-    let shape = weight_shape(q).filter(|_| q.layout == WeightLayout::Rows16Tiles);
-    let (n, k) = shape.ok_or_else(|| {
-        Error::invalid(
-            "quantized gemv",
-            format!(
-                "tile_tables16: a {}-bit weight {:?} (group {}, layout {:?}) is not one with tiled words the kernels take",
-                q.bits,
-                q.w.shape(),
-                q.group_size,
-                q.layout
-            ),
-        )
-    })?;
+    let (n, k) = reorder_shape(q, WeightLayout::Rows16Tiles, "tile_tables16")?;
     let (n, k, g) = (n as i32, k as i32, q.group_size);
     let (tiles, ng) = (k / 128, 128 / g);
     let pairs = stack(&[&q.scales, &q.biases], -1)?
