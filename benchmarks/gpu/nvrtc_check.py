@@ -372,18 +372,21 @@ def main():
     # split by group; session 43) on every POST build.
     # RT (MLXCEL_QMV_RING_TABLES: the scale tables in tile order ride the ring; session 44) on every
     # tiled OWNC build.
-    own_variants = [(pv, own, rt) for pv in post_variants for own in ((False, True) if pv[1] else (False,))
-                    for rt in ((False, True) if own and pv[2] else (False,))]
-    for ((nw, st, u, mb, norm, early, rfirst), post, tiled, bulk, late), own, rt in own_variants:
+    # XSF (MLXCEL_QMV_XSUM_STAGE: POST's x sums formed while x is staged; session 44) on every
+    # OWNC build with EARLY.
+    own_variants = [(pv, own, rt, xsf) for pv in post_variants for own in ((False, True) if pv[1] else (False,))
+                    for rt in ((False, True) if own and pv[2] else (False,))
+                    for xsf in ((False, True) if own and pv[0][5] else (False,))]
+    for ((nw, st, u, mb, norm, early, rfirst), post, tiled, bulk, late), own, rt, xsf in own_variants:
         for g in (32, 64, 128):
             tag = (f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "")
                    + (" rfirst" if rfirst else "") + (" post" if post else "") + (" tiled" if tiled else "") + (" bulk" if bulk else "") + (" late" if late else "")
-                   + (" own" if own else "") + (" rt" if rt else ""))
+                   + (" own" if own else "") + (" rt" if rt else "") + (" xsf" if xsf else ""))
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
                       f"constexpr bool MB = {'true' if mb else 'false'}; constexpr bool NORM = {'true' if norm else 'false'}; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = {'true' if rfirst else 'false'}; "
                       f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = {'true' if tiled else 'false'}; "
-                      f"constexpr bool OWNC = {'true' if own else 'false'}; constexpr bool RT = {'true' if rt else 'false'}; constexpr int RB = 1; "
+                      f"constexpr bool OWNC = {'true' if own else 'false'}; constexpr bool RT = {'true' if rt else 'false'}; constexpr bool XSF = {'true' if xsf else 'false'}; constexpr int RB = 1; "
                       f"constexpr bool BULK = {'true' if bulk else 'false'}; constexpr bool LATE = {'true' if late else 'false'}; "
                       f"constexpr int EPS = 0x3727c5ac; "
                       f"constexpr bool RESID = {'true' if g == 64 else 'false'}; constexpr int SMEM = 49152;\n")
@@ -429,7 +432,7 @@ def main():
         consts = ("constexpr int G = 64; constexpr int NW = 8; constexpr int S = 3; constexpr int U = 4; "
                   f"constexpr bool MB = false; constexpr bool NORM = {'true' if norm else 'false'}; "
                   "constexpr bool EARLY = true; constexpr bool RFIRST = false; constexpr bool POST = true; "
-                  f"constexpr bool OWNC = {'true' if own else 'false'}; constexpr bool RT = false; constexpr int RB = 1; "
+                  f"constexpr bool OWNC = {'true' if own else 'false'}; constexpr bool RT = false; constexpr bool XSF = false; constexpr int RB = 1; "
                   f"constexpr bool TILED = false; constexpr bool BULK = false; constexpr bool LATE = {'true' if norm else 'false'}; "
                   f"constexpr int EPS = 0x3727c5ac; constexpr bool RESID = {'false' if norm else 'true'}; constexpr int SMEM = 49152;\n")
         pre = defines + qmv_header + SHAPE
@@ -455,7 +458,7 @@ def main():
             consts = ("constexpr int G = 64; constexpr int NW = 8; constexpr int S = 3; constexpr int U = 4; "
                       "constexpr bool MB = false; constexpr bool NORM = false; "
                       f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = false; "
-                      f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = false; constexpr bool OWNC = false; constexpr bool RT = false; constexpr int RB = 1; "
+                      f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = false; constexpr bool OWNC = false; constexpr bool RT = false; constexpr bool XSF = false; constexpr int RB = 1; "
                       "constexpr bool BULK = false; constexpr bool LATE = false; constexpr int EPS = 0x3727c5ac; "
                       "constexpr bool RESID = true; constexpr int SMEM = 49152; "
                       f"constexpr bool GBAR_START = {'true' if start else 'false'}; constexpr int GBAR_SLOT_WORDS = 1024;\n")
@@ -500,7 +503,7 @@ def main():
             shipped = etail == "true" and post == "true" and tiled == "false" and (late == "true" or norm == "false")
             for cluster, own in ((("false", "false"), ("true", "false"), ("true", "true"), ("false", "true")) if shipped else (("false", "false"),)):
               consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
-                        f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool OWNC = {own}; constexpr bool RT = false; constexpr int RB = 1; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
+                        f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool OWNC = {own}; constexpr bool RT = false; constexpr bool XSF = false; constexpr int RB = 1; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
                         f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                         f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
                         f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024; constexpr bool ETAIL = {etail}; constexpr bool CLUSTER = {cluster};\n")
@@ -528,6 +531,11 @@ def main():
                       "constexpr bool RT = false;", "constexpr bool RT = true;")
                   ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}"
                                     + (" cluster" if cluster == "true" else "") + " own tiled rt", rt_src,
+                                    gemv_static_bound(8, 64, True, d))
+                  # XSF (MLXCEL_QMV_XSUM_STAGE, session 44) on the same.
+                  ok &= compile_one(f"qgemv4 qkv encode d{d} norm={norm} rope={rope} trad={trad} kvfmt={fmt}"
+                                    + (" cluster" if cluster == "true" else "") + " own tiled rt xsf",
+                                    rt_src.replace("constexpr bool XSF = false;", "constexpr bool XSF = true;"),
                                     gemv_static_bound(8, 64, True, d))
     # The greedy token's argmax (MLXCEL_FAST_ARGMAX), per logits dtype.
     for xt in ("__half", "__nv_bfloat16", "float"):

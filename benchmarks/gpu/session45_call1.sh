@@ -6,7 +6,8 @@
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session45_call1.sh
 # Session 44 left three GEMV tests unrun on the H200 (each ran past a limit set too short, or
 # beside ncu runs): the ring tables' bit-identity test (cut to 50 NVRTC builds), the probe's 55
-# checks, the pair blocks' corrected count. Each alone here, with room. Then the 128K step with
+# checks, the pair blocks' corrected count. Each alone here, with room; also the test and the
+# step A/B of MLXCEL_QMV_XSUM_STAGE (written after session 44's device time). Then the 128K step with
 # int8r boundary layers (the documented opt-in for speed, ADR 0012) against the default
 # fp16+int8 ends and fp16, all with the ring tables: 2x at 128K needs turbo4 at ~2.92 ms per
 # step; int8r ends read ~0.53 GB less per step (prediction: ~-0.13 ms).
@@ -15,6 +16,10 @@ set -uo pipefail
 . benchmarks/gpu/e2e_run.sh
 call_dir s45c1
 gpu_test gpu_quantized_gemv 240 "checks" paired
+gpu_test gpu_quantized_gemv 150 "checks" x_sums_at_staging
+# MLXCEL_QMV_XSUM_STAGE (off; written after session 44's device time): POST's x sums formed
+# while x is staged. Prediction: -0.03 to -0.06 ms per turbo4 32K step (the probe: -0.072).
+step_ab ab-xsf MLXCEL_QMV_XSUM_STAGE turbo4 32768
 gpu_test gpu_quantized_gemv 150 "checks" nomath
 BUDGET=${BUDGET:-560}
 e2e_setup "$BUDGET" 90

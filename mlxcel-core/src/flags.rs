@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 62;
+const SLOTS: usize = 63;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -401,6 +401,23 @@ pub const QMV_RING_TABLES: Flag = Flag {
     default: true,
     doc: "GEMV scale tables reordered at load to ride the ring with their tiles (needs the tiled words, POST and OWN_CHUNKS; CUDA only)",
     slot: 60,
+};
+
+/// POST's per-group sums of x (`xsum` in `cuda/qgemv4.cuh`: the sum of x over each quantization
+/// group and its offsets' share, which the loop's epilogue needs) are formed while x is staged
+/// (`XSF`: the 16-byte staging paths with `MLXCEL_QMV_EARLY`, `store_post8`), with x's chunks
+/// stored in POST's order there, instead of in a second pass over x after the prologue's barrier
+/// (each warp over its own tiles' chunks: shared loads, a rewrite of each chunk, shuffles). Why:
+/// probe level `noxsum` (the sums zeroed, the arithmetic kept) ran the kernels of a turbo4 32K
+/// step 0.072 ms faster in situ on the H200 (session 44). Same sums in the same order (the
+/// same xor shuffles over a group's lanes) and the same chunks in shared memory: bit-identical
+/// to off. **Written in session 44 after its device time: NVRTC-checked, not yet run on a
+/// GPU**; off until measured.
+pub const QMV_XSUM_STAGE: Flag = Flag {
+    name: "MLXCEL_QMV_XSUM_STAGE",
+    default: false,
+    doc: "POST GEMV loop: per-group sums of x formed while x is staged, not in a second pass (CUDA only; not yet run on a GPU)",
+    slot: 61,
 };
 
 /// A measuring probe (off): the o_proj and down_proj GEMVs (the residual-adding launches of
@@ -1227,6 +1244,7 @@ pub const ALL: &[Flag] = &[
     QMV_OWN_CHUNKS,
     QMV_PAIR_BLOCKS,
     QMV_RING_TABLES,
+    QMV_XSUM_STAGE,
     QMV_GBAR_PROBE,
     QMV_NOMATH_PROBE,
     QMV_ALIGN128,

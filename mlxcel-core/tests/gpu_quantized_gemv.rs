@@ -710,6 +710,23 @@ fn dynamic_shared_alignment_is_bit_identical() {
     }
 }
 
+/// `MLXCEL_QMV_XSUM_STAGE` (POST's per-group sums of x formed while x is staged, the chunks
+/// stored in POST's order there, instead of in a pass after the prologue's barrier) must give
+/// the same bits: the five kernels on the layer shapes of Llama-3-8B (K 4096 and down's 14336,
+/// where x takes more chunks than the registers hold), group 32 and 128, and a small one whose 48
+/// chunks leave half a warp idle (the shuffles' idle lanes), with the default ring and 4 warps x
+/// 8 stages (POST and OWN_CHUNKS at their defaults, on). On the CPU every call ends in MLX's
+/// CUDA error with the flag on.
+#[test]
+fn x_sums_at_staging_are_bit_identical() {
+    let mut r = rng("x_sums_at_staging_are_bit_identical");
+    let checks = five_kernels_same_bits(&mut r, &BIT_IDENTITY_SHAPES, "MLXCEL_QMV_XSUM_STAGE", "");
+    if KernelBackend::current() == Some(KernelBackend::Cuda) {
+        eprintln!("x sums at staging: {checks} bit-identity checks on CUDA");
+        assert_eq!(checks, 50, "5 shapes x 2 schedules x 5 kernels");
+    }
+}
+
 /// `MLXCEL_QMV_RFIRST` (the folded residual loaded in the prologue instead of after the
 /// reduction) must give the same bits: o_proj's and down's shapes of Llama-3-8B and a small
 /// one, group 64 and 32, the default ring, 4 warps and the batched schedule. On the CPU every

@@ -1045,6 +1045,10 @@ fn launch<'a>(
     )
     .template("BULK", TemplateArg::Bool(sched.bulk))
     .template("RT", TemplateArg::Bool(pairs))
+    .template(
+        "XSF",
+        TemplateArg::Bool(post && flags::QMV_XSUM_STAGE.enabled()),
+    )
     .template("RB", TemplateArg::Int(rb as i32))
     .template("SMEM", smem_arg(shared.dynamic));
     Ok((launch, shared))

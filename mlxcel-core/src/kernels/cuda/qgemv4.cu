@@ -12,7 +12,8 @@
 // the mma, MLXCEL_QMV_POST; ring_rows16_post), OWNC (with POST: each lane reads back only its own
 // copies, the mma's columns split by group, MLXCEL_QMV_OWN_CHUNKS), RT (with OWNC and TILED: the
 // (scale, bias) pairs ride the ring with their tiles, `scales` holding them in tile order and
-// `biases` unused, MLXCEL_QMV_RING_TABLES), RB (16-row blocks per CTA: 2
+// `biases` unused, MLXCEL_QMV_RING_TABLES), XSF (with POST: its per-group sums of x formed while x
+// is staged, MLXCEL_QMV_XSUM_STAGE), RB (16-row blocks per CTA: 2
 // for the largest launches with POST, MLXCEL_QMV_PAIR_BLOCKS, else 1). Dynamic shared memory: the
 // batched schedule K * 2 bytes (x in pair order), the ring schedule as ring_rows16 says (RB
 // blocks' tables).
@@ -88,7 +89,7 @@ if constexpr (S > 0 && MB) {
     const mlxcel_qmv::NoGate gate{};
 #endif
     if constexpr (POST) {
-      mlxcel_qmv::ring_rows16_post<G, NW, S, RB, EARLY, TILED, OWNC, RT>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
+      mlxcel_qmv::ring_rows16_post<G, NW, S, RB, EARLY, TILED, OWNC, RT, XSF>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     } else {
       mlxcel_qmv::ring_rows16<G, NW, S, RB, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc, gate);
     }

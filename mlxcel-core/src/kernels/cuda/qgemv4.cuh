@@ -112,9 +112,35 @@ __device__ __forceinline__ void stage_x(const __half* x, __half2* xs, int K, int
 
 // 8 fp16 values of x (one 16-byte chunk, b = chunk index) stored at xs4[b] in pair order: the
 // 4 pairs (x[8b + i], x[8b + i + 4]), two byte permutes per pair.
-__device__ __forceinline__ void store_pairs8(uint4* xs4, int b, const uint4& v) {
-  xs4[b] = make_uint4(mlxcel_mma::prmt(v.x, v.z, 0x5410), mlxcel_mma::prmt(v.x, v.z, 0x7632),
-                      mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
+__device__ __forceinline__ uint4 pairs8(const uint4& v) {
+  return make_uint4(mlxcel_mma::prmt(v.x, v.z, 0x5410), mlxcel_mma::prmt(v.x, v.z, 0x7632),
+                    mlxcel_mma::prmt(v.y, v.w, 0x5410), mlxcel_mma::prmt(v.y, v.w, 0x7632));
+}
+__device__ __forceinline__ void store_pairs8(uint4* xs4, int b, const uint4& v) { xs4[b] = pairs8(v); }
+
+// XSF (MLXCEL_QMV_XSUM_STAGE, POST only): chunk b's pairs p (pair order) stored in POST's order
+// ((x0, x4), (x2, x6), (x1, x5), (x3, x7)) and its group's (D, E) formed as ring_rows16_post's
+// pass forms them: the chunk's even and odd sums, added over the CPG lanes of its group by the
+// same xor shuffles, written to xsum[b / CPG] by the group's first lane. Every lane of the warp
+// calls it (the shuffles); a lane past x's end passes on = false and adds zeros. Same values,
+// same order of additions: the same (D, E) and the same shared bytes as the pass.
+template <int CPG>
+__device__ __forceinline__ void store_post8(uint4* xs4, float2* xsum, int b, const uint4& p, bool on, int lane) {
+  float ev = 0.0f, od = 0.0f;
+  if (on) {
+    const __half2* h = reinterpret_cast<const __half2*>(&p);
+    const float2 f0 = __half22float2(h[0]), f1 = __half22float2(h[1]);
+    const float2 f2 = __half22float2(h[2]), f3 = __half22float2(h[3]);
+    ev = (f0.x + f0.y) + (f2.x + f2.y);
+    od = (f1.x + f1.y) + (f3.x + f3.y);
+    xs4[b] = make_uint4(p.x, p.z, p.y, p.w);
+  }
+#pragma unroll
+  for (int o = 1; o < CPG; o <<= 1) {
+    ev += __shfl_xor_sync(0xffffffffu, ev, o);
+    od += __shfl_xor_sync(0xffffffffu, od, o);
+  }
+  if (on && lane % CPG == 0) xsum[b / CPG] = make_float2(ev + od, fmaf(1024.0f, ev, 64.0f * od));
 }
 
 // The folded RMSNorm's pieces (stage_x_rms and XEarly): x^2 of 8 fp16 values added to ss in
@@ -233,12 +259,15 @@ __device__ __forceinline__ void stage_x_rms(const __half* x, const __half* nw, f
 // summed x^2 across the CTA (a barrier) and staged x in a second pass before the first tile
 // could be used: 40-54% of the folded gate/up kernel's warp samples sat in that prologue
 // (session 28), and with POST the fold cost 4 us per gate/up launch.
-__device__ __forceinline__ void mul_store8(uint4* xs4, int b, uint4 v, const uint4& wv) {
+__device__ __forceinline__ uint4 mul8(uint4 v, const uint4& wv) {
   __half2* hx = reinterpret_cast<__half2*>(&v);
   const __half2* hw = reinterpret_cast<const __half2*>(&wv);
 #pragma unroll
   for (int e = 0; e < 4; ++e) hx[e] = __hmul2(hw[e], hx[e]);
-  store_pairs8(xs4, b, v);
+  return v;
+}
+__device__ __forceinline__ void mul_store8(uint4* xs4, int b, uint4 v, const uint4& wv) {
+  store_pairs8(xs4, b, mul8(v, wv));
 }
 // LATE's staging without EARLY (and EARLY's fallback for unaligned x or nw).
 template <int NT>
@@ -305,17 +334,50 @@ struct XEarly {
       }
     }
   }
-  __device__ __forceinline__ void store(const __half* xp, const __half* nw, float eps, __half2* xs, int K, int tid,
-                                        float* red) const {
+  // XCPG > 0 (XSF: POST's x sums folded into the staging, store_post8; CPG chunks per group):
+  // the 16-byte paths also form (D, E) into xsum and store the chunks in POST's order, and
+  // return true; every other path (and XCPG = 0) returns false, leaving the pass to
+  // ring_rows16_post. Their loops run whole warps (the shuffles), a lane past x's end idle.
+  template <int XCPG = 0>
+  __device__ __forceinline__ bool store(const __half* xp, const __half* nw, float eps, __half2* xs, int K, int tid,
+                                        float* red, float2* xsum = nullptr) const {
     const uint4* x4 = reinterpret_cast<const uint4*>(xp);
     uint4* xs4 = reinterpret_cast<uint4*>(xs);
+    const int lane = tid & 31;
     if constexpr (NORM && LATE) {
       if (!vec) {
         stage_x_late<NT>(xp, nw, xs, K, tid, red);
-        return;
+        return false;
       }
       const uint4* w4 = reinterpret_cast<const uint4*>(nw);
       float ss = 0.0f;
+      if constexpr (XCPG > 0) {
+#pragma unroll
+        for (int u = 0; u < XPRE; ++u) {
+          const int b = tid + u * NT;
+          const bool on = b < K / 8;
+          uint4 p = make_uint4(0u, 0u, 0u, 0u);
+          if (on) {
+            if constexpr (!NOSUMS) sum_sq8(x[u], ss);
+            p = pairs8(mul8(x[u], w[u]));
+          }
+          store_post8<XCPG>(xs4, xsum, b, p, on, lane);
+        }
+#pragma unroll 2
+        for (int b0 = tid - lane + XPRE * NT; b0 < K / 8; b0 += NT) {
+          const int b = b0 + lane;
+          const bool on = b < K / 8;
+          uint4 p = make_uint4(0u, 0u, 0u, 0u);
+          if (on) {
+            const uint4 v = x4[b];
+            if constexpr (!NOSUMS) sum_sq8(v, ss);
+            p = pairs8(mul8(v, w4[b]));
+          }
+          store_post8<XCPG>(xs4, xsum, b, p, on, lane);
+        }
+        if constexpr (!NOSUMS) late_partial(ss, tid, red);
+        return true;
+      }
 #pragma unroll
       for (int u = 0; u < XPRE; ++u) {
         if (tid + u * NT < K / 8) {
@@ -331,10 +393,11 @@ struct XEarly {
         mul_store8(xs4, b, v, wv);
       }
       if constexpr (!NOSUMS) late_partial(ss, tid, red);
+      return false;
     } else if constexpr (NORM) {
       if (!vec) {
         stage_x_rms<NT>(xp, nw, eps, xs, K, tid, red);
-        return;
+        return false;
       }
       const uint4* w4 = reinterpret_cast<const uint4*>(nw);
       float ss = 0.0f;
@@ -351,16 +414,32 @@ struct XEarly {
       }
 #pragma unroll 2
       for (int b = tid + XPRE * NT; b < K / 8; b += NT) rms_store8(xs4, b, x4[b], w4[b], n);
+      return false;
     } else {
       if (!vec) {
         stage_x(xp, xs, K, tid, NT);
-        return;
+        return false;
+      }
+      if constexpr (XCPG > 0) {
+#pragma unroll
+        for (int u = 0; u < XPRE; ++u) {
+          const int b = tid + u * NT;
+          const bool on = b < K / 8;
+          store_post8<XCPG>(xs4, xsum, b, on ? pairs8(x[u]) : make_uint4(0u, 0u, 0u, 0u), on, lane);
+        }
+        for (int b0 = tid - lane + XPRE * NT; b0 < K / 8; b0 += NT) {
+          const int b = b0 + lane;
+          const bool on = b < K / 8;
+          store_post8<XCPG>(xs4, xsum, b, on ? pairs8(x4[b]) : make_uint4(0u, 0u, 0u, 0u), on, lane);
+        }
+        return true;
       }
 #pragma unroll
       for (int u = 0; u < XPRE; ++u) {
         if (tid + u * NT < K / 8) store_pairs8(xs4, tid + u * NT, x[u]);
       }
       for (int b = tid + XPRE * NT; b < K / 8; b += NT) store_pairs8(xs4, b, x4[b]);
+      return false;
     }
   }
 };
@@ -383,8 +462,9 @@ struct StageX {
     else stage_x_vec(x, xs, K, tid, NT);
   }
   __device__ __forceinline__ void load(Early& e, int K, int tid) const { e.load(x, nw, K, tid); }
-  __device__ __forceinline__ void store(const Early& e, __half2* xs, int K, int tid) const {
-    e.store(x, nw, eps, xs, K, tid, red);
+  template <int XCPG = 0>
+  __device__ __forceinline__ bool store(const Early& e, __half2* xs, int K, int tid, float2* xsum = nullptr) const {
+    return e.template store<XCPG>(x, nw, eps, xs, K, tid, red, xsum);
   }
 };
 
@@ -616,11 +696,16 @@ __device__ __forceinline__ void sb_fill_probe(__half2* sb, int n, int tid, int n
 // staging and the 16 rows' (scale, bias) tables, then a barrier; with EARLY, x's and the tables'
 // loads leave before the copies (held in registers, stored after them). Shared by ring_rows16
 // and ring_rows16_post. An active gate (GridGate) moves x's loads after the copies and itself.
-// SB false: no tables (ring_rows16_post's RT: they ride the ring with their tiles).
-template <int NW, int SS, int MATS, bool EARLY, bool SB = true, typename Stage, typename IssueFirst, typename Gate = NoGate>
-__device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const Stage& stage, __half2* xs, __half2* sb,
+// SB false: no tables (ring_rows16_post's RT: they ride the ring with their tiles). XCPG > 0
+// (ring_rows16_post's XSF): EARLY's staging also forms POST's per-group x sums into xsum where
+// it can (XEarly::store); returns whether it did.
+template <int NW, int SS, int MATS, bool EARLY, bool SB = true, int XCPG = 0, typename Stage, typename IssueFirst,
+          typename Gate = NoGate>
+__device__ __forceinline__ bool ring_prologue(const QMat (&mats)[MATS], const Stage& stage, __half2* xs, __half2* sb,
                                               int K, long long row0, int kg, int sbs, int tid,
-                                              IssueFirst issue_first, const Gate& gate = Gate{}) {
+                                              IssueFirst issue_first, const Gate& gate = Gate{},
+                                              float2* xsum = nullptr) {
+  bool summed = false;
   constexpr int NT = NW * 32;
   if constexpr (Gate::AT_START) gate(tid);
   if constexpr (NOTABLES) {
@@ -704,7 +789,7 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
       gate(tid);
       stage.load(xe, K, tid);
     }
-    stage.store(xe, xs, K, tid);
+    summed = stage.template store<XCPG>(xe, xs, K, tid, xsum);
     if constexpr (!SB) {
     } else if constexpr (NOSB) {
       sb_fill_probe(sb, MATS * 16 * sbs, tid, NT);
@@ -726,6 +811,7 @@ __device__ __forceinline__ void ring_prologue(const QMat (&mats)[MATS], const St
     }
   }
   __syncthreads();
+  return summed;
 }
 
 // The ring schedule: rows [row0, row0 + 16) of MATS matrices (gate then up for the SwiGLU
@@ -901,7 +987,12 @@ __device__ __forceinline__ void ring_rows16(const QMat (&mats)[MATS], const Stag
 // (constant tables, their loads gone) ran a turbo4 32K decode step 0.231 ms faster on the H200
 // (session 44): the tables' DRAM round trip, behind the whole GPU's first ring copies, held every
 // CTA's prologue barrier. Same pairs, same arithmetic: bit-identical to RT off.
-template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, bool OWN, bool RT, typename Stage,
+// XSF (MLXCEL_QMV_XSUM_STAGE): the per-group (D, E) below are formed while x is staged (EARLY's
+// 16-byte paths, store_post8) instead of in a second pass over x after the prologue's barrier;
+// the pass stays for the other paths. Why: probe level noxsum (the sums zeroed) ran the turbo4
+// 32K step's kernels 0.072 ms faster in situ (session 44). Same sums in the same order, the same
+// chunks in shared memory: bit-identical to XSF off.
+template <int G, int NW, int S, int MATS, bool EARLY, bool TILED, bool OWN, bool RT, bool XSF, typename Stage,
           typename Gate = NoGate>
 __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const Stage& stage, unsigned char* smem,
                                                  int K, long long row0, int tid, int warp, int lane,
@@ -966,14 +1057,17 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
     // The probe's zero x sums (level noxsum), published by the prologue's barrier.
     for (int i = tid; i < kg; i += NW * 32) xsum[i] = make_float2(0.0f, 0.0f);
   }
-  ring_prologue<NW, SS, MATS, EARLY, !RT>(mats, stage, xs, sb, K, row0, kg, sbs, tid, [&](int) { issue(); }, gate);
+  // XSF: the staging forms (D, E) where it can (its 16-byte paths), else the pass below does.
+  constexpr int XCPG = XSF && !NOTABLES && !NOXSUM ? CPG : 0;
+  const bool summed = ring_prologue<NW, SS, MATS, EARLY, !RT, XCPG>(mats, stage, xs, sb, K, row0, kg, sbs, tid,
+                                                                    [&](int) { issue(); }, gate, xsum);
   // (D, E) of this warp's groups: lanes 0-15 take the 16 chunks of one tile, lanes 16-31 the
   // next tile's; each sums its chunk's even and odd values in fp32 (a chunk in pair order holds
   // (x0, x4), (x1, x5), (x2, x6), (x3, x7)), then the CPG lanes of a group add theirs. Each
   // chunk is also rewritten as (x0, x4), (x2, x6), (x1, x5), (x3, x7), so that the even and
   // the odd mma each take their B operand as two adjacent registers of one 16-byte load (NVRTC
   // otherwise moves 6 registers per tile into place). Only this warp reads its tiles' chunks.
-  for (int i0 = 0; i0 < (NOTABLES || NOXSUM ? 0 : tw); i0 += 2) {
+  for (int i0 = 0; i0 < (NOTABLES || NOXSUM || summed ? 0 : tw); i0 += 2) {
     const int i = i0 + (lane >> 4), q = lane & 15;
     float ev = 0.0f, od = 0.0f;
     if (i < tw) {

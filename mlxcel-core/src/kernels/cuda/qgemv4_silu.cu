@@ -15,6 +15,7 @@ static_assert(!TILED || (S > 0 && !MB && !(POST && BULK)), "tiled weights need t
 // BULK: the tiles by bulk copies (the bulk:W:S schedules; ring_rows16).
 static_assert(!BULK || TILED, "bulk copies need the tiled layout");
 // RT (MLXCEL_QMV_RING_TABLES): sg and su hold the (scale, bias) pairs in tile order (bg, bu unused).
+// XSF (MLXCEL_QMV_XSUM_STAGE, with POST): POST's per-group sums of x formed while x is staged.
 static_assert(!RT || (POST && OWNC && TILED && S > 0 && !MB), "tables in the ring: POST's OWN loop over tiled words");
 // MLXCEL_QMV_DYN_ALIGN: 128 bytes unless MLXCEL_QMV_ALIGN128 is off (qgemv4.cuh says why).
 extern __shared__ __align__(MLXCEL_QMV_DYN_ALIGN) unsigned char smem[];
@@ -44,7 +45,7 @@ if constexpr (S > 0 && MB) {
   if constexpr (S > 0) {
     const mlxcel_qmv::QMat mats[2] = {{wg, sg, bg}, {wu, su, bu}};
     if constexpr (POST) {
-      mlxcel_qmv::ring_rows16_post<G, NW, S, 2, EARLY, TILED, OWNC, RT>(mats, stage, smem, K, row0, tid, warp, lane, acc);
+      mlxcel_qmv::ring_rows16_post<G, NW, S, 2, EARLY, TILED, OWNC, RT, XSF>(mats, stage, smem, K, row0, tid, warp, lane, acc);
     } else {
       mlxcel_qmv::ring_rows16<G, NW, S, 2, EARLY, TILED, BULK>(mats, stage, smem, K, row0, tid, warp, lane, acc);
     }
