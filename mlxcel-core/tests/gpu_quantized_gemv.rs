@@ -703,9 +703,19 @@ fn pair_blocks_are_bit_identical_or_are_not_used() {
 #[test]
 fn dynamic_shared_alignment_is_bit_identical() {
     let mut r = rng("dynamic_shared_alignment_is_bit_identical");
-    let checks = five_kernels_same_bits(&mut r, &BIT_IDENTITY_SHAPES, "MLXCEL_QMV_ALIGN128", "");
+    layer_shapes_same_bits(
+        &mut r,
+        "MLXCEL_QMV_ALIGN128",
+        "dynamic shared memory alignment",
+    );
+}
+
+/// [`five_kernels_same_bits`] for `flag` on [`BIT_IDENTITY_SHAPES`]; on CUDA all 50 checks
+/// (5 shapes x 2 schedules x 5 kernels) must have run, and `what` names them in the log.
+fn layer_shapes_same_bits(r: &mut rand::rngs::StdRng, flag: &str, what: &str) {
+    let checks = five_kernels_same_bits(r, &BIT_IDENTITY_SHAPES, flag, "");
     if KernelBackend::current() == Some(KernelBackend::Cuda) {
-        eprintln!("dynamic shared memory alignment: {checks} bit-identity checks on CUDA");
+        eprintln!("{what}: {checks} bit-identity checks on CUDA");
         assert_eq!(checks, 50, "5 shapes x 2 schedules x 5 kernels");
     }
 }
@@ -720,11 +730,7 @@ fn dynamic_shared_alignment_is_bit_identical() {
 #[test]
 fn x_sums_at_staging_are_bit_identical() {
     let mut r = rng("x_sums_at_staging_are_bit_identical");
-    let checks = five_kernels_same_bits(&mut r, &BIT_IDENTITY_SHAPES, "MLXCEL_QMV_XSUM_STAGE", "");
-    if KernelBackend::current() == Some(KernelBackend::Cuda) {
-        eprintln!("x sums at staging: {checks} bit-identity checks on CUDA");
-        assert_eq!(checks, 50, "5 shapes x 2 schedules x 5 kernels");
-    }
+    layer_shapes_same_bits(&mut r, "MLXCEL_QMV_XSUM_STAGE", "x sums at staging");
 }
 
 /// `MLXCEL_QMV_RFIRST` (the folded residual loaded in the prologue instead of after the
