@@ -1015,15 +1015,15 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   __half2* sb = xs + K / 2;
   uint4* ring = reinterpret_cast<uint4*>(sb + (RT ? 0 : MATS * 16 * sbs)) + warp * SS * SLOT;
   const int put = OWN ? lane : r * 4 + ((c + (r >> 1)) & 3);
-  const int gl = OWN ? (c * NG) / 4 : 0;  // OWN: the group of this lane's chunk
   // A tile's words: 16 of each of 16 rows in MLX's layout (the next tile 16 words on, row
   // r + 8 at 8 rows' words), 256 contiguous in the tiled one (row block b's tile t at
   // (b * tiles + t) * 256, row r + 8 at 128).
   const long long lane_off =
       TILED ? (row0 / 16) * tiles * 256 + lane * 4 + warp * 256 : (row0 + r) * words + c * 4 + warp * 16;
   const u32* src = mats[0].w + lane_off;
-  // RT: this lane's pairs of the warp's first tile (u32 offsets in the tiled tables).
-  const long long tab_off = ((row0 / 16) * tiles + warp) * 16 * NG + (gl * 8 + r) * 2;
+  // RT: this lane's pairs of the warp's first tile (u32 offsets in the tiled tables): rows r and
+  // r + 8 of its chunk's group (c NG) / 4 (gl below).
+  const long long tab_off = RT ? ((row0 / 16) * tiles + warp) * 16 * NG + ((c * NG) / 4 * 8 + r) * 2 : 0;
   const u32* tsrc = reinterpret_cast<const u32*>(mats[0].s) + tab_off;
   // left (the first matrix's copies still to issue) is derivable from issued, but testing
   // `issued == tw` instead took NVRTC 2 more instructions per tile (139 -> 141, gate/up).
@@ -1098,6 +1098,7 @@ __device__ __forceinline__ void ring_rows16_post(const QMat (&mats)[MATS], const
   const bool xmatch = !OWN || (c * NG) / 4 == (r * NG) / 8;
   const uint4* xw = xmatch ? reinterpret_cast<const uint4*>(xs) + warp * 16 + (OWN ? 4 * c : c) : xzero + 2;
   const int xstride = xmatch ? NW * 16 : 0;
+  const int gl = OWN ? (c * NG) / 4 : 0;  // OWN: the group of this lane's chunk
 #pragma unroll
   for (int m = 0; m < MATS; ++m) {
     const __half2* sbr = sb + m * 16 * sbs + r * sbs + warp * NG;
