@@ -1221,16 +1221,8 @@ fn paired_tables_give_the_same_bits_or_are_refused() {
                 eps: 1e-5,
             };
             for &s in scheds {
-                for rr in [None, Some(&res)] {
-                    let want = bits(gemv_with(&x, &t, rr, s).unwrap());
-                    let got = bits(gemv_with(&x, &p, rr, s).unwrap());
-                    assert!(
-                        got == want,
-                        "n={n} k={k} g={g} {s} residual={}",
-                        rr.is_some()
-                    );
-                    checks += 1;
-                }
+                let case = format!("n={n} k={k} g={g} {s}");
+                checks += plain_same_bits(&x, &res, (&t, s), (&p, s), &case);
                 let want = bits(gemv_rms_with(&xr, norm, &t, s).unwrap());
                 let got = bits(gemv_rms_with(&xr, norm, &p, s).unwrap());
                 assert!(got == want, "norm n={n} k={k} g={g} {s}");
@@ -1258,6 +1250,24 @@ fn paired_tables_give_the_same_bits_or_are_refused() {
         );
     }
     common::clear_flags(&["MLXCEL_QMV_POST", "MLXCEL_QMV_OWN_CHUNKS"]);
+}
+
+/// The plain kernel without and with the residual `res`: `got`'s weight and schedule must give
+/// `want`'s bits on x; `case` names the case on failure. Returns the checks made (2).
+fn plain_same_bits(
+    x: &Array,
+    res: &Array,
+    want: (&Quantized, Schedule),
+    got: (&Quantized, Schedule),
+    case: &str,
+) -> usize {
+    let bits = |y: Array| y.to_vec::<half::f16>().unwrap();
+    for rr in [None, Some(res)] {
+        let w = bits(gemv_with(x, want.0, rr, want.1).unwrap());
+        let g = bits(gemv_with(x, got.0, rr, got.1).unwrap());
+        assert!(g == w, "{case} residual={}", rr.is_some());
+    }
+    2
 }
 
 /// Each tiled schedule against the per-lane ring of the same warps and stages on MLX's layout,
@@ -1288,16 +1298,8 @@ fn tiled_same_bits(r: &mut rand::rngs::StdRng, modes: &[(bool, bool)]) -> usize 
             let (x, _) = input(r, k);
             let (res, _) = input(r, n);
             for &s in &scheds {
-                for rr in [None, Some(&res)] {
-                    let want = bits(gemv_with(&x, &q, rr, s.per_lane()).unwrap());
-                    let got = bits(gemv_with(&x, &t, rr, s).unwrap());
-                    assert!(
-                        got == want,
-                        "n={n} k={k} g={g} {s} residual={} post={post} own={own}",
-                        rr.is_some()
-                    );
-                    checks += 1;
-                }
+                let case = format!("n={n} k={k} g={g} {s} post={post} own={own}");
+                checks += plain_same_bits(&x, &res, (&q, s.per_lane()), (&t, s), &case);
             }
         }
         for &(n, k, g) in &[(32, 256, 64), (14336, 4096, 64)] {
