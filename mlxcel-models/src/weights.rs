@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use mlxcel_core::mlx::ops::{Quantized, WeightLayout};
+use mlxcel_core::mlx::ops::Quantized;
 use mlxcel_core::{Array, Dtype};
 
 use crate::error::{ModelError, Result};
@@ -19,11 +19,7 @@ impl Tensor {
     pub fn nbytes(&self) -> usize {
         match self {
             Tensor::Dense(a) => a.nbytes(),
-            // Paired tables: `biases` is `scales` itself.
-            Tensor::Quantized(q) if q.layout == WeightLayout::Rows16TilesPairs => {
-                q.w.nbytes() + q.scales.nbytes()
-            }
-            Tensor::Quantized(q) => q.w.nbytes() + q.scales.nbytes() + q.biases.nbytes(),
+            Tensor::Quantized(q) => q.nbytes(),
         }
     }
 }

@@ -535,6 +535,17 @@ impl Quantized {
         Ok((Cow::Owned(scales), Cow::Owned(biases)))
     }
 
+    /// Bytes held: words and tables, the paired tables ([`WeightLayout::Rows16TilesPairs`],
+    /// where `biases` is `scales` itself) once.
+    pub fn nbytes(&self) -> usize {
+        let tables = if self.layout == WeightLayout::Rows16TilesPairs {
+            self.scales.nbytes()
+        } else {
+            self.scales.nbytes() + self.biases.nbytes()
+        };
+        self.w.nbytes() + tables
+    }
+
     /// Back to a dense array of `dtype`.
     pub fn dequantize(&self, dtype: Dtype) -> Result<Array> {
         let w = self.untiled()?;
