@@ -15,16 +15,18 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s45c1
-gpu_test gpu_quantized_gemv 240 "checks" paired
+# Ordered by what decides a default first (session 45): XSUM_STAGE's test and A/B, the shipped
+# ring tables' bit identity, the 128K trio; the probe's and pair blocks' tests if time is left.
 gpu_test gpu_quantized_gemv 150 "checks" x_sums_at_staging
 # MLXCEL_QMV_XSUM_STAGE (off; written after session 44's device time): POST's x sums formed
 # while x is staged. Prediction: -0.03 to -0.06 ms per turbo4 32K step (the probe: -0.072).
 step_ab ab-xsf MLXCEL_QMV_XSUM_STAGE turbo4 32768
-gpu_test gpu_quantized_gemv 150 "checks" nomath
+gpu_test gpu_quantized_gemv 200 "checks" paired
 BUDGET=${BUDGET:-560}
 e2e_setup "$BUDGET" 90
 timed 40 r1 turbo4 131072
 timed 40 r1int8r turbo4 131072 MLXCEL_KV_BOUNDARY_TYPE=int8r
 timed 40 r1 fp16 131072
+((SECONDS < 430)) && gpu_test gpu_quantized_gemv 150 "checks" nomath
 ((SECONDS < 330)) && gpu_test gpu_quantized_gemv 230 "checks" pair_blocks
 finish_call
