@@ -493,9 +493,10 @@ pub const TIMING_PROBE: &str = "MLXCEL_ATTENTION_TIMING_PROBE";
 /// profiler's kernel time of each variant places the call's fixed time (session 32: ~8 us per
 /// call that does not scale with the context, beside ~8 us of streaming at 32K). Why in the
 /// shipped kernel: the time of a variant is only comparable in situ, with the same
-/// neighbours and the same L2 state as the real call. **Outputs are not attention** with any
-/// probe on; `mlxcel` warns once when one is set. Off builds the kernel as before (the template
-/// constant `PROBE` is 0 and every probe branch is compiled out).
+/// neighbours and the same L2 state as the real call. **Outputs are not attention** with the
+/// probes that leave work out; `timeline` keeps the work and prints stamps instead. `mlxcel`
+/// warns once when one is set. Off builds the kernel as before (the template constant `PROBE`
+/// is 0 and every probe branch is compiled out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimingProbe {
     /// The real kernel.
@@ -508,19 +509,29 @@ pub enum TimingProbe {
     Prologue,
     /// Returns at entry: the launch and the CTAs' scheduling alone.
     Empty,
+    /// The real kernel, with each warp's lane 0 stamping (`%globaltimer`, `clock64`) its entry,
+    /// the prologue's barrier, its first tile's wait, the loop's end and the partials' stores,
+    /// printed as `MLXCEL_TL` lines on stdout (KV head 0 of batch 0, every 16th context
+    /// length) for `benchmarks/gpu/attn_timeline.py`: splits the loop's ramp from its drain.
+    /// Outputs are attention; the stamps and the printing add a little time to the call.
+    Timeline,
 }
 
 impl TimingProbe {
-    /// The value of [`TIMING_PROBE`]: `off` (or unset), `no-tiles`, `prologue`, `empty`.
+    /// The value of [`TIMING_PROBE`]: `off` (or unset), `no-tiles`, `prologue`, `empty`,
+    /// `timeline`.
     pub fn parse(v: &str) -> Result<TimingProbe> {
         match v.trim() {
             "" | "off" | "0" => Ok(TimingProbe::Off),
             "no-tiles" => Ok(TimingProbe::NoTiles),
             "prologue" => Ok(TimingProbe::Prologue),
             "empty" => Ok(TimingProbe::Empty),
+            "timeline" => Ok(TimingProbe::Timeline),
             other => Err(Error::invalid(
                 "fused decode",
-                format!("{TIMING_PROBE}={other}: expected off, no-tiles, prologue or empty"),
+                format!(
+                    "{TIMING_PROBE}={other}: expected off, no-tiles, prologue, empty or timeline"
+                ),
             )),
         }
     }
@@ -532,6 +543,7 @@ impl TimingProbe {
             TimingProbe::NoTiles => 1,
             TimingProbe::Prologue => 2,
             TimingProbe::Empty => 3,
+            TimingProbe::Timeline => 4,
         }
     }
 }
@@ -546,7 +558,12 @@ fn timing_probe() -> Result<TimingProbe> {
         static WARNED: std::sync::Once = std::sync::Once::new();
         WARNED.call_once(|| {
             tracing::warn!(
-                "{TIMING_PROBE}={p:?}: the decode attention kernel leaves work out for timing; its outputs are not attention"
+                "{TIMING_PROBE}={p:?}: {}",
+                if p == TimingProbe::Timeline {
+                    "the decode attention kernel prints per-warp timestamps (MLXCEL_TL lines on stdout)"
+                } else {
+                    "the decode attention kernel leaves work out for timing; its outputs are not attention"
+                }
             )
         });
     }
@@ -1212,6 +1229,7 @@ mod tests {
             ("no-tiles", TimingProbe::NoTiles, 1),
             ("prologue", TimingProbe::Prologue, 2),
             (" empty ", TimingProbe::Empty, 3),
+            ("timeline", TimingProbe::Timeline, 4),
         ] {
             assert_eq!(TimingProbe::parse(v).unwrap(), p, "{v:?}");
             assert_eq!(p.code(), code);
@@ -1221,7 +1239,9 @@ mod tests {
         for site in [
             "if constexpr (PROBE == 3) return;",
             "if constexpr (PROBE == 2) return;",
-            "const int count = PROBE == 0 &&",
+            "const int count = (PROBE == 0 || TIMELINE) &&",
+            "constexpr bool TIMELINE = PROBE == 4;",
+            "printf(\"MLXCEL_TL ",
         ] {
             assert_eq!(super::MMA_BODY.matches(site).count(), 1, "{site}");
         }

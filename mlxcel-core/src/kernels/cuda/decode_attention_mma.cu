@@ -38,7 +38,9 @@
 // flight; the same copies, bit-identical outputs),
 // PROBE (MLXCEL_ATTENTION_TIMING_PROBE, a diagnostic for placing the call's fixed time in situ:
 // 0 the kernel; 1 no tiles, 2 a return after the prologue's barrier, 3 a return at entry; with
-// 1-3 the outputs are not attention),
+// 1-3 the outputs are not attention; 4 the kernel with a timeline: each warp's lane 0 stamps
+// entry, the prologue's barrier, its first tile's wait, the loop's end and the partials' stores
+// (%globaltimer and clock64) and prints them (see TIMELINE below; outputs unchanged)),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -101,8 +103,23 @@ unsigned char* ring = smem + LUT_BYTES + 8 * D * sizeof(float);  // [NW][STAGES]
 const int tid = threadIdx.x;
 const int warp = tid >> 5, lane = tid & 31;
 const int r = lane >> 2, c = lane & 3;
-static_assert(PROBE >= 0 && PROBE <= 3, "PROBE 0..3");
+static_assert(PROBE >= 0 && PROBE <= 4, "PROBE 0..4");
 if constexpr (PROBE == 3) return;
+// PROBE 4 (timeline): this warp's stamps (lane 0's are printed). Why: the 128K call spends ~5.8
+// us over its bytes' copy time in the loop's ramp and drain (session 32's probes); per-warp
+// stamps split the ramp (first tiles of every CTA at once) from the drain (the last tiles and
+// the CTA's combine while DRAM idles).
+constexpr bool TIMELINE = PROBE == 4;
+unsigned long long tl_g0 = 0, tl_g4 = 0;
+long long tl_c[5] = {0, 0, 0, 0, 0};
+auto tl_stamp = [&](int k) {
+  if constexpr (TIMELINE) {
+    tl_c[k] = clock64();
+    if (k == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tl_g0));
+    if (k == 4) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tl_g4));
+  }
+};
+tl_stamp(0);
 const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
 const int S = gridDim.x, Hkv = gridDim.y, Hq = Hkv * GQA;
 const int len = len_marker_shape[0];
@@ -119,7 +136,7 @@ const int n_tiles = (len + 15) / 16;
 const int per = (n_tiles + S - 1) / S;
 const int tb = split * per;
 const int te = min(n_tiles, tb + per);
-const int count = PROBE == 0 && te - tb - warp > 0 ? (te - tb - warp + NW - 1) / NW : 0;
+const int count = (PROBE == 0 || TIMELINE) && te - tb - warp > 0 ? (te - tb - warp + NW - 1) / NW : 0;
 
 const long long base_row = (static_cast<long long>(b) * Hkv + kvh) * cap;
 const unsigned char* kg = reinterpret_cast<const unsigned char*>(k_data) + base_row * KROW;
@@ -231,7 +248,7 @@ static_assert((KFMT == 4 && VFMT == 4 && ROT_Q && ROT_V) || (KFMT == 0 && VFMT =
                   (KFMT == 1 && VFMT == 1 && !ROT_Q && !ROT_V) || (KFMT == 0 && VFMT == 1 && !ROT_V),
               "the attention append writes turbo4, turbo4-asym, int8 or fp16-K / int8-V sides");
 const int app_tile = (len - 1) / 16;
-const bool app_cta = PROBE == 0 && tb <= app_tile && app_tile < te;
+const bool app_cta = (PROBE == 0 || TIMELINE) && tb <= app_tile && app_tile < te;
 const bool app_hold = app_cta && (app_tile - tb) / NW < EARLY_TILES;
 // The writers: two warps that stage no q head where the group leaves them (GQA <= 6 with 8 or
 // more warps), else warps 0 and 1; the key by APP_KW, the value by APP_KW + 1.
@@ -369,6 +386,7 @@ if (app_writer) {
 if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && tid == 0) done[0] = 1;
 #endif
 __syncthreads();
+tl_stamp(1);
 if constexpr (PROBE == 2) return;
 // A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
 const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
@@ -719,6 +737,7 @@ if constexpr (PAIR) {
       mlxcel_mma::cp_wait<STAGES - 3>();
     }
     __syncwarp();
+    if (TIMELINE && i == 0) tl_stamp(2);
     unsigned char* nx = next_slot(cur);
     const int t0 = (tb + warp + i * NW) * 16;
     float sa[4], sb[4];
@@ -745,6 +764,7 @@ if constexpr (PAIR) {
   if (i < count) {
     mlxcel_mma::cp_wait<0>();
     __syncwarp();
+    if (TIMELINE && i == 0) tl_stamp(2);
     float sacc[2][4];
     k_phase(cur, sacc);
     mlxcel_mma::u32 pb0, pb1;
@@ -810,6 +830,7 @@ if constexpr (PAIR) {
   if (count > 0) v_phase(cur, pb0, pb1);
 }
 mlxcel_mma::cp_wait<0>();
+tl_stamp(3);
 
 // ---- Merge the CTA's warps (the ring is reused as scratch).
 if constexpr (KT) {
@@ -871,6 +892,18 @@ for (int idx = tid; idx < GQA * D; idx += NT) {
   if (d == 0) {
     ml[row * 2] = M == mlxcel_fd::neg_inf() ? M : M * 0.6931471805599453f;
     ml[row * 2 + 1] = L;
+  }
+}
+tl_stamp(4);
+// TIMELINE: one line per warp of KV head 0 (batch 0) at every 16th context length (bounded
+// output: 16 splits x 12 warps per launch). The first wait is stamped in PAIR's loop only (the
+// default with the pair table); elsewhere, and for a warp without tiles, it prints -1.
+// Read with benchmarks/gpu/attn_timeline.py.
+if constexpr (TIMELINE) {
+  if (lane == 0 && kvh == 0 && b == 0 && (len & 15) == 0) {
+    printf("MLXCEL_TL %d %d %d %d %d %d %llu %llu %lld %lld %lld %lld\n", len, S, split, NW, warp, count, tl_g0,
+           tl_g4, tl_c[1] - tl_c[0], tl_c[2] == 0 ? -1LL : tl_c[2] - tl_c[0], tl_c[3] - tl_c[0],
+           tl_c[4] - tl_c[0]);
   }
 }
 

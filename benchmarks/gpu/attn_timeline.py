@@ -1,0 +1,91 @@
+"""Where a decode attention launch spends its time, from the per-warp stamps that
+`MLXCEL_ATTENTION_TIMING_PROBE=timeline` prints (`MLXCEL_TL` lines on mlxcel's stdout; KV head 0
+of batch 0, every 16th context length; `cuda/decode_attention_mma.cu`, PROBE 4).
+
+    python3 benchmarks/gpu/attn_timeline.py OUT.txt [OUT2.txt ...]
+
+A line: len S split NW warp count g0 g4 c1 c2 c3 c4, where g0 / g4 are the warp's %globaltimer
+(ns) at entry and after the partials' stores, and c1..c4 its clock64 cycles from entry to the
+prologue's barrier, its first tile's wait (-1: not stamped), the loop's end, the partials'
+stores. Cycles become ns by the lines' own (g4 - g0) / c4 (the median). Lines of one launch share
+(len, NW) and start within 15 us of each other (launches of one kind are >= ~40 us apart).
+
+Per launch (then medians per kind: NW 12 = the turbo4 pair-table kernel, NW 4 = 4-warp CTAs such
+as the boundary layers'), in us from the launch's first warp entry:
+  entry      the last warp's entry (CTA scheduling spread)
+  prologue   median warp's prologue barrier
+  first      median / max warp's first tile landed (the ramp)
+  loop_end   median / max warp's loop end (max - median: the drain of the slowest warps)
+  end        the last warp's partials stored (the launch's end, before the fold if any)
+  stream     first (median) to loop_end (median): the streaming window
+Why: session 32's probes put ~5.8 us of the 128K call over its bytes' copy time in the loop's
+"ramp and drain" without telling them apart (NOTES, "Next lever (after session 45)").
+"""
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+LINE = re.compile(r"MLXCEL_TL (-?\d+(?: -?\d+){11})")
+
+
+def read(paths):
+    rows = []
+    for p in paths:
+        for line in open(p, errors="replace"):
+            for m in LINE.finditer(line):
+                v = [int(x) for x in m.group(1).split()]
+                rows.append(dict(zip("len S split NW warp count g0 g4 c1 c2 c3 c4".split(), v)))
+    return rows
+
+
+def launches(rows):
+    by = defaultdict(list)
+    for r in rows:
+        by[(r["len"], r["NW"])].append(r)
+    out = []
+    for (ln, nw), rs in sorted(by.items()):
+        rs.sort(key=lambda r: r["g0"])
+        cur = [rs[0]]
+        for r in rs[1:]:
+            if r["g0"] - cur[0]["g0"] > 15000:
+                out.append((ln, nw, cur))
+                cur = []
+            cur.append(r)
+        out.append((ln, nw, cur))
+    return out
+
+
+def main():
+    rows = read(sys.argv[1:])
+    if not rows:
+        sys.exit("no MLXCEL_TL lines (was MLXCEL_ATTENTION_TIMING_PROBE=timeline set, on CUDA?)")
+    ratios = [(r["g4"] - r["g0"]) / r["c4"] for r in rows if r["c4"] > 0 and r["g4"] > r["g0"]]
+    ns = statistics.median(ratios)
+    print(f"{len(rows)} warp lines; {ns:.4f} ns per cycle ({1 / ns:.3f} GHz)")
+    kinds = defaultdict(list)
+    print("len NW splits warps | entry prologue first(med/max) loop_end(med/max) end stream | tiles per warp")
+    for ln, nw, rs in launches(rows):
+        t0 = min(r["g0"] for r in rs)
+        at = lambda r, k: (r["g0"] - t0 + r[k] * ns) / 1e3  # noqa: E731 - us from the launch start
+        entry = max(r["g0"] - t0 for r in rs) / 1e3
+        pro = statistics.median(at(r, "c1") for r in rs)
+        firsts = [at(r, "c2") for r in rs if r["c2"] >= 0]
+        ends = [at(r, "c3") for r in rs]
+        done = max(at(r, "c4") for r in rs)
+        f_med = statistics.median(firsts) if firsts else float("nan")
+        f_max = max(firsts) if firsts else float("nan")
+        e_med, e_max = statistics.median(ends), max(ends)
+        counts = sorted({r["count"] for r in rs})
+        m = dict(entry=entry, prologue=pro, first=f_med, first_max=f_max, loop_end=e_med, loop_end_max=e_max,
+                 end=done, stream=e_med - f_med)
+        kinds[nw].append(m)
+        print(f"{ln} {nw} {rs[0]['S']} {len(rs)} | {entry:.2f} {pro:.2f} {f_med:.2f}/{f_max:.2f} "
+              f"{e_med:.2f}/{e_max:.2f} {done:.2f} {m['stream']:.2f} | {counts}")
+    for nw, ms in sorted(kinds.items()):
+        med = {k: statistics.median(m[k] for m in ms) for k in ms[0]}
+        print(f"NW {nw}, medians of {len(ms)} launches (us): " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()))
+
+
+if __name__ == "__main__":
+    main()
