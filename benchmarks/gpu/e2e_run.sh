@@ -394,18 +394,16 @@ kernel_flag_ab() {
   flag_rounds "$var" 22 "${CTX:-32768}"
 }
 
-# `finish_call`: the medians of the call's runs into $R/summary.md (and runs.csv), printed,
-# and the call's elapsed time.
 # The attention launches' per-warp timeline (MLXCEL_ATTENTION_TIMING_PROBE=timeline, session 45):
-# one run whose stdout carries the kernel's MLXCEL_TL lines, then attn_timeline.py's summary.
+# one `run` (tag `tl...`: repeats_summary.py skips it) whose stdout, the .json file, also carries
+# the kernel's MLXCEL_TL lines; then attn_timeline.py's summary of them.
 timeline() {
   local tag=$1 kv=$2 ctx=$3; shift 3
-  timeout "${RUN_TIMEOUT:-300}" env MLXCEL_ATTENTION_TIMING_PROBE=timeline "$@" "${BIN:-.devcarry/bin/mlxcel}" generate \
-    --model "${MODEL:-synthetic:llama3-8b-4bit}" --prompt-tokens "$ctx" --max-tokens "${TOKENS:-40}" --ignore-eos \
-    --prefill-chunk 4096 --prompt-fill random-kv --kv "$kv" > "$R/$tag-$kv-$ctx.tl.txt" 2> "$R/$tag-$kv-$ctx.err"
-  echo "timeline $tag $kv $ctx rc=$?:"
-  python3 benchmarks/gpu/attn_timeline.py "$R/$tag-$kv-$ctx.tl.txt" 2>&1 | grep -E "warp lines|medians|^no "
+  FILL=random-kv TOKENS=${TOKENS:-40} run "$tag" "$kv" "$ctx" MLXCEL_ATTENTION_TIMING_PROBE=timeline "$@"
+  python3 benchmarks/gpu/attn_timeline.py "$R/$tag-$kv-$ctx.json" 2>&1 | grep -E "warp lines|medians|^no "
 }
+# `finish_call`: the medians of the call's runs into $R/summary.md (and runs.csv), printed,
+# and the call's elapsed time.
 finish_call() {
   python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
   cat "$R/summary.md"
