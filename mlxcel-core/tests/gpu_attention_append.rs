@@ -9,7 +9,8 @@
 //! traditional RoPE, at a context of a few positions (the new position's tile is among its
 //! warp's first copies: the appending CTA issues none before its barrier), at a tile boundary
 //! and at ~3K positions (several splits). On the CPU (CI) the path is never offered and the
-//! cache is left as it was.
+//! cache is left as it was. Also: the timeline probe (`MLXCEL_ATTENTION_TIMING_PROBE=timeline`)
+//! leaves that launch bit-identical.
 
 mod common;
 
@@ -100,5 +101,67 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
     if on_cuda {
         eprintln!("attention append: {steps_checked} steps bit-identical to the separate append and attention");
         assert_eq!(steps_checked, 60, "4 modes x 5 shapes x 3 steps");
+    }
+}
+
+/// `MLXCEL_ATTENTION_TIMING_PROBE=timeline` (per-warp stamps printed as `MLXCEL_TL` lines) must
+/// leave the attention launch's work alone: with it, the attention append's output and stored
+/// positions equal the same launch's without it, bit for bit, for turbo4 (12-warp CTAs around
+/// the pair table) and the boundary layers' fp16-key / int8-value sides (4-warp CTAs), at a
+/// context length that prints (a multiple of 16) and one that does not. On the CPU (CI) the
+/// launch is never offered, with or without the probe.
+#[test]
+fn timeline_probe_keeps_the_attention_launch_bit_identical() {
+    let mut r = rng("timeline_probe_keeps_the_attention_launch_bit_identical");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    const PROBE: &str = "MLXCEL_ATTENTION_TIMING_PROBE";
+    let (nq, nkv, d, prefill) = (32usize, 8usize, 128usize, 3007i32);
+    let rope = RopeSpec::new(d as i32, false, 500000.0, None).unwrap();
+    let scale = 1.0 / (d as f32).sqrt();
+    let mut steps_checked = 0;
+    for mode in ["turbo4", "fp16+int8"] {
+        let pre = [1, nkv as i32, prefill, d as i32];
+        let n_pre = nkv * prefill as usize * d;
+        let pk = f16_array(&randn(&mut r, n_pre), &pre);
+        let pv = f16_array(&randn(&mut r, n_pre), &pre);
+        let (mut a, mut b) = (cache(mode, d, &pk, &pv), cache(mode, d, &pk, &pv));
+        // Lengths 3008 (printed) and 3009 (not).
+        for step in 0..2 {
+            let kv = [1, nkv as i32, 1, d as i32];
+            let k = f16_array(&randn(&mut r, nkv * d), &kv);
+            let v = f16_array(&randn(&mut r, nkv * d), &kv);
+            let q = f16_array(&randn(&mut r, nq * d), &[1, nq as i32, 1, d as i32]);
+            std::env::set_var(PROBE, "timeline");
+            mlxcel_core::flags::reload();
+            let got = a.append_attend_rope_flat(&q, &k, &v, scale, &rope);
+            common::clear_flags(&[PROBE]);
+            let want = b.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
+            let got = got.unwrap();
+            if !on_cuda {
+                assert!(got.is_none() && want.is_none(), "not offered on the CPU");
+                break;
+            }
+            let (got, want) = (got.unwrap(), want.unwrap());
+            let len = prefill + step + 1;
+            let (g, w) = (common::bits(&got), common::bits(&want));
+            let diff = g.iter().zip(&w).filter(|(x, y)| x != y).count();
+            assert!(
+                diff == 0 && g.len() == w.len(),
+                "{mode} length {len}: the output with the timeline differs in {diff} of {} values",
+                w.len()
+            );
+            for (name, sa, sb) in [("K", &a.k, &b.k), ("V", &a.v, &b.v)] {
+                let (ca, cb) = (stored_bits(sa.as_ref(), len), stored_bits(sb.as_ref(), len));
+                assert!(
+                    ca == cb,
+                    "{mode} length {len}: {name}'s stored positions differ with the timeline"
+                );
+            }
+            steps_checked += 1;
+        }
+    }
+    if on_cuda {
+        eprintln!("timeline probe: {steps_checked} attention steps bit-identical");
+        assert_eq!(steps_checked, 4, "2 modes x 2 lengths");
     }
 }
