@@ -30,9 +30,9 @@ pub struct KvArgs {
     pub kv_boundary_layers: Option<usize>,
     /// Cache of the boundary layers in turbo modes. fp16+int8 (the default): fp16 keys and int8
     /// values, fp16's quality on three models with 3/4 of its bytes, and on CUDA the fused
-    /// kernel (turbo4 at 128K 1.75x fp16's decode speed by device time on the H200, session
-    /// 35). fp16: whole fp16 ends, as the turbo peers keep them. int8r (rotated int8): half of
-    /// fp16's bytes, 1.76x there, at a model-dependent quality cost (turbo4's PPL penalty
+    /// kernel (turbo4 at 128K 1.86x fp16's decode speed by device time on the H200, session
+    /// 45). fp16: whole fp16 ends, as the turbo peers keep them. int8r (rotated int8): half of
+    /// fp16's bytes, 1.92x there, at a model-dependent quality cost (turbo4's PPL penalty
     /// +6.7% -> +11.4% on Qwen2.5-Coder-0.5B). Also int8 and fp16+int8r
     /// [env: MLXCEL_KV_BOUNDARY_TYPE] [default: fp16+int8]
     #[arg(long, value_name = "TYPE")]
