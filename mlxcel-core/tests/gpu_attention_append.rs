@@ -49,10 +49,7 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
         let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
         let scale = 1.0 / (d as f32).sqrt();
         for step in 0..3 {
-            let kv = [1, nkv as i32, 1, d as i32];
-            let k = f16_array(&randn(&mut r, nkv * d), &kv);
-            let v = f16_array(&randn(&mut r, nkv * d), &kv);
-            let q = f16_array(&randn(&mut r, nq * d), &[1, nq as i32, 1, d as i32]);
+            let (q, k, v) = step_inputs(&mut r, nq, nkv, d);
             let got = a.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
             if !on_cuda {
                 assert!(
@@ -104,6 +101,20 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
     }
 }
 
+/// A decode step's fresh random q `[1, nq, 1, d]`, k and v `[1, nkv, 1, d]` (fp16).
+fn step_inputs(
+    r: &mut rand::rngs::StdRng,
+    nq: usize,
+    nkv: usize,
+    d: usize,
+) -> (mlxcel_core::Array, mlxcel_core::Array, mlxcel_core::Array) {
+    let kv = [1, nkv as i32, 1, d as i32];
+    let k = f16_array(&randn(r, nkv * d), &kv);
+    let v = f16_array(&randn(r, nkv * d), &kv);
+    let q = f16_array(&randn(r, nq * d), &[1, nq as i32, 1, d as i32]);
+    (q, k, v)
+}
+
 /// `MLXCEL_ATTENTION_TIMING_PROBE=timeline` (per-warp stamps printed as `MLXCEL_TL` lines) must
 /// leave the attention launch's work alone: with it, the attention append's output and stored
 /// positions equal the same launch's without it, bit for bit, for turbo4 (12-warp CTAs around
@@ -127,10 +138,7 @@ fn timeline_probe_keeps_the_attention_launch_bit_identical() {
         let (mut a, mut b) = (cache(mode, d, &pk, &pv), cache(mode, d, &pk, &pv));
         // Lengths 3008 (printed) and 3009 (not).
         for step in 0..2 {
-            let kv = [1, nkv as i32, 1, d as i32];
-            let k = f16_array(&randn(&mut r, nkv * d), &kv);
-            let v = f16_array(&randn(&mut r, nkv * d), &kv);
-            let q = f16_array(&randn(&mut r, nq * d), &[1, nq as i32, 1, d as i32]);
+            let (q, k, v) = step_inputs(&mut r, nq, nkv, d);
             std::env::set_var(PROBE, "timeline");
             mlxcel_core::flags::reload();
             let got = a.append_attend_rope_flat(&q, &k, &v, scale, &rope);
