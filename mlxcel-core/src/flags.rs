@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 63;
+const SLOTS: usize = 64;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1130,6 +1130,23 @@ pub const MMA_REFILL_EARLY: Flag = Flag {
     slot: 45,
 };
 
+/// The tensor-core decode kernel sizes its splits for `2 x warps` more tiles than the sequence
+/// holds (`LIGHT` in `cuda/decode_attention_mma.cu`), so the last split, the one holding the
+/// step's position, gets between that many and that many + splits - 1 fewer tiles than the
+/// others. Why: with [`ATTN_APPEND`] that split's CTA also encodes and writes the step's key
+/// and value before its barrier; the timeline probe (H200, session 46, turbo4 at 128K: 16
+/// splits of 513 tiles, the last 498) put its first tile 2.0 us after the other splits' and its
+/// end 1.2 us after theirs, so it set the end of every launch. The kernels with and without the
+/// append split alike (their outputs stay bit-identical to each other); against the flag off
+/// the tiles' order within the splits changes, so its test holds it to the parity bound.
+/// Default on; 0 = equal splits.
+pub const MMA_LIGHT_LAST: Flag = Flag {
+    name: "MLXCEL_MMA_LIGHT_LAST",
+    default: true,
+    doc: "tensor-core decode kernel: the last split (which also writes the step's K and V) gets 2 x warps fewer tiles (0 = equal splits)",
+    slot: 62,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1238,6 +1255,7 @@ pub const ALL: &[Flag] = &[
     MMA_KT,
     MMA_PAIR,
     MMA_REFILL_EARLY,
+    MMA_LIGHT_LAST,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

@@ -717,6 +717,18 @@ fn paired_tiles_match_the_reference() {
     flag_within_parity("paired_tiles_match_the_reference", "MLXCEL_MMA_PAIR");
 }
 
+/// `MLXCEL_MMA_LIGHT_LAST` (the splits sized for 2 x warps more tiles, the last one lighter)
+/// moves tiles between splits and warps: parity bound. At 4097 tokens with 8 KV heads (turbo4:
+/// 257 tiles, 16 splits of 18 in 12-warp CTAs) the last split is left with no tile and the one
+/// before it with 5; at 300 tokens over 40 splits most splits are empty.
+#[test]
+fn lighter_last_split_matches_the_reference() {
+    flag_within_parity(
+        "lighter_last_split_matches_the_reference",
+        "MLXCEL_MMA_LIGHT_LAST",
+    );
+}
+
 /// `MLXCEL_MMA_REFILL_EARLY` (each loop iteration refills the slot the previous one freed before
 /// its wait) must give the default order's bits: the same copies into the same slots. The
 /// defaults run turbo4 (and turbo4-asym at D = 64: 5-stage rings) in the paired-tile loop and

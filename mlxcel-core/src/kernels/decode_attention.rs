@@ -1037,6 +1037,7 @@ fn decode(
                 .template("KT", TemplateArg::Bool(flags::MMA_KT.enabled() || pair))
                 .template("PAIR", TemplateArg::Bool(pair))
                 .template("RFE", TemplateArg::Bool(flags::MMA_REFILL_EARLY.enabled()))
+                .template("LIGHT", TemplateArg::Int(mma_light_tiles(warps)))
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
@@ -1068,6 +1069,17 @@ fn decode(
     let ml = parts.pop().expect("two outputs");
     let o_part = parts.pop().expect("two outputs");
     Ok((merge(q, &o_part, &ml, v, &rot_v, d, &out_shape)?, token))
+}
+
+/// Tiles the tensor-core kernel's last split gives up ([`flags::MMA_LIGHT_LAST`]): two per warp
+/// of its CTA, about what the step's K+V encode in that split's prologue costs (2.0 us against
+/// ~0.8 us per tile and warp at 128K on the H200, session 46); 0 with the flag off.
+fn mma_light_tiles(warps: usize) -> i32 {
+    if flags::MMA_LIGHT_LAST.enabled() {
+        2 * warps as i32
+    } else {
+        0
+    }
 }
 
 /// Rings shallower than this keep the one-tile loop under [`flags::MMA_PAIR`]: a pair holds two

@@ -41,6 +41,7 @@
 // 1-3 the outputs are not attention; 4 the kernel with a timeline: each warp's lane 0 stamps
 // entry, the prologue's barrier, its first tile's wait, the loop's end and the partials' stores
 // (%globaltimer and clock64) and prints them (see TIMELINE below; outputs unchanged)),
+// LIGHT (the last split's fewer tiles: below, where the splits are sized),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -66,6 +67,7 @@ constexpr int KA_BYTES = KFMT != 0 ? 32 : 0, VA_BYTES = VFMT != 0 ? 32 : 0;
 constexpr int STAGE = K_BYTES + V_BYTES + KA_BYTES + VA_BYTES;
 constexpr float LOG2E = 1.4426950408889634f;
 static_assert(GQA >= 1 && GQA <= 8, "GQA 1..8");
+static_assert(LIGHT >= 0, "LIGHT counts tiles");
 static_assert(KW >= 1 && VW >= 1, "row too short");
 static_assert(!PAIR || (KT && HOIST && !PIPE && STAGES >= 3), "PAIR needs KT, HOIST, no PIPE and STAGES >= 3");
 // SWZ: the ring stores each tile's 16-byte chunks XOR-permuted within their 128-byte line so
@@ -132,8 +134,15 @@ if constexpr (LUT_IMM) {
 }
 
 // This CTA's tiles, then this warp's: tiles tb + warp, tb + warp + NW, ...
+// LIGHT (tiles, 0 = off): the splits are sized for LIGHT more tiles than the sequence holds,
+// so the last split (the one holding position len - 1) gets between LIGHT and LIGHT + S - 1
+// fewer tiles than the others. Why: with MLXCEL_ATTN_APPEND that split's CTA also encodes and
+// writes the step's key and value before its barrier, and the timeline probe (H200, session 46,
+// turbo4 at 128K) put its first tile 2.0 us after the other splits' and its end 1.2 us after
+// theirs although it had 15 fewer tiles: it set each launch's end. Both attention kernels (with
+// and without the append) split the same way, so their outputs stay bit-identical to each other.
 const int n_tiles = (len + 15) / 16;
-const int per = (n_tiles + S - 1) / S;
+const int per = (n_tiles + LIGHT + S - 1) / S;
 const int tb = split * per;
 const int te = min(n_tiles, tb + per);
 const int count = (PROBE == 0 || TIMELINE) && te - tb - warp > 0 ? (te - tb - warp + NW - 1) / NW : 0;
