@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 64;
+const SLOTS: usize = 65;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1147,6 +1147,22 @@ pub const MMA_LIGHT_LAST: Flag = Flag {
     slot: 62,
 };
 
+/// The tensor-core decode kernel's warps store their partial outputs for the CTA's combine in a
+/// bank-swizzled layout, one 8-byte store per pair of dims (`CSWZ` in
+/// `cuda/decode_attention_mma.cu`), instead of at `head * D + dim` with 4-byte stores, where a
+/// warp's 16 storing lanes fall 8 ways onto one bank (rows of the o fragment and heads 2c are
+/// multiples of 128 bytes apart): 256 store wavefronts per warp for turbo4's D = 128, GQA 4,
+/// against 16. Why: the timeline probe (H200, session 46, turbo4 at 128K) put ~2 us between
+/// the slowest warp's loop end and the CTA's end, while DRAM idles; 12 warps x 256 wavefronts
+/// is ~3000 cycles of shared stores. The same values combined in the same order: bit-identical.
+/// Default on; 0 = the plain layout.
+pub const MMA_COMBINE_SWZ: Flag = Flag {
+    name: "MLXCEL_MMA_COMBINE_SWZ",
+    default: true,
+    doc: "tensor-core decode kernel: the warps' partials stored for the CTA combine without bank conflicts (bit-identical; 0 = plain layout)",
+    slot: 63,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1256,6 +1272,7 @@ pub const ALL: &[Flag] = &[
     MMA_PAIR,
     MMA_REFILL_EARLY,
     MMA_LIGHT_LAST,
+    MMA_COMBINE_SWZ,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

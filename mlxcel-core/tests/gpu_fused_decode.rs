@@ -628,6 +628,32 @@ fn first_ring_tile_after_the_prologue_loads_is_bit_identical() {
     }
 }
 
+/// `MLXCEL_MMA_COMBINE_SWZ` (the warps' partials stored for the CTA's combine in a
+/// bank-swizzled layout) must give the plain layout's bits: every format the kernel serves with
+/// the boundary layers' fp16+int8, head dims 64 and 128 and GQA 1, 4, 7 and 8 (the swizzle's
+/// key takes bit 1 of the head), lengths 1-4097 (`MMA_LENS`: warps with no tile combine too).
+/// On the CPU both end in MLX's "CUDA" error.
+#[test]
+fn swizzled_combine_is_bit_identical() {
+    let shapes: Vec<(usize, usize, usize)> = MMA_SHAPES
+        .iter()
+        .copied()
+        .chain([(8, 8, 128), (64, 8, 64)])
+        .collect();
+    let modes: Vec<&str> = MMA_MODES.iter().copied().chain(["fp16+int8"]).collect();
+    let checked = flag_bit_identity(
+        "swizzled_combine_is_bit_identical",
+        "MLXCEL_MMA_COMBINE_SWZ",
+        &modes,
+        &shapes,
+        MMA_LENS,
+        1,
+    );
+    if checked > 0 {
+        eprintln!("swizzled combine: {checked} bit-identity checks on CUDA");
+    }
+}
+
 /// A kernel flag that changes the softmax's summation order, held to the parity bound instead
 /// of bits: with `flag` on, relative RMS < 1e-3 against the split reference (f32) and against
 /// the kernel with it off (the differing elements are printed), for every format the

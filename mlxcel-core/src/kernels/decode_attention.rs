@@ -1038,6 +1038,7 @@ fn decode(
                 .template("PAIR", TemplateArg::Bool(pair))
                 .template("RFE", TemplateArg::Bool(flags::MMA_REFILL_EARLY.enabled()))
                 .template("LIGHT", TemplateArg::Int(mma_light_tiles(warps)))
+                .template("CSWZ", TemplateArg::Bool(flags::MMA_COMBINE_SWZ.enabled()))
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(

@@ -41,7 +41,8 @@
 // 1-3 the outputs are not attention; 4 the kernel with a timeline: each warp's lane 0 stamps
 // entry, the prologue's barrier, its first tile's wait, the loop's end and the partials' stores
 // (%globaltimer and clock64) and prints them (see TIMELINE below; outputs unchanged)),
-// LIGHT (the last split's fewer tiles: below, where the splits are sized),
+// LIGHT (the last split's fewer tiles: below, where the splits are sized), CSWZ (the warps'
+// partials stored for the CTA's combine without bank conflicts; bit-identical: at the combine),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -856,6 +857,25 @@ if constexpr (KT) {
 __syncthreads();
 float* wacc = reinterpret_cast<float*>(ring);  // [NW][GQA][D]
 float* wm = wacc + NW * GQA * D;               // [NW][8]
+// CSWZ: where (head h, dim d) of a warp's block lies. Without it at d (h * D + d), where the
+// lanes' stores of o (lane (r, c): dims r * DV + 2j, + 1 of heads 2c, 2c + 1) fall 8 ways onto
+// one bank: rows r and r + 32 / DV, and heads 2c of c = 0 and 1, are multiples of 128 bytes
+// apart. The timeline probe (H200, session 46, turbo4 at 128K) put ~2 us between the slowest
+// warp's loop end and the CTA's end, while DRAM idles; 12 warps x 32 stores x 8 ways is ~3000
+// store cycles. With it, each row's 2-word pairs are XOR-permuted by a key from the row's bank
+// group and bit 1 of the head, so that one float2 store of 16 lanes fills 32 banks, and the
+// combine's reads (consecutive d of one head: two whole rows) stay conflict-free. Same values
+// summed in the same order: bit-identical outputs.
+auto wacc_at = [](int h, int d) -> int {
+  if constexpr (!CSWZ) {
+    return h * D + d;
+  } else {
+    constexpr int ROWS = 32 / DV;  // rows r and r + ROWS share banks
+    const int row = d / DV;
+    const int key = row / ROWS + (DV / 4) * ((h >> 1) & 1);  // 0 .. DV / 2 - 1
+    return h * D + row * DV + ((d % DV) ^ (2 * key));
+  }
+};
 float* wl = wm + NW * 8;                       // [NW][8]
 if constexpr (KT) {
   if (r == 0) {
@@ -872,13 +892,19 @@ if constexpr (KT) {
 for (int j = 0; j < MT; ++j) {
   const int d0 = r * DV + 2 * j;
   const int h0 = 2 * c, h1 = 2 * c + 1;
-  if (h0 < GQA) {
-    wacc[(warp * GQA + h0) * D + d0] = o[j][0];
-    wacc[(warp * GQA + h0) * D + d0 + 1] = o[j][2];
-  }
-  if (h1 < GQA) {
-    wacc[(warp * GQA + h1) * D + d0] = o[j][1];
-    wacc[(warp * GQA + h1) * D + d0 + 1] = o[j][3];
+  if constexpr (CSWZ) {
+    // d0 is even and the key's XOR keeps bit 0: (d0, d0 + 1) stay adjacent, 8-byte aligned.
+    if (h0 < GQA) *reinterpret_cast<float2*>(wacc + warp * GQA * D + wacc_at(h0, d0)) = make_float2(o[j][0], o[j][2]);
+    if (h1 < GQA) *reinterpret_cast<float2*>(wacc + warp * GQA * D + wacc_at(h1, d0)) = make_float2(o[j][1], o[j][3]);
+  } else {
+    if (h0 < GQA) {
+      wacc[(warp * GQA + h0) * D + d0] = o[j][0];
+      wacc[(warp * GQA + h0) * D + d0 + 1] = o[j][2];
+    }
+    if (h1 < GQA) {
+      wacc[(warp * GQA + h1) * D + d0] = o[j][1];
+      wacc[(warp * GQA + h1) * D + d0 + 1] = o[j][3];
+    }
   }
 }
 __syncthreads();
@@ -892,7 +918,7 @@ for (int idx = tid; idx < GQA * D; idx += NT) {
 #pragma unroll
     for (int w = 0; w < NW; ++w) {
       const float f = exp2f(wm[w * 8 + g] - M);
-      acc = fmaf(f, wacc[(w * GQA + g) * D + d], acc);
+      acc = fmaf(f, wacc[w * GQA * D + wacc_at(g, d)], acc);
       L = fmaf(f, wl[w * 8 + g], L);
     }
   }
