@@ -167,8 +167,8 @@ FTAIL = os.environ.get("NVRTC_FTAIL", "1") != "0"
 PROBE = int(os.environ.get("NVRTC_PROBE", "0"))
 # The last split's fewer tiles per warp (MLXCEL_MMA_LIGHT_LAST: 2, mma_light_tiles); NVRTC_LIGHT=0 compiles equal splits.
 LIGHT_PER_WARP = int(os.environ.get("NVRTC_LIGHT", "2"))
-# The CTA combine's swizzled partials (MLXCEL_MMA_COMBINE_SWZ, on); NVRTC_CSWZ=0 compiles the plain layout.
-CSWZ = "false" if os.environ.get("NVRTC_CSWZ", "1") == "0" else "true"
+# The CTA combine's swizzled partials (MLXCEL_MMA_COMBINE_SWZ, off: measured no faster); NVRTC_CSWZ=1 compiles them.
+CSWZ = "true" if os.environ.get("NVRTC_CSWZ", "0") == "1" else "false"
 
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
 

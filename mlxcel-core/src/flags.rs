@@ -1139,6 +1139,11 @@ pub const MMA_REFILL_EARLY: Flag = Flag {
 /// end 1.2 us after theirs, so it set the end of every launch. The kernels with and without the
 /// append split alike (their outputs stay bit-identical to each other); against the flag off
 /// the tiles' order within the splits changes, so its test holds it to the parity bound.
+/// Measured (H200, session 46): `MLXCEL_STEP_AB`, turbo4 device ms per step, off -> on, 3.163
+/// -> 3.144 at 128K and 2.105 -> 2.097 at 32K (call 2); with it on, the timeline's last split
+/// ended within 0.1 us of the others (43.19 us against 43.00-43.18); the append kernel stayed
+/// bit-identical to the separate append (60 steps, call 2); `lighter_last_split_matches_the_reference`
+/// 125 cases, worst relative RMS 5.54e-4 against the f32 reference (call 3).
 /// Default on; 0 = equal splits.
 pub const MMA_LIGHT_LAST: Flag = Flag {
     name: "MLXCEL_MMA_LIGHT_LAST",
@@ -1154,12 +1159,16 @@ pub const MMA_LIGHT_LAST: Flag = Flag {
 /// multiples of 128 bytes apart): 256 store wavefronts per warp for turbo4's D = 128, GQA 4,
 /// against 16. Why: the timeline probe (H200, session 46, turbo4 at 128K) put ~2 us between
 /// the slowest warp's loop end and the CTA's end, while DRAM idles; 12 warps x 256 wavefronts
-/// is ~3000 cycles of shared stores. The same values combined in the same order: bit-identical.
-/// Default on; 0 = the plain layout.
+/// is ~3000 cycles of shared stores. The same values combined in the same order: bit-identical
+/// (H200, session 46, call 3: `swizzled_combine_is_bit_identical`, 100 checks). Measured no
+/// faster (call 3, `MLXCEL_STEP_AB`, turbo4 device ms per step, off -> on: 3.134 -> 3.130 at
+/// 128K, 2.152 -> 2.159 at 32K), and the timeline with it on still put ~2 us between the
+/// slowest warp's loop end and the CTA's end: the stores were not what the tail waits on.
+/// Off; 1 turns it on.
 pub const MMA_COMBINE_SWZ: Flag = Flag {
     name: "MLXCEL_MMA_COMBINE_SWZ",
-    default: true,
-    doc: "tensor-core decode kernel: the warps' partials stored for the CTA combine without bank conflicts (bit-identical; 0 = plain layout)",
+    default: false,
+    doc: "tensor-core decode kernel: the warps' partials stored for the CTA combine without bank conflicts (bit-identical; measured no faster; 1 = on)",
     slot: 63,
 };
 

@@ -865,7 +865,8 @@ float* wm = wacc + NW * GQA * D;               // [NW][8]
 // store cycles. With it, each row's 2-word pairs are XOR-permuted by a key from the row's bank
 // group and bit 1 of the head, so that one float2 store of 16 lanes fills 32 banks, and the
 // combine's reads (consecutive d of one head: two whole rows) stay conflict-free. Same values
-// summed in the same order: bit-identical outputs.
+// summed in the same order: bit-identical outputs. Measured no faster (session 46): off by
+// default (MLXCEL_MMA_COMBINE_SWZ).
 auto wacc_at = [](int h, int d) -> int {
   if constexpr (!CSWZ) {
     return h * D + d;
