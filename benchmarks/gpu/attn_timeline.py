@@ -3,6 +3,7 @@
 of batch 0, every 16th context length; `cuda/decode_attention_mma.cu`, PROBE 4).
 
     python3 benchmarks/gpu/attn_timeline.py OUT.txt [OUT2.txt ...]
+    python3 benchmarks/gpu/attn_timeline.py --splits MIN_LEN NW OUT.txt ...   # per split
 
 A line: len S split NW warp count g0 g4 c1 c2 c3 c4, where g0 / g4 are the warp's %globaltimer
 (ns) at entry and after the partials' stores, and c1..c4 its clock64 cycles from entry to the
@@ -21,6 +22,7 @@ as the boundary layers'), in us from the launch's first warp entry:
 Why: session 32's probes put ~5.8 us of the 128K call over its bytes' copy time in the loop's
 "ramp and drain" without telling them apart (NOTES, "Next lever (after session 45)").
 """
+import gzip
 import re
 import statistics
 import sys
@@ -32,7 +34,9 @@ LINE = re.compile(r"MLXCEL_TL (-?\d+(?: -?\d+){11})")
 def read(paths):
     rows = []
     for p in paths:
-        for line in open(p, errors="replace"):
+        # Archived runs are gzipped (*.json.gz).
+        f = gzip.open(p, "rt", errors="replace") if p.endswith(".gz") else open(p, errors="replace")
+        for line in f:
             for m in LINE.finditer(line):
                 v = [int(x) for x in m.group(1).split()]
                 rows.append(dict(zip("len S split NW warp count g0 g4 c1 c2 c3 c4".split(), v)))
@@ -56,7 +60,39 @@ def launches(rows):
     return out
 
 
+def per_split(rows, min_len, nw):
+    """--splits MIN_LEN NW: medians per split over the launches at >= MIN_LEN positions of NW-warp
+    CTAs (us from each launch's first warp entry): barrier, first tile landed (median / slowest
+    warp), loop end (median / slowest), CTA end, tiles. Why: session 46 found the split holding
+    position len - 1 (whose CTA also writes the step's K and V) ending last."""
+    rows = [r for r in rows if r["len"] >= min_len and r["NW"] == nw]
+    if not rows:
+        sys.exit(f"no lines at >= {min_len} positions with NW {nw}")
+    ns = statistics.median((r["g4"] - r["g0"]) / r["c4"] for r in rows if r["c4"] > 0 and r["g4"] > r["g0"])
+    cols = defaultdict(lambda: defaultdict(list))
+    for _, _, rs in launches(rows):
+        t0 = min(r["g0"] for r in rs)
+        at = lambda r, k: (r["g0"] - t0 + r[k] * ns) / 1e3  # noqa: E731
+        for s in sorted({r["split"] for r in rs}):
+            w = [r for r in rs if r["split"] == s]
+            firsts = [at(r, "c2") for r in w if r["c2"] >= 0] or [float("nan")]
+            d = cols[s]
+            d["barrier"].append(statistics.median(at(r, "c1") for r in w))
+            d["first"].append(statistics.median(firsts))
+            d["first_max"].append(max(firsts))
+            d["loop_end"].append(statistics.median(at(r, "c3") for r in w))
+            d["loop_end_max"].append(max(at(r, "c3") for r in w))
+            d["end"].append(max(at(r, "c4") for r in w))
+            d["tiles"].append(sum(r["count"] for r in w))
+    keys = ["barrier", "first", "first_max", "loop_end", "loop_end_max", "end", "tiles"]
+    print("split " + " ".join(keys))
+    for s, d in sorted(cols.items()):
+        print(f"{s} " + " ".join(f"{statistics.median(d[k]):.2f}" for k in keys))
+
+
 def main():
+    if len(sys.argv) > 4 and sys.argv[1] == "--splits":
+        return per_split(read(sys.argv[4:]), int(sys.argv[2]), int(sys.argv[3]))
     rows = read(sys.argv[1:])
     if not rows:
         sys.exit("no MLXCEL_TL lines (was MLXCEL_ATTENTION_TIMING_PROBE=timeline set, on CUDA?)")
