@@ -857,7 +857,7 @@ if constexpr (KT) {
 __syncthreads();
 float* wacc = reinterpret_cast<float*>(ring);  // [NW][GQA][D]
 float* wm = wacc + NW * GQA * D;               // [NW][8]
-// CSWZ: where (head h, dim d) of a warp's block lies. Without it at d (h * D + d), where the
+// CSWZ: where (head h, dim d) of warp w's block lies. Without it at (w * GQA + h) * D + d, where the
 // lanes' stores of o (lane (r, c): dims r * DV + 2j, + 1 of heads 2c, 2c + 1) fall 8 ways onto
 // one bank: rows r and r + 32 / DV, and heads 2c of c = 0 and 1, are multiples of 128 bytes
 // apart. The timeline probe (H200, session 46, turbo4 at 128K) put ~2 us between the slowest
@@ -867,14 +867,14 @@ float* wm = wacc + NW * GQA * D;               // [NW][8]
 // combine's reads (consecutive d of one head: two whole rows) stay conflict-free. Same values
 // summed in the same order: bit-identical outputs. Measured no faster (session 46): off by
 // default (MLXCEL_MMA_COMBINE_SWZ).
-auto wacc_at = [](int h, int d) -> int {
+auto wacc_at = [](int w, int h, int d) -> int {
   if constexpr (!CSWZ) {
-    return h * D + d;
+    return (w * GQA + h) * D + d;
   } else {
     constexpr int ROWS = 32 / DV;  // rows r and r + ROWS share banks
     const int row = d / DV;
     const int key = row / ROWS + (DV / 4) * ((h >> 1) & 1);  // 0 .. DV / 2 - 1
-    return h * D + row * DV + ((d % DV) ^ (2 * key));
+    return (w * GQA + h) * D + row * DV + ((d % DV) ^ (2 * key));
   }
 };
 float* wl = wm + NW * 8;                       // [NW][8]
@@ -895,8 +895,8 @@ for (int j = 0; j < MT; ++j) {
   const int h0 = 2 * c, h1 = 2 * c + 1;
   if constexpr (CSWZ) {
     // d0 is even and the key's XOR keeps bit 0: (d0, d0 + 1) stay adjacent, 8-byte aligned.
-    if (h0 < GQA) *reinterpret_cast<float2*>(wacc + warp * GQA * D + wacc_at(h0, d0)) = make_float2(o[j][0], o[j][2]);
-    if (h1 < GQA) *reinterpret_cast<float2*>(wacc + warp * GQA * D + wacc_at(h1, d0)) = make_float2(o[j][1], o[j][3]);
+    if (h0 < GQA) *reinterpret_cast<float2*>(wacc + wacc_at(warp, h0, d0)) = make_float2(o[j][0], o[j][2]);
+    if (h1 < GQA) *reinterpret_cast<float2*>(wacc + wacc_at(warp, h1, d0)) = make_float2(o[j][1], o[j][3]);
   } else {
     if (h0 < GQA) {
       wacc[(warp * GQA + h0) * D + d0] = o[j][0];
@@ -919,7 +919,7 @@ for (int idx = tid; idx < GQA * D; idx += NT) {
 #pragma unroll
     for (int w = 0; w < NW; ++w) {
       const float f = exp2f(wm[w * 8 + g] - M);
-      acc = fmaf(f, wacc[w * GQA * D + wacc_at(g, d)], acc);
+      acc = fmaf(f, wacc[wacc_at(w, g, d)], acc);
       L = fmaf(f, wl[w * 8 + g], L);
     }
   }
