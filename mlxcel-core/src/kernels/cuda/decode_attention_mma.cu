@@ -857,10 +857,11 @@ if constexpr (KT) {
 __syncthreads();
 float* wacc = reinterpret_cast<float*>(ring);  // [NW][GQA][D]
 float* wm = wacc + NW * GQA * D;               // [NW][8]
-// CSWZ: where (head h, dim d) of warp w's block lies. Without it at (w * GQA + h) * D + d, where the
-// lanes' stores of o (lane (r, c): dims r * DV + 2j, + 1 of heads 2c, 2c + 1) fall 8 ways onto
-// one bank: rows r and r + 32 / DV, and heads 2c of c = 0 and 1, are multiples of 128 bytes
-// apart. The timeline probe (H200, session 46, turbo4 at 128K) put ~2 us between the slowest
+float* wl = wm + NW * 8;                       // [NW][8]
+// CSWZ: where (head h, dim d) of warp w's block lies. Without it at (w * GQA + h) * D + d,
+// where the lanes' stores of o (lane (r, c): dims r * DV + 2j, + 1 of heads 2c, 2c + 1) fall 8
+// ways onto one bank: rows r and r + 32 / DV, and heads 2c of c = 0 and 1, are multiples of 128
+// bytes apart. The timeline probe (H200, session 46, turbo4 at 128K) put ~2 us between the slowest
 // warp's loop end and the CTA's end, while DRAM idles; 12 warps x 32 stores x 8 ways is ~3000
 // store cycles. With it, each row's 2-word pairs are XOR-permuted by a key from the row's bank
 // group and bit 1 of the head, so that one float2 store of 16 lanes fills 32 banks, and the
@@ -877,7 +878,6 @@ auto wacc_at = [](int w, int h, int d) -> int {
     return (w * GQA + h) * D + row * DV + ((d % DV) ^ (2 * key));
   }
 };
-float* wl = wm + NW * 8;                       // [NW][8]
 if constexpr (KT) {
   if (r == 0) {
     wm[warp * 8 + 2 * c] = m_run;
