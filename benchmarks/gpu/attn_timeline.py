@@ -60,6 +60,23 @@ def launches(rows):
     return out
 
 
+def ns_per_cycle(rows):
+    """Cycles become ns by the lines' own (g4 - g0) / c4 (the median)."""
+    return statistics.median((r["g4"] - r["g0"]) / r["c4"] for r in rows if r["c4"] > 0 and r["g4"] > r["g0"])
+
+
+def stamps(rs, t0, ns):
+    """The stamps of warps `rs` in us from `t0` (a launch's first warp entry): the last warp's
+    entry, the median warp's barrier, the median / last first tile landed (nan where none was
+    stamped), the median / last loop end, the last partials stored."""
+    at = lambda r, k: (r["g0"] - t0 + r[k] * ns) / 1e3  # noqa: E731
+    firsts = [at(r, "c2") for r in rs if r["c2"] >= 0] or [float("nan")]
+    ends = [at(r, "c3") for r in rs]
+    return dict(entry=max(r["g0"] - t0 for r in rs) / 1e3, prologue=statistics.median(at(r, "c1") for r in rs),
+                first=statistics.median(firsts), first_max=max(firsts), loop_end=statistics.median(ends),
+                loop_end_max=max(ends), end=max(at(r, "c4") for r in rs))
+
+
 def per_split(rows, min_len, nw):
     """--splits MIN_LEN NW: medians per split over the launches at >= MIN_LEN positions of NW-warp
     CTAs (us from each launch's first warp entry): barrier, first tile landed (median / slowest
@@ -68,24 +85,17 @@ def per_split(rows, min_len, nw):
     rows = [r for r in rows if r["len"] >= min_len and r["NW"] == nw]
     if not rows:
         sys.exit(f"no lines at >= {min_len} positions with NW {nw}")
-    ns = statistics.median((r["g4"] - r["g0"]) / r["c4"] for r in rows if r["c4"] > 0 and r["g4"] > r["g0"])
+    ns = ns_per_cycle(rows)
     cols = defaultdict(lambda: defaultdict(list))
     for _, _, rs in launches(rows):
         t0 = min(r["g0"] for r in rs)
-        at = lambda r, k: (r["g0"] - t0 + r[k] * ns) / 1e3  # noqa: E731
         for s in sorted({r["split"] for r in rs}):
             w = [r for r in rs if r["split"] == s]
-            firsts = [at(r, "c2") for r in w if r["c2"] >= 0] or [float("nan")]
-            d = cols[s]
-            d["barrier"].append(statistics.median(at(r, "c1") for r in w))
-            d["first"].append(statistics.median(firsts))
-            d["first_max"].append(max(firsts))
-            d["loop_end"].append(statistics.median(at(r, "c3") for r in w))
-            d["loop_end_max"].append(max(at(r, "c3") for r in w))
-            d["end"].append(max(at(r, "c4") for r in w))
-            d["tiles"].append(sum(r["count"] for r in w))
-    keys = ["barrier", "first", "first_max", "loop_end", "loop_end_max", "end", "tiles"]
-    print("split " + " ".join(keys))
+            m = dict(stamps(w, t0, ns), tiles=sum(r["count"] for r in w))
+            for k, v in m.items():
+                cols[s][k].append(v)
+    keys = ["prologue", "first", "first_max", "loop_end", "loop_end_max", "end", "tiles"]
+    print("split barrier " + " ".join(keys[1:]))
     for s, d in sorted(cols.items()):
         print(f"{s} " + " ".join(f"{statistics.median(d[k]):.2f}" for k in keys))
 
@@ -96,28 +106,17 @@ def main():
     rows = read(sys.argv[1:])
     if not rows:
         sys.exit("no MLXCEL_TL lines (was MLXCEL_ATTENTION_TIMING_PROBE=timeline set, on CUDA?)")
-    ratios = [(r["g4"] - r["g0"]) / r["c4"] for r in rows if r["c4"] > 0 and r["g4"] > r["g0"]]
-    ns = statistics.median(ratios)
+    ns = ns_per_cycle(rows)
     print(f"{len(rows)} warp lines; {ns:.4f} ns per cycle ({1 / ns:.3f} GHz)")
     kinds = defaultdict(list)
     print("len NW splits warps | entry prologue first(med/max) loop_end(med/max) end stream | tiles per warp")
     for ln, nw, rs in launches(rows):
-        t0 = min(r["g0"] for r in rs)
-        at = lambda r, k: (r["g0"] - t0 + r[k] * ns) / 1e3  # noqa: E731 - us from the launch start
-        entry = max(r["g0"] - t0 for r in rs) / 1e3
-        pro = statistics.median(at(r, "c1") for r in rs)
-        firsts = [at(r, "c2") for r in rs if r["c2"] >= 0]
-        ends = [at(r, "c3") for r in rs]
-        done = max(at(r, "c4") for r in rs)
-        f_med = statistics.median(firsts) if firsts else float("nan")
-        f_max = max(firsts) if firsts else float("nan")
-        e_med, e_max = statistics.median(ends), max(ends)
-        counts = sorted({r["count"] for r in rs})
-        m = dict(entry=entry, prologue=pro, first=f_med, first_max=f_max, loop_end=e_med, loop_end_max=e_max,
-                 end=done, stream=e_med - f_med)
+        m = stamps(rs, min(r["g0"] for r in rs), ns)
+        m["stream"] = m["loop_end"] - m["first"]
         kinds[nw].append(m)
-        print(f"{ln} {nw} {rs[0]['S']} {len(rs)} | {entry:.2f} {pro:.2f} {f_med:.2f}/{f_max:.2f} "
-              f"{e_med:.2f}/{e_max:.2f} {done:.2f} {m['stream']:.2f} | {counts}")
+        counts = sorted({r["count"] for r in rs})
+        print(f"{ln} {nw} {rs[0]['S']} {len(rs)} | {m['entry']:.2f} {m['prologue']:.2f} {m['first']:.2f}/{m['first_max']:.2f} "
+              f"{m['loop_end']:.2f}/{m['loop_end_max']:.2f} {m['end']:.2f} {m['stream']:.2f} | {counts}")
     for nw, ms in sorted(kinds.items()):
         med = {k: statistics.median(m[k] for m in ms) for k in ms[0]}
         print(f"NW {nw}, medians of {len(ms)} launches (us): " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()))

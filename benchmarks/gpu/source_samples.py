@@ -21,9 +21,9 @@ import re
 import sys
 
 
-def main() -> None:
-    path = sys.argv[1]
-    top = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+def read_page(path: str):
+    """The page's instructions as (address, source, samples) and each address's samples per
+    stall reason (empty where the page has no per-reason columns)."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
         rows = [r for r in csv.reader(f)]
@@ -41,15 +41,24 @@ def main() -> None:
         why[a] = {name: int(float(r[i] or 0)) for i, name in reasons if i < len(r)}
     if not instrs:
         sys.exit(f"{path}: no instructions")
+    return instrs, why
+
+
+def main_loop(instrs):
+    """The main loop's address range (lo, hi), or (None, None) without one."""
     # Backward branches: "BRA `(.L_x_N)" resolved by ncu to an address, or "BRA 0x..." forms.
+    # Those placed after the kernel's last EXIT jump back from out-of-line blocks (warp-divergence
+    # fix-ups of shuffles): not loops. Without this the paired attention kernel's (session 46),
+    # whose fix-ups jump back to its start, spanned the whole kernel and held the most HMMAs.
+    exits = [a for a, s, _ in instrs if re.search(r"\bEXIT\b", s)]
+    last_exit = max(exits) if exits else instrs[-1][0]
     loops = []
     for k, (addr, src, _) in enumerate(instrs):
         m = re.search(r"BRA[^0-9a-fx]*(0x[0-9a-f]+)", src)
-        if m and int(m.group(1), 16) < addr:
+        if m and int(m.group(1), 16) < addr <= last_exit:
             start = int(m.group(1), 16)
             body = [s for a, s, _ in instrs if start <= a <= addr]
             loops.append((sum("HMMA" in s for s in body), start, addr))
-    total = sum(n for _, _, n in instrs)
     # Every backward branch with the most HMMA instructions is main-loop time: gate/up + SiLU
     # runs one ring loop per matrix, and taking one of them counted the gate loop as prologue.
     most = max((n for n, _, _ in loops), default=0)
@@ -62,13 +71,22 @@ def main() -> None:
     # x's staging) and the rest counts as the loop.
     bars = [a for a, s, _ in instrs if "BAR.SYNC" in s]
     if mma_loops:
-        lo, hi = min(a for a, _ in mma_loops), max(b for _, b in mma_loops)
-    elif bars:
-        lo, hi = bars[0] + 1, instrs[-1][0]
-    elif loops:
+        return min(a for a, _ in mma_loops), max(b for _, b in mma_loops)
+    if bars:
+        return bars[0] + 1, instrs[-1][0]
+    if loops:
         _, lo, hi = max(loops)
-    else:
-        lo = hi = None
+        return lo, hi
+    return None, None
+
+
+def main() -> None:
+    path = sys.argv[1]
+    top = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+    instrs, why = read_page(path)
+    reasons = any(why.values())
+    total = sum(n for _, _, n in instrs)
+    lo, hi = main_loop(instrs)
     def region(a: int) -> str:
         if lo is None:
             return "all"

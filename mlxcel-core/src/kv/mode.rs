@@ -243,7 +243,8 @@ pub const DEFAULT_BOUNDARY_LAYERS: usize = 2;
 /// +6.7% to +11.4%. On the H200 (session 16) they run on the fused kernel instead of MLX's
 /// fp16 SDPA: turbo4's 128K step went from 4.93 to 4.53 ms, with 3/4 of fp16 ends' bytes
 /// (session 35, against today's fp16: turbo4 1.75x with these ends, 1.76x with int8r ends,
-/// 1.90x with none; session 45, one 128K run each: 1.86x with these ends, 1.92x with int8r). `--kv-boundary-type fp16` restores fp16 ends; ADR 0012.
+/// 1.90x with none; session 45, one 128K run each: 1.86x with these ends, 1.92x with int8r).
+/// `--kv-boundary-type fp16` restores fp16 ends; ADR 0012.
 pub const DEFAULT_BOUNDARY_MODE: KvMode = KvMode {
     k: SideFormat::Fp16,
     v: SideFormat::Int8,
