@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 65;
+const SLOTS: usize = 66;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1172,6 +1172,22 @@ pub const MMA_COMBINE_SWZ: Flag = Flag {
     slot: 63,
 };
 
+/// The tensor-core decode kernel reads RoPE's cos and sin at the step's position from a table
+/// computed once per step (`kernels::rope_table`, `RTAB` in `cuda/decode_attention_mma.cu`)
+/// instead of each launch computing them for q and the appended key. Why: past ~103K positions
+/// CUDA's `sincosf` leaves its fast range reduction for the slow exact one on RoPE's highest
+/// frequencies (theta = pos * inv_freq above 105615): ncu's source counters of a 128K turbo4
+/// attention launch (H200, session 46) put ~150 of its prologue's 490 stall samples there, ~1.6
+/// us of a 47 us launch, in each of a step's 28 launches. The table holds the values the
+/// launches computed (the same f32 product and `sincosf`): bit-identical outputs. Default on;
+/// 0 = each launch computes its own.
+pub const ROPE_TABLE: Flag = Flag {
+    name: "MLXCEL_ROPE_TABLE",
+    default: true,
+    doc: "tensor-core decode kernel: RoPE's cos/sin read from a table computed once per step (bit-identical; 0 = computed in each launch)",
+    slot: 64,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1282,6 +1298,7 @@ pub const ALL: &[Flag] = &[
     MMA_REFILL_EARLY,
     MMA_LIGHT_LAST,
     MMA_COMBINE_SWZ,
+    ROPE_TABLE,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

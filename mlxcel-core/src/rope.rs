@@ -7,6 +7,8 @@
 //! in f32 with `inv_freq = 2^(-(2i/dims) * log2(base))` (or `1 / period_i` for explicit
 //! periods), then `cos`/`sin` of it.
 
+use std::cell::RefCell;
+
 use crate::mlx::fast::{rope, RopeFreqs, RopeOffset};
 use crate::mlx::Array;
 use crate::{Error, Result};
@@ -21,6 +23,9 @@ pub struct RopeSpec {
     periods: Option<Array>,
     /// `dims / 2` f32 inverse frequencies on the device, for the kernels.
     inv_freq: Array,
+    /// The last decode step's (cos, sin) table with its length
+    /// (`kernels::rope_table::step_table`): every layer of a step reads the same array.
+    step_table: RefCell<Option<(usize, Array)>>,
 }
 
 impl RopeSpec {
@@ -58,6 +63,7 @@ impl RopeSpec {
                 .map(|p| Array::from_slice(&p, &[p.len() as i32]))
                 .transpose()?,
             inv_freq,
+            step_table: RefCell::new(None),
         })
     }
 
@@ -82,6 +88,23 @@ impl RopeSpec {
         &self.inv_freq
     }
 
+    /// The table for length `len` made by `make`, or the one made last if it was for `len`
+    /// (a table is a function of the spec and the length only).
+    pub(crate) fn cached_step_table(
+        &self,
+        len: usize,
+        make: impl FnOnce() -> Result<Array>,
+    ) -> Result<Array> {
+        if let Some((n, a)) = self.step_table.borrow().as_ref() {
+            if *n == len {
+                return Ok(a.clone());
+            }
+        }
+        let a = make()?;
+        *self.step_table.borrow_mut() = Some((len, a.clone()));
+        Ok(a)
+    }
+
     /// Whether a kernel with one warp per head vector of `head_dim` (lane l holding
     /// elements `[l * head_dim / 32, (l + 1) * head_dim / 32)`) can apply this RoPE: all
     /// dimensions rotated, and for adjacent pairs an even count per lane.
@@ -90,5 +113,36 @@ impl RopeSpec {
         self.dims as usize == head_dim
             && head_dim.is_multiple_of(32)
             && (!self.traditional || per_lane.is_multiple_of(2))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RopeSpec;
+    use crate::mlx::Array;
+    use std::cell::Cell;
+
+    /// A step's table is made once per length: the layers of a step share it (one launch), and
+    /// a new length makes a new one, never returning the previous step's.
+    #[test]
+    fn the_step_table_is_made_once_per_length() {
+        let rope = RopeSpec::new(64, false, 10000.0, None).unwrap();
+        let made = Cell::new(0);
+        let table = |len: usize| {
+            rope.cached_step_table(len, || {
+                made.set(made.get() + 1);
+                Array::from_slice(&[len as f32], &[1])
+            })
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+        };
+        assert_eq!(table(100), vec![100.0]);
+        assert_eq!(table(100), vec![100.0]);
+        assert_eq!(made.get(), 1, "one table for the layers of a step");
+        assert_eq!(table(101), vec![101.0]);
+        assert_eq!(made.get(), 2, "a new length makes a new table");
+        assert_eq!(table(100), vec![100.0]);
+        assert_eq!(made.get(), 3);
     }
 }

@@ -10,7 +10,7 @@
 //! warp's first copies: the appending CTA issues none before its barrier), at a tile boundary
 //! and at ~3K positions (several splits). On the CPU (CI) the path is never offered and the
 //! cache is left as it was. Also: the timeline probe (`MLXCEL_ATTENTION_TIMING_PROBE=timeline`)
-//! leaves that launch bit-identical.
+//! leaves that launch bit-identical, and so does the step's RoPE table (`MLXCEL_ROPE_TABLE`).
 
 mod common;
 
@@ -172,4 +172,91 @@ fn timeline_probe_keeps_the_attention_launch_bit_identical() {
         eprintln!("timeline probe: {steps_checked} attention steps bit-identical");
         assert_eq!(steps_checked, 4, "2 modes x 2 lengths");
     }
+}
+
+/// `MLXCEL_ROPE_TABLE` (RoPE's cos/sin at the step's position read from one table per step
+/// instead of computed in each launch) must leave the tensor-core attention bit-identical: the
+/// attention append's output and stored K/V positions, and the attention launch without the
+/// append, each equal to the same launch's with the flag off. Every format the append writes,
+/// both RoPE layouts (halves at head_dim 128, adjacent pairs at 64), three steps from a ~3K
+/// prefill, and on the CUDA host three steps from position 131000, where `sincosf` takes its
+/// slow exact reduction for the highest frequencies (the reason for the table). On the CPU (CI)
+/// neither launch is offered and the flag changes nothing: the plain attention must agree too.
+#[test]
+fn rope_table_keeps_the_attention_launches_bit_identical() {
+    let mut r = rng("rope_table_keeps_the_attention_launches_bit_identical");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    const FLAG: &str = "MLXCEL_ROPE_TABLE";
+    // (q heads, KV heads, head_dim, RoPE traditional, prefill positions)
+    let mut shapes = vec![
+        (32usize, 8usize, 128usize, false, 3001i32),
+        (28, 4, 64, true, 3001),
+    ];
+    if on_cuda {
+        let long = 131_000;
+        assert!(
+            long as f32 * 500000f32.powf(-2.0 / 128.0) > 105615.0,
+            "past the fast reduction"
+        );
+        shapes.extend([(8, 2, 128, false, long), (14, 2, 64, true, long)]);
+    }
+    let mut steps_checked = 0;
+    for mode in ["turbo4", "turbo4-asym", "int8", "fp16+int8"] {
+        for &(nq, nkv, d, trad, prefill) in &shapes {
+            let pre = [1, nkv as i32, prefill, d as i32];
+            let n_pre = nkv * prefill as usize * d;
+            let pk = f16_array(&randn(&mut r, n_pre), &pre);
+            let pv = f16_array(&randn(&mut r, n_pre), &pre);
+            let (mut a, mut b) = (cache(mode, d, &pk, &pv), cache(mode, d, &pk, &pv));
+            let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
+            let scale = 1.0 / (d as f32).sqrt();
+            for step in 0..3 {
+                let case = format!(
+                    "{mode} {nq}:{nkv}:{d} trad {trad} length {}",
+                    prefill + step + 1
+                );
+                let (q, k, v) = step_inputs(&mut r, nq, nkv, d);
+                common::set_flags(&[(FLAG, true)]);
+                let got = a.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
+                common::set_flags(&[(FLAG, false)]);
+                let want = b.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
+                if !on_cuda {
+                    assert!(got.is_none() && want.is_none(), "not offered on the CPU");
+                    a.append_rope(&k, &v, &rope).unwrap();
+                    b.append_rope(&k, &v, &rope).unwrap();
+                }
+                let len = prefill + step + 1;
+                // The attention launch without the append, over the same cache contents.
+                common::set_flags(&[(FLAG, true)]);
+                let got_plain = a.attend_rope_flat(&q, scale, &rope).unwrap();
+                common::set_flags(&[(FLAG, false)]);
+                let want_plain = b.attend_rope_flat(&q, scale, &rope).unwrap();
+                let mut pairs = vec![("attention", got_plain, want_plain)];
+                if let (Some(g), Some(w)) = (got, want) {
+                    pairs.push(("attention append", g, w));
+                }
+                for (what, g, w) in pairs {
+                    let (g, w) = (common::bits(&g), common::bits(&w));
+                    let diff = g.iter().zip(&w).filter(|(x, y)| x != y).count();
+                    assert!(
+                        diff == 0 && g.len() == w.len(),
+                        "{case}: the {what} output with the table differs in {diff} of {} values",
+                        w.len()
+                    );
+                }
+                for (name, sa, sb) in [("K", &a.k, &b.k), ("V", &a.v, &b.v)] {
+                    let (ca, cb) = (stored_bits(sa.as_ref(), len), stored_bits(sb.as_ref(), len));
+                    assert!(
+                        ca == cb,
+                        "{case}: {name}'s stored positions differ with the table"
+                    );
+                }
+                steps_checked += 1;
+            }
+        }
+    }
+    common::clear_flags(&[FLAG]);
+    eprintln!("rope table: {steps_checked} steps bit-identical with and without it");
+    let want = if on_cuda { 48 } else { 24 };
+    assert_eq!(steps_checked, want, "4 modes x shapes x 3 steps");
 }

@@ -10,6 +10,7 @@
 //! (turbo3, turbo2, ...). `MLXCEL_FUSED_MMA=0` sends every call to v3 for A/B runs.
 
 use crate::flags;
+use crate::kernels::rope_table;
 use crate::kv::side::{RawSide, FORMAT_FP16, FORMAT_INT8};
 use crate::mlx::array::eval_all;
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
@@ -866,7 +867,10 @@ fn decode(
             ));
         }
     }
+    // With the step's table (RTAB) the kernel's `inv_freq` input holds it instead.
+    let rope_table = rope.is_some() && tensor_cores && rope_table::enabled();
     let inv_freq = match rope {
+        Some(r) if rope_table => rope_table::step_table(r, len)?,
         Some(r) => r.inv_freq().clone(),
         None => lut(k)?,
     };
@@ -1039,6 +1043,7 @@ fn decode(
                 .template("RFE", TemplateArg::Bool(flags::MMA_REFILL_EARLY.enabled()))
                 .template("LIGHT", TemplateArg::Int(mma_light_tiles(warps)))
                 .template("CSWZ", TemplateArg::Bool(flags::MMA_COMBINE_SWZ.enabled()))
+                .template("RTAB", TemplateArg::Bool(rope_table))
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(

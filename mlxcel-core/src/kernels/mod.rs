@@ -11,5 +11,6 @@ pub mod gemv_probe;
 mod in_place;
 pub mod int8_encode;
 pub mod quantized_gemv;
+pub mod rope_table;
 pub mod selftest;
 pub mod turbo_encode;

@@ -188,21 +188,25 @@ __device__ __forceinline__ int rope_index(int lane, int e) {
   return TRAD ? (lane * QE + e) / 2 : (lane * QE + e) % (16 * QE);
 }
 // RoPE of one head vector of D = 32 * QE values held by one warp (lane l owns elements
-// [l * QE, (l + 1) * QE)) at position pos, as MLX's rope computes it: theta = pos * inv_freq
-// in f32, cos/sin of it. Halves (i, i + D/2): element j < D/2 sits in lane l < 16 and its
-// partner in lane l ^ 16. Adjacent pairs (TRAD; QE even): both in one lane. Every lane of
-// the warp must call it (shuffles).
-// rope_warp_by takes element e's frequency from freq(e): inv_freq[rope_index(lane, e)] from
-// memory (rope_warp), or from registers loaded earlier (QFIRST in decode_attention_mma.cu).
-template <int QE, bool TRAD, typename Freq>
-__device__ __forceinline__ void rope_warp_by(float (&x)[QE], int lane, float pos, const Freq& freq) {
+// [l * QE, (l + 1) * QE)), as MLX's rope computes it: theta = pos * inv_freq in f32, cos/sin of
+// it. Halves (i, i + D/2): element j < D/2 sits in lane l < 16 and its partner in lane l ^ 16.
+// Adjacent pairs (TRAD; QE even): both in one lane. Every lane of the warp must call it
+// (shuffles). rope_warp_sc takes element e's sine and cosine from sc(e, s, c); the others are
+// its sources:
+// - rope_warp_by: sincosf(pos * freq(e)), freq(e) = inv_freq[rope_index(lane, e)] from memory
+//   (rope_warp) or from registers loaded earlier (QFIRST in decode_attention_mma.cu);
+// - a step's table of the same cos/sin (rope_table.cu, RTAB in decode_attention_mma.cu): why
+//   there, that at positions past ~103K sincosf leaves its fast reduction for the slow exact one
+//   for RoPE's highest frequencies (six dependent loads of a 2/pi table per angle; ~1.6 us of
+//   each 128K attention launch's prologue in ncu's source counters, H200 session 46).
+template <int QE, bool TRAD, typename SinCos>
+__device__ __forceinline__ void rope_warp_sc(float (&x)[QE], int lane, const SinCos& sc) {
   if constexpr (TRAD) {
     static_assert(QE % 2 == 0, "adjacent-pair RoPE needs an even count per lane");
 #pragma unroll
     for (int e = 0; e < QE; e += 2) {
-      const float th = pos * freq(e);
       float s, c;
-      sincosf(th, &s, &c);
+      sc(e, s, c);
       const float a = x[e], b = x[e + 1];
       x[e] = a * c - b * s;
       x[e + 1] = a * s + b * c;
@@ -211,16 +215,28 @@ __device__ __forceinline__ void rope_warp_by(float (&x)[QE], int lane, float pos
 #pragma unroll
     for (int e = 0; e < QE; ++e) {
       const float other = __shfl_xor_sync(0xffffffffu, x[e], 16);
-      const float th = pos * freq(e);
       float s, c;
-      sincosf(th, &s, &c);
+      sc(e, s, c);
       x[e] = lane < 16 ? x[e] * c - other * s : other * s + x[e] * c;
     }
   }
 }
+template <int QE, bool TRAD, typename Freq>
+__device__ __forceinline__ void rope_warp_by(float (&x)[QE], int lane, float pos, const Freq& freq) {
+  rope_warp_sc<QE, TRAD>(x, lane, [&](int e, float& s, float& c) { sincosf(pos * freq(e), &s, &c); });
+}
 template <int QE, bool TRAD>
 __device__ __forceinline__ void rope_warp(float (&x)[QE], int lane, float pos, const float* inv_freq) {
   rope_warp_by<QE, TRAD>(x, lane, pos, [&](int e) { return inv_freq[rope_index<QE, TRAD>(lane, e)]; });
+}
+// cs: the step's table, (cos, sin) of frequency i at cs[2 i], cs[2 i + 1] (rope_table.cu).
+template <int QE, bool TRAD>
+__device__ __forceinline__ void rope_warp_table(float (&x)[QE], int lane, const float* cs) {
+  rope_warp_sc<QE, TRAD>(x, lane, [&](int e, float& s, float& c) {
+    const float2 t = reinterpret_cast<const float2*>(cs)[rope_index<QE, TRAD>(lane, e)];
+    c = t.x;
+    s = t.y;
+  });
 }
 
 // Unnormalized Walsh-Hadamard transform of 32 * QE values held by one warp, lane l owning

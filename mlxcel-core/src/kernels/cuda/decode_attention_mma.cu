@@ -43,6 +43,9 @@
 // (%globaltimer and clock64) and prints them (see TIMELINE below; outputs unchanged)),
 // LIGHT (the last split's fewer tiles: below, where the splits are sized), CSWZ (the warps'
 // partials stored for the CTA's combine without bank conflicts; bit-identical: at the combine),
+// RTAB (with ROPE_Q, `inv_freq` holds the step's RoPE table instead of the frequencies: (cos,
+// sin) per frequency at position len - 1, computed once per step by rope_table.cu with the same
+// sincosf; q and the appended key read it instead of reducing their angles here; bit-identical),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -306,9 +309,11 @@ for (int g = warp; g < 8; g += NW) {
   if constexpr (QF) {
     // RoPE's frequencies and the rotation's signs into registers too, then the ring's copies.
     float fr[QE], s1[QE], s2[QE];
+    float2 cs[QE];  // RTAB: (cos, sin) from the step's table
 #pragma unroll
     for (int e = 0; e < QE; ++e) {
-      if constexpr (ROPE_Q) fr[e] = inv_freq[mlxcel_fd::rope_index<QE, TRAD>(lane, e)];
+      if constexpr (ROPE_Q && RTAB) cs[e] = reinterpret_cast<const float2*>(inv_freq)[mlxcel_fd::rope_index<QE, TRAD>(lane, e)];
+      else if constexpr (ROPE_Q) fr[e] = inv_freq[mlxcel_fd::rope_index<QE, TRAD>(lane, e)];
       if constexpr (ROT_Q) {
         s1[e] = rot_k[lane * QE + e];
         s2[e] = rot_k[32 * QE + lane * QE + e];
@@ -316,13 +321,20 @@ for (int g = warp; g < 8; g += NW) {
     }
     if (g == warp && !app_hold) prefill(0, EARLY_TILES);
     if (!pad_skip) {
-      if constexpr (ROPE_Q) {
+      if constexpr (ROPE_Q && RTAB) {
+        mlxcel_fd::rope_warp_sc<QE, TRAD>(x, lane, [&](int e, float& sn, float& cn) {
+          cn = cs[e].x;
+          sn = cs[e].y;
+        });
+      } else if constexpr (ROPE_Q) {
         mlxcel_fd::rope_warp_by<QE, TRAD>(x, lane, static_cast<float>(len - 1), [&](int e) { return fr[e]; });
       }
       if constexpr (ROT_Q) mlxcel_fd::rotate_warp_by<QE>(x, lane, [&](int k, int e) { return k ? s2[e] : s1[e]; });
     }
   } else if (!pad_skip) {
-    if constexpr (ROPE_Q) {
+    if constexpr (ROPE_Q && RTAB) {
+      mlxcel_fd::rope_warp_table<QE, TRAD>(x, lane, inv_freq);
+    } else if constexpr (ROPE_Q) {
       // q before RoPE: rotate it at the new token's position (len - 1), MLX's formula.
       mlxcel_fd::rope_warp<QE, TRAD>(x, lane, static_cast<float>(len - 1), inv_freq);
     }
@@ -378,12 +390,15 @@ if (app_writer) {
   __half* const va = const_cast<__half*>(reinterpret_cast<const __half*>(v_aux));
   const float pos = static_cast<float>(len - 1);
   if (warp == APP_KW) {
+    // RTAB: the key's RoPE from the step's table here, the encoders' first step (rope_vals).
+    constexpr bool K_ROPE = ROPE_Q && !RTAB;
+    if constexpr (ROPE_Q && RTAB) mlxcel_fd::rope_warp_table<QE, TRAD>(app_x, lane, inv_freq);
     if constexpr (KFMT == 4) {
-      mlxcel_enc::turbo4_vals<D, ROPE_Q, TRAD>(app_x, lane, k_mids, lut_k, rot_k, pos, inv_freq, kd, ka, dst);
+      mlxcel_enc::turbo4_vals<D, K_ROPE, TRAD>(app_x, lane, k_mids, lut_k, rot_k, pos, inv_freq, kd, ka, dst);
     } else if constexpr (KFMT == 0) {
-      mlxcel_enc::fp16_vals<D, ROPE_Q, TRAD>(app_x, lane, pos, inv_freq, reinterpret_cast<__half*>(kd), dst);
+      mlxcel_enc::fp16_vals<D, K_ROPE, TRAD>(app_x, lane, pos, inv_freq, reinterpret_cast<__half*>(kd), dst);
     } else {
-      mlxcel_enc::int8_vals<D, ROPE_Q, TRAD>(app_x, lane, pos, inv_freq, reinterpret_cast<int8_t*>(kd), ka, dst);
+      mlxcel_enc::int8_vals<D, K_ROPE, TRAD>(app_x, lane, pos, inv_freq, reinterpret_cast<int8_t*>(kd), ka, dst);
     }
   } else {
     if constexpr (VFMT == 4) {
