@@ -402,9 +402,11 @@ timeline() {
   FILL=random-kv TOKENS=${TOKENS:-40} run "$tag" "$kv" "$ctx" MLXCEL_ATTENTION_TIMING_PROBE=timeline "$@"
   python3 benchmarks/gpu/attn_timeline.py "$R/$tag-$kv-$ctx.json" 2>&1 | grep -E "warp lines|medians|^no "
 }
-# `finish_call`: the medians of the call's runs into $R/summary.md (and runs.csv), printed,
+# `finish_call`: the runs' prompt ids replaced by a digest (strip_prompt_tokens.py), the medians of
+# the call's runs into $R/summary.md (and runs.csv), printed,
 # and the call's elapsed time.
 finish_call() {
+  python3 benchmarks/gpu/strip_prompt_tokens.py "$R"
   python3 benchmarks/repeats_summary.py "$R" --csv "$R/runs.csv" > "$R/summary.md" 2>&1
   cat "$R/summary.md"
   echo "done at t=${SECONDS}s"
