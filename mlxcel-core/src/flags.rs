@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 66;
+const SLOTS: usize = 67;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1188,6 +1188,22 @@ pub const ROPE_TABLE: Flag = Flag {
     slot: 64,
 };
 
+/// turbo4-asym's tensor-core decode kernel (fp16 keys, turbo4 values: 4-warp CTAs, two query
+/// heads per warp) issues each warp's first `STAGES - 1` ring copies right after its own
+/// prologue loads (`QFIRST` in `cuda/decode_attention_mma.cu`, what [`MMA_QFIRST`] does for
+/// every kernel), where the other kernels take [`MMA_QFIRST1`]'s one early tile
+/// (`mma_qfirst1` leaves this kernel out: slower in session 21). Why: the step's RoPE table
+/// ([`ROPE_TABLE`]) took 0.107 ms off turbo4-asym's 128K step against 0.022 off turbo4's
+/// (H200, session 47), a sign that its prologue sits on the launch's path; `MMA_QFIRST` for
+/// every kernel then measured 4.549 -> 4.519 ms per 128K step and 2.382 -> 2.362 at 32K
+/// (`MLXCEL_STEP_AB`, call 4). Same copies into the same slots: bit-identical outputs.
+pub const MMA_QFIRST_ASYM: Flag = Flag {
+    name: "MLXCEL_MMA_QFIRST_ASYM",
+    default: true,
+    doc: "turbo4-asym's tensor-core decode kernel issues its first ring copies right after its prologue loads (bit-identical; 0 = after the barrier)",
+    slot: 65,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1299,6 +1315,7 @@ pub const ALL: &[Flag] = &[
     MMA_LIGHT_LAST,
     MMA_COMBINE_SWZ,
     ROPE_TABLE,
+    MMA_QFIRST_ASYM,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

@@ -604,6 +604,31 @@ fn ring_copies_after_the_prologue_loads_are_bit_identical() {
     }
 }
 
+/// `MLXCEL_MMA_QFIRST_ASYM` (turbo4-asym's kernel issues its first ring tiles right after its
+/// prologue loads) must give the default order's bits in that kernel: fp16 keys with turbo4
+/// values in 4-warp CTAs (two q heads per warp, the copies after the first), head dims 64 and
+/// 128, GQA 1 to 8, lengths 1-4097 (warps with no tile, one, and more than the ring holds). On
+/// the CPU both end in MLX's "CUDA" error.
+#[test]
+fn asym_ring_copies_after_the_prologue_loads_are_bit_identical() {
+    let shapes: Vec<(usize, usize, usize)> = MMA_SHAPES
+        .iter()
+        .copied()
+        .chain([(8, 8, 128), (64, 8, 64)])
+        .collect();
+    let checked = flag_bit_identity(
+        "asym_ring_copies_after_the_prologue_loads_are_bit_identical",
+        "MLXCEL_MMA_QFIRST_ASYM",
+        &["turbo4-asym"],
+        &shapes,
+        MMA_LENS,
+        1,
+    );
+    if checked > 0 {
+        eprintln!("turbo4-asym's early ring copies: {checked} bit-identity checks on CUDA");
+    }
+}
+
 /// `MLXCEL_MMA_QFIRST1` (only the ring's first tile issued right after each warp's prologue
 /// loads, the rest after the barrier) must give the default order's bits, on the same cases
 /// as `MLXCEL_MMA_QFIRST` (`MMA_SHAPES`, `MMA_LENS`), in every mode whose kernel takes it:

@@ -103,6 +103,14 @@ fn mma_qfirst1(k_format: i32, v_format: i32) -> bool {
     flags::MMA_QFIRST1.enabled() && !(k_format == FORMAT_FP16 && v_format == 4)
 }
 
+/// Whether the tensor-core kernel issues each warp's first `STAGES - 1` ring tiles right after
+/// its own prologue loads: everywhere with [`flags::MMA_QFIRST`], and in turbo4-asym's kernel
+/// (fp16 keys, turbo4 values) with [`flags::MMA_QFIRST_ASYM`]. Bit-identical either way.
+fn mma_qfirst(k_format: i32, v_format: i32) -> bool {
+    flags::MMA_QFIRST.enabled()
+        || (flags::MMA_QFIRST_ASYM.enabled() && k_format == FORMAT_FP16 && v_format == 4)
+}
+
 /// Threads per CTA of the main kernel (fixed in the CUDA source).
 const THREADS: i32 = 128;
 /// Fewest tokens per split.
@@ -1033,7 +1041,7 @@ fn decode(
                 .template("FTZ", TemplateArg::Bool(flags::MMA_FTZ.enabled()))
                 .template("QSWZ", TemplateArg::Bool(flags::MMA_QSWZ.enabled()))
                 .template("FILLW", TemplateArg::Bool(flags::MMA_FILLW.enabled()))
-                .template("QFIRST", TemplateArg::Bool(flags::MMA_QFIRST.enabled()))
+                .template("QFIRST", TemplateArg::Bool(mma_qfirst(k.format, v.format)))
                 .template(
                     "QFIRST1",
                     TemplateArg::Bool(mma_qfirst1(k.format, v.format)),
