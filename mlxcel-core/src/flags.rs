@@ -1174,13 +1174,17 @@ pub const MMA_COMBINE_SWZ: Flag = Flag {
 
 /// The tensor-core decode kernel reads RoPE's cos and sin at the step's position from a table
 /// computed once per step (`kernels::rope_table`, `RTAB` in `cuda/decode_attention_mma.cu`)
-/// instead of each launch computing them for q and the appended key. Why: past ~103K positions
+/// instead of each launch computing them for q and the appended key. Why: past ~106K positions
 /// CUDA's `sincosf` leaves its fast range reduction for the slow exact one on RoPE's highest
 /// frequencies (theta = pos * inv_freq above 105615): ncu's source counters of a 128K turbo4
 /// attention launch (H200, session 46) put ~150 of its prologue's 490 stall samples there, ~1.6
 /// us of a 47 us launch, in each of a step's 28 launches. The table holds the values the
-/// launches computed (the same f32 product and `sincosf`): bit-identical outputs. Default on;
-/// 0 = each launch computes its own.
+/// launches computed (the same f32 product and `sincosf`): bit-identical outputs (H200, session
+/// 47: 48 steps of `rope_table_keeps_the_attention_launches_bit_identical`, up to 131K
+/// positions; greedy tokens equal session 46's in every mode and context). Measured
+/// (`MLXCEL_STEP_AB`, device ms per step, off -> on): turbo4 3.193 -> 3.171 at 128K, 2.092 ->
+/// 2.098 at 32K; turbo4-asym 4.553 -> 4.446 at 128K, 2.396 -> 2.377 at 32K; ncu, one 128K turbo4
+/// launch in situ: 47.33 -> 46.34 us (ADR 0022). Default on; 0 = each launch computes its own.
 pub const ROPE_TABLE: Flag = Flag {
     name: "MLXCEL_ROPE_TABLE",
     default: true,
@@ -1196,11 +1200,16 @@ pub const ROPE_TABLE: Flag = Flag {
 /// ([`ROPE_TABLE`]) took 0.107 ms off turbo4-asym's 128K step against 0.022 off turbo4's
 /// (H200, session 47), a sign that its prologue sits on the launch's path; `MMA_QFIRST` for
 /// every kernel then measured 4.549 -> 4.519 ms per 128K step and 2.382 -> 2.362 at 32K
-/// (`MLXCEL_STEP_AB`, call 4). Same copies into the same slots: bit-identical outputs.
+/// (`MLXCEL_STEP_AB`, call 4). Same copies into the same slots: bit-identical outputs (call 5:
+/// 20 checks, `asym_ring_copies_after_the_prologue_loads_are_bit_identical`; the attention
+/// append's 60 steps with it on). Measured alone (call 5, `MLXCEL_STEP_AB`, turbo4-asym device
+/// ms per step, off -> on): 4.379 -> 4.393 at 128K, 2.387 -> 2.373 at 32K: no gain outside the
+/// A/B's noise (call 4's had come with the boundary layers' kernels switched too). Off; 1 turns
+/// it on.
 pub const MMA_QFIRST_ASYM: Flag = Flag {
     name: "MLXCEL_MMA_QFIRST_ASYM",
-    default: true,
-    doc: "turbo4-asym's tensor-core decode kernel issues its first ring copies right after its prologue loads (bit-identical; 0 = after the barrier)",
+    default: false,
+    doc: "turbo4-asym's tensor-core decode kernel issues its first ring copies right after its prologue loads (bit-identical; measured no faster; 1 = on)",
     slot: 65,
 };
 

@@ -1,7 +1,7 @@
 //! A decode step's RoPE table on CUDA (`cuda/rope_table.cu`): (cos, sin) of every frequency at
 //! the step's new position, computed once per step and read by every layer's tensor-core
 //! attention launch instead of each launch reducing its own angles
-//! ([`flags::ROPE_TABLE`], `RTAB` in `cuda/decode_attention_mma.cu`). Why: past ~103K positions
+//! ([`flags::ROPE_TABLE`], `RTAB` in `cuda/decode_attention_mma.cu`). Why: past ~106K positions
 //! CUDA's `sincosf` takes its slow exact reduction for RoPE's highest frequencies, ~1.6 us of
 //! each 128K attention launch's prologue on the H200 (ncu source counters, session 46), 28
 //! times per step. The table's values are the ones the launches computed (the same f32 product
