@@ -15,6 +15,7 @@
 mod common;
 
 use common::{f16_array, randn, rng, split_cache as cache, stored_bits};
+use mlxcel_core::kv::split::SplitKvCache;
 use mlxcel_core::kv::KvCache;
 use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::rope::RopeSpec;
@@ -41,11 +42,7 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
                 .map(move |&(a, b, c, d, e)| (m, a, b, c, d, e))
         });
     for (mode, nq, nkv, d, trad, prefill) in cases {
-        let pre = [1, nkv as i32, prefill, d as i32];
-        let n_pre = nkv * prefill as usize * d;
-        let pk = f16_array(&randn(&mut r, n_pre), &pre);
-        let pv = f16_array(&randn(&mut r, n_pre), &pre);
-        let (mut a, mut b) = (cache(mode, d, &pk, &pv), cache(mode, d, &pk, &pv));
+        let (mut a, mut b) = twin_caches(&mut r, mode, nkv, d, prefill);
         let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
         let scale = 1.0 / (d as f32).sqrt();
         for step in 0..3 {
@@ -65,32 +62,10 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
             let want = b.attend_rope_flat(&q, scale, &rope).unwrap();
             let len = prefill + step + 1;
             assert_eq!((a.len(), b.len()), (len as usize, len as usize));
-            let (g, w) = (
-                got.to_vec::<half::f16>().unwrap(),
-                want.to_vec::<half::f16>().unwrap(),
-            );
-            let out_diff = g
-                .iter()
-                .zip(&w)
-                .filter(|(x, y)| x.to_bits() != y.to_bits())
-                .count();
-            assert!(
-                out_diff == 0 && g.len() == w.len() && got.shape() == want.shape(),
-                "{mode} {nq}:{nkv}:{d} prefill {prefill} step {step}: the output differs in {out_diff} of {} values",
-                w.len()
-            );
-            for (name, sa, sb) in [("K", &a.k, &b.k), ("V", &a.v, &b.v)] {
-                let stored = |side: &dyn mlxcel_core::kv::side::KvSide| {
-                    let (data, aux) = stored_bits(side, len);
-                    [data, aux].concat()
-                };
-                let (ca, cb) = (stored(sa.as_ref()), stored(sb.as_ref()));
-                let diff = ca.iter().zip(&cb).filter(|(x, y)| x != y).count();
-                assert!(
-                    diff == 0 && ca.len() == cb.len(),
-                    "{mode} {nq}:{nkv}:{d} prefill {prefill} step {step}: {name} differs from the separate append in {diff} stored values"
-                );
-            }
+            let case = format!("{mode} {nq}:{nkv}:{d} prefill {prefill} step {step}");
+            assert_eq!(got.shape(), want.shape(), "{case}: output shapes");
+            assert_same_bits(&case, "the output", &got, &want);
+            assert_same_stored(&case, &a, &b, len);
             steps_checked += 1;
         }
     }
@@ -99,6 +74,22 @@ fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered(
         eprintln!("attention append: {steps_checked} steps bit-identical to the separate append and attention");
         assert_eq!(steps_checked, 60, "4 modes x 5 shapes x 3 steps");
     }
+}
+
+/// Two `mode` caches holding the same random prefill of `prefill` positions on `nkv` KV heads of
+/// `d` dims (fp16 keys and values): one for the launch under test, one for its reference.
+fn twin_caches(
+    r: &mut rand::rngs::StdRng,
+    mode: &str,
+    nkv: usize,
+    d: usize,
+    prefill: i32,
+) -> (SplitKvCache, SplitKvCache) {
+    let pre = [1, nkv as i32, prefill, d as i32];
+    let n_pre = nkv * prefill as usize * d;
+    let pk = f16_array(&randn(r, n_pre), &pre);
+    let pv = f16_array(&randn(r, n_pre), &pre);
+    (cache(mode, d, &pk, &pv), cache(mode, d, &pk, &pv))
 }
 
 /// A decode step's fresh random q `[1, nq, 1, d]`, k and v `[1, nkv, 1, d]` (fp16).
@@ -113,6 +104,26 @@ fn step_inputs(
     let v = f16_array(&randn(r, nkv * d), &kv);
     let q = f16_array(&randn(r, nq * d), &[1, nq as i32, 1, d as i32]);
     (q, k, v)
+}
+
+/// Asserts that two launches' outputs hold the same bits (`what` and `case` name them).
+fn assert_same_bits(case: &str, what: &str, got: &mlxcel_core::Array, want: &mlxcel_core::Array) {
+    let (g, w) = (common::bits(got), common::bits(want));
+    let diff = g.iter().zip(&w).filter(|(x, y)| x != y).count();
+    assert!(
+        diff == 0 && g.len() == w.len(),
+        "{case}: {what} differs in {diff} of {} values",
+        w.len()
+    );
+}
+
+/// Asserts that two caches store the same bits at their first `len` positions, codes and
+/// per-position factors, on both sides.
+fn assert_same_stored(case: &str, a: &SplitKvCache, b: &SplitKvCache, len: i32) {
+    for (name, sa, sb) in [("K", &a.k, &b.k), ("V", &a.v, &b.v)] {
+        let (ca, cb) = (stored_bits(sa.as_ref(), len), stored_bits(sb.as_ref(), len));
+        assert!(ca == cb, "{case}: {name}'s stored positions differ");
+    }
 }
 
 /// `MLXCEL_ATTENTION_TIMING_PROBE=timeline` (per-warp stamps printed as `MLXCEL_TL` lines) must
@@ -131,11 +142,7 @@ fn timeline_probe_keeps_the_attention_launch_bit_identical() {
     let scale = 1.0 / (d as f32).sqrt();
     let mut steps_checked = 0;
     for mode in ["turbo4", "fp16+int8"] {
-        let pre = [1, nkv as i32, prefill, d as i32];
-        let n_pre = nkv * prefill as usize * d;
-        let pk = f16_array(&randn(&mut r, n_pre), &pre);
-        let pv = f16_array(&randn(&mut r, n_pre), &pre);
-        let (mut a, mut b) = (cache(mode, d, &pk, &pv), cache(mode, d, &pk, &pv));
+        let (mut a, mut b) = twin_caches(&mut r, mode, nkv, d, prefill);
         // Lengths 3008 (printed) and 3009 (not).
         for step in 0..2 {
             let (q, k, v) = step_inputs(&mut r, nq, nkv, d);
@@ -151,20 +158,9 @@ fn timeline_probe_keeps_the_attention_launch_bit_identical() {
             }
             let (got, want) = (got.unwrap(), want.unwrap());
             let len = prefill + step + 1;
-            let (g, w) = (common::bits(&got), common::bits(&want));
-            let diff = g.iter().zip(&w).filter(|(x, y)| x != y).count();
-            assert!(
-                diff == 0 && g.len() == w.len(),
-                "{mode} length {len}: the output with the timeline differs in {diff} of {} values",
-                w.len()
-            );
-            for (name, sa, sb) in [("K", &a.k, &b.k), ("V", &a.v, &b.v)] {
-                let (ca, cb) = (stored_bits(sa.as_ref(), len), stored_bits(sb.as_ref(), len));
-                assert!(
-                    ca == cb,
-                    "{mode} length {len}: {name}'s stored positions differ with the timeline"
-                );
-            }
+            let case = format!("{mode} length {len} with the timeline");
+            assert_same_bits(&case, "the output", &got, &want);
+            assert_same_stored(&case, &a, &b, len);
             steps_checked += 1;
         }
     }
@@ -203,16 +199,12 @@ fn rope_table_keeps_the_attention_launches_bit_identical() {
     let mut steps_checked = 0;
     for mode in ["turbo4", "turbo4-asym", "int8", "fp16+int8"] {
         for &(nq, nkv, d, trad, prefill) in &shapes {
-            let pre = [1, nkv as i32, prefill, d as i32];
-            let n_pre = nkv * prefill as usize * d;
-            let pk = f16_array(&randn(&mut r, n_pre), &pre);
-            let pv = f16_array(&randn(&mut r, n_pre), &pre);
-            let (mut a, mut b) = (cache(mode, d, &pk, &pv), cache(mode, d, &pk, &pv));
+            let (mut a, mut b) = twin_caches(&mut r, mode, nkv, d, prefill);
             let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
             let scale = 1.0 / (d as f32).sqrt();
             for step in 0..3 {
                 let case = format!(
-                    "{mode} {nq}:{nkv}:{d} trad {trad} length {}",
+                    "{mode} {nq}:{nkv}:{d} trad {trad} length {} with the table",
                     prefill + step + 1
                 );
                 let (q, k, v) = step_inputs(&mut r, nq, nkv, d);
@@ -231,26 +223,14 @@ fn rope_table_keeps_the_attention_launches_bit_identical() {
                 let got_plain = a.attend_rope_flat(&q, scale, &rope).unwrap();
                 common::set_flags(&[(FLAG, false)]);
                 let want_plain = b.attend_rope_flat(&q, scale, &rope).unwrap();
-                let mut pairs = vec![("attention", got_plain, want_plain)];
+                let mut pairs = vec![("the attention output", got_plain, want_plain)];
                 if let (Some(g), Some(w)) = (got, want) {
-                    pairs.push(("attention append", g, w));
+                    pairs.push(("the attention append's output", g, w));
                 }
                 for (what, g, w) in pairs {
-                    let (g, w) = (common::bits(&g), common::bits(&w));
-                    let diff = g.iter().zip(&w).filter(|(x, y)| x != y).count();
-                    assert!(
-                        diff == 0 && g.len() == w.len(),
-                        "{case}: the {what} output with the table differs in {diff} of {} values",
-                        w.len()
-                    );
+                    assert_same_bits(&case, what, &g, &w);
                 }
-                for (name, sa, sb) in [("K", &a.k, &b.k), ("V", &a.v, &b.v)] {
-                    let (ca, cb) = (stored_bits(sa.as_ref(), len), stored_bits(sb.as_ref(), len));
-                    assert!(
-                        ca == cb,
-                        "{case}: {name}'s stored positions differ with the table"
-                    );
-                }
+                assert_same_stored(&case, &a, &b, len);
                 steps_checked += 1;
             }
         }

@@ -540,6 +540,14 @@ fn flag_bit_identity(
 /// the ring's wrap (default split counts).
 const MMA_MODES: &[&str] = &["turbo4", "turbo4-asym", "int8", "fp16"];
 const MMA_SHAPES: &[(usize, usize, usize)] = &[(32, 8, 128), (7, 1, 64), (28, 4, 128)];
+/// `MMA_SHAPES` with GQA 1 and 8 too (every group size the q staging and the combine lay out).
+const MMA_SHAPES_GQA_1_TO_8: &[(usize, usize, usize)] = &[
+    (32, 8, 128),
+    (7, 1, 64),
+    (28, 4, 128),
+    (8, 8, 128),
+    (64, 8, 64),
+];
 const MMA_LENS: &[(usize, Option<usize>)] = &[(1, None), (17, None), (1000, None), (4097, None)];
 
 /// `MLXCEL_MMA_QSWZ` (q staged with a bank swizzle) must give the plain staging's bits, for
@@ -611,16 +619,11 @@ fn ring_copies_after_the_prologue_loads_are_bit_identical() {
 /// the CPU both end in MLX's "CUDA" error.
 #[test]
 fn asym_ring_copies_after_the_prologue_loads_are_bit_identical() {
-    let shapes: Vec<(usize, usize, usize)> = MMA_SHAPES
-        .iter()
-        .copied()
-        .chain([(8, 8, 128), (64, 8, 64)])
-        .collect();
     let checked = flag_bit_identity(
         "asym_ring_copies_after_the_prologue_loads_are_bit_identical",
         "MLXCEL_MMA_QFIRST_ASYM",
         &["turbo4-asym"],
-        &shapes,
+        MMA_SHAPES_GQA_1_TO_8,
         MMA_LENS,
         1,
     );
@@ -660,17 +663,12 @@ fn first_ring_tile_after_the_prologue_loads_is_bit_identical() {
 /// On the CPU both end in MLX's "CUDA" error.
 #[test]
 fn swizzled_combine_is_bit_identical() {
-    let shapes: Vec<(usize, usize, usize)> = MMA_SHAPES
-        .iter()
-        .copied()
-        .chain([(8, 8, 128), (64, 8, 64)])
-        .collect();
     let modes: Vec<&str> = MMA_MODES.iter().copied().chain(["fp16+int8"]).collect();
     let checked = flag_bit_identity(
         "swizzled_combine_is_bit_identical",
         "MLXCEL_MMA_COMBINE_SWZ",
         &modes,
-        &shapes,
+        MMA_SHAPES_GQA_1_TO_8,
         MMA_LENS,
         1,
     );

@@ -195,10 +195,11 @@ __device__ __forceinline__ int rope_index(int lane, int e) {
 // its sources:
 // - rope_warp_by: sincosf(pos * freq(e)), freq(e) = inv_freq[rope_index(lane, e)] from memory
 //   (rope_warp) or from registers loaded earlier (QFIRST in decode_attention_mma.cu);
-// - a step's table of the same cos/sin (rope_table.cu, RTAB in decode_attention_mma.cu): why
-//   there, that at positions past ~106K sincosf leaves its fast reduction for the slow exact one
-//   for RoPE's highest frequencies (six dependent loads of a 2/pi table per angle; ~1.6 us of
-//   each 128K attention launch's prologue in ncu's source counters, H200 session 46).
+// - rope_warp_table: the step's table of the same cos/sin (rope_table.cu; RTAB in
+//   decode_attention_mma.cu). Why a table: past ~106K positions sincosf leaves its fast
+//   reduction for the slow exact one on RoPE's highest frequencies (six dependent loads of a
+//   2/pi table per angle; ~1.6 us of each 128K attention launch's prologue in ncu's source
+//   counters, H200 session 46).
 template <int QE, bool TRAD, typename SinCos>
 __device__ __forceinline__ void rope_warp_sc(float (&x)[QE], int lane, const SinCos& sc) {
   if constexpr (TRAD) {
