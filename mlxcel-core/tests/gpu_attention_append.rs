@@ -203,10 +203,8 @@ fn rope_table_keeps_the_attention_launches_bit_identical() {
             let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
             let scale = 1.0 / (d as f32).sqrt();
             for step in 0..3 {
-                let case = format!(
-                    "{mode} {nq}:{nkv}:{d} trad {trad} length {} with the table",
-                    prefill + step + 1
-                );
+                let len = prefill + step + 1;
+                let case = format!("{mode} {nq}:{nkv}:{d} trad {trad} length {len} with the table");
                 let (q, k, v) = step_inputs(&mut r, nq, nkv, d);
                 common::set_flags(&[(FLAG, true)]);
                 let got = a.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
@@ -217,7 +215,6 @@ fn rope_table_keeps_the_attention_launches_bit_identical() {
                     a.append_rope(&k, &v, &rope).unwrap();
                     b.append_rope(&k, &v, &rope).unwrap();
                 }
-                let len = prefill + step + 1;
                 // The attention launch without the append, over the same cache contents.
                 common::set_flags(&[(FLAG, true)]);
                 let got_plain = a.attend_rope_flat(&q, scale, &rope).unwrap();

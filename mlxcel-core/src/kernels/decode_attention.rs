@@ -100,7 +100,13 @@ pub fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
 /// (the boundary layers) 31.06 -> 29.31, fp16 keys with turbo4 values 32.08 -> 33.17. Same
 /// copies in the same order either way: the outputs are bit-identical.
 fn mma_qfirst1(k_format: i32, v_format: i32) -> bool {
-    flags::MMA_QFIRST1.enabled() && !(k_format == FORMAT_FP16 && v_format == 4)
+    flags::MMA_QFIRST1.enabled() && !asym_kernel(k_format, v_format)
+}
+
+/// Whether the sides are turbo4-asym's (fp16 keys, turbo4 values): the kernel the early-copy
+/// choices treat apart.
+fn asym_kernel(k_format: i32, v_format: i32) -> bool {
+    k_format == FORMAT_FP16 && v_format == 4
 }
 
 /// Whether the tensor-core kernel issues each warp's first `STAGES - 1` ring tiles right after
@@ -108,7 +114,7 @@ fn mma_qfirst1(k_format: i32, v_format: i32) -> bool {
 /// (fp16 keys, turbo4 values) with [`flags::MMA_QFIRST_ASYM`]. Bit-identical either way.
 fn mma_qfirst(k_format: i32, v_format: i32) -> bool {
     flags::MMA_QFIRST.enabled()
-        || (flags::MMA_QFIRST_ASYM.enabled() && k_format == FORMAT_FP16 && v_format == 4)
+        || (flags::MMA_QFIRST_ASYM.enabled() && asym_kernel(k_format, v_format))
 }
 
 /// Threads per CTA of the main kernel (fixed in the CUDA source).
