@@ -237,3 +237,68 @@ fn rope_table_keeps_the_attention_launches_bit_identical() {
     let want = if on_cuda { 48 } else { 24 };
     assert_eq!(steps_checked, want, "4 modes x shapes x 3 steps");
 }
+
+/// `MLXCEL_MMA_L2PF` (each CTA prefetches its first tiles into L2 at entry) only hints the
+/// memory system: the attention launch and the attention append must give the same output bits
+/// and store the same K/V with it as without it. Checked with the default tile count and with
+/// one past every split's end (the prefetch then stops at the split's last tile or the cache's
+/// capacity), for turbo4, turbo4-asym, int8 and fp16+int8, at both head dims, three steps from
+/// a ~3K prefill, and on the CUDA host from position 131000 too. On the CPU (CI) neither launch
+/// is offered and the flag changes nothing: the plain attention must agree too.
+#[test]
+fn l2_prefetch_keeps_the_attention_launches_bit_identical() {
+    let mut r = rng("l2_prefetch_keeps_the_attention_launches_bit_identical");
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    const FLAG: &str = "MLXCEL_MMA_L2PF";
+    const TILES: &str = "MLXCEL_MMA_L2PF_TILES";
+    // (q heads, KV heads, head_dim, RoPE traditional, prefill positions)
+    let mut shapes = vec![
+        (32usize, 8usize, 128usize, false, 3001i32),
+        (28, 4, 64, true, 3001),
+    ];
+    if on_cuda {
+        shapes.push((8, 2, 128, false, 131_000));
+    }
+    let mut steps_checked = 0;
+    for tiles in ["48", "1000000"] {
+        std::env::set_var(TILES, tiles);
+        for mode in ["turbo4", "turbo4-asym", "int8", "fp16+int8"] {
+            for &(nq, nkv, d, trad, prefill) in &shapes {
+                let (mut a, mut b) = twin_caches(&mut r, mode, nkv, d, prefill);
+                let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
+                let scale = 1.0 / (d as f32).sqrt();
+                for step in 0..3 {
+                    let len = prefill + step + 1;
+                    let case = format!("{mode} {nq}:{nkv}:{d} length {len}, {tiles} tiles prefetched");
+                    let (q, k, v) = step_inputs(&mut r, nq, nkv, d);
+                    common::set_flags(&[(FLAG, true)]);
+                    let got = a.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
+                    common::set_flags(&[(FLAG, false)]);
+                    let want = b.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
+                    if !on_cuda {
+                        assert!(got.is_none() && want.is_none(), "not offered on the CPU");
+                        a.append_rope(&k, &v, &rope).unwrap();
+                        b.append_rope(&k, &v, &rope).unwrap();
+                    }
+                    common::set_flags(&[(FLAG, true)]);
+                    let got_plain = a.attend_rope_flat(&q, scale, &rope).unwrap();
+                    common::set_flags(&[(FLAG, false)]);
+                    let want_plain = b.attend_rope_flat(&q, scale, &rope).unwrap();
+                    let mut pairs = vec![("the attention output", got_plain, want_plain)];
+                    if let (Some(g), Some(w)) = (got, want) {
+                        pairs.push(("the attention append's output", g, w));
+                    }
+                    for (what, g, w) in pairs {
+                        assert_same_bits(&case, what, &g, &w);
+                    }
+                    assert_same_stored(&case, &a, &b, len);
+                    steps_checked += 1;
+                }
+            }
+        }
+    }
+    common::clear_flags(&[FLAG, TILES]);
+    eprintln!("L2 prefetch: {steps_checked} steps bit-identical with and without it");
+    let want = if on_cuda { 72 } else { 48 };
+    assert_eq!(steps_checked, want, "2 tile counts x 4 modes x shapes x 3 steps");
+}
