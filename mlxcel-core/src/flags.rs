@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 68;
+const SLOTS: usize = 67;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1213,27 +1213,6 @@ pub const MMA_QFIRST_ASYM: Flag = Flag {
     slot: 65,
 };
 
-/// The tensor-core decode kernel's CTAs ask the TMA unit, at their entry, to prefetch their
-/// first tiles (K and V codes and factor rows; [`MMA_L2PF_TILES`] tiles per CTA) into L2
-/// (`L2PF` in `cuda/decode_attention_mma.cu`). Why: each launch's prologue (q's load, RoPE and
-/// rotation, the pair table's fill, the barrier) leaves DRAM idle for its first ~3-5 us
-/// (session 46's timeline at 128K: first tile ~5.4 us after entry) while the loop then streams
-/// at ~92% of the copy roofline, so the launch's bytes start moving late. One bulk request per
-/// stream from the last warp, which stages no q head; it writes nothing, so the outputs are
-/// bit-identical. Off until measured on the H200; 1 turns it on.
-pub const MMA_L2PF: Flag = Flag {
-    name: "MLXCEL_MMA_L2PF",
-    default: false,
-    doc: "tensor-core decode kernel: prefetch each CTA's first tiles into L2 at entry (bit-identical; 1 = on)",
-    slot: 66,
-};
-
-/// Tiles per CTA that [`MMA_L2PF`] prefetches (numeric, default [`MMA_L2PF_TILES_DEFAULT`]).
-pub const MMA_L2PF_TILES: &str = "MLXCEL_MMA_L2PF_TILES";
-/// 48 tiles: 4 per warp of a 12-warp turbo4 CTA (~100 KB, what DRAM delivers to one SM's share
-/// in ~3 us at the copy roofline).
-pub const MMA_L2PF_TILES_DEFAULT: usize = 48;
-
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1346,7 +1325,6 @@ pub const ALL: &[Flag] = &[
     MMA_COMBINE_SWZ,
     ROPE_TABLE,
     MMA_QFIRST_ASYM,
-    MMA_L2PF,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

@@ -1058,7 +1058,6 @@ fn decode(
                 .template("LIGHT", TemplateArg::Int(mma_light_tiles(warps)))
                 .template("CSWZ", TemplateArg::Bool(flags::MMA_COMBINE_SWZ.enabled()))
                 .template("RTAB", TemplateArg::Bool(rope_table))
-                .template("L2PF", TemplateArg::Int(mma_l2_prefetch_tiles()?))
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
                 .template(
@@ -1103,28 +1102,6 @@ fn mma_light_tiles(warps: usize) -> i32 {
     }
 }
 
-/// Tiles each CTA of the tensor-core kernel prefetches into L2 at entry ([`flags::MMA_L2PF`]):
-/// [`flags::MMA_L2PF_TILES`] (default [`flags::MMA_L2PF_TILES_DEFAULT`]) with the flag on, 0
-/// off; a value that is not a tile count is an error, not a silent default.
-fn mma_l2_prefetch_tiles() -> Result<i32> {
-    if !flags::MMA_L2PF.enabled() {
-        return Ok(0);
-    }
-    match flags::var(flags::MMA_L2PF_TILES) {
-        Some(v) if !v.trim().is_empty() => match v.trim().parse::<i32>() {
-            Ok(n) if n >= 0 => Ok(n),
-            _ => Err(Error::invalid(
-                "fused decode",
-                format!(
-                    "{}={v}: expected a number of tiles (0 or more)",
-                    flags::MMA_L2PF_TILES
-                ),
-            )),
-        },
-        _ => Ok(flags::MMA_L2PF_TILES_DEFAULT as i32),
-    }
-}
-
 /// Rings shallower than this keep the one-tile loop under [`flags::MMA_PAIR`]: a pair holds two
 /// slots while it computes, leaving `stages - 3` tiles in flight (the one-tile loop leaves
 /// `stages - 2`), none at 3 stages (fp16 or int8 keys at D = 128, e.g. turbo4-asym's kernel).
@@ -1148,7 +1125,7 @@ pub fn mma_pair(stages: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{
-        fold_fits, fold_inputs, length_marker, mma_l2_prefetch_tiles, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages,
+        fold_fits, fold_inputs, length_marker, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages,
         qkv_encode_tickets, TimingProbe, FOLD_MAX_BH, FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS,
         FOLD_SLOTS, MMA_PAIR_MIN_STAGES,
     };
@@ -1271,39 +1248,6 @@ mod tests {
         flags::reload();
         assert!(!fold_fits(1, 8, 16, 1).unwrap());
         std::env::remove_var(fold);
-        flags::reload();
-    }
-
-    /// The L2 prefetch's tile count: 0 with `MLXCEL_MMA_L2PF` off, the default with it on and
-    /// `MLXCEL_MMA_L2PF_TILES` unset, the variable's value when it is a count, an error naming
-    /// the variable otherwise. (Through the environment, as the fold's limit above.)
-    #[test]
-    fn l2_prefetch_tiles_come_from_the_flag_and_its_count() {
-        let flag = flags::MMA_L2PF.name;
-        std::env::remove_var(flags::MMA_L2PF_TILES);
-        std::env::set_var(flag, "0");
-        flags::reload();
-        assert_eq!(mma_l2_prefetch_tiles().unwrap(), 0);
-        std::env::set_var(flags::MMA_L2PF_TILES, "96");
-        flags::reload();
-        assert_eq!(mma_l2_prefetch_tiles().unwrap(), 0, "the flag off wins");
-        std::env::set_var(flag, "1");
-        flags::reload();
-        assert_eq!(mma_l2_prefetch_tiles().unwrap(), 96);
-        std::env::remove_var(flags::MMA_L2PF_TILES);
-        flags::reload();
-        assert_eq!(
-            mma_l2_prefetch_tiles().unwrap(),
-            flags::MMA_L2PF_TILES_DEFAULT as i32
-        );
-        for bad in ["-1", "4K", "1.5"] {
-            std::env::set_var(flags::MMA_L2PF_TILES, bad);
-            flags::reload();
-            let err = mma_l2_prefetch_tiles().unwrap_err().to_string();
-            assert!(err.contains(&format!("MLXCEL_MMA_L2PF_TILES={bad}")), "{err}");
-        }
-        std::env::remove_var(flags::MMA_L2PF_TILES);
-        std::env::remove_var(flag);
         flags::reload();
     }
 

@@ -46,7 +46,6 @@
 // RTAB (with ROPE_Q, `inv_freq` holds the step's RoPE table instead of the frequencies: (cos,
 // sin) per frequency at position len - 1, computed once per step by rope_table.cu with the same
 // sincosf; q and the appended key read it instead of reducing their angles here; bit-identical),
-// L2PF (tiles per CTA prefetched into L2 at entry, 0 = off: where kg / vg are set up below),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
 // 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
@@ -73,7 +72,6 @@ constexpr int STAGE = K_BYTES + V_BYTES + KA_BYTES + VA_BYTES;
 constexpr float LOG2E = 1.4426950408889634f;
 static_assert(GQA >= 1 && GQA <= 8, "GQA 1..8");
 static_assert(LIGHT >= 0, "LIGHT counts tiles");
-static_assert(L2PF >= 0, "L2PF counts tiles");
 static_assert(KW >= 1 && VW >= 1, "row too short");
 static_assert(!PAIR || (KT && HOIST && !PIPE && STAGES >= 3), "PAIR needs KT, HOIST, no PIPE and STAGES >= 3");
 // SWZ: the ring stores each tile's 16-byte chunks XOR-permuted within their 128-byte line so
@@ -159,26 +157,6 @@ const unsigned char* vg = reinterpret_cast<const unsigned char*>(v_data) + base_
 const unsigned char* kag = reinterpret_cast<const unsigned char*>(k_aux) + base_row * 2;
 const unsigned char* vag = reinterpret_cast<const unsigned char*>(v_aux) + base_row * 2;
 unsigned char* my_ring = ring + warp * STAGES * STAGE;
-// L2PF (tiles, 0 = off): at entry, before any load, the last warp's lanes 0-3 ask the TMA unit
-// to prefetch this CTA's first L2PF tiles (K codes, V codes, their factor rows) into L2. Why:
-// the prologue (q's load, RoPE and rotation, the pair table's fill, the barrier) keeps DRAM
-// idle for ~3-5 us of each ~46 us launch at 128K (session 46's timeline: first tile ~5.4 us
-// after entry), while the loop streams at ~92% of the copy roofline; a prefetch lets those
-// microseconds fetch the first tiles, whose ring copies then hit L2. One bulk request per
-// stream, from warps whose prologue does not wait on it (session 18's EARLY, 16-byte ring
-// copies before the prologue, had queued q's loads behind them: +1.2 us). Positions stop at
-// the cache's capacity. Nothing is written anywhere: the outputs are bit-identical.
-if constexpr (L2PF > 0) {
-  if (warp == NW - 1 && lane < 4 && (PROBE == 0 || TIMELINE)) {
-    const int p0 = tb * 16, p1 = min(min(te, tb + L2PF) * 16, cap);
-    if (p1 > p0) {
-      if (lane == 0) mlxcel_mma::prefetch_l2_range(kg + static_cast<long long>(p0) * KROW, kg + static_cast<long long>(p1) * KROW);
-      if (lane == 1) mlxcel_mma::prefetch_l2_range(vg + static_cast<long long>(p0) * VROW, vg + static_cast<long long>(p1) * VROW);
-      if (KFMT != 0 && lane == 2) mlxcel_mma::prefetch_l2_range(kag + p0 * 2, kag + p1 * 2);
-      if (VFMT != 0 && lane == 3) mlxcel_mma::prefetch_l2_range(vag + p0 * 2, vag + p1 * 2);
-    }
-  }
-}
 
 // Stage tile i of this warp (16 rows of K, V and their factors) into slot i % STAGES.
 auto issue = [&](int i) {

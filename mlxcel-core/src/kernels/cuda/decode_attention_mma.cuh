@@ -54,20 +54,6 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
   const int n = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(n));
 }
-// Asks the TMA unit to bring [p, p + bytes) of global memory into L2 (one instruction; nothing
-// is written to shared memory or registers, and no thread waits for it). p must be 16-byte
-// aligned and bytes a multiple of 16 (prefetch_l2_range below rounds inward). L2 is the point of
-// coherence for the ring's cp.async.cg reads, so a prefetch never serves stale bytes.
-__device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-// The 16-byte-aligned part of [from, to): start rounded up, end rounded down, so the request
-// stays inside the range (no byte of another allocation).
-__device__ __forceinline__ void prefetch_l2_range(const unsigned char* from, const unsigned char* to) {
-  const unsigned long long a = (reinterpret_cast<unsigned long long>(from) + 15) & ~15ull;
-  const unsigned long long e = reinterpret_cast<unsigned long long>(to) & ~15ull;
-  if (e > a) prefetch_l2(reinterpret_cast<const void*>(a), static_cast<unsigned>(e - a));
-}
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N>
 __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
