@@ -171,6 +171,8 @@ LIGHT_PER_WARP = int(os.environ.get("NVRTC_LIGHT", "2"))
 CSWZ = "true" if os.environ.get("NVRTC_CSWZ", "0") == "1" else "false"
 # RoPE from the step's table (MLXCEL_ROPE_TABLE, on); NVRTC_RTAB=0 compiles each launch's own sincosf.
 RTAB = "false" if os.environ.get("NVRTC_RTAB", "1") == "0" else "true"
+# The first two ring tiles early in paired loops (MLXCEL_MMA_QFIRST2, off); NVRTC_QFIRST2=1 compiles them.
+QFIRST2 = "true" if os.environ.get("NVRTC_QFIRST2", "0") == "1" else "false"
 
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
 
@@ -216,7 +218,7 @@ def main():
                         rope, trad, fold, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw, qfirst, qfirst1, kt, pair, rfe = (b(v[f]) for f in MMA_FLAGS)
                         if rope == "true" and qt != "__half":
                             continue
-                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                                   f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot)}; constexpr bool ROT_V = {b(vf >= 2 or (rot and kf == 1))}; "
                                   f"constexpr int STAGES = {min(stages, 4) if wide16 == 'true' else stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
                                   f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")
@@ -244,7 +246,7 @@ def main():
             stages = min(6, max(3, -(-8192 // stage) + 1))
             pair = b(v["pair"] and stages >= 5)
             kt = b(v["kt"] or pair == "true")
-            consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {12 if table else 4}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+            consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {12 if table else 4}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                       f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(kf == 4)}; constexpr bool ROT_V = {b(vf == 4)}; "
                       f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = true; constexpr bool TRAD = {trad}; "
                       f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = __half;\n")

@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 67;
+const SLOTS: usize = 68;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1213,6 +1213,20 @@ pub const MMA_QFIRST_ASYM: Flag = Flag {
     slot: 65,
 };
 
+/// With [`MMA_QFIRST1`] and paired tiles ([`MMA_PAIR`]), each warp of the tensor-core decode
+/// kernel issues its first *two* ring tiles right after its own prologue loads instead of one
+/// (`QFIRST2` in `cuda/decode_attention_mma.cu`). Why: `QFIRST1` was measured before the
+/// paired loop existed (session 21); the pair's first wait needs tiles 0 and 1, so every warp
+/// still waited for a copy issued at the prologue's barrier (timeline, H200 session 46, turbo4
+/// at 32K: barrier ~2.1 us after entry, first pair ~4.1 us). Same copies into the same slots in
+/// the same order: bit-identical outputs. Off until measured; 1 turns it on.
+pub const MMA_QFIRST2: Flag = Flag {
+    name: "MLXCEL_MMA_QFIRST2",
+    default: false,
+    doc: "tensor-core decode kernel with paired tiles: the ring's first two tiles issued after each warp's prologue loads (bit-identical; 1 = on)",
+    slot: 66,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1325,6 +1339,7 @@ pub const ALL: &[Flag] = &[
     MMA_COMBINE_SWZ,
     ROPE_TABLE,
     MMA_QFIRST_ASYM,
+    MMA_QFIRST2,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

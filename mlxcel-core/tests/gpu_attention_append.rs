@@ -170,45 +170,33 @@ fn timeline_probe_keeps_the_attention_launch_bit_identical() {
     }
 }
 
-/// `MLXCEL_ROPE_TABLE` (RoPE's cos/sin at the step's position read from one table per step
-/// instead of computed in each launch) must leave the tensor-core attention bit-identical: the
-/// attention append's output and stored K/V positions, and the attention launch without the
-/// append, each equal to the same launch's with the flag off. Every format the append writes,
-/// both RoPE layouts (halves at head_dim 128, adjacent pairs at 64), three steps from a ~3K
-/// prefill, and on the CUDA host three steps from position 131000, where `sincosf` takes its
-/// slow exact reduction for the highest frequencies (the reason for the table). On the CPU (CI)
-/// neither launch is offered and the flag changes nothing: the plain attention must agree too.
-#[test]
-fn rope_table_keeps_the_attention_launches_bit_identical() {
-    let mut r = rng("rope_table_keeps_the_attention_launches_bit_identical");
+/// Runs three decode steps per mode and shape on twin caches, `flag` on for one and off for the
+/// other, and asserts that the attention append's output, the attention launch's without the
+/// append over the same contents, and the stored K/V positions hold the same bits. Every
+/// format the append writes (turbo4, turbo4-asym, int8, fp16+int8). Shapes are (q heads, KV
+/// heads, head_dim, RoPE traditional, prefill positions). On the CPU neither launch is offered
+/// and the flag changes nothing: the plain attention must agree too. Returns the steps checked;
+/// leaves the flag cleared.
+fn flag_keeps_the_attention_launches_bit_identical(
+    test: &str,
+    flag: &str,
+    shapes: &[(usize, usize, usize, bool, i32)],
+) -> usize {
+    let mut r = rng(test);
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    const FLAG: &str = "MLXCEL_ROPE_TABLE";
-    // (q heads, KV heads, head_dim, RoPE traditional, prefill positions)
-    let mut shapes = vec![
-        (32usize, 8usize, 128usize, false, 3001i32),
-        (28, 4, 64, true, 3001),
-    ];
-    if on_cuda {
-        let long = 131_000;
-        assert!(
-            long as f32 * 500000f32.powf(-2.0 / 128.0) > 105615.0,
-            "past the fast reduction"
-        );
-        shapes.extend([(8, 2, 128, false, long), (14, 2, 64, true, long)]);
-    }
     let mut steps_checked = 0;
     for mode in ["turbo4", "turbo4-asym", "int8", "fp16+int8"] {
-        for &(nq, nkv, d, trad, prefill) in &shapes {
+        for &(nq, nkv, d, trad, prefill) in shapes {
             let (mut a, mut b) = twin_caches(&mut r, mode, nkv, d, prefill);
             let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
             let scale = 1.0 / (d as f32).sqrt();
             for step in 0..3 {
                 let len = prefill + step + 1;
-                let case = format!("{mode} {nq}:{nkv}:{d} trad {trad} length {len} with the table");
+                let case = format!("{mode} {nq}:{nkv}:{d} trad {trad} length {len} with {flag}");
                 let (q, k, v) = step_inputs(&mut r, nq, nkv, d);
-                common::set_flags(&[(FLAG, true)]);
+                common::set_flags(&[(flag, true)]);
                 let got = a.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
-                common::set_flags(&[(FLAG, false)]);
+                common::set_flags(&[(flag, false)]);
                 let want = b.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
                 if !on_cuda {
                     assert!(got.is_none() && want.is_none(), "not offered on the CPU");
@@ -216,9 +204,9 @@ fn rope_table_keeps_the_attention_launches_bit_identical() {
                     b.append_rope(&k, &v, &rope).unwrap();
                 }
                 // The attention launch without the append, over the same cache contents.
-                common::set_flags(&[(FLAG, true)]);
+                common::set_flags(&[(flag, true)]);
                 let got_plain = a.attend_rope_flat(&q, scale, &rope).unwrap();
-                common::set_flags(&[(FLAG, false)]);
+                common::set_flags(&[(flag, false)]);
                 let want_plain = b.attend_rope_flat(&q, scale, &rope).unwrap();
                 let mut pairs = vec![("the attention output", got_plain, want_plain)];
                 if let (Some(g), Some(w)) = (got, want) {
@@ -232,8 +220,65 @@ fn rope_table_keeps_the_attention_launches_bit_identical() {
             }
         }
     }
-    common::clear_flags(&[FLAG]);
+    common::clear_flags(&[flag]);
+    steps_checked
+}
+
+/// `MLXCEL_ROPE_TABLE` (RoPE's cos/sin at the step's position read from one table per step
+/// instead of computed in each launch) must leave the tensor-core attention bit-identical: the
+/// attention append's output and stored K/V positions, and the attention launch without the
+/// append, each equal to the same launch's with the flag off. Every format the append writes,
+/// both RoPE layouts (halves at head_dim 128, adjacent pairs at 64), three steps from a ~3K
+/// prefill, and on the CUDA host three steps from position 131000, where `sincosf` takes its
+/// slow exact reduction for the highest frequencies (the reason for the table). On the CPU (CI)
+/// neither launch is offered and the flag changes nothing: the plain attention must agree too.
+#[test]
+fn rope_table_keeps_the_attention_launches_bit_identical() {
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let mut shapes = vec![(32, 8, 128, false, 3001), (28, 4, 64, true, 3001)];
+    if on_cuda {
+        let long = 131_000;
+        assert!(
+            long as f32 * 500000f32.powf(-2.0 / 128.0) > 105615.0,
+            "past the fast reduction"
+        );
+        shapes.extend([(8, 2, 128, false, long), (14, 2, 64, true, long)]);
+    }
+    let steps_checked = flag_keeps_the_attention_launches_bit_identical(
+        "rope_table_keeps_the_attention_launches_bit_identical",
+        "MLXCEL_ROPE_TABLE",
+        &shapes,
+    );
     eprintln!("rope table: {steps_checked} steps bit-identical with and without it");
     let want = if on_cuda { 48 } else { 24 };
     assert_eq!(steps_checked, want, "4 modes x shapes x 3 steps");
+}
+
+/// `MLXCEL_MMA_QFIRST2` (the paired loop's first two ring tiles issued before the prologue's
+/// barrier instead of one) must leave the attention append and the attention launch
+/// bit-identical, in particular where the step's new position lies among a warp's first two
+/// tiles, which the append's CTA must then hold back until it has written the position
+/// (`app_hold`): short prefills (10, 200 and 400 positions: the new position within the first
+/// few tiles of its split in turbo4's 12-warp CTAs of 16-token tiles) and a ~3K one.
+#[test]
+fn first_two_ring_tiles_early_keep_the_attention_launches_bit_identical() {
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let shapes = [
+        (32, 8, 128, false, 10),
+        (32, 8, 128, false, 200),
+        (28, 4, 64, true, 400),
+        (32, 8, 128, false, 3001),
+    ];
+    let steps_checked = flag_keeps_the_attention_launches_bit_identical(
+        "first_two_ring_tiles_early_keep_the_attention_launches_bit_identical",
+        "MLXCEL_MMA_QFIRST2",
+        &shapes,
+    );
+    eprintln!(
+        "first two ring tiles early: {steps_checked} steps bit-identical with and without it"
+    );
+    assert_eq!(
+        steps_checked, 48,
+        "4 modes x 4 shapes x 3 steps (on CUDA: {on_cuda})"
+    );
 }

@@ -656,6 +656,29 @@ fn first_ring_tile_after_the_prologue_loads_is_bit_identical() {
     }
 }
 
+/// `MLXCEL_MMA_QFIRST2` (the paired loop's first two ring tiles issued right after each warp's
+/// prologue loads instead of one) must give the default order's bits, in the modes whose kernel
+/// pairs its tiles (turbo4's 5- and 6-stage rings; the others keep one tile per iteration and
+/// ignore the flag, so they are checked too as unchanged), head dims 64 and 128, GQA 1 to 8,
+/// lengths 1-4097 (warps with no tile, one, two, and more than the ring holds). On the CPU both
+/// end in MLX's "CUDA" error.
+#[test]
+fn first_two_ring_tiles_after_the_prologue_loads_are_bit_identical() {
+    let checked = flag_bit_identity(
+        "first_two_ring_tiles_after_the_prologue_loads_are_bit_identical",
+        "MLXCEL_MMA_QFIRST2",
+        &["turbo4", "int8"],
+        MMA_SHAPES_GQA_1_TO_8,
+        MMA_LENS,
+        1,
+    );
+    if checked > 0 {
+        eprintln!(
+            "first two ring tiles after the prologue loads: {checked} bit-identity checks on CUDA"
+        );
+    }
+}
+
 /// `MLXCEL_MMA_COMBINE_SWZ` (the warps' partials stored for the CTA's combine in a
 /// bank-swizzled layout) must give the plain layout's bits: every format the kernel serves with
 /// the boundary layers' fp16+int8, head dims 64 and 128 and GQA 1, 4, 7 and 8 (the swizzle's

@@ -1052,6 +1052,10 @@ fn decode(
                     "QFIRST1",
                     TemplateArg::Bool(mma_qfirst1(k.format, v.format)),
                 )
+                .template(
+                    "QFIRST2",
+                    TemplateArg::Bool(pair && flags::MMA_QFIRST2.enabled()),
+                )
                 .template("KT", TemplateArg::Bool(flags::MMA_KT.enabled() || pair))
                 .template("PAIR", TemplateArg::Bool(pair))
                 .template("RFE", TemplateArg::Bool(flags::MMA_REFILL_EARLY.enabled()))

@@ -31,7 +31,7 @@
 // staging swizzled for conflict-free fragment reads; bit-identical), FILLW (the pair table
 // filled by warps without a q head, its codebook loaded first; bit-identical), QFIRST (the
 // ring's first copies issued right after each warp's prologue loads; bit-identical), QFIRST1
-// (only the first of them),
+// (only the first of them), QFIRST2 (with QFIRST1 and PAIR, the first two: a pair's first wait),
 // KT (S computed transposed, S^T = K q^T with the decoded K as the A operand; below the K phase),
 // PAIR (with KT: two tiles per loop iteration, one softmax update; the tile loop below), RFE
 // (each iteration refills the slot freed by the previous one before its wait, one more copy in
@@ -246,7 +246,11 @@ auto q_chunk = [](int row, int n) -> int {
 // first tile's wait gone (82 -> 5 samples) but the barrier's wait grown (45 -> 324), the warps
 // arriving late from issuing 4 tiles of copies.
 constexpr bool QF = QFIRST || QFIRST1;
-constexpr int EARLY_TILES = QF ? (QFIRST1 ? 1 : STAGES - 1) : 0;
+// QFIRST2 (with QFIRST1 and PAIR): the first two tiles early instead of one. Why: the paired
+// loop's first wait needs tiles 0 and 1, so with one early tile every warp still waited for a
+// copy issued at the barrier (the timeline of session 46 at 32K: barrier ~2.1 us after entry,
+// first pair ~4.1 us; QFIRST1 was measured in session 21, before pairs).
+constexpr int EARLY_TILES = QF ? (QFIRST1 ? ((QFIRST2 && PAIR) ? 2 : 1) : STAGES - 1) : 0;
 #ifdef MLXCEL_ATTN_APPEND
 // MLXCEL_ATTN_APPEND (the attention-append source only: decode_attention.rs): the CTA whose
 // split holds the new position len - 1 writes the step's keys and values into the cache in
