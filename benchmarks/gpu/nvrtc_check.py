@@ -173,6 +173,13 @@ CSWZ = "true" if os.environ.get("NVRTC_CSWZ", "0") == "1" else "false"
 RTAB = "false" if os.environ.get("NVRTC_RTAB", "1") == "0" else "true"
 # The first two ring tiles early in paired loops (MLXCEL_MMA_QFIRST2, off); NVRTC_QFIRST2=1 compiles them.
 QFIRST2 = "true" if os.environ.get("NVRTC_QFIRST2", "0") == "1" else "false"
+# The refill's factor rows in one copy (MLXCEL_MMA_FCOPY1) and masked V factors zeroed (MLXCEL_MMA_VZERO), off; NVRTC_FCP1=1 / NVRTC_VZ=1 compile them.
+FCP1 = "true" if os.environ.get("NVRTC_FCP1", "0") == "1" else "false"
+VZ = "true" if os.environ.get("NVRTC_VZ", "0") == "1" else "false"
+# The combine's weights once per (warp, head) (MLXCEL_MMA_COMBINE_W1, off); NVRTC_CW=1 compiles them.
+CW = "true" if os.environ.get("NVRTC_CW", "0") == "1" else "false"
+# 12-warp CTAs for the append kernels without the pair table (MLXCEL_MMA_WIDE_PLAIN, off); NVRTC_WIDE_PLAIN=1 compiles them.
+WIDE_PLAIN = os.environ.get("NVRTC_WIDE_PLAIN", "0") == "1"
 
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
 
@@ -218,7 +225,7 @@ def main():
                         rope, trad, fold, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw, qfirst, qfirst1, kt, pair, rfe = (b(v[f]) for f in MMA_FLAGS)
                         if rope == "true" and qt != "__half":
                             continue
-                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                                   f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot)}; constexpr bool ROT_V = {b(vf >= 2 or (rot and kf == 1))}; "
                                   f"constexpr int STAGES = {min(stages, 4) if wide16 == 'true' else stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
                                   f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")
@@ -238,7 +245,9 @@ def main():
             name = f"mma append k{kf} v{vf} d{d} g{gqa} fold={fold} trad={trad}"
             if sel and not any(x in name for x in sel):
                 continue
-            table = kf == 4 or vf == 4
+            # The pair table serves V only alongside turbo4 K (mma_luts): fp16 K with turbo4 V
+            # (turbo4-asym) runs without it, in 4-warp CTAs (12 with NVRTC_WIDE_PLAIN=1).
+            table = kf == 4
             v = dict(DEFAULT_VARIANT, fold=fold == "true", trad=trad == "true", lutk=kf == 4, lutv=vf == 4, luti=table,
                      wide=table, qfirst1=not (kf == 0 and vf == 4))
             _, _, _, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw, qfirst, qfirst1, kt, pair, rfe = (b(v[f]) for f in MMA_FLAGS)
@@ -246,7 +255,7 @@ def main():
             stages = min(6, max(3, -(-8192 // stage) + 1))
             pair = b(v["pair"] and stages >= 5)
             kt = b(v["kt"] or pair == "true")
-            consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {12 if table else 4}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+            consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {12 if table or WIDE_PLAIN else 4}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                       f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(kf == 4)}; constexpr bool ROT_V = {b(vf == 4)}; "
                       f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = true; constexpr bool TRAD = {trad}; "
                       f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = __half;\n")

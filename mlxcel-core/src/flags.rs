@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 68;
+const SLOTS: usize = 72;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1227,6 +1227,65 @@ pub const MMA_QFIRST2: Flag = Flag {
     slot: 66,
 };
 
+/// The tensor-core decode kernel's ring refill copies both sides' factor rows (turbo4 or int8
+/// keys and values: 32 bytes each, adjacent in a slot) with one predicated copy on lanes 0-3
+/// against a bound computed once, instead of one copy per side that each rebuild their bound
+/// (`FCP1` in `cuda/decode_attention_mma.cu`). Why: the kernel's paired loop is partly
+/// issue-bound (H200, session 47: 61% of cycles issuing, 1.12 eligible warps per scheduler); NVRTC
+/// SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 619 instructions per pair. The same chunks
+/// into the same bytes: bit-identical. Off until measured on the H200; 1 turns it on.
+pub const MMA_FCOPY1: Flag = Flag {
+    name: "MLXCEL_MMA_FCOPY1",
+    default: false,
+    doc: "tensor-core decode kernel: the ring refill's factor rows in one copy (bit-identical; 1 = on)",
+    slot: 67,
+};
+
+/// The tensor-core decode kernel's transposed-score softmax (the paired loop's) zeroes a masked
+/// token's V factor where it masks the token's scores, and folds the factors into the weights
+/// without a compare and a select per weight (`VZ` in `cuda/decode_attention_mma.cu`). Why: the
+/// select only kept a masked token's factor (a never-written slot may hold NaN) out of the
+/// weights; NVRTC SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 621 instructions per pair.
+/// Bit-identical: weights and factors are >= 0, so a zero weight gives +0 either way (only a
+/// stored factor of +inf with a zero weight would differ: NaN against 0). Off until measured on
+/// the H200; 1 turns it on.
+pub const MMA_VZERO: Flag = Flag {
+    name: "MLXCEL_MMA_VZERO",
+    default: false,
+    doc: "tensor-core decode kernel: masked tokens' V factors zeroed instead of a select per softmax weight (bit-identical; 1 = on)",
+    slot: 68,
+};
+
+/// The tensor-core decode kernel's combine of its warps computes each warp's weight per head
+/// (`exp2f(m_w - M)`) once, into shared memory behind one more barrier, instead of in every
+/// output of the head (`CW` in `cuda/decode_attention_mma.cu`: D outputs per head, each with
+/// the warps' maximum and exponentials). Why: the timeline (H200, session 46) put ~2 us between
+/// the slowest warp's loop end and the CTA's end at 32K and 128K alike, DRAM idle, with the
+/// combine's barrier and short-scoreboard stalls in it. The same weights from the same
+/// arguments, summed in the same order: bit-identical. Off until measured; 1 turns it on.
+pub const MMA_COMBINE_W1: Flag = Flag {
+    name: "MLXCEL_MMA_COMBINE_W1",
+    default: false,
+    doc: "tensor-core decode kernel: the warps' combine weights computed once per warp and head (bit-identical; 1 = on)",
+    slot: 69,
+};
+
+/// With [`MMA_WIDE`], the tensor-core decode kernels without the turbo4 pair table (fp16 or
+/// int8 keys: the turbo modes' boundary layers with fp16 keys and int8 values, turbo4-asym's
+/// fp16 keys with turbo4 values, int8) also run CTAs of 12 warps where their ring fits (one CTA
+/// per SM) instead of CTAs of 4 (two or three per SM). Why: the boundary layers' 4-warp launch
+/// at 128K runs at 86% of the copy roofline with its CTAs ending 88 to 106 us apart (H200,
+/// session 46's timeline), 2 CTAs of 4 warps per SM; 12 warps per SM put half as many more bytes
+/// in flight there, and one CTA per SM halves the CTAs that each pay the prologue and the
+/// combine. Each warp's tiles change, so outputs differ from 4-warp CTAs in rounding only.
+/// Off until measured on the H200; 1 turns it on.
+pub const MMA_WIDE_PLAIN: Flag = Flag {
+    name: "MLXCEL_MMA_WIDE_PLAIN",
+    default: false,
+    doc: "tensor-core decode kernels without the pair table (fp16 or int8 keys) in 12-warp CTAs where they fit (rounding differs; 1 = on)",
+    slot: 70,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1340,6 +1399,10 @@ pub const ALL: &[Flag] = &[
     ROPE_TABLE,
     MMA_QFIRST_ASYM,
     MMA_QFIRST2,
+    MMA_FCOPY1,
+    MMA_VZERO,
+    MMA_COMBINE_W1,
+    MMA_WIDE_PLAIN,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

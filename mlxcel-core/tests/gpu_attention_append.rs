@@ -282,3 +282,30 @@ fn first_two_ring_tiles_early_keep_the_attention_launches_bit_identical() {
         "4 modes x 4 shapes x 3 steps (on CUDA: {on_cuda})"
     );
 }
+
+/// `MLXCEL_MMA_FCOPY1`, `MLXCEL_MMA_VZERO` and `MLXCEL_MMA_COMBINE_W1` (the ring refill's factor
+/// rows in one copy, masked V factors zeroed instead of selects, the combine's weights once per
+/// warp and head) must each leave the attention append and the attention launch bit-identical:
+/// a short prefill (the new position in its warp's first tile, masked tokens after it) and a
+/// ~3K one, at both head dims.
+#[test]
+fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() {
+    let shapes = [
+        (32, 8, 128, false, 10),
+        (28, 4, 64, true, 3001),
+        (32, 8, 128, false, 3001),
+    ];
+    for flag in [
+        "MLXCEL_MMA_FCOPY1",
+        "MLXCEL_MMA_VZERO",
+        "MLXCEL_MMA_COMBINE_W1",
+    ] {
+        let steps_checked = flag_keeps_the_attention_launches_bit_identical(
+            "refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical",
+            flag,
+            &shapes,
+        );
+        eprintln!("{flag}: {steps_checked} steps bit-identical with and without it");
+        assert_eq!(steps_checked, 36, "4 modes x 3 shapes x 3 steps");
+    }
+}

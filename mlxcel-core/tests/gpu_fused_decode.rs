@@ -679,6 +679,34 @@ fn first_two_ring_tiles_after_the_prologue_loads_are_bit_identical() {
     }
 }
 
+/// `MLXCEL_MMA_FCOPY1` (the ring refill's factor rows in one copy), `MLXCEL_MMA_VZERO` (masked
+/// tokens' V factors zeroed instead of a select per softmax weight) and `MLXCEL_MMA_COMBINE_W1`
+/// (the combine's weights once per warp and head) must each give the default kernel's bits:
+/// every format the tensor-core kernel serves with the boundary layers' fp16+int8, head dims 64
+/// and 128, GQA 1 to 8, lengths 1-4097 (masked tokens in a sequence's last tile, warps with no
+/// tile). On the CPU both sides end in MLX's "CUDA" error.
+#[test]
+fn refill_softmax_and_combine_trims_are_bit_identical() {
+    let modes: Vec<&str> = MMA_MODES.iter().copied().chain(["fp16+int8"]).collect();
+    for flag in [
+        "MLXCEL_MMA_FCOPY1",
+        "MLXCEL_MMA_VZERO",
+        "MLXCEL_MMA_COMBINE_W1",
+    ] {
+        let checked = flag_bit_identity(
+            "refill_softmax_and_combine_trims_are_bit_identical",
+            flag,
+            &modes,
+            MMA_SHAPES_GQA_1_TO_8,
+            MMA_LENS,
+            1,
+        );
+        if checked > 0 {
+            eprintln!("{flag}: {checked} bit-identity checks on CUDA");
+        }
+    }
+}
+
 /// `MLXCEL_MMA_COMBINE_SWZ` (the warps' partials stored for the CTA's combine in a
 /// bank-swizzled layout) must give the plain layout's bits: every format the kernel serves with
 /// the boundary layers' fp16+int8, head dims 64 and 128 and GQA 1, 4, 7 and 8 (the swizzle's
@@ -798,6 +826,17 @@ fn lighter_last_split_matches_the_reference() {
     flag_within_parity(
         "lighter_last_split_matches_the_reference",
         "MLXCEL_MMA_LIGHT_LAST",
+    );
+}
+
+/// `MLXCEL_MMA_WIDE_PLAIN` (12-warp CTAs for the kernels without the pair table: fp16 or int8
+/// keys) gives each warp other tiles, so the softmax sums in another order: parity bound, in
+/// every format (turbo4's kernel, which has the table, must be unchanged by it).
+#[test]
+fn wide_plain_ctas_match_the_reference() {
+    flag_within_parity(
+        "wide_plain_ctas_match_the_reference",
+        "MLXCEL_MMA_WIDE_PLAIN",
     );
 }
 

@@ -47,7 +47,9 @@ fn mma_stages(stage: usize) -> usize {
 /// group (8 x D f32), then the warp rings, reused after the loop for the warp merge.
 fn mma_shared_bytes(stage: usize, stages: usize, d: usize, gqa: usize, warps: usize) -> usize {
     let ring = warps * stages * stage;
-    let merge = 4 * (warps * gqa * d + 2 * warps * 8);
+    // The warps' partials, maxima and sums, and with `MLXCEL_MMA_COMBINE_W1` their weights and
+    // each head's maximum (the kernel asserts that the ring holds them all).
+    let merge = 4 * (warps * gqa * d + 3 * warps * 8 + 8);
     8 * d * 4 + ring.max(merge)
 }
 
@@ -913,9 +915,12 @@ fn decode(
                 .rev()
                 .find_map(|st| fits(MMA_WIDE16_WARPS, st))
         };
-        let wide = if !(table && flags::MMA_WIDE.enabled()) {
+        // Kernels without the table (fp16 or int8 keys) take 12-warp CTAs only with
+        // MLXCEL_MMA_WIDE_PLAIN, and never 16.
+        let wide_plain = !table && flags::MMA_WIDE_PLAIN.enabled();
+        let wide = if !((table || wide_plain) && flags::MMA_WIDE.enabled()) {
             None
-        } else if flags::MMA_WIDE16.enabled() {
+        } else if table && flags::MMA_WIDE16.enabled() {
             wide16().or_else(|| fits(MMA_WIDE_WARPS, stages))
         } else {
             fits(MMA_WIDE_WARPS, stages)
@@ -1056,6 +1061,9 @@ fn decode(
                     "QFIRST2",
                     TemplateArg::Bool(pair && flags::MMA_QFIRST2.enabled()),
                 )
+                .template("FCP1", TemplateArg::Bool(flags::MMA_FCOPY1.enabled()))
+                .template("VZ", TemplateArg::Bool(flags::MMA_VZERO.enabled()))
+                .template("CW", TemplateArg::Bool(flags::MMA_COMBINE_W1.enabled()))
                 .template("KT", TemplateArg::Bool(flags::MMA_KT.enabled() || pair))
                 .template("PAIR", TemplateArg::Bool(pair))
                 .template("RFE", TemplateArg::Bool(flags::MMA_REFILL_EARLY.enabled()))

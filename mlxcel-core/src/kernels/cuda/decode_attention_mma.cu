@@ -30,7 +30,10 @@
 // falls below 2^-126, which fp16 P and the fp32 sums could not hold anyway), QSWZ (q's
 // staging swizzled for conflict-free fragment reads; bit-identical), FILLW (the pair table
 // filled by warps without a q head, its codebook loaded first; bit-identical), QFIRST (the
-// ring's first copies issued right after each warp's prologue loads; bit-identical), QFIRST1
+// ring's first copies issued right after each warp's prologue loads; bit-identical), FCP1 (the
+// refill's factor rows in one copy; bit-identical: at issue_next), VZ (masked tokens' V factors
+// zeroed instead of a select per softmax weight, KT's softmax; bit-identical: at update_t), CW
+// (the CTA's combine computes each warp's weight per head once; bit-identical: at the combine), QFIRST1
 // (only the first of them), QFIRST2 (with QFIRST1 and PAIR, the first two: a pair's first wait),
 // KT (S computed transposed, S^T = K q^T with the decoded K as the A operand; below the K phase),
 // PAIR (with KT: two tiles per loop iteration, one softmax update; the tile loop below), RFE
@@ -192,6 +195,12 @@ int next_t0 = (tb + warp) * 16;
 const unsigned char* kp = kg + static_cast<long long>(next_t0) * KROW + lane * 16;
 const unsigned char* vp = vg + static_cast<long long>(next_t0) * VROW + lane * 16;
 const unsigned char* fp = (lane < 2 ? kag + lane * 16 : vag + (lane - 2) * 16) + static_cast<long long>(next_t0) * 2;
+// FCP1 (with two factor sides): the factor rows' copy of issue_next as one copy on lanes 0-3
+// against a bound computed once (cap - 8 for the second 8 rows of a chunk) instead of one copy
+// per side, each recomputing its bound (NVRTC SASS of the turbo4 pair loop: each refill
+// reloads cap and builds two predicates). The same chunks into the same bytes: bit-identical.
+constexpr bool FCP1_ON = FCP1 && KFMT != 0 && VFMT != 0;
+const int fcap = cap - 8 * (lane & 1);
 auto issue_next = [&](unsigned char* st) {
   const int rem = len - next_t0;  // rows of this tile inside the sequence
 #pragma unroll
@@ -204,11 +213,17 @@ auto issue_next = [&](unsigned char* st) {
     const int ch = lane + 32 * j, row = ch * 16 / VROW;
     mlxcel_mma::cp_async16(st + K_BYTES + swz_chunk(ch, v_swz(row)) * 16, vp + 512 * j, row < rem);
   }
-  if constexpr (KFMT != 0) {
-    if (lane < 2) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + lane * 16, fp, next_t0 + 8 * lane < cap);
-  }
-  if constexpr (VFMT != 0) {
-    if (lane >= 2 && lane < 4) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + KA_BYTES + (lane - 2) * 16, fp, next_t0 + 8 * (lane - 2) < cap);
+  if constexpr (FCP1_ON) {
+    // FCP1: both sides' factor rows are 32 bytes each and adjacent in the slot, so lanes 0-3
+    // copy them with one predicated copy (lane & 1: the chunk's second 8 rows).
+    if (lane < 4) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + lane * 16, fp, next_t0 < fcap);
+  } else {
+    if constexpr (KFMT != 0) {
+      if (lane < 2) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + lane * 16, fp, next_t0 + 8 * lane < cap);
+    }
+    if constexpr (VFMT != 0) {
+      if (lane >= 2 && lane < 4) mlxcel_mma::cp_async16(st + K_BYTES + V_BYTES + KA_BYTES + (lane - 2) * 16, fp, next_t0 + 8 * (lane - 2) < cap);
+    }
   }
   kp += static_cast<long long>(TSTRIDE) * KROW;
   vp += static_cast<long long>(TSTRIDE) * VROW;
@@ -571,6 +586,12 @@ auto scores_t = [&](const unsigned char* st, int t0, const float (&sacc)[4], flo
   }
   if (t0 + r >= len) sc[0] = sc[1] = mlxcel_fd::neg_inf();
   if (t0 + 8 + r >= len) sc[2] = sc[3] = mlxcel_fd::neg_inf();
+  if constexpr (VZ) {
+    // VZ: a masked token's V factor (a never-written slot may hold NaN) is zeroed here, so
+    // update_t can fold the factors into P without a select per weight (below).
+    if (t0 + r >= len) vf[0] = 0.0f;
+    if (t0 + 8 + r >= len) vf[1] = 0.0f;
+  }
 };
 // update_t: the online softmax over N tiles' scores (sc[N][4], vf[N][2]): each head's max over
 // the tiles' tokens (this lane's, then across r; every tile's first token is inside the
@@ -600,8 +621,17 @@ auto update_t = [&](auto& sc, auto& vf, mlxcel_mma::u32* pb) {
     // 0; transposed in registers they are P^T's B fragments (tokens 2c, 2c + 1 / 8 + 2c,
     // 9 + 2c of head r).
     const float v0 = vf[n][0], v1 = vf[n][1];
-    pb[2 * n] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(p0 > 0.0f ? p0 * v0 : 0.0f, p1 > 0.0f ? p1 * v0 : 0.0f));
-    pb[2 * n + 1] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(p2 > 0.0f ? p2 * v1 : 0.0f, p3 > 0.0f ? p3 * v1 : 0.0f));
+    // Without VZ a weight is p * v where p > 0 and exactly 0 elsewhere (a masked token's p is
+    // 0 and its factor may be NaN). With VZ (masked factors zeroed by scores_t) p * v alone is
+    // the same value: p >= 0 and v >= 0 finite (a norm or an absmax scale), so p = 0 gives +0
+    // either way. Only a stored factor of +inf with p = 0 would differ (NaN against 0).
+    if constexpr (VZ) {
+      pb[2 * n] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(p0 * v0, p1 * v0));
+      pb[2 * n + 1] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(p2 * v1, p3 * v1));
+    } else {
+      pb[2 * n] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(p0 > 0.0f ? p0 * v0 : 0.0f, p1 > 0.0f ? p1 * v0 : 0.0f));
+      pb[2 * n + 1] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(p2 > 0.0f ? p2 * v1 : 0.0f, p3 > 0.0f ? p3 * v1 : 0.0f));
+    }
   }
   l_run = l_run * a0 + s0;
   l_run1 = l_run1 * a1 + s1;
@@ -928,18 +958,40 @@ for (int j = 0; j < MT; ++j) {
   }
 }
 __syncthreads();
+// CW: each warp's weight per head, exp2f(m_w - M), computed once by thread (w, g) into shared
+// memory (with each head's M) behind one more barrier, instead of by every output of the head
+// (D of them, NW exp2f and NW maxima each). Why: the timeline (session 46) put ~2 us between the
+// slowest warp's loop end and the CTA's end, and the combine's short_sb stalls and exponentials
+// are in it. The same weights from the same arguments, summed in the same order: bit-identical.
+float* wf = wl + NW * 8;  // CW: [NW][8] weights, then [8] maxima
+static_assert(!CW || (NW * GQA * D + NW * 8 * 3 + 8) * 4 <= NW * STAGES * STAGE, "the combine's scratch fits the ring");
+if constexpr (CW) {
+  if (tid < NW * GQA) {
+    const int w = tid / GQA, g = tid % GQA;
+    float M = mlxcel_fd::neg_inf();
+#pragma unroll
+    for (int u = 0; u < NW; ++u) M = fmaxf(M, wm[u * 8 + g]);
+    wf[w * 8 + g] = M != mlxcel_fd::neg_inf() ? exp2f(wm[w * 8 + g] - M) : 0.0f;
+    if (w == 0) wf[NW * 8 + g] = M;
+  }
+  __syncthreads();
+}
 for (int idx = tid; idx < GQA * D; idx += NT) {
   const int g = idx / D, d = idx % D;
   float M = mlxcel_fd::neg_inf();
+  if constexpr (CW) {
+    M = wf[NW * 8 + g];
+  } else {
 #pragma unroll
-  for (int w = 0; w < NW; ++w) M = fmaxf(M, wm[w * 8 + g]);
+    for (int w = 0; w < NW; ++w) M = fmaxf(M, wm[w * 8 + g]);
+  }
   float acc = 0.0f, L = 0.0f;
   if (M != mlxcel_fd::neg_inf()) {
 #pragma unroll
     for (int w = 0; w < NW; ++w) {
-      const float f = exp2f(wm[w * 8 + g] - M);
+      const float f = CW ? wf[w * 8 + g] : exp2f(wm[w * 8 + g] - M);
       acc = fmaf(f, wacc[wacc_at(w, g, d)], acc);
-      L = fmaf(f, wl[w * 8 + g], L);
+      if (!CW || d == 0) L = fmaf(f, wl[w * 8 + g], L);
     }
   }
   const long long row = (static_cast<long long>(b) * Hq + kvh * GQA + g) * S + split;
