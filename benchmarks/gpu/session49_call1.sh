@@ -16,6 +16,8 @@
 # - MLXCEL_MMA_WIDE_PLAIN: 12-warp CTAs for kernels without the table: turbo4's 4 boundary
 #   layers (fp16 K + int8 V, 86% of the copy roofline, CTAs spread 88-106 us) and turbo4-asym's
 #   28. Prediction: -0.01 to -0.04 ms for turbo4 at 128K; turbo4-asym unknown sign.
+# - MLXCEL_MMA_DEEP_PLAIN: the boundary layers' ring 3 -> 4 stages at the same 2 CTAs per SM
+#   (bit-identical). Prediction: -0.01 to -0.04 ms for turbo4 at 128K.
 #   xz -d .devcarry/bin/mlxcel.xz .devcarry/bin/tests/*.xz && chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session49_call1.sh
 set -uo pipefail
@@ -31,6 +33,7 @@ step_ab ab-cw1 MLXCEL_MMA_COMBINE_W1 turbo4 131072
 step_ab ab-cw1 MLXCEL_MMA_COMBINE_W1 turbo4 32768
 step_ab ab-lutv MLXCEL_MMA_LUT_V turbo4 131072
 step_ab ab-wplain MLXCEL_MMA_WIDE_PLAIN turbo4 131072
+step_ab ab-deep MLXCEL_MMA_DEEP_PLAIN turbo4 131072
 step_ab ab-wplain MLXCEL_MMA_WIDE_PLAIN turbo4-asym 131072
 step_ab ab-wplain MLXCEL_MMA_WIDE_PLAIN turbo4-asym 32768
 finish_call

@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 72;
+const SLOTS: usize = 73;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1286,6 +1286,20 @@ pub const MMA_WIDE_PLAIN: Flag = Flag {
     slot: 70,
 };
 
+/// The tensor-core decode kernels without the turbo4 pair table, in 4-warp CTAs, take the
+/// deepest ring (up to 6 stages) that keeps their CTAs per SM (`mma_deepest_same_occupancy` in
+/// kernels/decode_attention.rs): the turbo modes' boundary layers (fp16 keys, int8 values, D 128)
+/// go from 3 to 4 stages at 2 CTAs per SM. Why: that launch runs at 86% of the copy roofline at
+/// 128K with its CTAs ending 88 to 106 us apart (H200, session 46's timeline), the sign of warps
+/// waiting on latency with ~1.5 tiles in flight each. The same splits, tiles and arithmetic:
+/// bit-identical. Off until measured on the H200; 1 turns it on.
+pub const MMA_DEEP_PLAIN: Flag = Flag {
+    name: "MLXCEL_MMA_DEEP_PLAIN",
+    default: false,
+    doc: "tensor-core decode kernels without the pair table: the deepest ring that keeps their CTAs per SM (bit-identical; 1 = on)",
+    slot: 71,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1403,6 +1417,7 @@ pub const ALL: &[Flag] = &[
     MMA_VZERO,
     MMA_COMBINE_W1,
     MMA_WIDE_PLAIN,
+    MMA_DEEP_PLAIN,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

@@ -283,9 +283,10 @@ fn first_two_ring_tiles_early_keep_the_attention_launches_bit_identical() {
     );
 }
 
-/// `MLXCEL_MMA_FCOPY1`, `MLXCEL_MMA_VZERO` and `MLXCEL_MMA_COMBINE_W1` (the ring refill's factor
-/// rows in one copy, masked V factors zeroed instead of selects, the combine's weights once per
-/// warp and head) must each leave the attention append and the attention launch bit-identical:
+/// `MLXCEL_MMA_FCOPY1`, `MLXCEL_MMA_VZERO`, `MLXCEL_MMA_COMBINE_W1` and `MLXCEL_MMA_DEEP_PLAIN`
+/// (the ring refill's factor rows in one copy, masked V factors zeroed instead of selects, the
+/// combine's weights once per warp and head, a deeper ring for the kernels without the pair
+/// table) must each leave the attention append and the attention launch bit-identical:
 /// a short prefill (the new position in its warp's first tile, masked tokens after it) and a
 /// ~3K one, at both head dims.
 #[test]
@@ -299,6 +300,7 @@ fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() 
         "MLXCEL_MMA_FCOPY1",
         "MLXCEL_MMA_VZERO",
         "MLXCEL_MMA_COMBINE_W1",
+        "MLXCEL_MMA_DEEP_PLAIN",
     ] {
         let steps_checked = flag_keeps_the_attention_launches_bit_identical(
             "refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical",

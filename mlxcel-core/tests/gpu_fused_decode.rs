@@ -680,8 +680,10 @@ fn first_two_ring_tiles_after_the_prologue_loads_are_bit_identical() {
 }
 
 /// `MLXCEL_MMA_FCOPY1` (the ring refill's factor rows in one copy), `MLXCEL_MMA_VZERO` (masked
-/// tokens' V factors zeroed instead of a select per softmax weight) and `MLXCEL_MMA_COMBINE_W1`
-/// (the combine's weights once per warp and head) must each give the default kernel's bits:
+/// tokens' V factors zeroed instead of a select per softmax weight), `MLXCEL_MMA_COMBINE_W1`
+/// (the combine's weights once per warp and head) and `MLXCEL_MMA_DEEP_PLAIN` (a deeper ring at
+/// the same CTAs per SM for the kernels without the pair table) must each give the default
+/// kernel's bits:
 /// every format the tensor-core kernel serves with the boundary layers' fp16+int8, head dims 64
 /// and 128, GQA 1 to 8, lengths 1-4097 (masked tokens in a sequence's last tile, warps with no
 /// tile). On the CPU both sides end in MLX's "CUDA" error.
@@ -692,6 +694,7 @@ fn refill_softmax_and_combine_trims_are_bit_identical() {
         "MLXCEL_MMA_FCOPY1",
         "MLXCEL_MMA_VZERO",
         "MLXCEL_MMA_COMBINE_W1",
+        "MLXCEL_MMA_DEEP_PLAIN",
     ] {
         let checked = flag_bit_identity(
             "refill_softmax_and_combine_trims_are_bit_identical",

@@ -40,7 +40,7 @@ fn mma_stage_bytes(kfmt: i32, vfmt: i32, d: usize) -> usize {
 /// Ring depth: enough slots that ~8 KiB per warp are in flight while one is computed
 /// (H200: ~36 KB in flight per SM covers HBM latency at full bandwidth), at least 3.
 fn mma_stages(stage: usize) -> usize {
-    (8192usize.div_ceil(stage) + 1).clamp(3, 6)
+    (8192usize.div_ceil(stage) + 1).clamp(3, MMA_MAX_STAGES)
 }
 
 /// Dynamic shared memory of the tensor-core kernel with `warps` warps per CTA: q of the
@@ -87,6 +87,26 @@ fn mma_target_ctas(shared: usize) -> usize {
     let by_shared = SM_SHARED_BYTES / (shared + CTA_RESERVED_SHARED);
     SMS * by_shared.clamp(1, MMA_MAX_CTAS_PER_SM)
 }
+
+/// Deepest ring from `stages` up to [`MMA_MAX_STAGES`] that keeps as many 4-warp CTAs per SM as
+/// `stages` does ([`flags::MMA_DEEP_PLAIN`]): the same splits and tiles per warp, more copies in
+/// flight per warp. The boundary layers' fp16-key / int8-value kernel at D = 128 goes from 3 to 4
+/// stages (2 CTAs per SM either way); turbo4-asym's and int8's stay at 3 (a fourth stage would
+/// cost a CTA per SM).
+fn mma_deepest_same_occupancy(stage: usize, stages: usize, d: usize, gqa: usize) -> usize {
+    let per_sm = |st: usize| {
+        let shared = mma_shared_bytes(stage, st, d, gqa, MMA_WARPS);
+        (SM_SHARED_BYTES / (shared + CTA_RESERVED_SHARED)).min(MMA_MAX_CTAS_PER_SM)
+    };
+    let want = per_sm(stages);
+    (stages..=MMA_MAX_STAGES)
+        .take_while(|&st| per_sm(st) == want)
+        .last()
+        .unwrap_or(stages)
+}
+
+/// Deepest ring the stage formula gives ([`mma_stages`]).
+const MMA_MAX_STAGES: usize = 6;
 
 /// Which sides of the tensor-core kernel decode turbo4 through the pair table: K when the
 /// flag is on, V only alongside K ([`flags::MMA_LUT_V`]: alone it measured slower).
@@ -925,11 +945,18 @@ fn decode(
         } else {
             fits(MMA_WIDE_WARPS, stages)
         };
-        let (stages, base, warps) = wide.unwrap_or((
-            stages,
-            mma_shared_bytes(stage, stages, d, gqa, MMA_WARPS),
-            MMA_WARPS,
-        ));
+        let (stages, base, warps) = wide.unwrap_or_else(|| {
+            let stages = if !table && flags::MMA_DEEP_PLAIN.enabled() {
+                mma_deepest_same_occupancy(stage, stages, d, gqa)
+            } else {
+                stages
+            };
+            (
+                stages,
+                mma_shared_bytes(stage, stages, d, gqa, MMA_WARPS),
+                MMA_WARPS,
+            )
+        });
         (stages, base + lut, warps)
     });
     let splits = split_override
@@ -1137,9 +1164,9 @@ pub fn mma_pair(stages: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{
-        fold_fits, fold_inputs, length_marker, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages,
-        qkv_encode_tickets, TimingProbe, FOLD_MAX_BH, FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS,
-        FOLD_SLOTS, MMA_PAIR_MIN_STAGES,
+        fold_fits, fold_inputs, length_marker, mma_deepest_same_occupancy, mma_pair, mma_qfirst1,
+        mma_stage_bytes, mma_stages, qkv_encode_tickets, TimingProbe, FOLD_MAX_BH,
+        FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS, FOLD_SLOTS, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
@@ -1160,6 +1187,24 @@ mod tests {
             assert_eq!(mma_qfirst1(k, v), on, "k format {k}, v format {v}");
         }
         assert!(!mma_qfirst1(FORMAT_FP16, 4));
+    }
+
+    /// `MLXCEL_MMA_DEEP_PLAIN`'s ring: the boundary layers' fp16 K + int8 V at D = 128 gains a
+    /// stage at 2 CTAs per SM; turbo4-asym's fp16 K + turbo4 V (3 CTAs per SM) and int8 (4) keep
+    /// theirs; a ring already at the most stages stays.
+    #[test]
+    fn deeper_plain_rings_keep_the_ctas_per_sm() {
+        let deepest = |k: i32, v: i32, d: usize| {
+            let stage = mma_stage_bytes(k, v, d);
+            (
+                mma_stages(stage),
+                mma_deepest_same_occupancy(stage, mma_stages(stage), d, 4),
+            )
+        };
+        assert_eq!(deepest(FORMAT_FP16, FORMAT_INT8, 128), (3, 4));
+        assert_eq!(deepest(FORMAT_FP16, 4, 128), (3, 3));
+        assert_eq!(deepest(FORMAT_INT8, FORMAT_INT8, 128), (3, 3));
+        assert_eq!(deepest(4, 4, 64).1, MMA_MAX_STAGES);
     }
 
     /// Paired tiles only where the ring leaves copies in flight during a pair: turbo4's 5-stage
