@@ -287,15 +287,11 @@ fn first_two_ring_tiles_early_keep_the_attention_launches_bit_identical() {
 /// (the ring refill's factor rows in one copy, masked V factors zeroed instead of selects, the
 /// combine's weights once per warp and head, a deeper ring for the kernels without the pair
 /// table) must each leave the attention append and the attention launch bit-identical:
-/// a short prefill (the new position in its warp's first tile, masked tokens after it) and a
-/// ~3K one, at both head dims.
+/// a short prefill at head_dim 128 (the new position in its warp's first tile, masked tokens
+/// after it) and a ~3K one at head_dim 64.
 #[test]
 fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() {
-    let shapes = [
-        (32, 8, 128, false, 10),
-        (28, 4, 64, true, 3001),
-        (32, 8, 128, false, 3001),
-    ];
+    let shapes = [(32, 8, 128, false, 10), (28, 4, 64, true, 3001)];
     for flag in [
         "MLXCEL_MMA_FCOPY1",
         "MLXCEL_MMA_VZERO",
@@ -308,6 +304,6 @@ fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() 
             &shapes,
         );
         eprintln!("{flag}: {steps_checked} steps bit-identical with and without it");
-        assert_eq!(steps_checked, 36, "4 modes x 3 shapes x 3 steps");
+        assert_eq!(steps_checked, 24, "4 modes x 2 shapes x 3 steps");
     }
 }

@@ -679,28 +679,34 @@ fn first_two_ring_tiles_after_the_prologue_loads_are_bit_identical() {
     }
 }
 
-/// `MLXCEL_MMA_FCOPY1` (the ring refill's factor rows in one copy), `MLXCEL_MMA_VZERO` (masked
-/// tokens' V factors zeroed instead of a select per softmax weight), `MLXCEL_MMA_COMBINE_W1`
-/// (the combine's weights once per warp and head) and `MLXCEL_MMA_DEEP_PLAIN` (a deeper ring at
-/// the same CTAs per SM for the kernels without the pair table) must each give the default
-/// kernel's bits:
-/// every format the tensor-core kernel serves with the boundary layers' fp16+int8, head dims 64
-/// and 128, GQA 1 to 8, lengths 1-4097 (masked tokens in a sequence's last tile, warps with no
+/// Session 48's trims must each give the default kernel's bits, checked where the flag changes
+/// the build (elsewhere both sides run the same kernel):
+/// - `MLXCEL_MMA_FCOPY1` (the ring refill's factor rows in one copy): kernels with factors on
+///   both sides, turbo4 and int8;
+/// - `MLXCEL_MMA_VZERO` (masked tokens' V factors zeroed instead of a select per softmax
+///   weight): the transposed-score softmax of turbo4's paired loop;
+/// - `MLXCEL_MMA_COMBINE_W1` (the combine's weights once per warp and head): every format, GQA
+///   1 to 8 (the weights are laid out per head);
+/// - `MLXCEL_MMA_DEEP_PLAIN` (a deeper ring at the same CTAs per SM): the boundary layers'
+///   fp16+int8, the one format whose ring it deepens.
+///
+/// Head dims 64 and 128, lengths 1-4097 (masked tokens in a sequence's last tile, warps with no
 /// tile). On the CPU both sides end in MLX's "CUDA" error.
 #[test]
 fn refill_softmax_and_combine_trims_are_bit_identical() {
-    let modes: Vec<&str> = MMA_MODES.iter().copied().chain(["fp16+int8"]).collect();
-    for flag in [
-        "MLXCEL_MMA_FCOPY1",
-        "MLXCEL_MMA_VZERO",
-        "MLXCEL_MMA_COMBINE_W1",
-        "MLXCEL_MMA_DEEP_PLAIN",
-    ] {
+    let all: Vec<&str> = MMA_MODES.iter().copied().chain(["fp16+int8"]).collect();
+    let cases: [(&str, &[&str], &[(usize, usize, usize)]); 4] = [
+        ("MLXCEL_MMA_FCOPY1", &["turbo4", "int8"], MMA_SHAPES),
+        ("MLXCEL_MMA_VZERO", &["turbo4"], MMA_SHAPES),
+        ("MLXCEL_MMA_COMBINE_W1", &all, MMA_SHAPES_GQA_1_TO_8),
+        ("MLXCEL_MMA_DEEP_PLAIN", &["fp16+int8"], MMA_SHAPES),
+    ];
+    for (flag, modes, shapes) in cases {
         let checked = flag_bit_identity(
             "refill_softmax_and_combine_trims_are_bit_identical",
             flag,
-            &modes,
-            MMA_SHAPES_GQA_1_TO_8,
+            modes,
+            shapes,
             MMA_LENS,
             1,
         );

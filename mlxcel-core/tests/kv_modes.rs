@@ -426,9 +426,15 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         .unwrap()
         .iter()
         .all(|c| c.mode_name() == "turbo4"));
-    // int8, rotated-int8 and fp16-key / 8-bit-value boundary layers; anything coarser is
-    // refused by name.
-    for ends in ["int8", "int8r", "fp16+int8", "fp16+int8r"] {
+    // int8, rotated-int8 and fp16-key boundary layers with 8-bit or turbo4 values (the latter
+    // named turbo4-asym); anything coarser is refused by name.
+    for (ends, name) in [
+        ("int8", "int8"),
+        ("int8r", "int8r"),
+        ("fp16+int8", "fp16+int8"),
+        ("fp16+int8r", "fp16+int8r"),
+        ("fp16+turbo4", "turbo4-asym"),
+    ] {
         let names: Vec<String> = make_caches(&CacheSpec {
             boundary_mode: KvMode::parse(ends).unwrap(),
             ..spec
@@ -437,9 +443,13 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         .iter()
         .map(|c| c.mode_name())
         .collect();
-        assert_eq!(names, [ends, ends, "turbo4", "turbo4", ends, ends]);
+        assert_eq!(
+            names,
+            [name, name, "turbo4", "turbo4", name, name],
+            "{ends}"
+        );
     }
-    for bad in ["turbo4", "turbo4-asym", "int8+turbo4", "int8+int8r"] {
+    for bad in ["turbo4", "turbo3-asym", "int8+turbo4", "int8+int8r"] {
         let e = make_caches(&CacheSpec {
             boundary_mode: KvMode::parse(bad).unwrap(),
             ..spec
