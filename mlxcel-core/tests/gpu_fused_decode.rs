@@ -695,7 +695,9 @@ fn first_two_ring_tiles_after_the_prologue_loads_are_bit_identical() {
 #[test]
 fn refill_softmax_and_combine_trims_are_bit_identical() {
     let all: Vec<&str> = MMA_MODES.iter().copied().chain(["fp16+int8"]).collect();
-    let cases: [(&str, &[&str], &[(usize, usize, usize)]); 4] = [
+    /// (flag, the modes whose kernel it changes, shapes)
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [(usize, usize, usize)]);
+    let cases: [Case; 4] = [
         ("MLXCEL_MMA_FCOPY1", &["turbo4", "int8"], MMA_SHAPES),
         ("MLXCEL_MMA_VZERO", &["turbo4"], MMA_SHAPES),
         ("MLXCEL_MMA_COMBINE_W1", &all, MMA_SHAPES_GQA_1_TO_8),
