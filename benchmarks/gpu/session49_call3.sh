@@ -5,9 +5,10 @@
 #    steps), and the append against the separate append under MLXCEL_MMA_WIDE_PLAIN.
 # 2. The boundary layers' storage for turbo4 at 128K (two interleaved rounds, as the budget
 #    allows): fp16+int8 (the default), fp16+turbo4 (new in session 48: fp16 keys and turbo4
-#    values, turbo4-asym's cache and kernel; 322 of 388 bytes per position and head), int8r
+#    values, turbo4-asym's cache and kernel; 322 of 386 bytes per position and head), int8r
 #    (opt-in, -0.074 ms in session 47), fp16 in the same call. Quality on the CPU (session 48,
-#    turbo4 KLD against fp16+int8 ends): see 2026-12-04-h200-session48.md. Prediction:
+#    turbo4 KLD against fp16+int8 ends: +6.3% SmolLM2, +1.8% Qwen2.5-Coder-0.5B, +2.2% 1.5B;
+#    benchmarks/results/2026-12-04-kv-boundary-fp16-turbo4.md). Prediction:
 #    fp16+turbo4 -0.06 to -0.08 ms per 128K step (4 launches x ~19 us at turbo4-asym's rate).
 #   xz -d .devcarry/bin/mlxcel.xz .devcarry/bin/tests/*.xz && chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session49_call3.sh

@@ -265,8 +265,9 @@ fn on_cuda() -> bool {
 /// have large channels), rotated int8, or fp16 keys with int8 / int8r values (`fp16+int8`:
 /// on Qwen2.5-Coder-0.5B all of 8-bit storage's loss is in the keys: KLD 0.024 for int8
 /// keys, 0.00004 for int8 values) or with turbo4 values (`fp16+turbo4`, turbo4-asym's cache:
-/// exact keys at 322 of fp16+int8's 388 bytes per position and head at D = 128; turbo4's KLD
-/// +1.8% on Qwen2.5-Coder-0.5B and +6.3% on SmolLM2 against fp16+int8 ends, session 48), and
+/// exact keys at 322 of fp16+int8's 386 bytes per position and head at D = 128; turbo4's KLD
+/// +1.8% / +2.2% on Qwen2.5-Coder-0.5B / 1.5B and +6.3% on SmolLM2 against fp16+int8 ends,
+/// session 48), and
 /// nothing coarser; an error names the mode given.
 pub fn check_boundary_mode(mode: KvMode) -> Result<()> {
     use SideFormat::*;
