@@ -267,8 +267,7 @@ fn on_cuda() -> bool {
 /// keys, 0.00004 for int8 values) or with turbo4 values (`fp16+turbo4`, turbo4-asym's cache:
 /// exact keys at 322 of fp16+int8's 386 bytes per position and head at D = 128; turbo4's KLD
 /// +1.8% / +2.2% on Qwen2.5-Coder-0.5B / 1.5B and +6.3% on SmolLM2 against fp16+int8 ends,
-/// session 48), and
-/// nothing coarser; an error names the mode given.
+/// session 48), and nothing coarser; an error names the mode given.
 pub fn check_boundary_mode(mode: KvMode) -> Result<()> {
     use SideFormat::*;
     match (mode.k, mode.v) {
