@@ -284,6 +284,16 @@ table_rounds() {
   grep -h "boundary layers (the first" "$R"/*.err | sed -E 's/^.*(boundary layers)/\1/' | sort | uniq -c
 }
 
+# `issue_table KV...`: the issue's table as sessions 46-47 ran it: 128K round 1, 32K (128
+# tokens), 128K round 2, then 4K, each round rotating the --kv modes KV (config_rounds); runs
+# need 40 / 30 / 40 / 16 s of $BUDGET (set e2e_setup first).
+issue_table() {
+  config_rounds 131072 40 "1" "$@"
+  TOKENS=128 config_rounds 32768 30 "1" "$@"
+  config_rounds 131072 40 "2" "$@"
+  config_rounds 4096 16 "1" "$@"
+}
+
 # `gpu_test NAME SECONDS PATTERN [FILTER]`: runs the staged GPU test binary NAME
 # (.devcarry/bin/tests/NAME, benchmarks/gpu/stage.sh; only the tests matching FILTER if given)
 # one test at a time into $R/test-NAME.txt and prints its exit status with the lines matching

@@ -13,8 +13,5 @@ call_dir s47c2
 step_ab ab-rtab MLXCEL_ROPE_TABLE turbo4-asym 32768
 BUDGET=${BUDGET:-525}
 e2e_setup "$BUDGET" 90
-config_rounds 131072 40 "1" fp16 turbo4 turbo4-asym int8
-TOKENS=128 config_rounds 32768 30 "1" fp16 turbo4 turbo4-asym int8
-config_rounds 131072 40 "2" fp16 turbo4 turbo4-asym int8
-config_rounds 4096 16 "1" fp16 turbo4 turbo4-asym int8
+issue_table fp16 turbo4 turbo4-asym int8
 finish_call

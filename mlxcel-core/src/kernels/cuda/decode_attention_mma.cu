@@ -625,13 +625,9 @@ auto update_t = [&](auto& sc, auto& vf, mlxcel_mma::u32* pb) {
     // 0 and its factor may be NaN). With VZ (masked factors zeroed by scores_t) p * v alone is
     // the same value: p >= 0 and v >= 0 finite (a norm or an absmax scale), so p = 0 gives +0
     // either way. Only a stored factor of +inf with p = 0 would differ (NaN against 0).
-    if constexpr (VZ) {
-      pb[2 * n] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(p0 * v0, p1 * v0));
-      pb[2 * n + 1] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(p2 * v1, p3 * v1));
-    } else {
-      pb[2 * n] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(p0 > 0.0f ? p0 * v0 : 0.0f, p1 > 0.0f ? p1 * v0 : 0.0f));
-      pb[2 * n + 1] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(p2 > 0.0f ? p2 * v1 : 0.0f, p3 > 0.0f ? p3 * v1 : 0.0f));
-    }
+    auto weight = [](float p, float v) { return VZ ? p * v : (p > 0.0f ? p * v : 0.0f); };
+    pb[2 * n] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(weight(p0, v0), weight(p1, v0)));
+    pb[2 * n + 1] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(weight(p2, v1), weight(p3, v1)));
   }
   l_run = l_run * a0 + s0;
   l_run1 = l_run1 * a1 + s1;
