@@ -41,6 +41,9 @@ def compile_one(name, src, static_bound=None):
     err, prog = nvrtc.nvrtcCreateProgram(src.encode(), name.encode(), 0, [], [])
     opts = [b"--gpu-architecture=sm_90", b"-std=c++17", b"--ptxas-options=-v", b"-default-device"]
     opts += [("-I" + os.path.abspath(p)).encode() for p in INC]
+    # NVRTC_OPTS="..." (space-separated): more NVRTC options, e.g. --maxrregcount=168 to see
+    # what ptxas does with more registers than its default choice.
+    opts += [o.encode() for o in os.environ.get("NVRTC_OPTS", "").split()]
     (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
     err, size = nvrtc.nvrtcGetProgramLogSize(prog)
     log = b" " * size
@@ -178,6 +181,16 @@ FCP1 = "true" if os.environ.get("NVRTC_FCP1", "0") == "1" else "false"
 VZ = "true" if os.environ.get("NVRTC_VZ", "0") == "1" else "false"
 # The combine's weights once per (warp, head) (MLXCEL_MMA_COMBINE_W1, off); NVRTC_CW=1 compiles them.
 CW = "true" if os.environ.get("NVRTC_CW", "0") == "1" else "false"
+# The softmax's lazy rescale (MLXCEL_MMA_LAZY_RESCALE, off; with KT only); NVRTC_LAZY=1 compiles it.
+LAZY = os.environ.get("NVRTC_LAZY", "0") == "1"
+# The pair loop's unmasked pairs (MLXCEL_MMA_MASK_LAST, off; with PAIR only); NVRTC_MASKL=1 compiles them.
+MASKL = os.environ.get("NVRTC_MASKL", "0") == "1"
+# The V nibble interleave by bit selects (MLXCEL_MMA_VSEL, off); NVRTC_VSEL=1 compiles it.
+VSEL = "true" if os.environ.get("NVRTC_VSEL", "0") == "1" else "false"
+# An experiment on the append kernels' signature: NVRTC_LB=1 adds __launch_bounds__(threads, 1), NVRTC_LB=2
+# __maxnreg__(168) (session 49: neither kept NVVM from recomputing the lanes' slot offsets in the LAZY + MASKL
+# loop; NVRTC_OPTS=--maxrregcount=168 did, an option MLX's compile does not pass; the kernel pins them: PIN).
+LB = os.environ.get("NVRTC_LB", "0")
 # 12-warp CTAs for the append kernels without the pair table (MLXCEL_MMA_WIDE_PLAIN, off); NVRTC_WIDE_PLAIN=1 compiles them.
 WIDE_PLAIN = os.environ.get("NVRTC_WIDE_PLAIN", "0") == "1"
 
@@ -225,7 +238,7 @@ def main():
                         rope, trad, fold, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw, qfirst, qfirst1, kt, pair, rfe = (b(v[f]) for f in MMA_FLAGS)
                         if rope == "true" and qt != "__half":
                             continue
-                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                                   f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot)}; constexpr bool ROT_V = {b(vf >= 2 or (rot and kf == 1))}; "
                                   f"constexpr int STAGES = {min(stages, 4) if wide16 == 'true' else stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
                                   f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")
@@ -255,11 +268,11 @@ def main():
             stages = min(6, max(3, -(-8192 // stage) + 1))
             pair = b(v["pair"] and stages >= 5)
             kt = b(v["kt"] or pair == "true")
-            consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {12 if table or WIDE_PLAIN else 4}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+            consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {12 if table or WIDE_PLAIN else 4}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                       f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(kf == 4)}; constexpr bool ROT_V = {b(vf == 4)}; "
                       f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = true; constexpr bool TRAD = {trad}; "
                       f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = __half;\n")
-            src = (app_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", "const __half* q").replace(", float* o_part", ", const __half* k_new, const __half* v_new, const float* k_mids, const float* v_mids, float* o_part")
+            src = (app_header + SHAPE + "\n__global__ void " + ({"1": f"__launch_bounds__({(12 if table or WIDE_PLAIN else 4) * 32}, 1) ", "2": "__maxnreg__(168) "}.get(LB, "")) + "k(" + sig.replace("const float* q", "const __half* q").replace(", float* o_part", ", const __half* k_new, const __half* v_new, const float* k_mids, const float* v_mids, float* o_part")
                    + ", __half* out, int* done) {\n" + consts + mma_body + "\n}\n")
             ok &= compile_one(name, src)
     enc = read("turbo_encode.cu")

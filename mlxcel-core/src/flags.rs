@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 73;
+const SLOTS: usize = 76;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1300,6 +1300,52 @@ pub const MMA_DEEP_PLAIN: Flag = Flag {
     slot: 71,
 };
 
+/// The tensor-core decode kernel's transposed-score softmax (turbo4's paired loop) keeps each
+/// head's reference maximum until a score passes it by more than 4 (log2 units, a weight of 16),
+/// rescaling the outputs and sums only then, decided per warp by one vote (`LAZY` in
+/// `cuda/decode_attention_mma.cu`). Why: the loop is issue-bound (H200, session 47: an
+/// instruction issued on 61% of cycles, ~38 of a 128K launch's 46 us); the eager update pays
+/// 32 multiplies of o, two exponentials and two maxima per pair of tiles, and a warp's later
+/// maxima rarely pass its first tokens' by that much. NVRTC SASS of the pair loop (D 128, GQA
+/// 4): 633 -> 596 instructions per pair where no rescale is due (638 with it). Exact in real
+/// arithmetic; rounding differs (P is packed to fp16 against another maximum), so it is held
+/// to the parity bound. Off until measured on the H200; 1 turns it on.
+pub const MMA_LAZY_RESCALE: Flag = Flag {
+    name: "MLXCEL_MMA_LAZY_RESCALE",
+    default: false,
+    doc: "tensor-core decode kernel: the softmax rescales only when a score passes the running max by 2^4 (rounding differs; 1 = on)",
+    slot: 72,
+};
+
+/// The tensor-core decode kernel's paired loop (turbo4) runs its pairs without the masks of
+/// positions past the sequence, and leaves the sequence's partial last tile (with the tile
+/// before it where a warp's count is even) to the masked one-tile path (`MASKL` in
+/// `cuda/decode_attention_mma.cu`). Why: only a sequence's last tile can hold such positions,
+/// yet every pair paid 8 selects of scores, the compares and a select per softmax weight; NVRTC
+/// SASS of the pair loop (D 128, GQA 4): 633 -> 600 instructions per pair. The values are the
+/// same wherever a token is inside the sequence, but the last two tiles' softmax updates are
+/// split, so rounding differs there: held to the parity bound. Off until measured on the H200;
+/// 1 turns it on.
+pub const MMA_MASK_LAST: Flag = Flag {
+    name: "MLXCEL_MMA_MASK_LAST",
+    default: false,
+    doc: "tensor-core decode kernel: the paired loop masks only the sequence's last tile (rounding differs there; 1 = on)",
+    slot: 73,
+};
+
+/// The tensor-core decode kernel's pair-table V decode interleaves two tokens' nibbles with two
+/// bit selects (a shift and one LOP3 each, inline PTX) instead of masked ors
+/// (`decode8x2_t4_lut`'s `SEL` in `cuda/decode_attention_mma.cuh`). Why: ptxas made 4 LOP3 and
+/// 2 shifts of each interleave; NVRTC SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 617
+/// instructions per pair. The same bits: bit-identical. Off until measured on the H200; 1 turns
+/// it on.
+pub const MMA_VSEL: Flag = Flag {
+    name: "MLXCEL_MMA_VSEL",
+    default: false,
+    doc: "tensor-core decode kernel: the pair table's V nibble interleave by bit selects (bit-identical; 1 = on)",
+    slot: 74,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1418,6 +1464,9 @@ pub const ALL: &[Flag] = &[
     MMA_COMBINE_W1,
     MMA_WIDE_PLAIN,
     MMA_DEEP_PLAIN,
+    MMA_LAZY_RESCALE,
+    MMA_MASK_LAST,
+    MMA_VSEL,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

@@ -283,10 +283,11 @@ fn first_two_ring_tiles_early_keep_the_attention_launches_bit_identical() {
     );
 }
 
-/// `MLXCEL_MMA_FCOPY1`, `MLXCEL_MMA_VZERO`, `MLXCEL_MMA_COMBINE_W1` and `MLXCEL_MMA_DEEP_PLAIN`
-/// (the ring refill's factor rows in one copy, masked V factors zeroed instead of selects, the
-/// combine's weights once per warp and head, a deeper ring for the kernels without the pair
-/// table) must each leave the attention append and the attention launch bit-identical:
+/// `MLXCEL_MMA_FCOPY1`, `MLXCEL_MMA_VZERO`, `MLXCEL_MMA_COMBINE_W1`, `MLXCEL_MMA_DEEP_PLAIN`
+/// and `MLXCEL_MMA_VSEL` (the ring refill's factor rows in one copy, masked V factors zeroed
+/// instead of selects, the combine's weights once per warp and head, a deeper ring for the
+/// kernels without the pair table, the V nibble interleave by bit selects) must each leave the
+/// attention append and the attention launch bit-identical:
 /// a short prefill at head_dim 128 (the new position in its warp's first tile, masked tokens
 /// after it) and a ~3K one at head_dim 64.
 #[test]
@@ -297,6 +298,7 @@ fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() 
         "MLXCEL_MMA_VZERO",
         "MLXCEL_MMA_COMBINE_W1",
         "MLXCEL_MMA_DEEP_PLAIN",
+        "MLXCEL_MMA_VSEL",
     ] {
         let steps_checked = flag_keeps_the_attention_launches_bit_identical(
             "refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical",
@@ -304,6 +306,86 @@ fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() 
             &shapes,
         );
         eprintln!("{flag}: {steps_checked} steps bit-identical with and without it");
+        assert_eq!(steps_checked, 24, "4 modes x 2 shapes x 3 steps");
+    }
+}
+
+/// `MLXCEL_MMA_LAZY_RESCALE` and `MLXCEL_MMA_MASK_LAST` (the softmax's reference max moved only
+/// past a margin; the pairs without the masks, the last tiles one at a time) change rounding,
+/// not what the launches compute. With the flag on, the attention append's output must hold the
+/// bits of the attention launch without the append over the same contents (both kernels split
+/// and loop alike), and be within relative RMS 1e-3 of the append with the flag off; the stored
+/// K/V positions must be those written with it off. Every format the append writes (the flags
+/// reach turbo4's paired loop; the others must be unchanged), a short prefill at head_dim 128
+/// and a ~3K one at head_dim 64, three steps each. On the CPU neither launch is offered and the
+/// plain attention is checked alike. Returns the steps checked; leaves the flag cleared.
+fn flag_keeps_the_attention_launches_within_parity(test: &str, flag: &str) -> usize {
+    // rel_rms takes 4-d arrays; the flat outputs are [B, 1, Hq * D].
+    let rel_rms = |a: &mlxcel_core::Array, b: &mlxcel_core::Array| {
+        let four = |x: &mlxcel_core::Array| x.reshape(&[1, 1, 1, -1]).unwrap();
+        common::rel_rms(&four(a), &four(b))
+    };
+    let mut r = rng(test);
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let mut steps_checked = 0;
+    for mode in ["turbo4", "turbo4-asym", "int8", "fp16+int8"] {
+        for (nq, nkv, d, trad, prefill) in [(32, 8, 128, false, 10), (28, 4, 64, true, 3001)] {
+            let (mut a, mut b) = twin_caches(&mut r, mode, nkv, d, prefill);
+            let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
+            let scale = 1.0 / (d as f32).sqrt();
+            for step in 0..3 {
+                let len = prefill + step + 1;
+                let case = format!("{mode} {nq}:{nkv}:{d} trad {trad} length {len} with {flag}");
+                let (q, k, v) = step_inputs(&mut r, nq, nkv, d);
+                common::set_flags(&[(flag, true)]);
+                let got = a.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
+                common::set_flags(&[(flag, false)]);
+                let want = b.append_attend_rope_flat(&q, &k, &v, scale, &rope).unwrap();
+                if !on_cuda {
+                    assert!(got.is_none() && want.is_none(), "not offered on the CPU");
+                    a.append_rope(&k, &v, &rope).unwrap();
+                    b.append_rope(&k, &v, &rope).unwrap();
+                }
+                common::set_flags(&[(flag, true)]);
+                let got_plain = a.attend_rope_flat(&q, scale, &rope).unwrap();
+                common::set_flags(&[(flag, false)]);
+                let want_plain = b.attend_rope_flat(&q, scale, &rope).unwrap();
+                let e = rel_rms(&got_plain, &want_plain);
+                assert!(
+                    e < 1e-3,
+                    "{case}: the attention output {e} from the flag off"
+                );
+                if let (Some(g), Some(w)) = (got, want) {
+                    assert_same_bits(
+                        &case,
+                        "the attention append's output (against the launch without it)",
+                        &g,
+                        &got_plain,
+                    );
+                    let e = rel_rms(&g, &w);
+                    assert!(
+                        e < 1e-3,
+                        "{case}: the attention append's output {e} from the flag off"
+                    );
+                }
+                assert_same_stored(&case, &a, &b, len);
+                steps_checked += 1;
+            }
+        }
+    }
+    common::clear_flags(&[flag]);
+    steps_checked
+}
+
+/// See [`flag_keeps_the_attention_launches_within_parity`].
+#[test]
+fn lazy_rescale_and_last_tile_masks_keep_the_attention_launches_within_parity() {
+    for flag in ["MLXCEL_MMA_LAZY_RESCALE", "MLXCEL_MMA_MASK_LAST"] {
+        let steps_checked = flag_keeps_the_attention_launches_within_parity(
+            "lazy_rescale_and_last_tile_masks_keep_the_attention_launches_within_parity",
+            flag,
+        );
+        eprintln!("{flag}: {steps_checked} steps within parity, append and launch agreeing");
         assert_eq!(steps_checked, 24, "4 modes x 2 shapes x 3 steps");
     }
 }

@@ -41,11 +41,28 @@ fn ones_sides(mode: &str, d: usize) -> (Box<dyn KvSide>, Box<dyn KvSide>) {
 fn random_case(
     r: &mut rand::rngs::StdRng,
     mode: &str,
-    (hq, hkv, d): (usize, usize, usize),
+    shape: (usize, usize, usize),
     len: usize,
 ) -> (Box<dyn KvSide>, Box<dyn KvSide>, Array) {
+    rising_case(r, mode, shape, len, 0.0)
+}
+
+/// As [`random_case`], with position t's key scaled by 1 + rise * t / len: later keys score
+/// further from zero, so a running softmax maximum keeps growing along the sequence.
+fn rising_case(
+    r: &mut rand::rngs::StdRng,
+    mode: &str,
+    (hq, hkv, d): (usize, usize, usize),
+    len: usize,
+    rise: f32,
+) -> (Box<dyn KvSide>, Box<dyn KvSide>, Array) {
     let shape = [1, hkv as i32, len as i32, d as i32];
-    let keys = Array::from_slice(&randn(r, hkv * len * d), &shape).unwrap();
+    let mut key_values = randn(r, hkv * len * d);
+    for (i, x) in key_values.iter_mut().enumerate() {
+        let t = (i / d) % len;
+        *x *= 1.0 + rise * t as f32 / len as f32;
+    }
+    let keys = Array::from_slice(&key_values, &shape).unwrap();
     let values = Array::from_slice(&randn(r, hkv * len * d), &shape).unwrap();
     let (k, v) = sides(mode, d, &keys, &values);
     let q = Array::from_slice(&randn(r, hq * d), &[1, hq as i32, 1, d as i32])
@@ -688,7 +705,9 @@ fn first_two_ring_tiles_after_the_prologue_loads_are_bit_identical() {
 /// - `MLXCEL_MMA_COMBINE_W1` (the combine's weights once per warp and head): every format, GQA
 ///   1 to 8 (the weights are laid out per head);
 /// - `MLXCEL_MMA_DEEP_PLAIN` (a deeper ring at the same CTAs per SM): the boundary layers'
-///   fp16+int8, the one format whose ring it deepens.
+///   fp16+int8, the one format whose ring it deepens;
+/// - `MLXCEL_MMA_VSEL` (the pair table's V nibble interleave by bit selects): turbo4, whose V
+///   goes through the table.
 ///
 /// Head dims 64 and 128, lengths 1-4097 (masked tokens in a sequence's last tile, warps with no
 /// tile). On the CPU both sides end in MLX's "CUDA" error.
@@ -697,11 +716,12 @@ fn refill_softmax_and_combine_trims_are_bit_identical() {
     let all: Vec<&str> = MMA_MODES.iter().copied().chain(["fp16+int8"]).collect();
     /// (flag, the modes whose kernel it changes, shapes)
     type Case<'a> = (&'a str, &'a [&'a str], &'a [(usize, usize, usize)]);
-    let cases: [Case; 4] = [
+    let cases: [Case; 5] = [
         ("MLXCEL_MMA_FCOPY1", &["turbo4", "int8"], MMA_SHAPES),
         ("MLXCEL_MMA_VZERO", &["turbo4"], MMA_SHAPES),
         ("MLXCEL_MMA_COMBINE_W1", &all, MMA_SHAPES_GQA_1_TO_8),
         ("MLXCEL_MMA_DEEP_PLAIN", &["fp16+int8"], MMA_SHAPES),
+        ("MLXCEL_MMA_VSEL", &["turbo4"], MMA_SHAPES),
     ];
     for (flag, modes, shapes) in cases {
         let checked = flag_bit_identity(
@@ -742,11 +762,16 @@ fn swizzled_combine_is_bit_identical() {
 /// A kernel flag that changes the softmax's summation order, held to the parity bound instead
 /// of bits: with `flag` on, relative RMS < 1e-3 against the split reference (f32) and against
 /// the kernel with it off (the differing elements are printed), for every format the
-/// tensor-core kernel serves, head dims 64 and 128, GQA 1, 4 and 7, lengths 1-4097 and a split
-/// override (a split with no tile must merge away). Outputs must be finite (the kernel's
+/// tensor-core kernel serves, head dims 64 and 128, GQA 1, 4 and 7, lengths 1-4097 (4096: whole
+/// tiles only) and a split override (a split with no tile must merge away). Outputs must be finite (the kernel's
 /// outputs start as NaN). On the CPU the call ends in MLX's "CUDA" error. Returns the cases
 /// checked on CUDA; leaves the flag cleared.
 fn flag_within_parity(test: &str, flag: &str) -> usize {
+    flag_within_parity_rising(test, flag, 0.0)
+}
+
+/// [`flag_within_parity`] over keys that grow along the sequence ([`rising_case`]'s `rise`).
+fn flag_within_parity_rising(test: &str, flag: &str, rise: f32) -> usize {
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let mut r = rng(test);
     let shapes: Vec<(usize, usize, usize)> = MMA_SHAPES
@@ -754,8 +779,11 @@ fn flag_within_parity(test: &str, flag: &str) -> usize {
         .copied()
         .chain([(8, 8, 128), (12, 3, 64)])
         .collect();
-    let lens: Vec<(usize, Option<usize>)> =
-        MMA_LENS.iter().copied().chain([(300, Some(40))]).collect();
+    let lens: Vec<(usize, Option<usize>)> = MMA_LENS
+        .iter()
+        .copied()
+        .chain([(300, Some(40)), (4096, None)])
+        .collect();
     let (mut checked, mut worst) = (0, 0f32);
     for mode in ["turbo4", "turbo4-asym", "int8", "fp16", "fp16+int8"] {
         for &(hq, hkv, d) in &shapes {
@@ -763,7 +791,7 @@ fn flag_within_parity(test: &str, flag: &str) -> usize {
                 if !on_cuda && len > 17 {
                     continue; // the CPU checks the error path only
                 }
-                let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
+                let (k, v, q) = rising_case(&mut r, mode, (hq, hkv, d), len, rise);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let scale = 1.0 / (d as f32).sqrt();
                 let run = |on: bool| {
@@ -776,7 +804,9 @@ fn flag_within_parity(test: &str, flag: &str) -> usize {
                     assert!(err.contains("CUDA"), "{err}");
                     continue;
                 }
-                let case = format!("{mode} hq={hq} hkv={hkv} d={d} len={len} splits={splits:?}");
+                let case = format!(
+                    "{mode} hq={hq} hkv={hkv} d={d} len={len} splits={splits:?} rise={rise}"
+                );
                 let base = run(false).unwrap();
                 let got = run(true).unwrap();
                 assert!(
@@ -848,6 +878,36 @@ fn wide_plain_ctas_match_the_reference() {
     flag_within_parity(
         "wide_plain_ctas_match_the_reference",
         "MLXCEL_MMA_WIDE_PLAIN",
+    );
+}
+
+/// `MLXCEL_MMA_LAZY_RESCALE` (the softmax's reference max moved only when a score passes it by
+/// 2^4, o rescaled only then) rounds P against another maximum: parity bound, over random keys
+/// (after the first tile a warp's maxima rarely pass the margin, so the rescale is left to the
+/// first tile) and over keys growing 8-fold along the sequence (the margin is passed again and
+/// again: the rescale inside the loop is exercised).
+#[test]
+fn lazy_rescale_matches_the_reference() {
+    flag_within_parity(
+        "lazy_rescale_matches_the_reference",
+        "MLXCEL_MMA_LAZY_RESCALE",
+    );
+    flag_within_parity_rising(
+        "lazy_rescale_matches_the_reference",
+        "MLXCEL_MMA_LAZY_RESCALE",
+        7.0,
+    );
+}
+
+/// `MLXCEL_MMA_MASK_LAST` (the paired loop's pairs without masks; the sequence's partial last
+/// tile, with the one before it where a warp's count is even, one at a time): parity bound;
+/// lengths whose last tile is partial (1, 17, 300, 1000, 4097) and whole (4096), the split
+/// override among them, leave warps with even and odd counts.
+#[test]
+fn last_tile_masks_match_the_reference() {
+    flag_within_parity(
+        "last_tile_masks_match_the_reference",
+        "MLXCEL_MMA_MASK_LAST",
     );
 }
 

@@ -151,7 +151,7 @@ fn a_step_ab_run_gives_the_plain_tokens_and_both_arms() {
     let err = run(Some(("MLXCEL_NO_SUCH_FLAG".into(), 4)))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("MLXCEL_NO_SUCH_FLAG: no such flag"), "{err}");
+    assert!(err.contains("\"MLXCEL_NO_SUCH_FLAG\" is no flag"), "{err}");
     let err = run(Some((flag.name.to_string(), 0)))
         .unwrap_err()
         .to_string();

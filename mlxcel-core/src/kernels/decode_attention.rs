@@ -1091,6 +1091,17 @@ fn decode(
                 .template("FCP1", TemplateArg::Bool(flags::MMA_FCOPY1.enabled()))
                 .template("VZ", TemplateArg::Bool(flags::MMA_VZERO.enabled()))
                 .template("CW", TemplateArg::Bool(flags::MMA_COMBINE_W1.enabled()))
+                .template(
+                    "MASKL",
+                    TemplateArg::Bool(pair && flags::MMA_MASK_LAST.enabled()),
+                )
+                .template("VSEL", TemplateArg::Bool(flags::MMA_VSEL.enabled()))
+                .template(
+                    "LAZY",
+                    TemplateArg::Bool(
+                        (flags::MMA_KT.enabled() || pair) && flags::MMA_LAZY_RESCALE.enabled(),
+                    ),
+                )
                 .template("KT", TemplateArg::Bool(flags::MMA_KT.enabled() || pair))
                 .template("PAIR", TemplateArg::Bool(pair))
                 .template("RFE", TemplateArg::Bool(flags::MMA_REFILL_EARLY.enabled()))

@@ -1,35 +1,38 @@
-//! An A/B of one boolean `MLXCEL_*` flag inside one generation (`MLXCEL_STEP_AB=<flag>`):
-//! the pipelined decode loop turns the flag off and on in alternating blocks of steps
-//! (`MLXCEL_STEP_AB_BLOCK`, default 8), and `--profile` reports the host and device time per
-//! step of each arm.
+//! An A/B of one boolean `MLXCEL_*` flag inside one generation (`MLXCEL_STEP_AB=<flag>`), or
+//! of several switched together (`MLXCEL_STEP_AB=<flag>,<flag>,...`): the pipelined decode
+//! loop turns the flags off and on in alternating blocks of steps (`MLXCEL_STEP_AB_BLOCK`,
+//! default 8), and `--profile` reports the host and device time per step of each arm. Several
+//! flags at once measure a set of options in one run (a device call's minutes are few); the
+//! ones that gain are then taken apart.
 //!
 //! Why: on the H200 machine the host's speed differs between processes by up to 1.6x (the
 //! same turbo4 32K run takes 2.7-2.9 or 4.2-4.5 ms of host per step; NOTES, session 30), so
 //! an A/B of a host-side lever across separate runs needs many runs per arm and still
 //! mixes the two speeds. Inside one process both arms meet the same host.
 //!
-//! Only for flags whose two settings give the same results (bit-identical paths): the
-//! tokens of such a run are those of either setting. A flag that changes numerics would
-//! give a run whose tokens follow neither; the variable says which flag, the caller is
-//! responsible for choosing one of the bit-identical ones (docs/usage.md lists them).
+//! Meant for flags whose two settings give the same results (bit-identical paths): the
+//! tokens of such a run are those of either setting. A flag that changes numerics in rounding
+//! only (docs/usage.md says which) gives a run whose tokens follow neither arm exactly; its
+//! times still compare the same kernels on the same shapes (with `--ignore-eos` the steps are
+//! the same), which is all a speed A/B reads. The caller chooses the flags.
 
 use mlxcel_core::flags::{self, Flag};
 
 use super::steps::StepTimeline;
 use crate::error::{ModelError, Result};
 
-/// Names the flag to alternate.
+/// Names the flag to alternate, or several separated by commas (switched together).
 pub const STEP_AB: &str = "MLXCEL_STEP_AB";
 /// Steps per block (numeric, default [`DEFAULT_BLOCK`]).
 pub const STEP_AB_BLOCK: &str = "MLXCEL_STEP_AB_BLOCK";
 pub const DEFAULT_BLOCK: usize = 8;
 
-/// The alternation: which flag, the block length, and each queued step's setting.
+/// The alternation: which flags, the block length, and each queued step's setting.
 pub(super) struct StepAb {
-    flag: Flag,
+    flags: Vec<Flag>,
     block: usize,
-    /// The flag's value before the generation, restored at the end.
-    before: bool,
+    /// The flags' values before the generation, restored at the end.
+    before: Vec<bool>,
     /// The setting each queued step was built with, in queue order.
     arms: Vec<bool>,
 }
@@ -49,6 +52,7 @@ pub struct StepAbArm {
 /// The A/B's result for `--profile` and `--json`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StepAbStats {
+    /// The flag, or the flags joined by commas.
     pub flag: String,
     pub block: usize,
     /// Off, then on.
@@ -74,40 +78,53 @@ impl StepAb {
         StepAb::new(&name, block).map(Some)
     }
 
-    /// The A/B of flag `name` in blocks of `block` steps; an error when `name` is not a flag
+    /// The A/B of the flags `names` (one, or several separated by commas) in blocks of
+    /// `block` steps; an error when a name is not a flag, is a load-time flag or comes twice,
     /// or `block` is 0.
-    pub(super) fn new(name: &str, block: usize) -> Result<StepAb> {
-        let flag = flags::find(name).ok_or_else(|| {
-            ModelError::Unsupported(format!(
-                "{STEP_AB}={name}: no such flag (expected one of the MLXCEL_* switches in docs/usage.md)"
-            ))
-        })?;
+    pub(super) fn new(names: &str, block: usize) -> Result<StepAb> {
         if block == 0 {
             return Err(ModelError::Unsupported(format!(
                 "{STEP_AB_BLOCK}=0: expected a positive number of steps"
             )));
         }
-        if flags::LOAD_TIME.iter().any(|f| f.name == flag.name) {
-            return Err(ModelError::Unsupported(format!(
-                "{STEP_AB}={name}: the flag is read only when the weights load (a layout), so switching it between steps would time the same kernels; compare separate runs with {name}=0 and =1"
-            )));
+        let mut chosen: Vec<Flag> = Vec::new();
+        for name in names.split(',').map(str::trim) {
+            let flag = flags::find(name).ok_or_else(|| {
+                ModelError::Unsupported(format!(
+                    "{STEP_AB}={names}: {name:?} is no flag (expected MLXCEL_* switches from docs/usage.md, separated by commas)"
+                ))
+            })?;
+            if flags::LOAD_TIME.iter().any(|f| f.name == flag.name) {
+                return Err(ModelError::Unsupported(format!(
+                    "{STEP_AB}={names}: {name} is read only when the weights load (a layout), so switching it between steps would time the same kernels; compare separate runs with {name}=0 and =1"
+                )));
+            }
+            if chosen.iter().any(|f| f.name == flag.name) {
+                return Err(ModelError::Unsupported(format!(
+                    "{STEP_AB}={names}: {name} is named twice"
+                )));
+            }
+            chosen.push(flag);
         }
+        let joined: Vec<&str> = chosen.iter().map(|f| f.name).collect();
         tracing::info!(
             "{STEP_AB}: {} off and on in alternating blocks of {block} decode steps",
-            flag.name
+            joined.join(" + ")
         );
         Ok(StepAb {
-            flag,
+            before: chosen.iter().map(|f| f.enabled()).collect(),
+            flags: chosen,
             block,
-            before: flag.enabled(),
             arms: Vec::new(),
         })
     }
 
-    /// Sets the flag for the next queued step: off in even blocks, on in odd ones.
+    /// Sets the flags for the next queued step: off in even blocks, on in odd ones.
     pub(super) fn before_step(&mut self) {
         let on = (self.arms.len() / self.block) % 2 == 1;
-        self.flag.set_kept(on);
+        for f in &self.flags {
+            f.set_kept(on);
+        }
         self.arms.push(on);
     }
 
@@ -155,7 +172,12 @@ impl StepAb {
             }
         };
         StepAbStats {
-            flag: self.flag.name.to_string(),
+            flag: self
+                .flags
+                .iter()
+                .map(|f| f.name)
+                .collect::<Vec<_>>()
+                .join(","),
             block: self.block,
             arms: [arm(false), arm(true)],
         }
@@ -163,9 +185,11 @@ impl StepAb {
 }
 
 impl Drop for StepAb {
-    /// The flag goes back to its value from before the generation.
+    /// The flags go back to their values from before the generation.
     fn drop(&mut self) {
-        self.flag.set_kept(self.before);
+        for (f, &b) in self.flags.iter().zip(&self.before) {
+            f.set_kept(b);
+        }
     }
 }
 
@@ -177,17 +201,25 @@ mod tests {
     /// of this crate (CPU) sees it change.
     const FLAG: &str = "MLXCEL_FOLD_TAIL";
 
+    /// The flags are process-wide: the tests that switch them take turns.
+    static SWITCHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn switching() -> std::sync::MutexGuard<'static, ()> {
+        SWITCHING.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn ab(block: usize) -> StepAb {
         StepAb {
-            flag: flags::find(FLAG).expect("a listed flag"),
+            flags: vec![flags::find(FLAG).expect("a listed flag")],
             block,
-            before: false,
+            before: vec![false],
             arms: Vec::new(),
         }
     }
 
     #[test]
     fn arms_alternate_in_blocks_and_skip_each_arms_first_block_and_block_starts() {
+        let _turn = switching();
         let mut a = ab(2);
         for _ in 0..10 {
             a.before_step();
@@ -231,11 +263,12 @@ mod tests {
 
     #[test]
     fn the_flag_follows_the_arm_and_is_restored() {
+        let _turn = switching();
         let flag = flags::find(FLAG).unwrap();
         let initial = flag.enabled();
         {
             let mut a = ab(1);
-            a.before = true;
+            a.before = vec![true];
             a.before_step();
             assert!(!flag.enabled());
             a.before_step();
@@ -245,6 +278,46 @@ mod tests {
         }
         assert!(flag.enabled(), "restored to the value from before");
         flag.set_kept(initial);
+    }
+
+    /// Two flags (both read only by CUDA kernels) switch together, each goes back to its own
+    /// value, and the report names both.
+    #[test]
+    fn several_flags_switch_together_and_are_restored() {
+        let _turn = switching();
+        const SECOND: &str = "MLXCEL_MMA_VZERO";
+        let (f1, f2) = (flags::find(FLAG).unwrap(), flags::find(SECOND).unwrap());
+        let initial = (f1.enabled(), f2.enabled());
+        f1.set_kept(true);
+        f2.set_kept(false);
+        {
+            let mut a = StepAb::new(&format!("{FLAG}, {SECOND}"), 1).unwrap();
+            a.before_step();
+            assert!(!f1.enabled() && !f2.enabled());
+            a.before_step();
+            assert!(f1.enabled() && f2.enabled());
+            let s = a.stats(&[1e-3, 1e-3], &[1e-3, 1e-3], None);
+            assert_eq!(s.flag, format!("{FLAG},{SECOND}"));
+        }
+        assert!(
+            f1.enabled() && !f2.enabled(),
+            "each restored to its own value"
+        );
+        f1.set_kept(initial.0);
+        f2.set_kept(initial.1);
+        let twice = StepAb::new(&format!("{FLAG},{FLAG}"), 8)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(twice.contains("named twice"), "{twice}");
+        let unknown = StepAb::new(&format!("{FLAG},MLXCEL_NO_SUCH_FLAG"), 8)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            unknown.contains("\"MLXCEL_NO_SUCH_FLAG\" is no flag"),
+            "{unknown}"
+        );
     }
 
     #[test]
@@ -257,7 +330,7 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(err.contains("no such flag"), "{err}");
+        assert!(err.contains("is no flag"), "{err}");
         assert!(StepAb::new(FLAG, 8).is_ok());
     }
 }

@@ -33,7 +33,12 @@
 // ring's first copies issued right after each warp's prologue loads; bit-identical), FCP1 (the
 // refill's factor rows in one copy; bit-identical: at issue_next), VZ (masked tokens' V factors
 // zeroed instead of a select per softmax weight, KT's softmax; bit-identical: at update_t), CW
-// (the CTA's combine computes each warp's weight per head once; bit-identical: at the combine), QFIRST1
+// (the CTA's combine computes each warp's weight per head once; bit-identical: at the combine), LAZY
+// (with KT: the softmax's reference max moves only when a score passes it by more than
+// LAZY_TAU, o rescaled only then; rounding differs: at update_t), MASKL
+// (with PAIR: the pairs before a sequence's partial last tile without the masks; bit-identical:
+// at the pair loop), VSEL (the pair table's V nibble interleave by bit selects;
+// bit-identical: decode8x2_t4_lut), QFIRST1
 // (only the first of them), QFIRST2 (with QFIRST1 and PAIR, the first two: a pair's first wait),
 // KT (S computed transposed, S^T = K q^T with the decoded K as the A operand; below the K phase),
 // PAIR (with KT: two tiles per loop iteration, one softmax update; the tile loop below), RFE
@@ -73,6 +78,10 @@ constexpr int K_BYTES = 16 * KROW, V_BYTES = 16 * VROW;
 constexpr int KA_BYTES = KFMT != 0 ? 32 : 0, VA_BYTES = VFMT != 0 ? 32 : 0;
 constexpr int STAGE = K_BYTES + V_BYTES + KA_BYTES + VA_BYTES;
 constexpr float LOG2E = 1.4426950408889634f;
+// LAZY's threshold (update_t below): the reference max moves once a score passes it by more than
+// this, in log2 units (weights up to 2^4).
+constexpr float LAZY_TAU = 4.0f;
+static_assert(!LAZY || KT, "LAZY is the transposed softmax's (update_t)");
 static_assert(GQA >= 1 && GQA <= 8, "GQA 1..8");
 static_assert(LIGHT >= 0, "LIGHT counts tiles");
 static_assert(KW >= 1 && VW >= 1, "row too short");
@@ -201,17 +210,53 @@ const unsigned char* fp = (lane < 2 ? kag + lane * 16 : vag + (lane - 2) * 16) +
 // reloads cap and builds two predicates). The same chunks into the same bytes: bit-identical.
 constexpr bool FCP1_ON = FCP1 && KFMT != 0 && VFMT != 0;
 const int fcap = cap - 8 * (lane & 1);
+// PIN (with LAZY and MASKL): the lanes' constant slot offsets (the refill's destinations here, the K and
+// V phases' reads below) computed once and passed through an empty asm, so NVVM cannot
+// recompute them from the lane inside the loop. Why: with LAZY and MASKL together NVVM did
+// (NVRTC SASS of the turbo4 pair loop with VSEL too: the swizzled offsets rebuilt in every
+// pair, 615 instructions per pair instead of 554 with the pins; with --maxrregcount=168, which
+// MLX's compile does not pass, it kept them). Pinned with LAZY alone the loop grew 596 -> 603,
+// so only that pairing pins. Same offsets: the same bytes.
+constexpr bool PIN = LAZY && MASKL;
+auto pin = [](int x) {
+  if constexpr (PIN) asm("" : "+r"(x));
+  return x;
+};
+// Without PIN the arrays are left unset and unread (the build's code as before PIN).
+int k_dst[KROW / 32], k_dst_row[KROW / 32], v_dst[VROW / 32], v_dst_row[VROW / 32];
+if constexpr (PIN) {
+#pragma unroll
+  for (int j = 0; j < KROW / 32; ++j) {
+    const int ch = lane + 32 * j;
+    k_dst_row[j] = pin(ch * 16 / KROW);
+    k_dst[j] = pin(swz_chunk(ch, k_swz(ch * 16 / KROW, ch)) * 16);
+  }
+#pragma unroll
+  for (int j = 0; j < VROW / 32; ++j) {
+    const int ch = lane + 32 * j;
+    v_dst_row[j] = pin(ch * 16 / VROW);
+    v_dst[j] = pin(K_BYTES + swz_chunk(ch, v_swz(ch * 16 / VROW)) * 16);
+  }
+}
 auto issue_next = [&](unsigned char* st) {
   const int rem = len - next_t0;  // rows of this tile inside the sequence
 #pragma unroll
   for (int j = 0; j < KROW / 32; ++j) {
-    const int ch = lane + 32 * j, row = ch * 16 / KROW;
-    mlxcel_mma::cp_async16(st + swz_chunk(ch, k_swz(row, ch)) * 16, kp + 512 * j, row < rem);
+    if constexpr (PIN) {
+      mlxcel_mma::cp_async16(st + k_dst[j], kp + 512 * j, k_dst_row[j] < rem);
+    } else {
+      const int ch = lane + 32 * j, row = ch * 16 / KROW;
+      mlxcel_mma::cp_async16(st + swz_chunk(ch, k_swz(row, ch)) * 16, kp + 512 * j, row < rem);
+    }
   }
 #pragma unroll
   for (int j = 0; j < VROW / 32; ++j) {
-    const int ch = lane + 32 * j, row = ch * 16 / VROW;
-    mlxcel_mma::cp_async16(st + K_BYTES + swz_chunk(ch, v_swz(row)) * 16, vp + 512 * j, row < rem);
+    if constexpr (PIN) {
+      mlxcel_mma::cp_async16(st + v_dst[j], vp + 512 * j, v_dst_row[j] < rem);
+    } else {
+      const int ch = lane + 32 * j, row = ch * 16 / VROW;
+      mlxcel_mma::cp_async16(st + K_BYTES + swz_chunk(ch, v_swz(row)) * 16, vp + 512 * j, row < rem);
+    }
   }
   if constexpr (FCP1_ON) {
     // FCP1: both sides' factor rows are 32 bytes each and adjacent in the slot, so lanes 0-3
@@ -466,6 +511,18 @@ const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
 // K phase: S = q K^T for the tile's 16 tokens.
 // This lane's KW words of K row krow of the tile in slot st (bytes [c * KROW / 4, + KROW / 4)),
 // read where the ring's swizzle put them.
+// PIN: the offsets of rows r and 8 + r (the only rows the K phases read: krow = h * 8 + r).
+int k_src[2][(KW + 3) / 4];
+if constexpr (PIN) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int u = 0; u < KW; u += 4) {
+      const int krow = h * 8 + r, n = (krow * KROW + c * (KROW / 4)) / 16 + u / 4;
+      k_src[h][u / 4] = pin(swz_chunk(n, k_swz(krow, n)) * 16);
+    }
+  }
+}
 auto k_row_words = [&](const unsigned char* st, int krow, mlxcel_mma::u32 (&w)[KW]) {
   const mlxcel_mma::u32* kw = reinterpret_cast<const mlxcel_mma::u32*>(st + krow * KROW + c * (KROW / 4));
 #pragma unroll
@@ -473,7 +530,9 @@ auto k_row_words = [&](const unsigned char* st, int krow, mlxcel_mma::u32 (&w)[K
     if constexpr (KW % 4 == 0) {
       // 16-byte chunk u / 4 of this lane's K bytes, where the ring put it.
       const int n = (krow * KROW + c * (KROW / 4)) / 16 + u / 4;
-      const uint4 x = *reinterpret_cast<const uint4*>(st + swz_chunk(n, k_swz(krow, n)) * 16);
+      uint4 x;
+      if constexpr (PIN) x = *reinterpret_cast<const uint4*>(st + k_src[krow >= 8][u / 4]);
+      else x = *reinterpret_cast<const uint4*>(st + swz_chunk(n, k_swz(krow, n)) * 16);
       w[u] = x.x; w[u + 1] = x.y; w[u + 2] = x.z; w[u + 3] = x.w;
     } else {
 #pragma unroll
@@ -569,8 +628,10 @@ auto ex2 = [](float x) { return FTZ ? mlxcel_mma::exp2_ftz(x) : exp2f(x); };
 // KT: the same from S^T's fragment (k_phase_t), in two parts so that PAIR can run one update
 // over two tiles. scores_t: this lane's four scores of a tile, (token r, head 2c), (r, 2c + 1),
 // (8 + r, 2c), (8 + r, 2c + 1), scaled by the K factors and masked past len; the V factors of
-// tokens r and 8 + r.
-auto scores_t = [&](const unsigned char* st, int t0, const float (&sacc)[4], float (&sc)[4], float (&vf)[2]) {
+// tokens r and 8 + r. `mask` (BoolTag): false where every token of the tile is inside the
+// sequence (MASKL's unmasked pairs), which skips the masks.
+auto scores_t = [&](auto mask, const unsigned char* st, int t0, const float (&sacc)[4], float (&sc)[4], float (&vf)[2]) {
+  constexpr bool MASK = decltype(mask)::value;
 #pragma unroll
   for (int e = 0; e < 4; ++e) sc[e] = sacc[e];
   vf[0] = vf[1] = 1.0f;
@@ -584,9 +645,11 @@ auto scores_t = [&](const unsigned char* st, int t0, const float (&sacc)[4], flo
     vf[0] = __half2float(va[r]);
     vf[1] = __half2float(va[8 + r]);
   }
-  if (t0 + r >= len) sc[0] = sc[1] = mlxcel_fd::neg_inf();
-  if (t0 + 8 + r >= len) sc[2] = sc[3] = mlxcel_fd::neg_inf();
-  if constexpr (VZ) {
+  if constexpr (MASK) {
+    if (t0 + r >= len) sc[0] = sc[1] = mlxcel_fd::neg_inf();
+    if (t0 + 8 + r >= len) sc[2] = sc[3] = mlxcel_fd::neg_inf();
+  }
+  if constexpr (VZ && MASK) {
     // VZ: a masked token's V factor (a never-written slot may hold NaN) is zeroed here, so
     // update_t can fold the factors into P without a select per weight (below).
     if (t0 + r >= len) vf[0] = 0.0f;
@@ -595,8 +658,10 @@ auto scores_t = [&](const unsigned char* st, int t0, const float (&sacc)[4], flo
 };
 // update_t: the online softmax over N tiles' scores (sc[N][4], vf[N][2]): each head's max over
 // the tiles' tokens (this lane's, then across r; every tile's first token is inside the
-// sequence, so the maxima are finite), o rescaled once, and P^T's B fragments pb[2N].
-auto update_t = [&](auto& sc, auto& vf, mlxcel_mma::u32* pb) {
+// sequence, so the maxima are finite), o rescaled once, and P^T's B fragments pb[2N]. `mask`
+// as scores_t's: unmasked tiles' factors are all written, so their weights need no select.
+auto update_t = [&](auto mask, auto& sc, auto& vf, mlxcel_mma::u32* pb) {
+  constexpr bool MASK = decltype(mask)::value;
   constexpr int N = sizeof(sc) / sizeof(sc[0]);
   float mx0 = fmaxf(sc[0][0], sc[0][2]), mx1 = fmaxf(sc[0][1], sc[0][3]);
 #pragma unroll
@@ -609,14 +674,45 @@ auto update_t = [&](auto& sc, auto& vf, mlxcel_mma::u32* pb) {
     mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
     mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
   }
-  const float mn0 = fmaxf(m_run, mx0), mn1 = fmaxf(m_run1, mx1);
-  const float a0 = ex2(m_run - mn0), a1 = ex2(m_run1 - mn1);  // 0 on the first tile
+  if constexpr (LAZY) {
+    // LAZY: the reference maxima m_run / m_run1 move only when a score passes them by more
+    // than LAZY_TAU (log2 units), decided for the whole warp by one vote; then o and the sums
+    // are rescaled as below. Otherwise the weights are exp2(s - m_run) <= 2^LAZY_TAU and o is
+    // left alone: the pair loop's 32 multiplies of o, two exponentials and two maxima skipped
+    // in most iterations (the max of a warp's later tokens rarely passes its first tokens' by
+    // a factor of 16). Exact in real arithmetic (o, l and m share one reference; the combine
+    // and the merge take any), so the outputs differ from the eager update in rounding only.
+    // The first tile passes (m_run = -inf). Weights <= 16 keep P times a V factor inside fp16
+    // for factors below 4094 (the eager update's bound is 65504); l stays >= 1 (FTZ's
+    // argument holds).
+    const bool over = mx0 > m_run + LAZY_TAU || mx1 > m_run1 + LAZY_TAU;
+    if (__any_sync(0xffffffffu, over)) {
+      const float mn0 = fmaxf(m_run, mx0), mn1 = fmaxf(m_run1, mx1);
+      const float a0 = ex2(m_run - mn0), a1 = ex2(m_run1 - mn1);  // 0 on the first tile
+      l_run *= a0;
+      l_run1 *= a1;
+#pragma unroll
+      for (int j = 0; j < MT; ++j) {
+        o[j][0] *= a0; o[j][1] *= a1; o[j][2] *= a0; o[j][3] *= a1;
+      }
+      m_run = mn0;
+      m_run1 = mn1;
+    }
+  }
+  const float mn0 = LAZY ? m_run : fmaxf(m_run, mx0), mn1 = LAZY ? m_run1 : fmaxf(m_run1, mx1);
+  const float a0 = LAZY ? 1.0f : ex2(m_run - mn0), a1 = LAZY ? 1.0f : ex2(m_run1 - mn1);  // 0 on the first tile
   float s0 = 0.0f, s1 = 0.0f;
 #pragma unroll
   for (int n = 0; n < N; ++n) {
     const float p0 = ex2(sc[n][0] - mn0), p1 = ex2(sc[n][1] - mn1), p2 = ex2(sc[n][2] - mn0), p3 = ex2(sc[n][3] - mn1);
-    s0 += p0 + p2;
-    s1 += p1 + p3;
+    // LAZY: the first tile's sums start s0 and s1 (0 + x is not folded away in IEEE).
+    if (LAZY && n == 0) {
+      s0 = p0 + p2;
+      s1 = p1 + p3;
+    } else {
+      s0 += p0 + p2;
+      s1 += p1 + p3;
+    }
     // P (tokens x heads) as two 8x8 fp16 blocks, V factors folded in, masked tokens exactly
     // 0; transposed in registers they are P^T's B fragments (tokens 2c, 2c + 1 / 8 + 2c,
     // 9 + 2c of head r).
@@ -625,28 +721,34 @@ auto update_t = [&](auto& sc, auto& vf, mlxcel_mma::u32* pb) {
     // 0 and its factor may be NaN). With VZ (masked factors zeroed by scores_t) p * v alone is
     // the same value: p >= 0 and v >= 0 finite (a norm or an absmax scale), so p = 0 gives +0
     // either way. Only a stored factor of +inf with p = 0 would differ (NaN against 0).
-    auto weight = [](float p, float v) { return VZ ? p * v : (p > 0.0f ? p * v : 0.0f); };
+    // In an unmasked tile (MASKL) every factor was written: p * v as with VZ.
+    auto weight = [](float p, float v) { return (VZ || !MASK) ? p * v : (p > 0.0f ? p * v : 0.0f); };
     pb[2 * n] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(weight(p0, v0), weight(p1, v0)));
     pb[2 * n + 1] = mlxcel_mma::transpose8x8(mlxcel_mma::pack_half2(weight(p2, v1), weight(p3, v1)));
   }
-  l_run = l_run * a0 + s0;
-  l_run1 = l_run1 * a1 + s1;
-  const bool grew = mn0 > m_run || mn1 > m_run1;
-  m_run = mn0;
-  m_run1 = mn1;
-  // O^T's fragment holds heads 2c and 2c + 1: this lane's own alphas, no shuffles.
-  if (RSALL || __any_sync(0xffffffffu, grew)) {
+  if constexpr (LAZY) {
+    l_run += s0;
+    l_run1 += s1;
+  } else {
+    l_run = l_run * a0 + s0;
+    l_run1 = l_run1 * a1 + s1;
+    const bool grew = mn0 > m_run || mn1 > m_run1;
+    m_run = mn0;
+    m_run1 = mn1;
+    // O^T's fragment holds heads 2c and 2c + 1: this lane's own alphas, no shuffles.
+    if (RSALL || __any_sync(0xffffffffu, grew)) {
 #pragma unroll
-    for (int j = 0; j < MT; ++j) {
-      o[j][0] *= a0; o[j][1] *= a1; o[j][2] *= a0; o[j][3] *= a1;
+      for (int j = 0; j < MT; ++j) {
+        o[j][0] *= a0; o[j][1] *= a1; o[j][2] *= a0; o[j][3] *= a1;
+      }
     }
   }
 };
 auto softmax_phase_t = [&](const unsigned char* st, int t0, const float (&sacc)[4], mlxcel_mma::u32& pb0, mlxcel_mma::u32& pb1) {
   float sc[1][4], vf[1][2];
-  scores_t(st, t0, sacc, sc[0], vf[0]);
+  scores_t(mlxcel_mma::BoolTag<true>{}, st, t0, sacc, sc[0], vf[0]);
   mlxcel_mma::u32 pb[2];
-  update_t(sc, vf, pb);
+  update_t(mlxcel_mma::BoolTag<true>{}, sc, vf, pb);
   pb0 = pb[0];
   pb1 = pb[1];
 };
@@ -702,6 +804,15 @@ auto softmax_phase = [&](const unsigned char* st, int t0, float (&sacc)[2][4], m
   else softmax_phase_n(st, t0, sacc, pb0, pb1);
 };
 // V phase: O^T += V^T P^T.
+// PIN: this lane's V offsets in a slot, one per token of toks.
+int v_src[4];
+if constexpr (PIN) {
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int vb = toks[e] * VROW + r * (VROW / 8);
+    v_src[e] = pin(K_BYTES + swz_chunk(vb / 16, v_swz(toks[e])) * 16 + (vb & 15));
+  }
+}
 auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32 pb1) {
   // ---- O^T += V^T P^T: A = V^T of tokens (2c, 2c+1) and (8+2c, 9+2c), dims r*DV + [0, DV).
   mlxcel_mma::u32 va[4][VW];
@@ -711,8 +822,9 @@ auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32
     // or, unswizzled, wherever they are (VROW 256: v_swz is 0).
     const int vb = toks[e] * VROW + r * (VROW / 8);
     const int vn = vb / 16;
-    const mlxcel_mma::u32* src = reinterpret_cast<const mlxcel_mma::u32*>(
-        st + K_BYTES + swz_chunk(vn, v_swz(toks[e])) * 16 + (vb & 15));
+    const mlxcel_mma::u32* src;
+    if constexpr (PIN) src = reinterpret_cast<const mlxcel_mma::u32*>(st + v_src[e]);
+    else src = reinterpret_cast<const mlxcel_mma::u32*>(st + K_BYTES + swz_chunk(vn, v_swz(toks[e])) * 16 + (vb & 15));
     if constexpr (VW % 4 == 0) {
 #pragma unroll
       for (int u = 0; u < VW; u += 4) {
@@ -745,7 +857,7 @@ auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32
     } else {
 #pragma unroll
       for (int u = 0; u < VW; ++u) {
-        if constexpr (LUT_V) mlxcel_mma::decode8x2_t4_lut<LUT_ROW, LUT_IMM>(lut_tab, va[2 * h][u], va[2 * h + 1][u], lut_lane_v, &pairs[h][8 * u]);
+        if constexpr (LUT_V) mlxcel_mma::decode8x2_t4_lut<LUT_ROW, LUT_IMM, VSEL>(lut_tab, va[2 * h][u], va[2 * h + 1][u], lut_lane_v, &pairs[h][8 * u]);
         else mlxcel_mma::decode8x2_t4(bv, va[2 * h][u], va[2 * h + 1][u], &pairs[h][8 * u]);
       }
     }
@@ -780,7 +892,8 @@ if constexpr (PAIR) {
   // refilled by two tiles per pair, one commit group each. An odd count ends with one tile.
   unsigned char* cur = my_ring;  // slot of tile i
   int i = 0;
-  for (; i + 1 < count; i += 2) {
+  // One pair, tiles i and i + 1 (`mask` as scores_t's).
+  auto pair_step = [&](auto mask) {
     if constexpr (RFE) {
       // Tile i + STAGES - 1 into the slot of tile i - 1 (read to the end before the last
       // iteration's __syncwarp; at i = 0 the slot the prefill left empty) before this pair's
@@ -799,10 +912,10 @@ if constexpr (PAIR) {
     k_phase_t(cur, sa);
     k_phase_t(nx, sb);
     float sc[2][4], vf[2][2];
-    scores_t(cur, t0, sa, sc[0], vf[0]);
-    scores_t(nx, t0 + TSTRIDE, sb, sc[1], vf[1]);
+    scores_t(mask, cur, t0, sa, sc[0], vf[0]);
+    scores_t(mask, nx, t0 + TSTRIDE, sb, sc[1], vf[1]);
     mlxcel_mma::u32 pb[4];
-    update_t(sc, vf, pb);
+    update_t(mask, sc, vf, pb);
     v_phase(cur, pb[0], pb[1]);
     v_phase(nx, pb[2], pb[3]);
     __syncwarp();  // every lane is done with both slots before they are refilled
@@ -815,8 +928,25 @@ if constexpr (PAIR) {
     if (i + STAGES < count) issue_next(cur);
     mlxcel_mma::cp_commit();
     cur = next_slot(nx);
+  };
+  // MASKL: only a sequence's last tile can hold positions past len (every tile starts inside
+  // it), and it is the last tile of the warp that holds it. So the pairs run without the masks
+  // (scores_t: 8 selects and the compares per pair; update_t: the select per weight) and leave
+  // that tile, with the one before it where the count is even, to the masked one-tile path
+  // below (one copy of the pair body in the code, not two). NVRTC SASS of the turbo4 pair loop
+  // (D 128, GQA 4): 633 -> 600 instructions per pair. Same values wherever a token is inside
+  // the sequence, but the last two tiles' softmax updates are split: rounding differs there.
+  // Without MASKL every pair takes the masked body, as before.
+  if constexpr (MASKL) {
+    const bool last_partial = len % 16 != 0 && count > 0 && tb + warp + (count - 1) * NW == n_tiles - 1;
+    const int paired = last_partial ? ((count - 1) & ~1) : count;
+    for (; i + 1 < paired; i += 2) pair_step(mlxcel_mma::BoolTag<false>{});
+  } else {
+    for (; i + 1 < count; i += 2) pair_step(mlxcel_mma::BoolTag<true>{});
   }
-  if (i < count) {
+  // One tile at a time: an odd count's last tile; with MASKL also the tiles the pairs left (at
+  // most two, every copy issued: the ring is not refilled).
+  auto one_tile = [&]() {
     mlxcel_mma::cp_wait<0>();
     __syncwarp();
     if (TIMELINE && i == 0) tl_stamp(2);
@@ -825,6 +955,14 @@ if constexpr (PAIR) {
     mlxcel_mma::u32 pb0, pb1;
     softmax_phase(cur, (tb + warp + i * NW) * 16, sacc, pb0, pb1);
     v_phase(cur, pb0, pb1);
+  };
+  if constexpr (MASKL) {
+    for (; i < count; ++i) {
+      one_tile();
+      cur = next_slot(cur);
+    }
+  } else if (i < count) {
+    one_tile();
   }
 } else if constexpr (!PIPE) {
   unsigned char* cur = my_ring;  // HOIST: slot i % STAGES, advanced without the division

@@ -13,6 +13,13 @@ namespace mlxcel_mma {
 
 typedef unsigned int u32;
 
+// A compile-time bool as a value, for the kernel's generic lambdas (MASKL's masked and unmasked
+// copies of the pair loop's body in decode_attention_mma.cu).
+template <bool B>
+struct BoolTag {
+  static constexpr bool value = B;
+};
+
 __device__ __forceinline__ u32 prmt(u32 a, u32 b, u32 sel) {
   u32 d;
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
@@ -232,12 +239,24 @@ __device__ __forceinline__ void decode8_t4_lut(const unsigned char* table, u32 w
   out[3] = lut_pair<3, ROW, IMM>(table, w, lane);
 }
 
+// Bits of a where m is set, of b elsewhere: one LOP3 (0xe4 = (a & m) | (b & ~m) over the
+// operands' truth tables 0xf0, 0xcc, 0xaa), which ptxas does not always find for the masked
+// or.
+__device__ __forceinline__ u32 bit_select(u32 a, u32 b, u32 m) {
+  u32 d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xe4;" : "=r"(d) : "r"(a), "r"(b), "r"(m));
+  return d;
+}
+
 // decode8x2_t4 through the table: nibbles of the two tokens interleaved first (byte j of x
-// = element 2j of t1 and t2, of y = element 2j + 1), then one lookup per pair.
-template <int ROW, bool IMM>
+// = element 2j of t1 and t2, of y = element 2j + 1), then one lookup per pair. SEL: the
+// interleave as two bit selects (a shift and one LOP3 each) instead of the masked ors (ptxas
+// made 4 LOP3 and 2 shifts of them in the shipped build, 9 and 3.5 in another: NVRTC SASS);
+// the same bits.
+template <int ROW, bool IMM, bool SEL = false>
 __device__ __forceinline__ void decode8x2_t4_lut(const unsigned char* table, u32 w1, u32 w2, u32 lane, u32 out[8]) {
-  const u32 x = (w1 & 0x0f0f0f0fu) | ((w2 << 4) & 0xf0f0f0f0u);
-  const u32 y = ((w1 >> 4) & 0x0f0f0f0fu) | (w2 & 0xf0f0f0f0u);
+  const u32 x = SEL ? bit_select(w1, w2 << 4, 0x0f0f0f0fu) : (w1 & 0x0f0f0f0fu) | ((w2 << 4) & 0xf0f0f0f0u);
+  const u32 y = SEL ? bit_select(w1 >> 4, w2, 0x0f0f0f0fu) : ((w1 >> 4) & 0x0f0f0f0fu) | (w2 & 0xf0f0f0f0u);
   out[0] = lut_pair<0, ROW, IMM>(table, x, lane);
   out[1] = lut_pair<0, ROW, IMM>(table, y, lane);
   out[2] = lut_pair<1, ROW, IMM>(table, x, lane);
