@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Session 49, third device call (H200, ~9 min), prepared in session 48.
-# 1. The attention append's tests of session 48's options: MLXCEL_MMA_QFIRST2 (48 steps, short
-#    prefills where the new position is among a warp's first tiles), the trims (4 flags x 24
-#    steps), and the append against the separate append under MLXCEL_MMA_WIDE_PLAIN.
+# Session 50, fourth device call (H200, ~9 min; written in session 48 as session49_call3.sh,
+# not run there).
+# 1. The attention append's remaining tests: the bit-identical trims (5 flags x 24 steps, with
+#    session 49's MLXCEL_MMA_VSEL), and the append against the separate append under
+#    MLXCEL_MMA_WIDE_PLAIN (QFIRST2's and LAZY / MASK_LAST's ran in call 3).
 # 2. The boundary layers' storage for turbo4 at 128K (two interleaved rounds, as the budget
 #    allows): fp16+int8 (the default), fp16+turbo4 (new in session 48: fp16 keys and turbo4
 #    values, turbo4-asym's cache and kernel; 322 of 386 bytes per position and head), int8r
@@ -11,13 +12,12 @@
 #    benchmarks/results/2026-12-04-kv-boundary-fp16-turbo4.md). Prediction:
 #    fp16+turbo4 -0.06 to -0.08 ms per 128K step (4 launches x ~19 us at turbo4-asym's rate).
 #   xz -d .devcarry/bin/mlxcel.xz .devcarry/bin/tests/*.xz && chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
-#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session49_call3.sh
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session50_call4.sh
 set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
-call_dir s49c3
-gpu_test gpu_attention_append 100 "steps" first_two_ring_tiles_early
-gpu_test gpu_attention_append 120 "steps" refill_softmax_and_combine_trims
+call_dir s50c4
+gpu_test gpu_attention_append 150 "steps" refill_softmax_and_combine_trims
 (export MLXCEL_MMA_WIDE_PLAIN=1; gpu_test gpu_attention_append 90 "panicked|ok" attention_append_writes_and_attends)
 BUDGET=${BUDGET:-560}
 e2e_setup "$BUDGET" 90
