@@ -36,8 +36,8 @@
 // (the CTA's combine computes each warp's weight per head once; bit-identical: at the combine), LAZY
 // (with KT: the softmax's reference max moves only when a score passes it by more than
 // LAZY_TAU, o rescaled only then; rounding differs: at update_t), MASKL
-// (with PAIR: the pairs before a sequence's partial last tile without the masks; bit-identical:
-// at the pair loop), VSEL (the pair table's V nibble interleave by bit selects;
+// (with PAIR: the pairs without the masks, a sequence's partial last tile one tile at a time;
+// rounding differs there: at the pair loop), VSEL (the pair table's V nibble interleave by bit selects;
 // bit-identical: decode8x2_t4_lut), QFIRST1
 // (only the first of them), QFIRST2 (with QFIRST1 and PAIR, the first two: a pair's first wait),
 // KT (S computed transposed, S^T = K q^T with the decoded K as the A operand; below the K phase),
@@ -210,9 +210,9 @@ const unsigned char* fp = (lane < 2 ? kag + lane * 16 : vag + (lane - 2) * 16) +
 // reloads cap and builds two predicates). The same chunks into the same bytes: bit-identical.
 constexpr bool FCP1_ON = FCP1 && KFMT != 0 && VFMT != 0;
 const int fcap = cap - 8 * (lane & 1);
-// PIN (with LAZY and MASKL): the lanes' constant slot offsets (the refill's destinations here, the K and
-// V phases' reads below) computed once and passed through an empty asm, so NVVM cannot
-// recompute them from the lane inside the loop. Why: with LAZY and MASKL together NVVM did
+// PIN (with LAZY and MASKL): the lanes' constant slot offsets (the refill's destinations here,
+// the K and V phases' reads below) computed once and passed through an empty asm, so NVVM
+// cannot recompute them from the lane inside the loop. Why: with LAZY and MASKL together NVVM did
 // (NVRTC SASS of the turbo4 pair loop with VSEL too: the swizzled offsets rebuilt in every
 // pair, 615 instructions per pair instead of 554 with the pins; with --maxrregcount=168, which
 // MLX's compile does not pass, it kept them). Pinned with LAZY alone the loop grew 596 -> 603,
