@@ -763,9 +763,9 @@ fn swizzled_combine_is_bit_identical() {
 /// of bits: with `flag` on, relative RMS < 1e-3 against the split reference (f32) and against
 /// the kernel with it off (the differing elements are printed), for every format the
 /// tensor-core kernel serves, head dims 64 and 128, GQA 1, 4 and 7, lengths 1-4097 (4096: whole
-/// tiles only) and a split override (a split with no tile must merge away). Outputs must be finite (the kernel's
-/// outputs start as NaN). On the CPU the call ends in MLX's "CUDA" error. Returns the cases
-/// checked on CUDA; leaves the flag cleared.
+/// tiles only) and a split override (a split with no tile must merge away). Outputs must be
+/// finite (the kernel's outputs start as NaN). On the CPU the call ends in MLX's "CUDA" error.
+/// Returns the cases checked on CUDA; leaves the flag cleared.
 fn flag_within_parity(test: &str, flag: &str) -> usize {
     flag_within_parity_rising(test, flag, 0.0)
 }

@@ -1038,6 +1038,8 @@ fn decode(
     .template("ROT_Q", TemplateArg::Bool(k.rotation.is_some()));
     let (mut parts, token) = if let Some((stages, shared, warps)) = mma_shared {
         let pair = mma_pair(stages);
+        // Transposed scores: on request, and always under paired tiles.
+        let kt = flags::MMA_KT.enabled() || pair;
         let main = if append.is_some() {
             cached_by_name(
                 KernelBackend::Cuda,
@@ -1098,11 +1100,9 @@ fn decode(
                 .template("VSEL", TemplateArg::Bool(flags::MMA_VSEL.enabled()))
                 .template(
                     "LAZY",
-                    TemplateArg::Bool(
-                        (flags::MMA_KT.enabled() || pair) && flags::MMA_LAZY_RESCALE.enabled(),
-                    ),
+                    TemplateArg::Bool(kt && flags::MMA_LAZY_RESCALE.enabled()),
                 )
-                .template("KT", TemplateArg::Bool(flags::MMA_KT.enabled() || pair))
+                .template("KT", TemplateArg::Bool(kt))
                 .template("PAIR", TemplateArg::Bool(pair))
                 .template("RFE", TemplateArg::Bool(flags::MMA_REFILL_EARLY.enabled()))
                 .template("LIGHT", TemplateArg::Int(mma_light_tiles(warps)))

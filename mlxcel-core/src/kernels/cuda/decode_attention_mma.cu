@@ -222,41 +222,44 @@ auto pin = [](int x) {
   if constexpr (PIN) asm("" : "+r"(x));
   return x;
 };
+// This lane's chunk j of a tile's K (V) codes: its slot offset, and its row of the tile in `row`.
+auto k_dst_at = [&](int j, int& row) {
+  const int ch = lane + 32 * j;
+  row = ch * 16 / KROW;
+  return swz_chunk(ch, k_swz(row, ch)) * 16;
+};
+auto v_dst_at = [&](int j, int& row) {
+  const int ch = lane + 32 * j;
+  row = ch * 16 / VROW;
+  return K_BYTES + swz_chunk(ch, v_swz(row)) * 16;
+};
 // Without PIN the arrays are left unset and unread (the build's code as before PIN).
 int k_dst[KROW / 32], k_dst_row[KROW / 32], v_dst[VROW / 32], v_dst_row[VROW / 32];
 if constexpr (PIN) {
 #pragma unroll
   for (int j = 0; j < KROW / 32; ++j) {
-    const int ch = lane + 32 * j;
-    k_dst_row[j] = pin(ch * 16 / KROW);
-    k_dst[j] = pin(swz_chunk(ch, k_swz(ch * 16 / KROW, ch)) * 16);
+    k_dst[j] = pin(k_dst_at(j, k_dst_row[j]));
+    k_dst_row[j] = pin(k_dst_row[j]);
   }
 #pragma unroll
   for (int j = 0; j < VROW / 32; ++j) {
-    const int ch = lane + 32 * j;
-    v_dst_row[j] = pin(ch * 16 / VROW);
-    v_dst[j] = pin(K_BYTES + swz_chunk(ch, v_swz(ch * 16 / VROW)) * 16);
+    v_dst[j] = pin(v_dst_at(j, v_dst_row[j]));
+    v_dst_row[j] = pin(v_dst_row[j]);
   }
 }
 auto issue_next = [&](unsigned char* st) {
   const int rem = len - next_t0;  // rows of this tile inside the sequence
 #pragma unroll
   for (int j = 0; j < KROW / 32; ++j) {
-    if constexpr (PIN) {
-      mlxcel_mma::cp_async16(st + k_dst[j], kp + 512 * j, k_dst_row[j] < rem);
-    } else {
-      const int ch = lane + 32 * j, row = ch * 16 / KROW;
-      mlxcel_mma::cp_async16(st + swz_chunk(ch, k_swz(row, ch)) * 16, kp + 512 * j, row < rem);
-    }
+    int row;
+    const int off = PIN ? k_dst[j] : k_dst_at(j, row);
+    mlxcel_mma::cp_async16(st + off, kp + 512 * j, (PIN ? k_dst_row[j] : row) < rem);
   }
 #pragma unroll
   for (int j = 0; j < VROW / 32; ++j) {
-    if constexpr (PIN) {
-      mlxcel_mma::cp_async16(st + v_dst[j], vp + 512 * j, v_dst_row[j] < rem);
-    } else {
-      const int ch = lane + 32 * j, row = ch * 16 / VROW;
-      mlxcel_mma::cp_async16(st + K_BYTES + swz_chunk(ch, v_swz(row)) * 16, vp + 512 * j, row < rem);
-    }
+    int row;
+    const int off = PIN ? v_dst[j] : v_dst_at(j, row);
+    mlxcel_mma::cp_async16(st + off, vp + 512 * j, (PIN ? v_dst_row[j] : row) < rem);
   }
   if constexpr (FCP1_ON) {
     // FCP1: both sides' factor rows are 32 bytes each and adjacent in the slot, so lanes 0-3
@@ -511,16 +514,18 @@ const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
 // K phase: S = q K^T for the tile's 16 tokens.
 // This lane's KW words of K row krow of the tile in slot st (bytes [c * KROW / 4, + KROW / 4)),
 // read where the ring's swizzle put them.
-// PIN: the offsets of rows r and 8 + r (the only rows the K phases read: krow = h * 8 + r).
+// The slot offset of 16-byte chunk u / 4 of this lane's K bytes in row krow, where the ring
+// put it; PIN: those of rows r and 8 + r (the only rows the K phases read: krow = h * 8 + r).
+auto k_src_at = [&](int krow, int u) {
+  const int n = (krow * KROW + c * (KROW / 4)) / 16 + u / 4;
+  return swz_chunk(n, k_swz(krow, n)) * 16;
+};
 int k_src[2][(KW + 3) / 4];
 if constexpr (PIN) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
 #pragma unroll
-    for (int u = 0; u < KW; u += 4) {
-      const int krow = h * 8 + r, n = (krow * KROW + c * (KROW / 4)) / 16 + u / 4;
-      k_src[h][u / 4] = pin(swz_chunk(n, k_swz(krow, n)) * 16);
-    }
+    for (int u = 0; u < KW; u += 4) k_src[h][u / 4] = pin(k_src_at(h * 8 + r, u));
   }
 }
 auto k_row_words = [&](const unsigned char* st, int krow, mlxcel_mma::u32 (&w)[KW]) {
@@ -528,11 +533,9 @@ auto k_row_words = [&](const unsigned char* st, int krow, mlxcel_mma::u32 (&w)[K
 #pragma unroll
   for (int u = 0; u < KW; u += 4) {
     if constexpr (KW % 4 == 0) {
-      // 16-byte chunk u / 4 of this lane's K bytes, where the ring put it.
-      const int n = (krow * KROW + c * (KROW / 4)) / 16 + u / 4;
       uint4 x;
       if constexpr (PIN) x = *reinterpret_cast<const uint4*>(st + k_src[krow >= 8][u / 4]);
-      else x = *reinterpret_cast<const uint4*>(st + swz_chunk(n, k_swz(krow, n)) * 16);
+      else x = *reinterpret_cast<const uint4*>(st + k_src_at(krow, u));
       w[u] = x.x; w[u + 1] = x.y; w[u + 2] = x.z; w[u + 3] = x.w;
     } else {
 #pragma unroll
@@ -656,6 +659,14 @@ auto scores_t = [&](auto mask, const unsigned char* st, int t0, const float (&sa
     if (t0 + 8 + r >= len) vf[1] = 0.0f;
   }
 };
+// o *= alpha: O^T's fragment holds heads 2c and 2c + 1 (a0, a1; KT has them in this lane, the
+// untransposed softmax shuffles them over).
+auto scale_o = [&](float a0, float a1) {
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    o[j][0] *= a0; o[j][1] *= a1; o[j][2] *= a0; o[j][3] *= a1;
+  }
+};
 // update_t: the online softmax over N tiles' scores (sc[N][4], vf[N][2]): each head's max over
 // the tiles' tokens (this lane's, then across r; every tile's first token is inside the
 // sequence, so the maxima are finite), o rescaled once, and P^T's B fragments pb[2N]. `mask`
@@ -691,10 +702,7 @@ auto update_t = [&](auto mask, auto& sc, auto& vf, mlxcel_mma::u32* pb) {
       const float a0 = ex2(m_run - mn0), a1 = ex2(m_run1 - mn1);  // 0 on the first tile
       l_run *= a0;
       l_run1 *= a1;
-#pragma unroll
-      for (int j = 0; j < MT; ++j) {
-        o[j][0] *= a0; o[j][1] *= a1; o[j][2] *= a0; o[j][3] *= a1;
-      }
+      scale_o(a0, a1);
       m_run = mn0;
       m_run1 = mn1;
     }
@@ -735,13 +743,7 @@ auto update_t = [&](auto mask, auto& sc, auto& vf, mlxcel_mma::u32* pb) {
     const bool grew = mn0 > m_run || mn1 > m_run1;
     m_run = mn0;
     m_run1 = mn1;
-    // O^T's fragment holds heads 2c and 2c + 1: this lane's own alphas, no shuffles.
-    if (RSALL || __any_sync(0xffffffffu, grew)) {
-#pragma unroll
-      for (int j = 0; j < MT; ++j) {
-        o[j][0] *= a0; o[j][1] *= a1; o[j][2] *= a0; o[j][3] *= a1;
-      }
-    }
+    if (RSALL || __any_sync(0xffffffffu, grew)) scale_o(a0, a1);
   }
 };
 auto softmax_phase_t = [&](const unsigned char* st, int t0, const float (&sacc)[4], mlxcel_mma::u32& pb0, mlxcel_mma::u32& pb1) {
@@ -790,10 +792,7 @@ auto softmax_phase_n = [&](const unsigned char* st, int t0, float (&sacc)[2][4],
   if (RSALL || __any_sync(0xffffffffu, grew)) {
     const float a0 = __shfl_sync(0xffffffffu, alpha, 8 * c);
     const float a1 = __shfl_sync(0xffffffffu, alpha, 8 * c + 4);
-#pragma unroll
-    for (int j = 0; j < MT; ++j) {
-      o[j][0] *= a0; o[j][1] *= a1; o[j][2] *= a0; o[j][3] *= a1;
-    }
+    scale_o(a0, a1);
   }
   // B fragments of P^T (k = tokens, n = heads), V factor folded in; masked tokens exactly 0.
   pb0 = mlxcel_mma::pack_half2(p[0] > 0.0f ? p[0] * vf[0] : 0.0f, p[1] > 0.0f ? p[1] * vf[1] : 0.0f);
@@ -804,27 +803,25 @@ auto softmax_phase = [&](const unsigned char* st, int t0, float (&sacc)[2][4], m
   else softmax_phase_n(st, t0, sacc, pb0, pb1);
 };
 // V phase: O^T += V^T P^T.
-// PIN: this lane's V offsets in a slot, one per token of toks.
+// This lane's V bytes of token toks[e] in a slot: VROW / 8 of them inside one 16-byte chunk
+// (VROW <= 128) or, unswizzled, wherever they are (VROW 256: v_swz is 0). PIN: all four once.
+auto v_src_at = [&](int e) {
+  const int vb = toks[e] * VROW + r * (VROW / 8);
+  return K_BYTES + swz_chunk(vb / 16, v_swz(toks[e])) * 16 + (vb & 15);
+};
 int v_src[4];
 if constexpr (PIN) {
 #pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const int vb = toks[e] * VROW + r * (VROW / 8);
-    v_src[e] = pin(K_BYTES + swz_chunk(vb / 16, v_swz(toks[e])) * 16 + (vb & 15));
-  }
+  for (int e = 0; e < 4; ++e) v_src[e] = pin(v_src_at(e));
 }
 auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32 pb1) {
   // ---- O^T += V^T P^T: A = V^T of tokens (2c, 2c+1) and (8+2c, 9+2c), dims r*DV + [0, DV).
   mlxcel_mma::u32 va[4][VW];
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
-    // This lane's VROW / 8 bytes of token toks[e] lie inside one 16-byte chunk (VROW <= 128)
-    // or, unswizzled, wherever they are (VROW 256: v_swz is 0).
-    const int vb = toks[e] * VROW + r * (VROW / 8);
-    const int vn = vb / 16;
     const mlxcel_mma::u32* src;
     if constexpr (PIN) src = reinterpret_cast<const mlxcel_mma::u32*>(st + v_src[e]);
-    else src = reinterpret_cast<const mlxcel_mma::u32*>(st + K_BYTES + swz_chunk(vn, v_swz(toks[e])) * 16 + (vb & 15));
+    else src = reinterpret_cast<const mlxcel_mma::u32*>(st + v_src_at(e));
     if constexpr (VW % 4 == 0) {
 #pragma unroll
       for (int u = 0; u < VW; u += 4) {
