@@ -87,7 +87,7 @@ def b(x):
 
 # Template flags of the tensor-core decode kernel, each variant naming the ones it turns on
 # (swz is on unless a variant says otherwise).
-MMA_FLAGS = ("rope", "trad", "fold", "swz", "lutk", "lutv", "lut1", "luti", "hoist", "pipe", "sacc2", "rsall", "wide", "ftz", "wide16", "qswz", "fillw", "qfirst", "qfirst1", "kt", "pair", "rfe")
+MMA_FLAGS = ("rope", "trad", "fold", "swz", "lutk", "lutv", "luti", "hoist", "rsall", "wide", "ftz", "qswz", "fillw", "qfirst", "qfirst1", "kt", "pair")
 
 
 def mma_variant(**on):
@@ -104,28 +104,17 @@ MMA_VARIANTS = [
     mma_variant(rope=True, fold=True, lutk=True, lutv=True),
     mma_variant(fold=True, lutk=True),
     mma_variant(lutv=True),
-    mma_variant(rope=True, fold=True, lutk=True, lutv=True, lut1=True),
-    mma_variant(lutk=True, lut1=True),
     mma_variant(rope=True, lutk=True, lutv=True, luti=True),
     mma_variant(rope=True, fold=True, lutk=True, lutv=True, luti=True),
     mma_variant(lutk=True, luti=True),
     mma_variant(rope=True, lutk=True, lutv=True),  # the default build (fold off)
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True),
     mma_variant(rope=True, fold=True, hoist=True),
-    mma_variant(rope=True, lutk=True, lutv=True, luti=True, pipe=True),
-    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, pipe=True),
-    mma_variant(rope=True, fold=True, pipe=True),
-    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, sacc2=True),
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True),
-    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, sacc2=True, rsall=True),
-    mma_variant(rope=True, fold=True, hoist=True, sacc2=True, rsall=True),
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True),
     mma_variant(rope=True, fold=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True),
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True),
     mma_variant(rope=True, fold=True, hoist=True, rsall=True, ftz=True),
-    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, sacc2=True, rsall=True, wide=True, ftz=True),
-    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, wide16=True),
-    mma_variant(rope=True, fold=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, wide16=True),
     # Session 18: fold v3 on the session-17 defaults; the swizzled q staging.
     mma_variant(rope=True, fold=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True),
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True),
@@ -133,13 +122,10 @@ MMA_VARIANTS = [
     mma_variant(hoist=True, rsall=True, ftz=True, qswz=True),
     # The pair table filled by the warps without a q head (MLXCEL_MMA_FILLW), on the defaults and alone.
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True),
-    mma_variant(rope=True, lutk=True, lutv=True, lut1=True, hoist=True, rsall=True, ftz=True, qswz=True, fillw=True),
     # Session 20: the ring's first copies right after each warp's prologue loads (MLXCEL_MMA_QFIRST), on the
-    # defaults, with the fill on warps 0-3, with one table, in 16-warp CTAs, and with the fold.
+    # defaults, with the fill on warps 0-3, and with the fold.
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True, qfirst=True),
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, qfirst=True),
-    mma_variant(rope=True, lutk=True, lutv=True, lut1=True, hoist=True, rsall=True, ftz=True, qswz=True, fillw=True, qfirst=True),
-    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, wide16=True, qswz=True, fillw=True, qfirst=True),
     mma_variant(rope=True, trad=True, fold=True, qfirst=True),
     # Only the first tile early (MLXCEL_MMA_QFIRST1), on the defaults and in 4-warp CTAs with the fold.
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True, qfirst1=True),
@@ -150,10 +136,6 @@ MMA_VARIANTS = [
     # PAIR (MLXCEL_MMA_PAIR, with KT): two tiles per loop iteration.
     mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True, qfirst1=True, kt=True, pair=True),
     mma_variant(rope=True, fold=True, hoist=True, qfirst1=True, kt=True, pair=True),
-    # RFE (MLXCEL_MMA_REFILL_EARLY): the refill before the wait, in the paired and one-tile loops.
-    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True, qfirst1=True, kt=True, pair=True, rfe=True),
-    mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=True, rsall=True, wide=True, ftz=True, qswz=True, fillw=True, qfirst1=True, rfe=True),
-    mma_variant(rope=True, fold=True, qfirst1=True, rfe=True),
 ]
 # The shipped defaults (MLXCEL_MMA_HOIST, MLXCEL_MMA_RSALL, MLXCEL_MMA_WIDE, MLXCEL_MMA_FTZ, MLXCEL_MMA_QSWZ,
 # MLXCEL_MMA_FILLW, MLXCEL_MMA_QFIRST1, MLXCEL_MMA_PAIR with its KT layout, and the pair table with immediate
@@ -170,8 +152,6 @@ FTAIL = os.environ.get("NVRTC_FTAIL", "1") != "0"
 PROBE = int(os.environ.get("NVRTC_PROBE", "0"))
 # The last split's fewer tiles per warp (MLXCEL_MMA_LIGHT_LAST: 2, mma_light_tiles); NVRTC_LIGHT=0 compiles equal splits.
 LIGHT_PER_WARP = int(os.environ.get("NVRTC_LIGHT", "2"))
-# The CTA combine's swizzled partials (MLXCEL_MMA_COMBINE_SWZ, off: measured no faster); NVRTC_CSWZ=1 compiles them.
-CSWZ = "true" if os.environ.get("NVRTC_CSWZ", "0") == "1" else "false"
 # RoPE from the step's table (MLXCEL_ROPE_TABLE, on); NVRTC_RTAB=0 compiles each launch's own sincosf.
 RTAB = "false" if os.environ.get("NVRTC_RTAB", "1") == "0" else "true"
 # The first two ring tiles early in paired loops (MLXCEL_MMA_QFIRST2, off); NVRTC_QFIRST2=1 compiles them.
@@ -235,17 +215,17 @@ def main():
                     for rot in rots:
                         if rot and kf == 1 and v != DEFAULT_VARIANT:
                             continue
-                        rope, trad, fold, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw, qfirst, qfirst1, kt, pair, rfe = (b(v[f]) for f in MMA_FLAGS)
+                        rope, trad, fold, swz, lutk, lutv, luti, hoist, rsall, wide, ftz, qswz, fillw, qfirst, qfirst1, kt, pair = (b(v[f]) for f in MMA_FLAGS)
                         if rope == "true" and qt != "__half":
                             continue
-                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {16 if wide16 == 'true' else (12 if wide == 'true' else 4)}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr int WARPS = {12 if wide == 'true' else 4}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                                   f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot)}; constexpr bool ROT_V = {b(vf >= 2 or (rot and kf == 1))}; "
-                                  f"constexpr int STAGES = {min(stages, 4) if wide16 == 'true' else stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
+                                  f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
                                   f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")
                         src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
                                + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
-                        named = "".join(f" {f}" for f in MMA_FLAGS[8:] if b(v[f]) == "true")
-                        ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{lut1}/{luti}" + named + (" rot" if rot and kf == 1 else ""), src)
+                        named = "".join(f" {f}" for f in MMA_FLAGS[7:] if b(v[f]) == "true")
+                        ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{luti}" + named + (" rot" if rot and kf == 1 else ""), src)
     # The attention append (MLXCEL_ATTN_APPEND: decode_attention.rs's mma_append_source): the formats the qkv
     # GEMV's folded append writes (turbo4, fp16 K + turbo4 V, int8) and the boundary layers' fp16 K + int8 V, the shipped build (4-warp CTAs without the
     # pair table) with and without the fold, RoPE in both layouts; the probe builds' setting from NVRTC_PROBE.
@@ -263,12 +243,12 @@ def main():
             table = kf == 4
             v = dict(DEFAULT_VARIANT, fold=fold == "true", trad=trad == "true", lutk=kf == 4, lutv=vf == 4, luti=table,
                      wide=table, qfirst1=not (kf == 0 and vf == 4))
-            _, _, _, swz, lutk, lutv, lut1, luti, hoist, pipe, sacc2, rsall, wide, ftz, wide16, qswz, fillw, qfirst, qfirst1, kt, pair, rfe = (b(v[f]) for f in MMA_FLAGS)
+            _, _, _, swz, lutk, lutv, luti, hoist, rsall, wide, ftz, qswz, fillw, qfirst, qfirst1, kt, pair = (b(v[f]) for f in MMA_FLAGS)
             stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
             stages = min(6, max(3, -(-8192 // stage) + 1))
             pair = b(v["pair"] and stages >= 5)
             kt = b(v["kt"] or pair == "true")
-            consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUT1 = {lut1}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool PIPE = {pipe}; constexpr bool SACC2 = {sacc2}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr bool RFE = {rfe}; constexpr int WARPS = {12 if table or WIDE_PLAIN else 4}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool CSWZ = {CSWZ}; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+            consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr int WARPS = {12 if table or WIDE_PLAIN else 4}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
                       f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(kf == 4)}; constexpr bool ROT_V = {b(vf == 4)}; "
                       f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = true; constexpr bool TRAD = {trad}; "
                       f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = __half;\n")

@@ -55,6 +55,11 @@ fn main() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
+    // A mistyped or retired `MLXCEL_*` switch would otherwise leave an A/B measuring the
+    // default on both sides without a word.
+    for line in mlxcel_core::flags::unread_env_vars() {
+        tracing::warn!("{line}");
+    }
     // `mlxcel --recommend-quant ...` is the same as `mlxcel recommend-quant ...`.
     let cli = Cli::parse_from(std::env::args_os().enumerate().map(|(i, a)| {
         if i == 1 && a == "--recommend-quant" {

@@ -524,20 +524,6 @@ pub const MMA_LUT_V: Flag = Flag {
     slot: 13,
 };
 
-/// The pair table with 128-byte rows, one table for K and V (`LUT1`; their turbo4 codebooks
-/// are equal: same bits and group), 32 KiB instead of 64, with a ring of at most 4 stages:
-/// 3 CTAs per SM instead of 2. Why: with the 64 KiB table ncu found the kernel latency-bound
-/// at 12% occupancy (0.85 eligible warps per scheduler). Same bits as the other decoders.
-/// Session 11 (H200): bit-identical and within parity, but not faster: `bench attention`
-/// turbo4 at 128K 80.9 vs 80.3 us, slower at 4K/32K, ncu 75.4 us at 138 registers (the
-/// two-table default measured 59.1 in session 10). Kept opt-in for A/B runs (ADR 0008).
-pub const MMA_LUT_ONE: Flag = Flag {
-    name: "MLXCEL_MMA_LUT_ONE",
-    default: false,
-    doc: "the turbo4 pair table uses 128-byte rows shared by K and V (32 KiB, 3 CTAs per SM; measured no faster, off by default)",
-    slot: 14,
-};
-
 /// The 64 KiB pair table's lookups address it through the load's immediate offset (`LUTI`):
 /// the table sits at the start of the kernel's dynamic shared memory, whose shared-window
 /// address is 1024 on sm_80 and later when a kernel has no static shared memory, so a lookup
@@ -831,36 +817,6 @@ pub const MMA_HOIST: Flag = Flag {
     slot: 27,
 };
 
-/// The tensor-core decode kernel's tile loop software-pipelined (`PIPE` in
-/// `cuda/decode_attention_mma.cu`): tile i + 1's K phase (table decode and the S mma chain)
-/// sits in the same basic block as tile i's V phase, so ptxas interleaves two independent
-/// chains. Each tile's softmax keeps its place relative to o, and the outputs were
-/// bit-identical on the H200 (session 15), but the kernel was slower: ncu at 128K 52.5 ->
-/// 55.9 us per call (54.8 with HOIST against HOIST's 50.8); one copy fewer is in flight
-/// and the stall profile did not change (3.46 vs 3.47 cycles per issued instruction). Kept
-/// off for A/B. 1 turns it on.
-pub const MMA_PIPE: Flag = Flag {
-    name: "MLXCEL_MMA_PIPE",
-    default: false,
-    doc: "tensor-core decode kernel: the next tile's K phase interleaved with this tile's V phase (1 = on; measured slower)",
-    slot: 28,
-};
-
-/// The tensor-core decode kernel's S = q K^T summed in two accumulators per 8-token n-tile
-/// (`SACC2` in `cuda/decode_attention_mma.cu`): even and odd k-steps in separate chains of
-/// D / 32 mma each, added after. Why: ncu found the kernel stalled on dependent instructions
-/// with 2 warps per scheduler (session 14; 3.46 cycles per issued instruction with HOIST in
-/// session 15), and the S chain is D / 16 mma long per n-tile. A different summation order:
-/// checked by the parity suite against the f32 reference, not bit for bit (session 16, call
-/// 5: turbo4, 35 cases, worst 5.56e-4). `bench attention` turbo4 at 128K: 64.9 -> 68.4 us per
-/// call (one A/B pair: slower). Off; 1 turns it on for the A/B in session17_call1.sh.
-pub const MMA_SACC2: Flag = Flag {
-    name: "MLXCEL_MMA_SACC2",
-    default: false,
-    doc: "tensor-core decode kernel: q K^T in two accumulator chains per n-tile (1 = on; measured slower once)",
-    slot: 29,
-};
-
 /// The tensor-core decode kernel rescales o every tile (`RSALL` in
 /// `cuda/decode_attention_mma.cu`) instead of after a warp vote on whether any running max
 /// grew: alpha is exp2(0) = 1 exactly where it did not, so the outputs are bit-identical, and
@@ -892,27 +848,6 @@ pub const MMA_WIDE: Flag = Flag {
     slot: 31,
 };
 
-/// With [`MMA_WIDE`], CTAs of 16 warps instead of 12 around the one pair table, the ring cut to
-/// the deepest that fits (turbo4 D=128: 4 stages of 2112 bytes per warp, 204800 bytes of
-/// shared memory per CTA; 12 warps take 5 stages). Why: with 12 warps (3 per scheduler) ncu
-/// still found no eligible warp in 38% of the cycles at 128K (session 17: 48.54 us, 62% of
-/// issue slots busy, 4.78 cycles per issued instruction); 16 warps are 4 per scheduler, and
-/// 16 x 4 ring stages keep more bytes in flight per SM than 12 x 5. Registers: the 12-warp
-/// build takes 127, and 16 warps of 128 threads' worth fill the SM's 64K exactly, so a build
-/// above 128 registers would fail to launch (an MLX error, not a wrong result). Outputs differ
-/// from 12 warps in rounding only (each warp's tiles change). Measured on the H200 (session
-/// 18, call 1): parity 35 turbo4 cases, worst relative RMS 5.54e-4; ncu at 128K 48.42 ->
-/// 48.22 us (eligible warps per scheduler 1.19 -> 1.58, but cycles per issued instruction
-/// 4.81 -> 6.30: the same issue rate); turbo4 device time per step 4.41 -> 4.40 ms at 128K,
-/// 2.91 -> 2.93 ms at 32K. Within the noise: more warps do not help, off. 1 turns it on.
-pub const MMA_WIDE16: Flag = Flag {
-    name: "MLXCEL_MMA_WIDE16",
-    default: false,
-    doc:
-        "tensor-core decode kernel: 16-warp CTAs (with MLXCEL_MMA_WIDE; 1 = on; measured no faster)",
-    slot: 33,
-};
-
 /// The tensor-core decode kernel stages q in shared memory with its 16-byte chunks swizzled
 /// (`QSWZ` in `cuda/decode_attention_mma.cu`) so that the reads of q's MMA fragments are
 /// free of bank conflicts. Why: the kernel's fixed time per call (ncu over contexts, session
@@ -930,7 +865,7 @@ pub const MMA_QSWZ: Flag = Flag {
     slot: 34,
 };
 
-/// The tensor-core decode kernel fills its turbo4 pair table on warps 8-11 of a 12- or 16-warp
+/// The tensor-core decode kernel fills its turbo4 pair table on warps 8-11 of a 12-warp
 /// CTA, which stage no q head, instead of on warps 0-3 after their q heads, and loads the
 /// codebook's 8 magnitudes before its first store (`FILLW` in `cuda/decode_attention_mma.cu`).
 /// Why: the fill ran serially after q on warps 0-3 while warps 8-11 waited at the barrier, and
@@ -1095,7 +1030,7 @@ pub const MMA_KT: Flag = Flag {
 /// across lanes, the exponentials) at 3 warps per scheduler. Two tiles give two independent
 /// chains to interleave and halve the reductions, alpha exponentials and o rescales per token
 /// (NVRTC SASS, turbo4 D=128 GQA 4: 667 instructions per pair against 366 per tile, 128
-/// registers). Needs `MLXCEL_MMA_HOIST` and not `MLXCEL_MMA_PIPE` (otherwise off), and applies
+/// registers). Needs `MLXCEL_MMA_HOIST` (otherwise off), and applies
 /// only to rings of 5 or more stages (turbo4's kernels; `MMA_PAIR_MIN_STAGES` in
 /// `kernels/decode_attention.rs`: 3-stage rings would have no copy in flight during a pair). Not
 /// bit-identical to the kernel without it: P is rounded to fp16 against the maximum of 32
@@ -1110,24 +1045,6 @@ pub const MMA_PAIR: Flag = Flag {
     default: true,
     doc: "tensor-core decode kernel: two tiles per loop iteration, one softmax update, in MLXCEL_MMA_KT's layout (0 = one tile per iteration)",
     slot: 44,
-};
-
-/// The tensor-core decode kernel's loops refill the ring slot freed by the previous iteration
-/// before waiting for the current tile (or pair), instead of after computing it (`RFE` in
-/// `cuda/decode_attention_mma.cu`): one more copy in flight while a warp computes (STAGES - 1
-/// in the one-tile loop, STAGES - 2 in the paired one). Why: PIPE, with one copy fewer in
-/// flight, measured slower (session 15), and `MLXCEL_MMA_PAIR` leaves no copy in flight on the
-/// 3-stage rings of fp16 or int8 keys at D = 128, which keeps them on the one-tile loop. The
-/// same copies into the same slots: bit-identical outputs. On the H200 (session 26, call 1):
-/// 48 bit-identity checks (both loops); ncu medians of 18 launches, default -> on: turbo4
-/// 8.10 -> 8.06 us at 4K, 17.25 -> 17.30 at 32K, 43.78 -> 44.72 at 128K; turbo4-asym (3-stage
-/// one-tile loop, where a second copy in flight was the point) 9.20 -> 9.09, 26.91 -> 27.28,
-/// 87.01 -> 87.52. Not faster: off; 1 turns it on.
-pub const MMA_REFILL_EARLY: Flag = Flag {
-    name: "MLXCEL_MMA_REFILL_EARLY",
-    default: false,
-    doc: "tensor-core decode kernel: refill the freed ring slot before waiting for the tile (1 = on; measured no faster)",
-    slot: 45,
 };
 
 /// The tensor-core decode kernel sizes its splits for `2 x warps` more tiles than the sequence
@@ -1152,26 +1069,6 @@ pub const MMA_LIGHT_LAST: Flag = Flag {
     slot: 62,
 };
 
-/// The tensor-core decode kernel's warps store their partial outputs for the CTA's combine in a
-/// bank-swizzled layout, one 8-byte store per pair of dims (`CSWZ` in
-/// `cuda/decode_attention_mma.cu`), instead of at `head * D + dim` with 4-byte stores, where a
-/// warp's 16 storing lanes fall 8 ways onto one bank (rows of the o fragment and heads 2c are
-/// multiples of 128 bytes apart): 256 store wavefronts per warp for turbo4's D = 128, GQA 4,
-/// against 16. Why: the timeline probe (H200, session 46, turbo4 at 128K) put ~2 us between
-/// the slowest warp's loop end and the CTA's end, while DRAM idles; 12 warps x 256 wavefronts
-/// is ~3000 cycles of shared stores. The same values combined in the same order: bit-identical
-/// (H200, session 46, call 3: `swizzled_combine_is_bit_identical`, 100 checks). Measured no
-/// faster (call 3, `MLXCEL_STEP_AB`, turbo4 device ms per step, off -> on: 3.134 -> 3.130 at
-/// 128K, 2.152 -> 2.159 at 32K), and the timeline with it on still put ~2 us between the
-/// slowest warp's loop end and the CTA's end: the stores were not what the tail waits on.
-/// Off; 1 turns it on.
-pub const MMA_COMBINE_SWZ: Flag = Flag {
-    name: "MLXCEL_MMA_COMBINE_SWZ",
-    default: false,
-    doc: "tensor-core decode kernel: the warps' partials stored for the CTA combine without bank conflicts (bit-identical; measured no faster; 1 = on)",
-    slot: 63,
-};
-
 /// The tensor-core decode kernel reads RoPE's cos and sin at the step's position from a table
 /// computed once per step (`kernels::rope_table`, `RTAB` in `cuda/decode_attention_mma.cu`)
 /// instead of each launch computing them for q and the appended key. Why: past ~106K positions
@@ -1190,27 +1087,6 @@ pub const ROPE_TABLE: Flag = Flag {
     default: true,
     doc: "tensor-core decode kernel: RoPE's cos/sin read from a table computed once per step (bit-identical; 0 = computed in each launch)",
     slot: 64,
-};
-
-/// turbo4-asym's tensor-core decode kernel (fp16 keys, turbo4 values: 4-warp CTAs, two query
-/// heads per warp) issues each warp's first `STAGES - 1` ring copies right after its own
-/// prologue loads (`QFIRST` in `cuda/decode_attention_mma.cu`, what [`MMA_QFIRST`] does for
-/// every kernel), where the other kernels take [`MMA_QFIRST1`]'s one early tile
-/// (`mma_qfirst1` leaves this kernel out: slower in session 21). Why: the step's RoPE table
-/// ([`ROPE_TABLE`]) took 0.107 ms off turbo4-asym's 128K step against 0.022 off turbo4's
-/// (H200, session 47), a sign that its prologue sits on the launch's path; `MMA_QFIRST` for
-/// every kernel then measured 4.549 -> 4.519 ms per 128K step and 2.382 -> 2.362 at 32K
-/// (`MLXCEL_STEP_AB`, call 4). Same copies into the same slots: bit-identical outputs (call 5:
-/// 20 checks, `asym_ring_copies_after_the_prologue_loads_are_bit_identical`; the attention
-/// append's 60 steps with it on). Measured alone (call 5, `MLXCEL_STEP_AB`, turbo4-asym device
-/// ms per step, off -> on): 4.379 -> 4.393 at 128K, 2.387 -> 2.373 at 32K: no gain outside the
-/// A/B's noise (call 4's had come with the boundary layers' kernels switched too). Off; 1 turns
-/// it on.
-pub const MMA_QFIRST_ASYM: Flag = Flag {
-    name: "MLXCEL_MMA_QFIRST_ASYM",
-    default: false,
-    doc: "turbo4-asym's tensor-core decode kernel issues its first ring copies right after its prologue loads (bit-identical; measured no faster; 1 = on)",
-    slot: 65,
 };
 
 /// With [`MMA_QFIRST1`] and paired tiles ([`MMA_PAIR`]), each warp of the tensor-core decode
@@ -1405,6 +1281,115 @@ pub fn cuda_profile_steps() -> Option<(usize, usize)> {
     (count > 0).then_some((first, count))
 }
 
+/// The `MLXCEL_*` variables other than the boolean flags of [`ALL`]: read at run time by
+/// mlxcel ([`var`] and direct reads), by its build script (`MLXCEL_MLX_BACKEND`,
+/// `MLXCEL_CACHE_DIR`, `MLXCEL_OPENBLAS`: set for a build, often still exported when the
+/// binary runs), by its GPU tests and by the `benchmarks/gpu` scripts. With [`ALL`], what
+/// [`unread_vars`] accepts; a test checks that every `MLXCEL_*` name in the sources is one of
+/// the two.
+pub const OTHER_VARS: &[&str] = &[
+    "MLXCEL_ATTENTION_TIMING_PROBE",
+    "MLXCEL_BIN",
+    "MLXCEL_CACHE_DIR",
+    "MLXCEL_CUDA_PROFILE_STEPS",
+    "MLXCEL_FOLD_MAX_CONTEXT",
+    "MLXCEL_HOST_PROFILE",
+    "MLXCEL_KERNEL_DIR",
+    "MLXCEL_KV_BOUNDARY_LAYERS",
+    "MLXCEL_KV_BOUNDARY_TYPE",
+    "MLXCEL_LOG",
+    "MLXCEL_MLX_BACKEND",
+    "MLXCEL_OPENBLAS",
+    "MLXCEL_PARITY_MODES",
+    "MLXCEL_QMV_GBAR_AT",
+    "MLXCEL_QMV_NOMATH_LEVEL",
+    "MLXCEL_QMV_SCHEDULE",
+    "MLXCEL_QWEN25_05B_GGUF",
+    "MLXCEL_SMOLLM2_GGUF",
+    "MLXCEL_STEP_AB",
+    "MLXCEL_STEP_AB_BLOCK",
+    "MLXCEL_TEST_SEED",
+    "MLXCEL_TURBO_SEED",
+];
+
+/// Flags that were measured on the H200, found no faster than the default, and removed with
+/// their kernel code (name, what it did and what it measured). Why keep the names: an A/B
+/// script or a shell that still sets one should hear that it now changes nothing, rather than
+/// silently run the default. The full measurements are in `benchmarks/kernel-notes/NOTES.md`
+/// and the session results.
+pub const RETIRED: &[(&str, &str)] = &[
+    (
+        "MLXCEL_MMA_LUT_ONE",
+        "one 32-KiB pair table for K and V; session 11: 128K 80.9 vs 80.3 us per call, slower at 4K/32K; removed in session 50",
+    ),
+    (
+        "MLXCEL_MMA_PIPE",
+        "the next tile's K phase beside this tile's V phase; session 15: ncu 128K 50.8 -> 54.8 us per call; removed in session 50",
+    ),
+    (
+        "MLXCEL_MMA_SACC2",
+        "q K^T in two accumulator chains; session 17: 128K 64.9 -> 68.4 us per call; removed in session 50",
+    ),
+    (
+        "MLXCEL_MMA_WIDE16",
+        "16-warp CTAs; session 18: 128K step 4.41 -> 4.40 ms, 32K 2.91 -> 2.93; removed in session 50",
+    ),
+    (
+        "MLXCEL_MMA_REFILL_EARLY",
+        "the ring refilled before each tile's wait; session 26: 128K 43.78 -> 44.72 us per call; removed in session 50",
+    ),
+    (
+        "MLXCEL_MMA_COMBINE_SWZ",
+        "the CTA combine's partials stored without bank conflicts; session 46: 128K step 3.134 -> 3.130 ms, 32K 2.152 -> 2.159; removed in session 50",
+    ),
+    (
+        "MLXCEL_MMA_QFIRST_ASYM",
+        "turbo4-asym's first ring copies before the prologue's barrier; session 47: 128K step 4.379 -> 4.393 ms, 32K 2.387 -> 2.373; removed in session 50",
+    ),
+];
+
+/// One line per `MLXCEL_*` name in `names` that mlxcel does not read: a retired flag (with
+/// what it was) or an unknown name (with the closest known one, if any is close), so that a
+/// typo in an A/B switch does not silently measure the default twice. Other names are ignored.
+pub fn unread_vars<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Vec<String> {
+    let known = || ALL.iter().map(|f| f.name).chain(OTHER_VARS.iter().copied());
+    let mut out = Vec::new();
+    for name in names {
+        let name = name.as_ref();
+        if !name.starts_with("MLXCEL_") || known().any(|k| k == name) {
+            continue;
+        }
+        if let Some((_, why)) = RETIRED.iter().find(|(n, _)| *n == name) {
+            out.push(format!(
+                "{name} is set but no longer exists ({why}); it changes nothing"
+            ));
+            continue;
+        }
+        let closest = known()
+            .map(|k| (strsim::levenshtein(name, k), k))
+            .min()
+            .filter(|(dist, _)| *dist <= 3);
+        out.push(match closest {
+            Some((_, k)) => {
+                format!("{name} is set but mlxcel does not read it (did you mean {k}?)")
+            }
+            None => {
+                format!("{name} is set but mlxcel does not read it (`mlxcel info` lists the flags)")
+            }
+        });
+    }
+    out
+}
+
+/// [`unread_vars`] over the process environment.
+pub fn unread_env_vars() -> Vec<String> {
+    let mut names: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .collect();
+    names.sort();
+    unread_vars(names)
+}
+
 /// All boolean flags, for `--help` texts and `mlxcel info`.
 pub const ALL: &[Flag] = &[
     ROTATED_SDPA,
@@ -1422,7 +1407,6 @@ pub const ALL: &[Flag] = &[
     MMA_SWIZZLE,
     MMA_LUT_K,
     MMA_LUT_V,
-    MMA_LUT_ONE,
     MMA_LUT_IMM,
     KERNEL_PRIMITIVE_CACHE,
     KERNEL_FILES,
@@ -1436,12 +1420,9 @@ pub const ALL: &[Flag] = &[
     QKV_ENCODE,
     INT8R_FUSED,
     MMA_HOIST,
-    MMA_PIPE,
-    MMA_SACC2,
     MMA_RSALL,
     MMA_WIDE,
     MMA_FTZ,
-    MMA_WIDE16,
     MMA_QSWZ,
     MMA_FILLW,
     QMV_EARLY,
@@ -1453,11 +1434,8 @@ pub const ALL: &[Flag] = &[
     QKV_ENC_TAIL,
     MMA_KT,
     MMA_PAIR,
-    MMA_REFILL_EARLY,
     MMA_LIGHT_LAST,
-    MMA_COMBINE_SWZ,
     ROPE_TABLE,
-    MMA_QFIRST_ASYM,
     MMA_QFIRST2,
     MMA_FCOPY1,
     MMA_VZERO,
@@ -1508,6 +1486,112 @@ mod tests {
             assert!(!seen[f.slot], "{}: slot {} taken twice", f.name, f.slot);
             seen[f.slot] = true;
         }
+    }
+
+    /// Known names pass; a retired flag says what it was; a typo names the closest flag; a
+    /// name far from every known one points at `mlxcel info`; non-mlxcel names are ignored.
+    #[test]
+    fn unread_vars_are_named_with_the_reason() {
+        let out = unread_vars([
+            "MLXCEL_FUSED_DECODE",
+            "MLXCEL_STEP_AB",
+            "PATH",
+            "MLXCEL_MMA_PIPE",
+            "MLXCEL_FUSED_DECOD",
+            "MLXCEL_SOMETHING_ELSE_ENTIRELY",
+        ]);
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert!(
+            out[0].starts_with("MLXCEL_MMA_PIPE is set but no longer exists ("),
+            "{}",
+            out[0]
+        );
+        assert!(out[0].contains("session 15"), "{}", out[0]);
+        assert!(
+            out[1].contains("did you mean MLXCEL_FUSED_DECODE?"),
+            "{}",
+            out[1]
+        );
+        assert!(
+            out[2].contains("`mlxcel info` lists the flags"),
+            "{}",
+            out[2]
+        );
+    }
+
+    /// A retired name is not also a live flag or variable (it would both work and warn).
+    #[test]
+    fn retired_names_are_not_live() {
+        for (name, why) in RETIRED {
+            assert!(find(name).is_none(), "{name} is retired and a flag");
+            assert!(
+                !OTHER_VARS.contains(name),
+                "{name} is retired and a variable"
+            );
+            assert!(name.starts_with("MLXCEL_") && !why.is_empty());
+        }
+    }
+
+    /// Every `MLXCEL_*` name in the workspace's Rust sources is a flag, one of [`OTHER_VARS`],
+    /// a retired flag, or one of the few names that are not run-time variables (set by the
+    /// build script for `env!`, or made up by tests). Why: a variable added without an entry
+    /// would make every run that sets it warn that it is not read.
+    #[test]
+    fn every_name_in_the_sources_is_known() {
+        const NOT_RUNTIME: &[&str] = &[
+            // Set by build.rs for env!.
+            "MLXCEL_MLX_LINKED_FROM",
+            "MLXCEL_MLX_PINNED_VERSION",
+            // The timeline probe's output tag (`MLXCEL_TL ...` lines), not a variable.
+            "MLXCEL_TL",
+            // Made up by tests.
+            "MLXCEL_NO_SUCH_FLAG",
+            "MLXCEL_TEST_KEPT_FLAG",
+            "MLXCEL_TEST_KEPT_VAR",
+            "MLXCEL_FUSED_DECOD",
+            "MLXCEL_SOMETHING_ELSE_ENTIRELY",
+        ];
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files = Vec::new();
+        for krate in ["mlxcel-core", "mlxcel-models", "mlxcel-cli"] {
+            let mut dirs = vec![root.join(krate)];
+            while let Some(dir) = dirs.pop() {
+                for entry in std::fs::read_dir(&dir).unwrap() {
+                    let path = entry.unwrap().path();
+                    if path.is_dir() {
+                        dirs.push(path);
+                    } else if path.extension().is_some_and(|e| e == "rs") {
+                        files.push(path);
+                    }
+                }
+            }
+        }
+        assert!(files.len() > 20, "found only {} source files", files.len());
+        let mut unknown = Vec::new();
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            // Names inside string literals: a quote, then MLXCEL_ and [A-Z0-9_]+.
+            for (at, _) in text.match_indices("\"MLXCEL_") {
+                let name: String = text[at + 1..]
+                    .chars()
+                    .take_while(|ch| ch.is_ascii_uppercase() || ch.is_ascii_digit() || *ch == '_')
+                    .collect();
+                if name.ends_with('_') {
+                    continue; // a prefix in prose or a format string, not a name
+                }
+                let listed = find(&name).is_some()
+                    || OTHER_VARS.contains(&name.as_str())
+                    || RETIRED.iter().any(|(n, _)| *n == name)
+                    || NOT_RUNTIME.contains(&name.as_str());
+                if !listed {
+                    unknown.push(format!("{} in {}", name, file.display()));
+                }
+            }
+        }
+        assert!(
+            unknown.is_empty(),
+            "add to OTHER_VARS (or ALL): {unknown:?}"
+        );
     }
 
     /// Values are kept after the first read and read again after `reload`.

@@ -142,11 +142,6 @@ fn mma_splits_make_one_wave_of_whole_tiles() {
     assert_eq!(mma_num_splits_for(1, 2, 131072, wide, 12), 66);
     assert_eq!(mma_num_splits_for(1, 8, 1000, wide, 12), 6);
     assert_eq!(mma_num_splits_for(1, 8, 100, wide, 12), 1);
-    // MLXCEL_MMA_WIDE16: 16 warps with a 4-stage ring, 4096 + 16 x 4 x 2112 + 65536 = 204800
-    // bytes (5 stages would take 238592, over the 232448 a CTA may have): one CTA per SM.
-    let wide16 = 4096 + 16 * 4 * 2112 + 65536;
-    assert_eq!(mma_num_splits_for(1, 8, 131072, wide16, 16), 16);
-    assert_eq!(mma_num_splits_for(1, 8, 1000, wide16, 16), 4);
     // 4 warps: the policy above, unchanged.
     assert_eq!(mma_num_splits_for(1, 8, 131072, table, 4), 33);
 }
@@ -325,17 +320,13 @@ fn fused_decode_matches_split_paths_or_falls_back() {
     eprintln!("fused decode: {cases} cases on CUDA, worst relative RMS {worst:.2e}");
 }
 
-/// The shared-memory pair table (`MLXCEL_MMA_LUT_K` / `_V`, with `MLXCEL_MMA_LUT_ONE`'s
-/// 128-byte rows or `MLXCEL_MMA_LUT_IMM`'s immediate-offset lookups) must decode the same fp16
-/// bits as the register byte permutes: with a fixed split count the outputs are
-/// bit-identical. On the CPU the flags must not make the fused path reachable.
+/// The shared-memory pair table (`MLXCEL_MMA_LUT_K` / `_V`, with or without
+/// `MLXCEL_MMA_LUT_IMM`'s immediate-offset lookups) must decode the same fp16 bits as the
+/// register byte permutes: with a fixed split count the outputs are bit-identical. On the CPU
+/// the flags must not make the fused path reachable.
 ///
-/// `MLXCEL_MMA_PAIR` (two tiles per iteration, one softmax update per pair: other roundings
-/// than the one-tile loop) is on only for rings of 5 stages or more, and the 128-byte-row
-/// table caps turbo4's ring at 4: its variants are compared with PAIR off on both sides (a
-/// session-26 run with PAIR left to the defaults compared the paired base with the one-tile
-/// variant and found 1 differing output at len = 17). The others keep the defaults (PAIR on
-/// turbo4's 5-stage ring) on both sides. `MLXCEL_MMA_WIDE` (on by default: 12-warp CTAs
+/// Both sides keep `MLXCEL_MMA_PAIR`'s default (two tiles per iteration on turbo4's 5-stage
+/// ring). `MLXCEL_MMA_WIDE` (on by default: 12-warp CTAs
 /// around the table, 4 without one) is pinned off on both sides: a warp's tiles are every
 /// WARPS-th of its split's, so 12 warps against 4 change the sums' order wherever a split has
 /// more than 4 tiles (session 26: 1301 differing outputs at len = 4097, 7 tiles per split;
@@ -344,26 +335,13 @@ fn fused_decode_matches_split_paths_or_falls_back() {
 fn pair_table_decodes_bit_identically_to_byte_permutes() {
     let mut r = rng("pair_table_decodes_bit_identically_to_byte_permutes");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    const NAMES: [&str; 4] = [
-        "MLXCEL_MMA_LUT_K",
-        "MLXCEL_MMA_LUT_V",
-        "MLXCEL_MMA_LUT_ONE",
-        "MLXCEL_MMA_LUT_IMM",
-    ];
-    const PAIR: &str = "MLXCEL_MMA_PAIR";
+    const NAMES: [&str; 3] = ["MLXCEL_MMA_LUT_K", "MLXCEL_MMA_LUT_V", "MLXCEL_MMA_LUT_IMM"];
     const WIDE: &str = "MLXCEL_MMA_WIDE";
-    // PAIR's default (on) unless the one-table layout is in the comparison; 4-warp CTAs always.
-    let switches = |k: bool, v: bool, one: bool, imm: bool, pair: bool| {
-        [
-            (NAMES[0], k),
-            (NAMES[1], v),
-            (NAMES[2], one),
-            (NAMES[3], imm),
-            (PAIR, pair),
-            (WIDE, false),
-        ]
+    // 4-warp CTAs always.
+    let switches = |k: bool, v: bool, imm: bool| {
+        [(NAMES[0], k), (NAMES[1], v), (NAMES[2], imm), (WIDE, false)]
     };
-    let set = |k: bool, v: bool| set_flags(&switches(k, v, false, false, true));
+    let set = |k: bool, v: bool| set_flags(&switches(k, v, false));
     // Which sides use the table: V only alongside turbo4 K (alone it measured slower).
     for (mode, both, v_only) in [
         ("turbo4", (true, true), (false, false)),
@@ -384,8 +362,8 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let splits = len.div_ceil(64).min(40);
-                let run = |lk: bool, lv: bool, one: bool, imm: bool, pair: bool| {
-                    let on = switches(lk, lv, one, imm, pair);
+                let run = |lk: bool, lv: bool, imm: bool| {
+                    let on = switches(lk, lv, imm);
                     fused_values(&on, &q, (&kr, &vr), len, Some(splits))
                 };
                 if !on_cuda {
@@ -394,31 +372,23 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
                         select_path(&q, k.as_ref(), v.as_ref()),
                         AttentionPath::FusedDecode
                     );
-                    let err = run(true, true, true, false, true).unwrap_err().to_string();
+                    let err = run(true, true, false).unwrap_err().to_string();
                     assert!(err.contains("CUDA"), "{err}");
                     continue;
                 }
-                let base = run(false, false, false, false, true).unwrap();
-                let base_one_tile = run(false, false, false, false, false).unwrap();
-                // (K table, V table, one 128-byte-row table for both, immediate offsets).
-                for (lk, lv, one, imm) in [
-                    (true, false, false, false),
-                    (true, true, false, false),
-                    (true, false, true, false),
-                    (true, true, true, false),
-                    (true, false, false, true),
-                    (true, true, false, true),
+                let base = run(false, false, false).unwrap();
+                // (K table, V table, immediate offsets).
+                for (lk, lv, imm) in [
+                    (true, false, false),
+                    (true, true, false),
+                    (true, false, true),
+                    (true, true, true),
                 ] {
-                    let (want, pair) = if one {
-                        (&base_one_tile, false)
-                    } else {
-                        (&base, true)
-                    };
-                    let differing = differing_bits(want, &run(lk, lv, one, imm, pair).unwrap());
-                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} lut k={lk} v={lv} one={one} imm={imm} pair={pair}: {differing} differing outputs");
+                    let differing = differing_bits(&base, &run(lk, lv, imm).unwrap());
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} lut k={lk} v={lv} imm={imm}: {differing} differing outputs");
                     assert_eq!(
                         differing, 0,
-                        "{mode} hq={hq} d={d} len={len} lut k={lk} v={lv} one={one} imm={imm}"
+                        "{mode} hq={hq} d={d} len={len} lut k={lk} v={lv} imm={imm}"
                     );
                     checked += 1;
                 }
@@ -426,31 +396,24 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
         }
     }
     clear_flags(&NAMES);
-    clear_flags(&[PAIR, WIDE]);
+    clear_flags(&[WIDE]);
     eprintln!("pair table: {checked} bit-identity checks on CUDA");
 }
 
 /// `MLXCEL_MMA_HOIST` (the copy addressing hoisted out of the tile loop: the same bytes to
-/// the same places), `MLXCEL_MMA_PIPE` (the next tile's K phase next to this tile's V
-/// phase: the same operations per tile in the same order relative to the running softmax)
-/// `MLXCEL_MMA_RSALL` (o rescaled every tile: by exactly 1 where the max did not grow) and
+/// the same places), `MLXCEL_MMA_RSALL` (o rescaled every tile: by exactly 1 where the max did not grow) and
 /// `MLXCEL_MMA_FTZ` (exp2 with denormals flushed: no weight of these random cases is below
 /// 2^-126), alone and together: with a fixed split count the outputs must be bit-identical to the
 /// default kernel's, for every format it serves, head dims 64 and 128, and lengths inside
 /// one tile, across tiles and across the ring's wrap. On the CPU both end in MLX's "CUDA"
 /// error.
 #[test]
-fn hoisted_and_pipelined_loops_are_bit_identical() {
-    let mut r = rng("hoisted_and_pipelined_loops_are_bit_identical");
-    // The paired-tile loop (MLXCEL_MMA_PAIR, on by default) needs HOIST and no PIPE, so it
-    // would run on some sides only: compare the single-tile loops it replaces.
+fn hoisted_rescale_always_and_ftz_loops_are_bit_identical() {
+    let mut r = rng("hoisted_rescale_always_and_ftz_loops_are_bit_identical");
+    // The paired-tile loop (MLXCEL_MMA_PAIR, on by default) needs HOIST, so it would run on
+    // some sides only: compare the single-tile loops it replaces.
     set_flags(&[("MLXCEL_MMA_PAIR", false)]);
-    const NAMES: [&str; 4] = [
-        "MLXCEL_MMA_HOIST",
-        "MLXCEL_MMA_PIPE",
-        "MLXCEL_MMA_RSALL",
-        "MLXCEL_MMA_FTZ",
-    ];
+    const NAMES: [&str; 3] = ["MLXCEL_MMA_HOIST", "MLXCEL_MMA_RSALL", "MLXCEL_MMA_FTZ"];
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let mut checked = 0;
     for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
@@ -459,35 +422,28 @@ fn hoisted_and_pipelined_loops_are_bit_identical() {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let splits = len.div_ceil(64).min(40);
-                let run = |[hoist, pipe, rsall, ftz]: [bool; 4]| {
-                    let on = [
-                        (NAMES[0], hoist),
-                        (NAMES[1], pipe),
-                        (NAMES[2], rsall),
-                        (NAMES[3], ftz),
-                    ];
+                let run = |[hoist, rsall, ftz]: [bool; 3]| {
+                    let on = [(NAMES[0], hoist), (NAMES[1], rsall), (NAMES[2], ftz)];
                     fused_values(&on, &q, (&kr, &vr), len, Some(splits))
                 };
                 if !on_cuda {
-                    let err = run([true, true, true, true]).unwrap_err().to_string();
+                    let err = run([true, true, true]).unwrap_err().to_string();
                     assert!(err.contains("CUDA"), "{err}");
                     continue;
                 }
-                let base = run([false, false, false, false]).unwrap();
+                let base = run([false, false, false]).unwrap();
                 for on in [
-                    [true, false, false, false],
-                    [false, true, false, false],
-                    [true, true, false, false],
-                    [true, false, true, false],
-                    [false, false, false, true],
-                    [true, false, true, true],
+                    [true, false, false],
+                    [true, true, false],
+                    [false, false, true],
+                    [true, true, true],
                 ] {
                     let differing = differing_bits(&base, &run(on).unwrap());
-                    let [hoist, pipe, rsall, ftz] = on;
-                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} hoist={hoist} pipe={pipe} rsall={rsall} ftz={ftz}: {differing} differing outputs");
+                    let [hoist, rsall, ftz] = on;
+                    eprintln!("{mode} hq={hq} hkv={hkv} d={d} len={len} hoist={hoist} rsall={rsall} ftz={ftz}: {differing} differing outputs");
                     assert_eq!(
                         differing, 0,
-                        "{mode} hq={hq} d={d} len={len} hoist={hoist} pipe={pipe} rsall={rsall} ftz={ftz}"
+                        "{mode} hq={hq} d={d} len={len} hoist={hoist} rsall={rsall} ftz={ftz}"
                     );
                     checked += 1;
                 }
@@ -497,9 +453,7 @@ fn hoisted_and_pipelined_loops_are_bit_identical() {
     clear_flags(&NAMES);
     clear_flags(&["MLXCEL_MMA_PAIR"]);
     if on_cuda {
-        eprintln!(
-            "hoisted / pipelined / rescale-always / ftz loops: {checked} bit-identity checks on CUDA"
-        );
+        eprintln!("hoisted / rescale-always / ftz loops: {checked} bit-identity checks on CUDA");
     }
 }
 
@@ -629,26 +583,6 @@ fn ring_copies_after_the_prologue_loads_are_bit_identical() {
     }
 }
 
-/// `MLXCEL_MMA_QFIRST_ASYM` (turbo4-asym's kernel issues its first ring tiles right after its
-/// prologue loads) must give the default order's bits in that kernel: fp16 keys with turbo4
-/// values in 4-warp CTAs (two q heads per warp, the copies after the first), head dims 64 and
-/// 128, GQA 1 to 8, lengths 1-4097 (warps with no tile, one, and more than the ring holds). On
-/// the CPU both end in MLX's "CUDA" error.
-#[test]
-fn asym_ring_copies_after_the_prologue_loads_are_bit_identical() {
-    let checked = flag_bit_identity(
-        "asym_ring_copies_after_the_prologue_loads_are_bit_identical",
-        "MLXCEL_MMA_QFIRST_ASYM",
-        &["turbo4-asym"],
-        MMA_SHAPES_GQA_1_TO_8,
-        MMA_LENS,
-        1,
-    );
-    if checked > 0 {
-        eprintln!("turbo4-asym's early ring copies: {checked} bit-identity checks on CUDA");
-    }
-}
-
 /// `MLXCEL_MMA_QFIRST1` (only the ring's first tile issued right after each warp's prologue
 /// loads, the rest after the barrier) must give the default order's bits, on the same cases
 /// as `MLXCEL_MMA_QFIRST` (`MMA_SHAPES`, `MMA_LENS`), in every mode whose kernel takes it:
@@ -735,27 +669,6 @@ fn refill_softmax_and_combine_trims_are_bit_identical() {
         if checked > 0 {
             eprintln!("{flag}: {checked} bit-identity checks on CUDA");
         }
-    }
-}
-
-/// `MLXCEL_MMA_COMBINE_SWZ` (the warps' partials stored for the CTA's combine in a
-/// bank-swizzled layout) must give the plain layout's bits: every format the kernel serves with
-/// the boundary layers' fp16+int8, head dims 64 and 128 and GQA 1, 4, 7 and 8 (the swizzle's
-/// key takes bit 1 of the head), lengths 1-4097 (`MMA_LENS`: warps with no tile combine too).
-/// On the CPU both end in MLX's "CUDA" error.
-#[test]
-fn swizzled_combine_is_bit_identical() {
-    let modes: Vec<&str> = MMA_MODES.iter().copied().chain(["fp16+int8"]).collect();
-    let checked = flag_bit_identity(
-        "swizzled_combine_is_bit_identical",
-        "MLXCEL_MMA_COMBINE_SWZ",
-        &modes,
-        MMA_SHAPES_GQA_1_TO_8,
-        MMA_LENS,
-        1,
-    );
-    if checked > 0 {
-        eprintln!("swizzled combine: {checked} bit-identity checks on CUDA");
     }
 }
 
@@ -909,27 +822,6 @@ fn last_tile_masks_match_the_reference() {
         "last_tile_masks_match_the_reference",
         "MLXCEL_MMA_MASK_LAST",
     );
-}
-
-/// `MLXCEL_MMA_REFILL_EARLY` (each loop iteration refills the slot the previous one freed before
-/// its wait) must give the default order's bits: the same copies into the same slots. The
-/// defaults run turbo4 (and turbo4-asym at D = 64: 5-stage rings) in the paired-tile loop and
-/// the others in the one-tile loop, so both loops are covered, with lengths that leave warps
-/// no tile, one, an odd count and more than the ring holds (`MMA_SHAPES`, `MMA_LENS`). On the
-/// CPU both end in MLX's "CUDA" error.
-#[test]
-fn early_ring_refill_is_bit_identical() {
-    let checked = flag_bit_identity(
-        "early_ring_refill_is_bit_identical",
-        "MLXCEL_MMA_REFILL_EARLY",
-        MMA_MODES,
-        MMA_SHAPES,
-        MMA_LENS,
-        1,
-    );
-    if checked > 0 {
-        eprintln!("early ring refill: {checked} bit-identity checks on CUDA");
-    }
 }
 
 /// `MLXCEL_FOLD_MERGE` (fold v3: the last CTA of each KV head merges its splits, one warp per

@@ -54,24 +54,15 @@ fn mma_shared_bytes(stage: usize, stages: usize, d: usize, gqa: usize, warps: us
 }
 
 /// Warps per CTA of the tensor-core kernel: 4, or [`MMA_WIDE_WARPS`] sharing one pair table
-/// ([`flags::MMA_WIDE`]), or [`MMA_WIDE16_WARPS`] with [`flags::MMA_WIDE16`] where a ring of at
-/// least [`MMA_WIDE16_MIN_STAGES`] stages fits.
+/// ([`flags::MMA_WIDE`]).
 const MMA_WARPS: usize = 4;
 const MMA_WIDE_WARPS: usize = 12;
-const MMA_WIDE16_WARPS: usize = 16;
-const MMA_WIDE16_MIN_STAGES: usize = 3;
 /// Most dynamic shared memory one CTA may take (H100 / H200: 227 KB).
 const MAX_CTA_SHARED: usize = 232_448;
 
 /// Shared-memory pair table of the tensor-core kernel when either side decodes turbo4
-/// through it: 256 rows of 256 bytes (`LUT_BYTES` in `cuda/decode_attention_mma.cu`), or
-/// of 128 bytes with one table for both sides ([`flags::MMA_LUT_ONE`]).
-fn mma_lut_bytes(one_table: bool) -> usize {
-    256 * if one_table { 128 } else { 256 }
-}
-/// Ring depth with the one-table layout: 4 stages keep a turbo4 D=128 CTA at 69.8 KB, so
-/// 3 fit on an SM.
-const MMA_LUT_ONE_STAGES: usize = 4;
+/// through it: 256 rows of 256 bytes (`LUT_BYTES` in `cuda/decode_attention_mma.cu`).
+const MMA_LUT_BYTES: usize = 256 * 256;
 /// SMs of an H200 / H100 SXM.
 const SMS: usize = 132;
 /// Most tensor-core kernel CTAs per SM: 127 registers x 128 threads allow 4 (MLX's build,
@@ -122,21 +113,7 @@ pub fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
 /// (the boundary layers) 31.06 -> 29.31, fp16 keys with turbo4 values 32.08 -> 33.17. Same
 /// copies in the same order either way: the outputs are bit-identical.
 fn mma_qfirst1(k_format: i32, v_format: i32) -> bool {
-    flags::MMA_QFIRST1.enabled() && !asym_kernel(k_format, v_format)
-}
-
-/// Whether the sides are turbo4-asym's (fp16 keys, turbo4 values): the kernel the early-copy
-/// choices treat apart.
-fn asym_kernel(k_format: i32, v_format: i32) -> bool {
-    k_format == FORMAT_FP16 && v_format == 4
-}
-
-/// Whether the tensor-core kernel issues each warp's first `STAGES - 1` ring tiles right after
-/// its own prologue loads: everywhere with [`flags::MMA_QFIRST`], and in turbo4-asym's kernel
-/// (fp16 keys, turbo4 values) with [`flags::MMA_QFIRST_ASYM`]. Bit-identical either way.
-fn mma_qfirst(k_format: i32, v_format: i32) -> bool {
-    flags::MMA_QFIRST.enabled()
-        || (flags::MMA_QFIRST_ASYM.enabled() && asym_kernel(k_format, v_format))
+    flags::MMA_QFIRST1.enabled() && !(k_format == FORMAT_FP16 && v_format == 4)
 }
 
 /// Threads per CTA of the main kernel (fixed in the CUDA source).
@@ -914,36 +891,22 @@ fn decode(
     // warps per CTA.
     let luts = mma_luts(k, v);
     let table = luts.0 || luts.1;
-    // One table serves both sides: V uses it only alongside turbo4 K, whose codebook is
-    // V's (same bits, and mma_supported makes both groups the head dim).
-    let one_table = table && flags::MMA_LUT_ONE.enabled();
     let mma_shared = tensor_cores.then(|| {
         let stage = mma_stage_bytes(k.format, v.format, d);
-        let mut stages = mma_stages(stage);
-        if one_table {
-            stages = stages.min(MMA_LUT_ONE_STAGES);
-        }
-        let lut = if table { mma_lut_bytes(one_table) } else { 0 };
-        // Wide CTAs where the pair table holds occupancy down and they fit: 16 warps with the
-        // deepest ring that fits (MLXCEL_MMA_WIDE16), else 12 with the usual ring, else 4.
+        let stages = mma_stages(stage);
+        let lut = if table { MMA_LUT_BYTES } else { 0 };
+        // Wide CTAs (12 warps) where the pair table holds occupancy down and they fit, else 4.
         let fits = |warps: usize, stages: usize| {
             let base = mma_shared_bytes(stage, stages, d, gqa, warps);
             (base + lut <= MAX_CTA_SHARED).then_some((stages, base, warps))
         };
-        let wide16 = || {
-            (MMA_WIDE16_MIN_STAGES..=stages)
-                .rev()
-                .find_map(|st| fits(MMA_WIDE16_WARPS, st))
-        };
         // Kernels without the table (fp16 or int8 keys) take 12-warp CTAs only with
-        // MLXCEL_MMA_WIDE_PLAIN, and never 16.
+        // MLXCEL_MMA_WIDE_PLAIN.
         let wide_plain = !table && flags::MMA_WIDE_PLAIN.enabled();
-        let wide = if !((table || wide_plain) && flags::MMA_WIDE.enabled()) {
-            None
-        } else if table && flags::MMA_WIDE16.enabled() {
-            wide16().or_else(|| fits(MMA_WIDE_WARPS, stages))
-        } else {
+        let wide = if (table || wide_plain) && flags::MMA_WIDE.enabled() {
             fits(MMA_WIDE_WARPS, stages)
+        } else {
+            None
         };
         let (stages, base, warps) = wide.unwrap_or_else(|| {
             let stages = if !table && flags::MMA_DEEP_PLAIN.enabled() {
@@ -1069,19 +1032,16 @@ fn decode(
                 .template("SWZ", TemplateArg::Bool(flags::MMA_SWIZZLE.enabled()))
                 .template("LUTK", TemplateArg::Bool(luts.0))
                 .template("LUTV", TemplateArg::Bool(luts.1))
-                .template("LUT1", TemplateArg::Bool(one_table))
                 .template(
                     "LUTI",
-                    TemplateArg::Bool(table && !one_table && flags::MMA_LUT_IMM.enabled()),
+                    TemplateArg::Bool(table && flags::MMA_LUT_IMM.enabled()),
                 )
                 .template("HOIST", TemplateArg::Bool(flags::MMA_HOIST.enabled()))
-                .template("PIPE", TemplateArg::Bool(flags::MMA_PIPE.enabled()))
-                .template("SACC2", TemplateArg::Bool(flags::MMA_SACC2.enabled()))
                 .template("RSALL", TemplateArg::Bool(flags::MMA_RSALL.enabled()))
                 .template("FTZ", TemplateArg::Bool(flags::MMA_FTZ.enabled()))
                 .template("QSWZ", TemplateArg::Bool(flags::MMA_QSWZ.enabled()))
                 .template("FILLW", TemplateArg::Bool(flags::MMA_FILLW.enabled()))
-                .template("QFIRST", TemplateArg::Bool(mma_qfirst(k.format, v.format)))
+                .template("QFIRST", TemplateArg::Bool(flags::MMA_QFIRST.enabled()))
                 .template(
                     "QFIRST1",
                     TemplateArg::Bool(mma_qfirst1(k.format, v.format)),
@@ -1104,9 +1064,7 @@ fn decode(
                 )
                 .template("KT", TemplateArg::Bool(kt))
                 .template("PAIR", TemplateArg::Bool(pair))
-                .template("RFE", TemplateArg::Bool(flags::MMA_REFILL_EARLY.enabled()))
                 .template("LIGHT", TemplateArg::Int(mma_light_tiles(warps)))
-                .template("CSWZ", TemplateArg::Bool(flags::MMA_COMBINE_SWZ.enabled()))
                 .template("RTAB", TemplateArg::Bool(rope_table))
                 .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
                 .template("ROPE_Q", TemplateArg::Bool(rope.is_some()))
@@ -1162,14 +1120,10 @@ pub const MMA_PAIR_MIN_STAGES: usize = 5;
 
 /// Whether the tensor-core kernel with a `stages`-deep ring takes two tiles per loop iteration
 /// ([`flags::MMA_PAIR`]): it builds on the hoisted ring addressing and replaces the one-tile
-/// loop, so it needs `MLXCEL_MMA_HOIST` on and `MLXCEL_MMA_PIPE` off (the kernel asserts
-/// both), and a ring of at least [`MMA_PAIR_MIN_STAGES`]; it implies the transposed scores
-/// (`KT`).
+/// loop, so it needs `MLXCEL_MMA_HOIST` on (the kernel asserts it), and a ring of at least
+/// [`MMA_PAIR_MIN_STAGES`]; it implies the transposed scores (`KT`).
 pub fn mma_pair(stages: usize) -> bool {
-    flags::MMA_PAIR.enabled()
-        && flags::MMA_HOIST.enabled()
-        && !flags::MMA_PIPE.enabled()
-        && stages >= MMA_PAIR_MIN_STAGES
+    flags::MMA_PAIR.enabled() && flags::MMA_HOIST.enabled() && stages >= MMA_PAIR_MIN_STAGES
 }
 
 #[cfg(test)]
@@ -1236,8 +1190,7 @@ mod tests {
             assert_eq!(stages, 3, "k format {k}, v format {v}");
             assert!(!mma_pair(stages), "k format {k}, v format {v}");
         }
-        let defaults =
-            flags::MMA_PAIR.enabled() && flags::MMA_HOIST.enabled() && !flags::MMA_PIPE.enabled();
+        let defaults = flags::MMA_PAIR.enabled() && flags::MMA_HOIST.enabled();
         assert_eq!(mma_pair(ring(4, 4, 128)), defaults);
         assert!(!mma_pair(MMA_PAIR_MIN_STAGES - 1));
     }

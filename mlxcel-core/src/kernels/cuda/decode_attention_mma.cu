@@ -18,12 +18,9 @@
 //
 // Template constants: SWZ (the ring's bank swizzle, below), LUTK / LUTV (turbo4 K / V decoded
 // through the shared-memory pair table of decode_attention_mma.cuh instead of byte permutes),
-// LUT1 (that table with 128-byte rows, one for both sides: their codebooks are equal),
 // LUTI (256-byte-row lookups address the table by an immediate offset, no per-lookup add;
 // decode_attention_mma.cuh, DYN_SMEM_BASE), HOIST (the ring copies' addressing set up once, below),
-// PIPE (tile i + 1's K phase next to tile i's V phase, the tile loop below), SACC2 (S summed
-// in two accumulators per n-tile, even and odd k-steps: two dependent mma chains of KSTEPS / 2
-// instead of one of KSTEPS; a different summation order; measured slower once, off), RSALL (o
+// RSALL (o
 // rescaled every tile without the warp vote: alpha is exactly 1 where the max did not grow, so
 // the outputs are the same; default on), FTZ (the softmax's exp2 without the denormal range
 // fix-up: 5 exponentials per tile, 3 instructions each; the same outputs wherever no weight
@@ -41,22 +38,18 @@
 // bit-identical: decode8x2_t4_lut), QFIRST1
 // (only the first of them), QFIRST2 (with QFIRST1 and PAIR, the first two: a pair's first wait),
 // KT (S computed transposed, S^T = K q^T with the decoded K as the A operand; below the K phase),
-// PAIR (with KT: two tiles per loop iteration, one softmax update; the tile loop below), RFE
-// (each iteration refills the slot freed by the previous one before its wait, one more copy in
-// flight; the same copies, bit-identical outputs),
+// PAIR (with KT: two tiles per loop iteration, one softmax update; the tile loop below),
 // PROBE (MLXCEL_ATTENTION_TIMING_PROBE, a diagnostic for placing the call's fixed time in situ:
 // 0 the kernel; 1 no tiles, 2 a return after the prologue's barrier, 3 a return at entry; with
 // 1-3 the outputs are not attention; 4 the kernel with a timeline: each warp's lane 0 stamps
 // entry, the prologue's barrier, its first tile's wait, the loop's end and the partials' stores
 // (%globaltimer and clock64) and prints them (see TIMELINE below; outputs unchanged)),
-// LIGHT (the last split's fewer tiles: below, where the splits are sized), CSWZ (the warps'
-// partials stored for the CTA's combine without bank conflicts; bit-identical: at the combine),
+// LIGHT (the last split's fewer tiles: below, where the splits are sized),
 // RTAB (with ROPE_Q, `inv_freq` holds the step's RoPE table instead of the frequencies: (cos,
 // sin) per frequency at position len - 1, computed once per step by rope_table.cu with the same
 // sincosf; q and the appended key read it instead of reducing their angles here; bit-identical),
 // KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
-// WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps, or
-// 16 with MLXCEL_MMA_WIDE16 and a shallower ring),
+// WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROT_V (V stored rotated, one group of D:
 // turbo4 and int8r values; read only by FOLD's inverse rotation), ROPE_Q and TRAD (q arrives before RoPE and
 // is rotated in the prologue from inv_freq, mlxcel-core/src/rope.rs), STAGES (ring depth; mlxcel sizes the
@@ -85,7 +78,7 @@ static_assert(!LAZY || KT, "LAZY is the transposed softmax's (update_t)");
 static_assert(GQA >= 1 && GQA <= 8, "GQA 1..8");
 static_assert(LIGHT >= 0, "LIGHT counts tiles");
 static_assert(KW >= 1 && VW >= 1, "row too short");
-static_assert(!PAIR || (KT && HOIST && !PIPE && STAGES >= 3), "PAIR needs KT, HOIST, no PIPE and STAGES >= 3");
+static_assert(!PAIR || (KT && HOIST && STAGES >= 3), "PAIR needs KT, HOIST and STAGES >= 3");
 // SWZ: the ring stores each tile's 16-byte chunks XOR-permuted within their 128-byte line so
 // that the lanes' reads of one instruction fall in different banks (ncu, turbo4 at 128K:
 // shared loads 4.6-way bank-conflicted on average, session 9). Chunk n of token row t moves
@@ -109,9 +102,9 @@ auto k_swz = [](int t, int n) -> int {
 auto swz_chunk = [](int n, int sw) -> int { return (n & ~7) | ((n & 7) ^ sw); };
 
 constexpr bool LUT_K = LUTK && KFMT == 4, LUT_V = LUTV && VFMT == 4;
-constexpr bool LUT_IMM = LUTI && !LUT1 && (LUT_K || LUT_V);
+constexpr bool LUT_IMM = LUTI && (LUT_K || LUT_V);
 // mlxcel adds the table's bytes to the dynamic shared memory when either side uses it.
-constexpr int LUT_ROW = LUT1 ? 128 : 256;
+constexpr int LUT_ROW = 256;
 constexpr int LUT_BYTES = (LUT_K || LUT_V) ? 256 * LUT_ROW : 0;  // 256 rows, one per code byte
 extern __shared__ __align__(16) unsigned char smem[];
 const unsigned char* lut_tab = smem;  // [256][LUT_ROW] if LUT_BYTES
@@ -435,14 +428,10 @@ if constexpr (QF) {
   if (warp >= 8 && !((LUT_K || LUT_V) && fill_warp) && !app_hold) prefill(0, EARLY_TILES);
 }
 if (fill_warp) {
-  if constexpr (LUT1 && (LUT_K || LUT_V)) {
-    mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, LUT_K ? lut_k : lut_v, 0, fill_tid, after_book);
-  } else {
-    if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_k, 0, fill_tid, after_book);
-    if constexpr (LUT_V) {
-      if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_v, 1, fill_tid);
-      else mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_v, 1, fill_tid, after_book);
-    }
+  if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_k, 0, fill_tid, after_book);
+  if constexpr (LUT_V) {
+    if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_v, 1, fill_tid);
+    else mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_v, 1, fill_tid, after_book);
   }
 }
 #ifdef MLXCEL_ATTN_APPEND
@@ -492,10 +481,9 @@ for (int s = 0; s < KSTEPS; ++s) {
 mlxcel_mma::Book4 bk = {0, 0, 0, 0}, bv = {0, 0, 0, 0};
 if constexpr (KFMT == 4 && !LUT_K) bk = mlxcel_mma::make_book4(lut_k);
 if constexpr (VFMT == 4 && !LUT_V) bv = mlxcel_mma::make_book4(lut_v);
-// This lane's table entries (lut_pair): offsets in a row (ROW 256), or shared-space
-// addresses in row 0 (ROW 128, one table for K and V).
-const mlxcel_mma::u32 lut_lane_k = (LUT1 ? static_cast<mlxcel_mma::u32>(__cvta_generic_to_shared(lut_tab)) : 0u) + 4u * lane;
-const mlxcel_mma::u32 lut_lane_v = lut_lane_k + (LUT1 ? 0u : 128u);
+// This lane's table entries (lut_pair): offsets in a 256-byte row, K's half then V's.
+const mlxcel_mma::u32 lut_lane_k = 4u * lane;
+const mlxcel_mma::u32 lut_lane_v = lut_lane_k + 128u;
 
 float o[MT][4];
 #pragma unroll
@@ -509,8 +497,7 @@ prefill(app_hold ? 0 : EARLY_TILES, STAGES - 1);
 
 // This lane's tokens of a tile in S's C fragment and P^T's B fragment.
 const int toks[4] = {2 * c, 2 * c + 1, 8 + 2 * c, 9 + 2 * c};
-// One tile in three phases (the loop below runs them in this order; with PIPE, tile i + 1's
-// K phase is issued next to tile i's V phase).
+// One tile in three phases (the loop below runs them in this order).
 // K phase: S = q K^T for the tile's 16 tokens.
 // This lane's KW words of K row krow of the tile in slot st (bytes [c * KROW / 4, + KROW / 4)),
 // read where the ring's swizzle put them.
@@ -588,20 +575,17 @@ auto k_phase_n = [&](const unsigned char* st, float (&sacc)[2][4]) {
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
     sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.0f;
-    // SACC2: the odd k-steps' partial sums, added to sacc[nt] after the chain.
-    float sodd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    float* const acc_odd = SACC2 ? sodd : sacc[nt];
     mlxcel_mma::u32 w[KW];
     k_row_words(st, nt * 8 + r, w);
     if constexpr (KFMT == 0) {
 #pragma unroll
-      for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(s % 2 ? acc_odd : sacc[nt], qa[s][0], 0u, qa[s][1], 0u, w[2 * s], w[2 * s + 1]);
+      for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(sacc[nt], qa[s][0], 0u, qa[s][1], 0u, w[2 * s], w[2 * s + 1]);
     } else if constexpr (KFMT == 1) {
 #pragma unroll
       for (int s = 0; s < KSTEPS; ++s) {
         mlxcel_mma::u32 bb[2];
         mlxcel_mma::decode4_i8(w[s], bb);
-        mlxcel_mma::mma(s % 2 ? acc_odd : sacc[nt], qa[s][0], 0u, qa[s][1], 0u, bb[0], bb[1]);
+        mlxcel_mma::mma(sacc[nt], qa[s][0], 0u, qa[s][1], 0u, bb[0], bb[1]);
       }
     } else {
 #pragma unroll
@@ -610,12 +594,8 @@ auto k_phase_n = [&](const unsigned char* st, float (&sacc)[2][4]) {
         if constexpr (LUT_K) mlxcel_mma::decode8_t4_lut<LUT_ROW, LUT_IMM>(lut_tab, w[u], lut_lane_k, bb);
         else mlxcel_mma::decode8_t4(bk, w[u], bb);
         mlxcel_mma::mma(sacc[nt], qa[2 * u][0], 0u, qa[2 * u][1], 0u, bb[0], bb[1]);
-        mlxcel_mma::mma(acc_odd, qa[2 * u + 1][0], 0u, qa[2 * u + 1][1], 0u, bb[2], bb[3]);
+        mlxcel_mma::mma(sacc[nt], qa[2 * u + 1][0], 0u, qa[2 * u + 1][1], 0u, bb[2], bb[3]);
       }
-    }
-    if constexpr (SACC2) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) sacc[nt][e] += sodd[e];
     }
   }
 };
@@ -865,7 +845,7 @@ auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32
   }
 };
 
-// Ring slots without the division (HOIST and PIPE): the slot after p, and the one before it,
+// Ring slots without the division (HOIST): the slot after p, and the one before it,
 // where tile i + STAGES - 1 goes while tile i is read from p.
 auto next_slot = [&](unsigned char* p) { return p + STAGE == my_ring + STAGES * STAGE ? my_ring : p + STAGE; };
 auto prev_slot = [&](unsigned char* p) { return p == my_ring ? my_ring + (STAGES - 1) * STAGE : p - STAGE; };
@@ -891,16 +871,7 @@ if constexpr (PAIR) {
   int i = 0;
   // One pair, tiles i and i + 1 (`mask` as scores_t's).
   auto pair_step = [&](auto mask) {
-    if constexpr (RFE) {
-      // Tile i + STAGES - 1 into the slot of tile i - 1 (read to the end before the last
-      // iteration's __syncwarp; at i = 0 the slot the prefill left empty) before this pair's
-      // wait: STAGES - 2 copies in flight during the pair instead of STAGES - 3.
-      if (i + STAGES - 1 < count) issue_next(prev_slot(cur));
-      mlxcel_mma::cp_commit();
-      mlxcel_mma::cp_wait<STAGES - 2>();
-    } else {
-      mlxcel_mma::cp_wait<STAGES - 3>();
-    }
+    mlxcel_mma::cp_wait<STAGES - 3>();
     __syncwarp();
     if (TIMELINE && i == 0) tl_stamp(2);
     unsigned char* nx = next_slot(cur);
@@ -916,12 +887,9 @@ if constexpr (PAIR) {
     v_phase(cur, pb[0], pb[1]);
     v_phase(nx, pb[2], pb[3]);
     __syncwarp();  // every lane is done with both slots before they are refilled
-    // Tiles i + STAGES - 1 (unless RFE issued it) and i + STAGES into the slots of tiles i - 1
-    // and i.
-    if constexpr (!RFE) {
-      if (i + STAGES - 1 < count) issue_next(prev_slot(cur));
-      mlxcel_mma::cp_commit();
-    }
+    // Tiles i + STAGES - 1 and i + STAGES into the slots of tiles i - 1 and i.
+    if (i + STAGES - 1 < count) issue_next(prev_slot(cur));
+    mlxcel_mma::cp_commit();
     if (i + STAGES < count) issue_next(cur);
     mlxcel_mma::cp_commit();
     cur = next_slot(nx);
@@ -961,18 +929,10 @@ if constexpr (PAIR) {
   } else if (i < count) {
     one_tile();
   }
-} else if constexpr (!PIPE) {
+} else {
   unsigned char* cur = my_ring;  // HOIST: slot i % STAGES, advanced without the division
   for (int i = 0; i < count; ++i) {
-    if constexpr (RFE) {
-      // The refill of the slot of tile i - 1 (below) before this tile's wait: STAGES - 1
-      // copies in flight while tile i is computed instead of STAGES - 2.
-      refill(i, cur);
-      mlxcel_mma::cp_commit();
-      mlxcel_mma::cp_wait<STAGES - 1>();
-    } else {
-      mlxcel_mma::cp_wait<STAGES - 2>();
-    }
+    mlxcel_mma::cp_wait<STAGES - 2>();
     __syncwarp();
     const unsigned char* st = HOIST ? cur : my_ring + (i % STAGES) * STAGE;
     const int t0 = (tb + warp + i * NW) * 16;
@@ -984,40 +944,10 @@ if constexpr (PAIR) {
     v_phase(st, pb0, pb1);
 
     __syncwarp();  // every lane is done with this slot before it is refilled
-    if constexpr (!RFE) refill(i, cur);
-    if constexpr (HOIST) cur = next_slot(cur);
-    if constexpr (!RFE) mlxcel_mma::cp_commit();
-  }
-} else {
-  // PIPE: tile i + 1's K phase is issued next to tile i's V phase (independent work, in one
-  // basic block for ptxas to interleave; ncu found the kernel stalled on dependent
-  // instructions with 2 warps per scheduler). Each tile's phases keep their order relative to
-  // the running max, sum and o (softmax of tile i + 1 after o += V P of tile i), so the outputs
-  // are those of the loop above. Tile i + 1 must have landed before it: the wait allows one
-  // group fewer in flight (STAGES - 3).
-  static_assert(STAGES >= 3, "PIPE reads two slots while STAGES - 2 copies are in flight");
-  unsigned char* cur = my_ring;  // slot of tile i
-  float sacc[2][4];
-  mlxcel_mma::u32 pb0 = 0u, pb1 = 0u;
-  if (count > 0) {
-    mlxcel_mma::cp_wait<STAGES - 2>();
-    __syncwarp();
-    k_phase(cur, sacc);
-    softmax_phase(cur, (tb + warp) * 16, sacc, pb0, pb1);
-  }
-  for (int i = 0; i + 1 < count; ++i) {
-    mlxcel_mma::cp_wait<STAGES - 3>();
-    __syncwarp();
-    unsigned char* nx = next_slot(cur);
-    v_phase(cur, pb0, pb1);
-    k_phase(nx, sacc);
-    __syncwarp();  // every lane is done with slot (i - 1) % STAGES before it is refilled
     refill(i, cur);
+    if constexpr (HOIST) cur = next_slot(cur);
     mlxcel_mma::cp_commit();
-    softmax_phase(nx, (tb + warp + (i + 1) * NW) * 16, sacc, pb0, pb1);
-    cur = nx;
   }
-  if (count > 0) v_phase(cur, pb0, pb1);
 }
 mlxcel_mma::cp_wait<0>();
 tl_stamp(3);
@@ -1038,26 +968,6 @@ __syncthreads();
 float* wacc = reinterpret_cast<float*>(ring);  // [NW][GQA][D]
 float* wm = wacc + NW * GQA * D;               // [NW][8]
 float* wl = wm + NW * 8;                       // [NW][8]
-// CSWZ: where (head h, dim d) of warp w's block lies. Without it at (w * GQA + h) * D + d,
-// where the lanes' stores of o (lane (r, c): dims r * DV + 2j, + 1 of heads 2c, 2c + 1) fall 8
-// ways onto one bank: rows r and r + 32 / DV, and heads 2c of c = 0 and 1, are multiples of 128
-// bytes apart. The timeline probe (H200, session 46, turbo4 at 128K) put ~2 us between the slowest
-// warp's loop end and the CTA's end, while DRAM idles; 12 warps x 32 stores x 8 ways is ~3000
-// store cycles. With it, each row's 2-word pairs are XOR-permuted by a key from the row's bank
-// group and bit 1 of the head, so that one float2 store of 16 lanes fills 32 banks, and the
-// combine's reads (consecutive d of one head: two whole rows) stay conflict-free. Same values
-// summed in the same order: bit-identical outputs. Measured no faster (session 46): off by
-// default (MLXCEL_MMA_COMBINE_SWZ).
-auto wacc_at = [](int w, int h, int d) -> int {
-  if constexpr (!CSWZ) {
-    return (w * GQA + h) * D + d;
-  } else {
-    constexpr int ROWS = 32 / DV;  // rows r and r + ROWS share banks
-    const int row = d / DV;
-    const int key = row / ROWS + (DV / 4) * ((h >> 1) & 1);  // 0 .. DV / 2 - 1
-    return (w * GQA + h) * D + row * DV + ((d % DV) ^ (2 * key));
-  }
-};
 if constexpr (KT) {
   if (r == 0) {
     wm[warp * 8 + 2 * c] = m_run;
@@ -1073,19 +983,13 @@ if constexpr (KT) {
 for (int j = 0; j < MT; ++j) {
   const int d0 = r * DV + 2 * j;
   const int h0 = 2 * c, h1 = 2 * c + 1;
-  if constexpr (CSWZ) {
-    // d0 is even and the key's XOR keeps bit 0: (d0, d0 + 1) stay adjacent, 8-byte aligned.
-    if (h0 < GQA) *reinterpret_cast<float2*>(wacc + wacc_at(warp, h0, d0)) = make_float2(o[j][0], o[j][2]);
-    if (h1 < GQA) *reinterpret_cast<float2*>(wacc + wacc_at(warp, h1, d0)) = make_float2(o[j][1], o[j][3]);
-  } else {
-    if (h0 < GQA) {
-      wacc[(warp * GQA + h0) * D + d0] = o[j][0];
-      wacc[(warp * GQA + h0) * D + d0 + 1] = o[j][2];
-    }
-    if (h1 < GQA) {
-      wacc[(warp * GQA + h1) * D + d0] = o[j][1];
-      wacc[(warp * GQA + h1) * D + d0 + 1] = o[j][3];
-    }
+  if (h0 < GQA) {
+    wacc[(warp * GQA + h0) * D + d0] = o[j][0];
+    wacc[(warp * GQA + h0) * D + d0 + 1] = o[j][2];
+  }
+  if (h1 < GQA) {
+    wacc[(warp * GQA + h1) * D + d0] = o[j][1];
+    wacc[(warp * GQA + h1) * D + d0 + 1] = o[j][3];
   }
 }
 __syncthreads();
@@ -1121,7 +1025,7 @@ for (int idx = tid; idx < GQA * D; idx += NT) {
 #pragma unroll
     for (int w = 0; w < NW; ++w) {
       const float f = CW ? wf[w * 8 + g] : exp2f(wm[w * 8 + g] - M);
-      acc = fmaf(f, wacc[wacc_at(w, g, d)], acc);
+      acc = fmaf(f, wacc[(w * GQA + g) * D + d], acc);
       if (!CW || d == 0) L = fmaf(f, wl[w * 8 + g], L);
     }
   }

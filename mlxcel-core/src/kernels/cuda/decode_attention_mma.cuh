@@ -137,9 +137,9 @@ __device__ __forceinline__ void decode8x2_t4(const Book4& bk, u32 w1, u32 w2, u3
 // 256 code pairs (one byte of codes -> one half2) turns 2 elements into 1 prmt (the
 // address) + 1 shared load (the MIO pipe). Entries are replicated for the 32 lanes at byte
 // 4 * lane of their row, so a warp's 32 random lookups hit 32 banks (one wavefront).
-// ROW 256 (64 KiB): K's entries in bytes 0-127 of a row, V's in 128-255. ROW 128 (32 KiB,
-// LUT1): one table for both sides (symmetric turbo4: same codebook), which leaves room for
-// 3 CTAs per SM instead of 2.
+// ROW 256 (64 KiB): K's entries in bytes 0-127 of a row, V's in 128-255. (A 32-KiB table of
+// 128-byte rows shared by both sides, 3 CTAs per SM instead of 2, measured no faster in
+// session 11 and was removed in session 50.)
 // fp16 bits of code `code` of a sign-magnitude book (bit 3 set = positive, bits 0-2 =
 // magnitude rank, magnitudes at lut[8..16)): the values lookup4 produces. code_bits takes the
 // code's magnitude m = lut[8 + (code & 7)] already loaded.
@@ -208,25 +208,15 @@ constexpr u32 DYN_SMEM_BASE = 1024;
 // address in a register and adds it before every load (one IMAD per lookup: the default
 // build's main loop has 498 instructions per tile); with IMM the load takes the prmt result
 // plus the immediate DYN_SMEM_BASE (table at the start of dynamic shared memory): 427.
-// ROW 128: `lane` is the shared-space address of this lane's entry in row 0 (table base +
-// 4 * lane); a prmt isolates the code byte and one IMAD (FMA pipe) scales it by the row and
-// adds `lane`, loaded with ld.shared (no per-lookup add of the shared window's base, which
-// NVRTC emits when it derives the address from a generic pointer).
 template <int K, int ROW, bool IMM>
 __device__ __forceinline__ u32 lut_pair(const unsigned char* table, u32 w, u32 lane) {
-  static_assert(ROW == 128 || ROW == 256, "rows of 128 or 256 bytes");
-  static_assert(!IMM || ROW == 256, "immediate-offset lookups need 256-byte rows");
-  if constexpr (ROW == 256 && IMM) {
+  static_assert(ROW == 256, "rows of 256 bytes");
+  if constexpr (IMM) {
     u32 v;
     asm("ld.shared.u32 %0, [%1+%2];" : "=r"(v) : "r"(prmt(w, lane, 0x5504u | (K << 4))), "n"(DYN_SMEM_BASE));
     return v;
-  } else if constexpr (ROW == 256) {
-    return *reinterpret_cast<const u32*>(table + prmt(w, lane, 0x5504u | (K << 4)));
   } else {
-    const u32 addr = prmt(w, 0u, 0x4440u | K) * static_cast<u32>(ROW) + lane;
-    u32 v;
-    asm("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
-    return v;
+    return *reinterpret_cast<const u32*>(table + prmt(w, lane, 0x5504u | (K << 4)));
   }
 }
 
