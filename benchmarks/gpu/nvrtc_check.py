@@ -353,17 +353,14 @@ def main():
     qmv_header = read("decode_attention_mma.cuh") + "\ntypedef unsigned int uint32_t;\n" + read("qgemv4.cuh")
     # (NW, S, U): quantized_gemv.rs's schedules: S = 0 the batched one, S > 0 the ring.
     # The folded RMSNorm (NORM) on the schedules without a capped grid.
-    # (NW, S, U, MB, NORM, EARLY, RFIRST): EARLY (MLXCEL_QMV_EARLY: x's and the scales' loads before
+    # (NW, S, U, MB, NORM, EARLY): EARLY (MLXCEL_QMV_EARLY: x's and the scales' loads before
     # the ring's first copies) on the ring schedules without a capped grid, with and without the
-    # norm; RFIRST (MLXCEL_QMV_RFIRST: the residual loaded in the prologue; RESID at group 64 below)
-    # on the default schedule, the batched one and 4 warps. Session 21: ring:8:3 (the default since) and
-    # ring:8:2 with EARLY, with and without the norm.
-    variants = [(8, 3, 4, False, False, True, False), (8, 3, 4, False, True, True, False), (8, 2, 4, False, True, True, False),
-                (8, 0, 4, False, False, False, False), (8, 4, 4, False, False, False, False), (8, 8, 4, False, False, False, False),
-                (4, 8, 4, False, False, False, False), (8, 4, 4, True, False, False, False), (4, 4, 4, True, False, False, False),
-                (8, 0, 4, False, True, False, False), (8, 4, 4, False, True, False, False), (4, 8, 4, False, True, False, False),
-                (8, 4, 4, False, False, True, False), (8, 4, 4, False, True, True, False), (4, 8, 4, False, True, True, False),
-                (8, 4, 4, False, False, True, True), (8, 0, 4, False, False, False, True), (4, 8, 4, False, False, True, True)]
+    # norm. Session 21: ring:8:3 (the default since) and ring:8:2 with EARLY, with and without the norm.
+    variants = [(8, 3, 4, False, False, True), (8, 3, 4, False, True, True), (8, 2, 4, False, True, True),
+                (8, 0, 4, False, False, False), (8, 4, 4, False, False, False), (8, 8, 4, False, False, False),
+                (4, 8, 4, False, False, False), (8, 4, 4, True, False, False), (4, 4, 4, True, False, False),
+                (8, 0, 4, False, True, False), (8, 4, 4, False, True, False), (4, 8, 4, False, True, False),
+                (8, 4, 4, False, False, True), (8, 4, 4, False, True, True), (4, 8, 4, False, True, True)]
     # POST (MLXCEL_QMV_POST: scales after the mma, ring_rows16_post) on the ring schedules
     # without a capped grid (8 and 4 warps: the GPU test runs ring:4:8); the other builds with it
     # off (their SASS as before).
@@ -387,14 +384,14 @@ def main():
     own_variants = [(pv, own, rt, xsf) for pv in post_variants for own in ((False, True) if pv[1] else (False,))
                     for rt in ((False, True) if own and pv[2] else (False,))
                     for xsf in ((False, True) if own and pv[0][5] else (False,))]
-    for ((nw, st, u, mb, norm, early, rfirst), post, tiled, bulk, late), own, rt, xsf in own_variants:
+    for ((nw, st, u, mb, norm, early), post, tiled, bulk, late), own, rt, xsf in own_variants:
         for g in (32, 64, 128):
             tag = (f"g{g} nw{nw} s{st} mb{int(mb)}" + (" norm" if norm else "") + (" early" if early else "")
-                   + (" rfirst" if rfirst else "") + (" post" if post else "") + (" tiled" if tiled else "") + (" bulk" if bulk else "") + (" late" if late else "")
+                   + (" post" if post else "") + (" tiled" if tiled else "") + (" bulk" if bulk else "") + (" late" if late else "")
                    + (" own" if own else "") + (" rt" if rt else "") + (" xsf" if xsf else ""))
             consts = (f"constexpr int G = {g}; constexpr int NW = {nw}; constexpr int S = {st}; constexpr int U = {u}; "
                       f"constexpr bool MB = {'true' if mb else 'false'}; constexpr bool NORM = {'true' if norm else 'false'}; "
-                      f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = {'true' if rfirst else 'false'}; "
+                      f"constexpr bool EARLY = {'true' if early else 'false'}; "
                       f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = {'true' if tiled else 'false'}; "
                       f"constexpr bool OWNC = {'true' if own else 'false'}; constexpr bool RT = {'true' if rt else 'false'}; constexpr bool XSF = {'true' if xsf else 'false'}; constexpr int RB = 1; "
                       f"constexpr bool BULK = {'true' if bulk else 'false'}; constexpr bool LATE = {'true' if late else 'false'}; "
@@ -441,7 +438,7 @@ def main():
     for (level, defines), norm, own in itertools.product(levels, (False, True), (False, True)):
         consts = ("constexpr int G = 64; constexpr int NW = 8; constexpr int S = 3; constexpr int U = 4; "
                   f"constexpr bool MB = false; constexpr bool NORM = {'true' if norm else 'false'}; "
-                  "constexpr bool EARLY = true; constexpr bool RFIRST = false; constexpr bool POST = true; "
+                  "constexpr bool EARLY = true; constexpr bool POST = true; "
                   f"constexpr bool OWNC = {'true' if own else 'false'}; constexpr bool RT = false; constexpr bool XSF = false; constexpr int RB = 1; "
                   f"constexpr bool TILED = false; constexpr bool BULK = false; constexpr bool LATE = {'true' if norm else 'false'}; "
                   f"constexpr int EPS = 0x3727c5ac; constexpr bool RESID = {'false' if norm else 'true'}; constexpr int SMEM = 49152;\n")
@@ -467,7 +464,7 @@ def main():
             tag = f"gbar g64 nw8 s3" + (" early" if early else "") + (" post" if post else "") + (" start" if start else "")
             consts = ("constexpr int G = 64; constexpr int NW = 8; constexpr int S = 3; constexpr int U = 4; "
                       "constexpr bool MB = false; constexpr bool NORM = false; "
-                      f"constexpr bool EARLY = {'true' if early else 'false'}; constexpr bool RFIRST = false; "
+                      f"constexpr bool EARLY = {'true' if early else 'false'}; "
                       f"constexpr bool POST = {'true' if post else 'false'}; constexpr bool TILED = false; constexpr bool OWNC = false; constexpr bool RT = false; constexpr bool XSF = false; constexpr int RB = 1; "
                       "constexpr bool BULK = false; constexpr bool LATE = false; constexpr int EPS = 0x3727c5ac; "
                       "constexpr bool RESID = true; constexpr int SMEM = 49152; "
@@ -513,7 +510,7 @@ def main():
             shipped = etail == "true" and post == "true" and tiled == "false" and (late == "true" or norm == "false")
             for cluster, own in ((("false", "false"), ("true", "false"), ("true", "true"), ("false", "true")) if shipped else (("false", "false"),)):
               consts = (f"constexpr int G = 64; constexpr int NW = 8; constexpr int S = {st}; constexpr int U = 4; constexpr bool MB = false; "
-                        f"constexpr bool EARLY = {early}; constexpr bool RFIRST = false; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool OWNC = {own}; constexpr bool RT = false; constexpr bool XSF = false; constexpr int RB = 1; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
+                        f"constexpr bool EARLY = {early}; constexpr bool POST = {post}; constexpr bool TILED = {tiled}; constexpr bool OWNC = {own}; constexpr bool RT = false; constexpr bool XSF = false; constexpr int RB = 1; constexpr bool BULK = {bulk}; constexpr bool LATE = {late}; "
                         f"constexpr bool NORM = {norm}; constexpr int EPS = 0x3727c5ac; constexpr bool RESID = false; constexpr int SMEM = 49152; "
                         f"constexpr int NQ = {nq}; constexpr int NK = {nk}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad}; "
                         f"constexpr int KVFMT = {fmt}; constexpr int TICKETS = 1024; constexpr bool ETAIL = {etail}; constexpr bool CLUSTER = {cluster};\n")

@@ -884,23 +884,6 @@ pub const MMA_FILLW: Flag = Flag {
     slot: 35,
 };
 
-/// The GEMV kernels with the residual add folded into their epilogue (o_proj, down) load the
-/// residual's 16 values per CTA in the prologue (NVRTC issues the load right after the ring's
-/// first copies) instead of after the cross-warp reduction (`RFIRST` in `cuda/qgemv4.cu`). Why: ncu's source samples
-/// of o_proj with `MLXCEL_QMV_EARLY` (session 20, call 5) put 33 of its 567 stall samples on
-/// the epilogue's wait for that load. Same value, same addition: bit-identical outputs by
-/// construction (`residual_loaded_first_is_bit_identical`; 9 checks on the H200, session 21).
-/// Measured (session 21, in situ at 32K, turbo4, medians of 64 launches, together with
-/// `MLXCEL_MMA_QFIRST1`): o_proj 7.23 -> 7.78 us, down 14.53 -> 14.69. Slower: off; 1 turns
-/// it on. Why was not measured; the load still leaves after the first copies, and its value is
-/// live through the whole ring loop.
-pub const QMV_RFIRST: Flag = Flag {
-    name: "MLXCEL_QMV_RFIRST",
-    default: false,
-    doc: "GEMV kernels with a folded residual load it in the prologue (1 = on; slower in situ)",
-    slot: 38,
-};
-
 /// The tensor-core decode kernel issues each warp's first ring copies right after its own
 /// prologue loads (q, RoPE's frequencies, the rotation's signs, or the pair table's
 /// codebook) instead of after the prologue's barrier (`QFIRST` in
@@ -1343,6 +1326,10 @@ pub const RETIRED: &[(&str, &str)] = &[
         "the CTA combine's partials stored without bank conflicts; session 46: 128K step 3.134 -> 3.130 ms, 32K 2.152 -> 2.159; removed in session 50",
     ),
     (
+        "MLXCEL_QMV_RFIRST",
+        "the residual-adding GEMVs' residual loaded in the prologue; session 21 in situ at 32K: o_proj 7.23 -> 7.78 us, down 14.53 -> 14.69; removed in session 50",
+    ),
+    (
         "MLXCEL_MMA_QFIRST_ASYM",
         "turbo4-asym's first ring copies before the prologue's barrier; session 47: 128K step 4.379 -> 4.393 ms, 32K 2.387 -> 2.373; removed in session 50",
     ),
@@ -1427,7 +1414,6 @@ pub const ALL: &[Flag] = &[
     MMA_FILLW,
     QMV_EARLY,
     MMA_QFIRST,
-    QMV_RFIRST,
     MMA_QFIRST1,
     MMA_ONE_WAVE,
     FP16_INPLACE_APPEND,

@@ -733,33 +733,6 @@ fn x_sums_at_staging_are_bit_identical() {
     layer_shapes_same_bits(&mut r, "MLXCEL_QMV_XSUM_STAGE", "x sums at staging");
 }
 
-/// `MLXCEL_QMV_RFIRST` (the folded residual loaded in the prologue instead of after the
-/// reduction) must give the same bits: o_proj's and down's shapes of Llama-3-8B and a small
-/// one, group 64 and 32, the default ring, 4 warps and the batched schedule. On the CPU every
-/// call ends in MLX's CUDA error with the flag on.
-#[test]
-fn residual_loaded_first_is_bit_identical() {
-    let mut r = rng("residual_loaded_first_is_bit_identical");
-    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    let shapes = [(4096, 4096, 64), (4096, 14336, 64), (48, 384, 32)];
-    let shapes: &[(usize, usize, i32)] = if on_cuda { &shapes } else { &shapes[2..] };
-    let mut checks = 0;
-    for &(n, k, g) in shapes {
-        let (q, _) = weight(&mut r, n, k, g);
-        let (x, _) = input(&mut r, k);
-        let (res, _) = input(&mut r, n);
-        for s in ["ring", "ring:4:8", "batched"] {
-            let sched = Schedule::parse(s).unwrap();
-            let case = format!("n={n} k={k} g={g} {s}");
-            let call = || gemv_with(&x, &q, Some(&res), sched);
-            checks += usize::from(same_bits_with_flag("MLXCEL_QMV_RFIRST", &case, &call));
-        }
-    }
-    if on_cuda {
-        eprintln!("residual loaded first: {checks} bit-identity checks on CUDA");
-    }
-}
-
 /// `MLXCEL_QMV_GBAR_PROBE` (a grid-wide barrier in the prologue of the residual-adding GEMVs,
 /// a measuring probe) must give the same bits at both of its places (`MLXCEL_QMV_GBAR_AT`
 /// `copies` and `start`): o_proj's and down's shapes of Llama-3-8B (256 CTAs) and a small one,

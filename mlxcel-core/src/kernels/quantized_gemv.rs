@@ -822,12 +822,7 @@ fn plain_launch<'a>(
         norm.map_or(x, |m| m.weight),
     ];
     let (launch, shared) = launch(&inputs, x, n, k, q, 1, rb, sched)?;
-    let launch = launch
-        .template("RESID", TemplateArg::Bool(r.is_some()))
-        .template(
-            "RFIRST",
-            TemplateArg::Bool(r.is_some() && flags::QMV_RFIRST.enabled()),
-        );
+    let launch = launch.template("RESID", TemplateArg::Bool(r.is_some()));
     Ok((with_norm(launch, norm), shared))
 }
 

@@ -7,8 +7,7 @@
 // (with NORM: the norm's scale applied to the row sums, MLXCEL_QMV_NORM_LATE), SMEM, MB (ring
 // only: the grid is capped and each CTA owns several 16-row blocks, ring_blocks), EARLY (ring
 // only, one CTA per 16 rows: the prologue's loads of x and of the scales before the ring's first
-// copies, MLXCEL_QMV_EARLY; ring_rows16), RFIRST (RESID without MB: the residual loaded in the
-// prologue, MLXCEL_QMV_RFIRST), POST (ring without MB: scales and biases applied per group after
+// copies, MLXCEL_QMV_EARLY; ring_rows16), POST (ring without MB: scales and biases applied per group after
 // the mma, MLXCEL_QMV_POST; ring_rows16_post), OWNC (with POST: each lane reads back only its own
 // copies, the mma's columns split by group, MLXCEL_QMV_OWN_CHUNKS), RT (with OWNC and TILED: the
 // (scale, bias) pairs ride the ring with their tiles, `scales` holding them in tile order and
@@ -62,14 +61,6 @@ if constexpr (S > 0 && MB) {
                                          put(row, __float2half_rn(o));
                                        });
 } else {
-  // RFIRST (MLXCEL_QMV_RFIRST): the residual's bits loaded in the prologue (one register,
-  // threads tid < 16; NVRTC's ptxas issues the load right after the ring's first copies) and
-  // converted in the epilogue (late_half_to_float), so the epilogue does not wait a round trip
-  // for them after the reduction. The same value added the same way: bit-identical.
-  unsigned short rbits = 0;
-  if constexpr (RESID && RFIRST) {
-    if (tid < 16 * RB) rbits = __half_as_ushort(r[row0 + tid]);
-  }
   float acc[RB][4] = {};
   if constexpr (S > 0) {
     mlxcel_qmv::QMat mats[RB];
@@ -104,7 +95,7 @@ if constexpr (S > 0 && MB) {
   if (tid < 16 * RB) {
     float v = s;
     if constexpr (LATE) v *= mlxcel_qmv::late_scale<NW>(nred, eps, K);
-    if constexpr (RESID) v += RFIRST ? mlxcel_qmv::late_half_to_float(rbits) : __half2float(r[row0 + tid]);
+    if constexpr (RESID) v += __half2float(r[row0 + tid]);
     put(row0 + tid, __float2half_rn(v));
   }
 }

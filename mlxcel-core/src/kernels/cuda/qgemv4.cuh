@@ -92,16 +92,6 @@ __device__ __forceinline__ __half2 nibble_pair(u32 w, int shift) {
 
 __device__ __forceinline__ u32 as_u32(__half2 h) { return *reinterpret_cast<u32*>(&h); }
 
-// fp16 bits -> f32, exactly as __half2float, as a volatile asm so that the compilers keep it
-// where it is written: a value loaded early (RFIRST in qgemv4.cu) and converted next to its
-// load would make its warp wait for the load there (NVRTC placed both after the ring's first
-// copies, the convert right behind the load).
-__device__ __forceinline__ float late_half_to_float(unsigned short bits) {
-  float f;
-  asm volatile("{ .reg .f16 h; mov.b16 h, %1; cvt.f32.f16 %0, h; }" : "=f"(f) : "h"(bits));
-  return f;
-}
-
 // x [K] (fp16) -> shared, in nibble-pair order: xs[4b + i] = (x[8b + i], x[8b + i + 4]).
 __device__ __forceinline__ void stage_x(const __half* x, __half2* xs, int K, int tid, int nt) {
   for (int i = tid; i < K / 2; i += nt) {
