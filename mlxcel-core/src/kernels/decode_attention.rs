@@ -896,18 +896,13 @@ fn decode(
         let stages = mma_stages(stage);
         let lut = if table { MMA_LUT_BYTES } else { 0 };
         // Wide CTAs (12 warps) where the pair table holds occupancy down and they fit, else 4.
-        let fits = |warps: usize, stages: usize| {
-            let base = mma_shared_bytes(stage, stages, d, gqa, warps);
-            (base + lut <= MAX_CTA_SHARED).then_some((stages, base, warps))
-        };
         // Kernels without the table (fp16 or int8 keys) take 12-warp CTAs only with
         // MLXCEL_MMA_WIDE_PLAIN.
         let wide_plain = !table && flags::MMA_WIDE_PLAIN.enabled();
-        let wide = if (table || wide_plain) && flags::MMA_WIDE.enabled() {
-            fits(MMA_WIDE_WARPS, stages)
-        } else {
-            None
-        };
+        let wide = ((table || wide_plain) && flags::MMA_WIDE.enabled())
+            .then(|| mma_shared_bytes(stage, stages, d, gqa, MMA_WIDE_WARPS))
+            .filter(|base| base + lut <= MAX_CTA_SHARED)
+            .map(|base| (stages, base, MMA_WIDE_WARPS));
         let (stages, base, warps) = wide.unwrap_or_else(|| {
             let stages = if !table && flags::MMA_DEEP_PLAIN.enabled() {
                 mma_deepest_same_occupancy(stage, stages, d, gqa)
