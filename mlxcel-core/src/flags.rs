@@ -1352,10 +1352,13 @@ pub fn unread_vars<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Vec<Str
             ));
             continue;
         }
+        // A suggestion only within a third of the name's own part (one edit at least, three
+        // at most): a short unknown name is about as close to many names as to any one.
+        let room = (name.len() - "MLXCEL_".len()).div_ceil(3).clamp(1, 3);
         let closest = known()
             .map(|k| (strsim::levenshtein(name, k), k))
             .min()
-            .filter(|(dist, _)| *dist <= 3);
+            .filter(|(dist, _)| *dist <= room);
         out.push(match closest {
             Some((_, k)) => {
                 format!("{name} is set but mlxcel does not read it (did you mean {k}?)")
@@ -1485,8 +1488,9 @@ mod tests {
             "MLXCEL_MMA_PIPE",
             "MLXCEL_FUSED_DECOD",
             "MLXCEL_SOMETHING_ELSE_ENTIRELY",
+            "MLXCEL_TL",
         ]);
-        assert_eq!(out.len(), 3, "{out:?}");
+        assert_eq!(out.len(), 4, "{out:?}");
         assert!(
             out[0].starts_with("MLXCEL_MMA_PIPE is set but no longer exists ("),
             "{}",
@@ -1502,6 +1506,12 @@ mod tests {
             out[2].contains("`mlxcel info` lists the flags"),
             "{}",
             out[2]
+        );
+        // Two letters, three edits from MLXCEL_BIN: too short a name for a suggestion.
+        assert!(
+            out[3].contains("`mlxcel info` lists the flags"),
+            "{}",
+            out[3]
         );
     }
 
