@@ -1271,28 +1271,31 @@ pub fn cuda_profile_steps() -> Option<(usize, usize)> {
 /// [`unread_vars`] accepts; a test checks that every `MLXCEL_*` name in the sources is one of
 /// the two.
 pub const OTHER_VARS: &[&str] = &[
-    "MLXCEL_ATTENTION_TIMING_PROBE",
+    // Declared in mlxcel-core, by the code that reads them.
+    crate::kernels::decode_attention::TIMING_PROBE,
+    crate::kernels::decode_attention::FOLD_MAX_CONTEXT,
+    crate::kernels::quantized_gemv::SCHEDULE_VAR,
+    CUDA_PROFILE_STEPS,
+    KV_BOUNDARY_LAYERS,
+    KV_BOUNDARY_TYPE,
+    QMV_GBAR_AT_VAR,
+    QMV_NOMATH_LEVEL_VAR,
+    TURBO_SEED,
+    // Read by crates built on this one (mlxcel-models' STEP_AB and STEP_AB_BLOCK, the CLI's
+    // host_profile::ENV), by the build script, by tests and by the benchmark scripts.
     "MLXCEL_BIN",
     "MLXCEL_CACHE_DIR",
-    "MLXCEL_CUDA_PROFILE_STEPS",
-    "MLXCEL_FOLD_MAX_CONTEXT",
     "MLXCEL_HOST_PROFILE",
     "MLXCEL_KERNEL_DIR",
-    "MLXCEL_KV_BOUNDARY_LAYERS",
-    "MLXCEL_KV_BOUNDARY_TYPE",
     "MLXCEL_LOG",
     "MLXCEL_MLX_BACKEND",
     "MLXCEL_OPENBLAS",
     "MLXCEL_PARITY_MODES",
-    "MLXCEL_QMV_GBAR_AT",
-    "MLXCEL_QMV_NOMATH_LEVEL",
-    "MLXCEL_QMV_SCHEDULE",
     "MLXCEL_QWEN25_05B_GGUF",
     "MLXCEL_SMOLLM2_GGUF",
     "MLXCEL_STEP_AB",
     "MLXCEL_STEP_AB_BLOCK",
     "MLXCEL_TEST_SEED",
-    "MLXCEL_TURBO_SEED",
 ];
 
 /// Flags that were measured on the H200, found no faster than the default, and removed with

@@ -559,8 +559,8 @@ auto k_phase_t = [&](const unsigned char* st, float (&acc)[4]) {
     for (int u = 0; u < KW; ++u) {
       mlxcel_mma::u32 b0[4], b1[4];
       if constexpr (LUT_K) {
-        mlxcel_mma::decode8_t4_lut<LUT_ROW, LUT_IMM>(lut_tab, w[0][u], lut_lane_k, b0);
-        mlxcel_mma::decode8_t4_lut<LUT_ROW, LUT_IMM>(lut_tab, w[1][u], lut_lane_k, b1);
+        mlxcel_mma::decode8_t4_lut<LUT_IMM>(lut_tab, w[0][u], lut_lane_k, b0);
+        mlxcel_mma::decode8_t4_lut<LUT_IMM>(lut_tab, w[1][u], lut_lane_k, b1);
       } else {
         mlxcel_mma::decode8_t4(bk, w[0][u], b0);
         mlxcel_mma::decode8_t4(bk, w[1][u], b1);
@@ -591,7 +591,7 @@ auto k_phase_n = [&](const unsigned char* st, float (&sacc)[2][4]) {
 #pragma unroll
       for (int u = 0; u < KW; ++u) {
         mlxcel_mma::u32 bb[4];
-        if constexpr (LUT_K) mlxcel_mma::decode8_t4_lut<LUT_ROW, LUT_IMM>(lut_tab, w[u], lut_lane_k, bb);
+        if constexpr (LUT_K) mlxcel_mma::decode8_t4_lut<LUT_IMM>(lut_tab, w[u], lut_lane_k, bb);
         else mlxcel_mma::decode8_t4(bk, w[u], bb);
         mlxcel_mma::mma(sacc[nt], qa[2 * u][0], 0u, qa[2 * u][1], 0u, bb[0], bb[1]);
         mlxcel_mma::mma(sacc[nt], qa[2 * u + 1][0], 0u, qa[2 * u + 1][1], 0u, bb[2], bb[3]);
@@ -834,7 +834,7 @@ auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32
     } else {
 #pragma unroll
       for (int u = 0; u < VW; ++u) {
-        if constexpr (LUT_V) mlxcel_mma::decode8x2_t4_lut<LUT_ROW, LUT_IMM, VSEL>(lut_tab, va[2 * h][u], va[2 * h + 1][u], lut_lane_v, &pairs[h][8 * u]);
+        if constexpr (LUT_V) mlxcel_mma::decode8x2_t4_lut<LUT_IMM, VSEL>(lut_tab, va[2 * h][u], va[2 * h + 1][u], lut_lane_v, &pairs[h][8 * u]);
         else mlxcel_mma::decode8x2_t4(bv, va[2 * h][u], va[2 * h + 1][u], &pairs[h][8 * u]);
       }
     }

@@ -201,16 +201,14 @@ __device__ __forceinline__ void fill_lut(unsigned char* table, const float* lut,
 // launch instead of reading the wrong bytes.
 constexpr u32 DYN_SMEM_BASE = 1024;
 
-// The half2 of code byte k (0-3) of w.
-// ROW 256 (measured in session 10): `lane` is this lane's offset in a row (4 * lane, + 128
-// for V); the row offset is one prmt (byte 1 = byte k of w, byte 0 from lane, bytes 2-3
+// The half2 of code byte k (0-3) of w from the table's 256-byte rows (measured in session 10):
+// `lane` is this lane's offset in a row (4 * lane, + 128 for V); the row offset is one prmt (byte 1 = byte k of w, byte 0 from lane, bytes 2-3
 // from lane's zero byte 1), loaded relative to `table`. NVRTC keeps the table's shared
 // address in a register and adds it before every load (one IMAD per lookup: the default
 // build's main loop has 498 instructions per tile); with IMM the load takes the prmt result
 // plus the immediate DYN_SMEM_BASE (table at the start of dynamic shared memory): 427.
-template <int K, int ROW, bool IMM>
+template <int K, bool IMM>
 __device__ __forceinline__ u32 lut_pair(const unsigned char* table, u32 w, u32 lane) {
-  static_assert(ROW == 256, "rows of 256 bytes");
   if constexpr (IMM) {
     u32 v;
     asm("ld.shared.u32 %0, [%1+%2];" : "=r"(v) : "r"(prmt(w, lane, 0x5504u | (K << 4))), "n"(DYN_SMEM_BASE));
@@ -221,12 +219,12 @@ __device__ __forceinline__ u32 lut_pair(const unsigned char* table, u32 w, u32 l
 }
 
 // decode8_t4 through the table: out[k] = (element 2k, element 2k + 1) of word w.
-template <int ROW, bool IMM>
+template <bool IMM>
 __device__ __forceinline__ void decode8_t4_lut(const unsigned char* table, u32 w, u32 lane, u32 out[4]) {
-  out[0] = lut_pair<0, ROW, IMM>(table, w, lane);
-  out[1] = lut_pair<1, ROW, IMM>(table, w, lane);
-  out[2] = lut_pair<2, ROW, IMM>(table, w, lane);
-  out[3] = lut_pair<3, ROW, IMM>(table, w, lane);
+  out[0] = lut_pair<0, IMM>(table, w, lane);
+  out[1] = lut_pair<1, IMM>(table, w, lane);
+  out[2] = lut_pair<2, IMM>(table, w, lane);
+  out[3] = lut_pair<3, IMM>(table, w, lane);
 }
 
 // Bits of a where m is set, of b elsewhere: one LOP3 (0xe4 = (a & m) | (b & ~m) over the
@@ -243,18 +241,18 @@ __device__ __forceinline__ u32 bit_select(u32 a, u32 b, u32 m) {
 // interleave as two bit selects (a shift and one LOP3 each) instead of the masked ors (ptxas
 // made 4 LOP3 and 2 shifts of them in the shipped build, 9 and 3.5 in another: NVRTC SASS);
 // the same bits.
-template <int ROW, bool IMM, bool SEL = false>
+template <bool IMM, bool SEL = false>
 __device__ __forceinline__ void decode8x2_t4_lut(const unsigned char* table, u32 w1, u32 w2, u32 lane, u32 out[8]) {
   const u32 x = SEL ? bit_select(w1, w2 << 4, 0x0f0f0f0fu) : (w1 & 0x0f0f0f0fu) | ((w2 << 4) & 0xf0f0f0f0u);
   const u32 y = SEL ? bit_select(w1 >> 4, w2, 0x0f0f0f0fu) : ((w1 >> 4) & 0x0f0f0f0fu) | (w2 & 0xf0f0f0f0u);
-  out[0] = lut_pair<0, ROW, IMM>(table, x, lane);
-  out[1] = lut_pair<0, ROW, IMM>(table, y, lane);
-  out[2] = lut_pair<1, ROW, IMM>(table, x, lane);
-  out[3] = lut_pair<1, ROW, IMM>(table, y, lane);
-  out[4] = lut_pair<2, ROW, IMM>(table, x, lane);
-  out[5] = lut_pair<2, ROW, IMM>(table, y, lane);
-  out[6] = lut_pair<3, ROW, IMM>(table, x, lane);
-  out[7] = lut_pair<3, ROW, IMM>(table, y, lane);
+  out[0] = lut_pair<0, IMM>(table, x, lane);
+  out[1] = lut_pair<0, IMM>(table, y, lane);
+  out[2] = lut_pair<1, IMM>(table, x, lane);
+  out[3] = lut_pair<1, IMM>(table, y, lane);
+  out[4] = lut_pair<2, IMM>(table, x, lane);
+  out[5] = lut_pair<2, IMM>(table, y, lane);
+  out[6] = lut_pair<3, IMM>(table, x, lane);
+  out[7] = lut_pair<3, IMM>(table, y, lane);
 }
 
 // 4 int8 values (bytes of w) -> 2 half2 (bytes 0,1 and 2,3), exact: 0x64XX is 1024 + XX.
