@@ -156,23 +156,23 @@ LIGHT_PER_WARP = int(os.environ.get("NVRTC_LIGHT", "2"))
 RTAB = "false" if os.environ.get("NVRTC_RTAB", "1") == "0" else "true"
 # The first two ring tiles early in paired loops (MLXCEL_MMA_QFIRST2, off); NVRTC_QFIRST2=1 compiles them.
 QFIRST2 = "true" if os.environ.get("NVRTC_QFIRST2", "0") == "1" else "false"
-# The refill's factor rows in one copy (MLXCEL_MMA_FCOPY1) and masked V factors zeroed (MLXCEL_MMA_VZERO), off; NVRTC_FCP1=1 / NVRTC_VZ=1 compile them.
-FCP1 = "true" if os.environ.get("NVRTC_FCP1", "0") == "1" else "false"
-VZ = "true" if os.environ.get("NVRTC_VZ", "0") == "1" else "false"
+# The refill's factor rows in one copy (MLXCEL_MMA_FCOPY1) and masked V factors zeroed (MLXCEL_MMA_VZERO), on since session 51; NVRTC_FCP1=0 / NVRTC_VZ=0 compile without them.
+FCP1 = "true" if os.environ.get("NVRTC_FCP1", "1") == "1" else "false"
+VZ = "true" if os.environ.get("NVRTC_VZ", "1") == "1" else "false"
 # The combine's weights once per (warp, head) (MLXCEL_MMA_COMBINE_W1, off); NVRTC_CW=1 compiles them.
 CW = "true" if os.environ.get("NVRTC_CW", "0") == "1" else "false"
-# The softmax's lazy rescale (MLXCEL_MMA_LAZY_RESCALE, off; with KT only); NVRTC_LAZY=1 compiles it.
-LAZY = os.environ.get("NVRTC_LAZY", "0") == "1"
-# The pair loop's unmasked pairs (MLXCEL_MMA_MASK_LAST, off; with PAIR only); NVRTC_MASKL=1 compiles them.
-MASKL = os.environ.get("NVRTC_MASKL", "0") == "1"
-# The V nibble interleave by bit selects (MLXCEL_MMA_VSEL, off); NVRTC_VSEL=1 compiles it.
-VSEL = "true" if os.environ.get("NVRTC_VSEL", "0") == "1" else "false"
+# The softmax's lazy rescale (MLXCEL_MMA_LAZY_RESCALE, on; with KT only); NVRTC_LAZY=0 compiles without it.
+LAZY = os.environ.get("NVRTC_LAZY", "1") == "1"
+# The pair loop's unmasked pairs (MLXCEL_MMA_MASK_LAST, on; with PAIR only); NVRTC_MASKL=0 compiles the masked pairs.
+MASKL = os.environ.get("NVRTC_MASKL", "1") == "1"
+# The V nibble interleave by bit selects (MLXCEL_MMA_VSEL, on); NVRTC_VSEL=0 compiles the masked ors.
+VSEL = "true" if os.environ.get("NVRTC_VSEL", "1") == "1" else "false"
 # An experiment on the append kernels' signature: NVRTC_LB=1 adds __launch_bounds__(threads, 1), NVRTC_LB=2
 # __maxnreg__(168) (session 49: neither kept NVVM from recomputing the lanes' slot offsets in the LAZY + MASKL
 # loop; NVRTC_OPTS=--maxrregcount=168 did, an option MLX's compile does not pass; the kernel pins them: PIN).
 LB = os.environ.get("NVRTC_LB", "0")
-# 12-warp CTAs for the append kernels without the pair table (MLXCEL_MMA_WIDE_PLAIN, off); NVRTC_WIDE_PLAIN=1 compiles them.
-WIDE_PLAIN = os.environ.get("NVRTC_WIDE_PLAIN", "0") == "1"
+# 12-warp CTAs for the append kernels without the pair table (MLXCEL_MMA_WIDE_PLAIN, on); NVRTC_WIDE_PLAIN=0 compiles 4-warp CTAs.
+WIDE_PLAIN = os.environ.get("NVRTC_WIDE_PLAIN", "1") == "1"
 
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
 

@@ -1086,32 +1086,35 @@ pub const MMA_QFIRST2: Flag = Flag {
     slot: 66,
 };
 
-/// The tensor-core decode kernel's ring refill copies both sides' factor rows (turbo4 or int8
-/// keys and values: 32 bytes each, adjacent in a slot) with one predicated copy on lanes 0-3
-/// against a bound computed once, instead of one copy per side that each rebuild their bound
-/// (`FCP1` in `cuda/decode_attention_mma.cu`). Why: the kernel's paired loop is partly
-/// issue-bound (H200, session 47: 61% of cycles issuing, 1.12 eligible warps per scheduler); NVRTC
-/// SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 619 instructions per pair. The same chunks
-/// into the same bytes: bit-identical. Off until measured on the H200; 1 turns it on.
+/// The tensor-core decode kernel's ring refill copies both sides' factor rows (turbo4 or int8 keys
+/// and values: 32 bytes each, adjacent in a slot) with one predicated copy on lanes 0-3 against a
+/// bound computed once, instead of one copy per side that each rebuild their bound (`FCP1` in
+/// `cuda/decode_attention_mma.cu`). Why: the kernel's paired loop is partly issue-bound (H200,
+/// session 47: 61% of cycles issuing, 1.12 eligible warps per scheduler); NVRTC SASS of turbo4's
+/// pair loop (D 128, GQA 4): 633 -> 619 instructions per pair. The same chunks into the same bytes:
+/// bit-identical. On since session 51: with the other pair-loop trims (LAZY_RESCALE, MASK_LAST,
+/// VSEL, FCOPY1, VZERO together), H200 step A/B at 128K turbo4 3.181 -> 3.118 ms per step (32K:
+/// 2.102 -> 2.094). 0 turns it off.
 pub const MMA_FCOPY1: Flag = Flag {
     name: "MLXCEL_MMA_FCOPY1",
-    default: false,
-    doc: "tensor-core decode kernel: the ring refill's factor rows in one copy (bit-identical; 1 = on)",
+    default: true,
+    doc: "tensor-core decode kernel: the ring refill's factor rows in one copy (bit-identical; 0 = off)",
     slot: 67,
 };
 
 /// The tensor-core decode kernel's transposed-score softmax (the paired loop's) zeroes a masked
 /// token's V factor where it masks the token's scores, and folds the factors into the weights
 /// without a compare and a select per weight (`VZ` in `cuda/decode_attention_mma.cu`). Why: the
-/// select only kept a masked token's factor (a never-written slot may hold NaN) out of the
-/// weights; NVRTC SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 621 instructions per pair.
-/// Bit-identical: weights and factors are >= 0, so a zero weight gives +0 either way (only a
-/// stored factor of +inf with a zero weight would differ: NaN against 0). Off until measured on
-/// the H200; 1 turns it on.
+/// select only kept a masked token's factor (a never-written slot may hold NaN) out of the weights;
+/// NVRTC SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 621 instructions per pair.
+/// Bit-identical: weights and factors are >= 0, so a zero weight gives +0 either way (only a stored
+/// factor of +inf with a zero weight would differ: NaN against 0). On since session 51: with the
+/// other pair-loop trims (LAZY_RESCALE, MASK_LAST, VSEL, FCOPY1, VZERO together), H200 step A/B at
+/// 128K turbo4 3.181 -> 3.118 ms per step (32K: 2.102 -> 2.094). 0 turns it off.
 pub const MMA_VZERO: Flag = Flag {
     name: "MLXCEL_MMA_VZERO",
-    default: false,
-    doc: "tensor-core decode kernel: masked tokens' V factors zeroed instead of a select per softmax weight (bit-identical; 1 = on)",
+    default: true,
+    doc: "tensor-core decode kernel: masked tokens' V factors zeroed instead of a select per softmax weight (bit-identical; 0 = off)",
     slot: 68,
 };
 
@@ -1129,19 +1132,21 @@ pub const MMA_COMBINE_W1: Flag = Flag {
     slot: 69,
 };
 
-/// With [`MMA_WIDE`], the tensor-core decode kernels without the turbo4 pair table (fp16 or
-/// int8 keys: the turbo modes' boundary layers with fp16 keys and int8 values, turbo4-asym's
-/// fp16 keys with turbo4 values, int8) also run CTAs of 12 warps where their ring fits (one CTA
-/// per SM) instead of CTAs of 4 (two or three per SM). Why: the boundary layers' 4-warp launch
-/// at 128K runs at 86% of the copy roofline with its CTAs ending 88 to 106 us apart (H200,
-/// session 46's timeline), 2 CTAs of 4 warps per SM; 12 warps per SM put half as many more bytes
-/// in flight there, and one CTA per SM halves the CTAs that each pay the prologue and the
-/// combine. Each warp's tiles change, so outputs differ from 4-warp CTAs in rounding only.
-/// Off until measured on the H200; 1 turns it on.
+/// With [`MMA_WIDE`], the tensor-core decode kernels without the turbo4 pair table (fp16 or int8
+/// keys: the turbo modes' boundary layers with fp16 keys and int8 values, turbo4-asym's fp16 keys
+/// with turbo4 values, int8) also run CTAs of 12 warps where their ring fits (one CTA per SM)
+/// instead of CTAs of 4 (two or three per SM). Why: the boundary layers' 4-warp launch at 128K runs
+/// at 86% of the copy roofline with its CTAs ending 88 to 106 us apart (H200, session 46's
+/// timeline), 2 CTAs of 4 warps per SM; 12 warps per SM put half as many more bytes in flight
+/// there, and one CTA per SM halves the CTAs that each pay the prologue and the combine. Each
+/// warp's tiles change, so outputs differ from 4-warp CTAs in rounding only. On since session 51:
+/// H200 step A/B at 128K turbo4 3.131 -> 3.099 ms per step (the boundary layers); with the trims,
+/// the issue table's turbo4-asym went 4.44 -> 4.31 ms and int8 3.82 -> 3.65 ms per 128K step
+/// against session 47. 0 turns it off.
 pub const MMA_WIDE_PLAIN: Flag = Flag {
     name: "MLXCEL_MMA_WIDE_PLAIN",
-    default: false,
-    doc: "tensor-core decode kernels without the pair table (fp16 or int8 keys) in 12-warp CTAs where they fit (rounding differs; 1 = on)",
+    default: true,
+    doc: "tensor-core decode kernels without the pair table (fp16 or int8 keys) in 12-warp CTAs where they fit (rounding differs; 0 = off)",
     slot: 70,
 };
 
@@ -1162,46 +1167,49 @@ pub const MMA_DEEP_PLAIN: Flag = Flag {
 /// The tensor-core decode kernel's transposed-score softmax (turbo4's paired loop) keeps each
 /// head's reference maximum until a score passes it by more than 4 (log2 units, a weight of 16),
 /// rescaling the outputs and sums only then, decided per warp by one vote (`LAZY` in
-/// `cuda/decode_attention_mma.cu`). Why: the loop is issue-bound (H200, session 47: an
-/// instruction issued on 61% of cycles, ~38 of a 128K launch's 46 us); the eager update pays
-/// 32 multiplies of o, two exponentials and two maxima per pair of tiles, and a warp's later
-/// maxima rarely pass its first tokens' by that much. NVRTC SASS of the pair loop (D 128, GQA
-/// 4): 633 -> 596 instructions per pair where no rescale is due (638 with it). Exact in real
-/// arithmetic; rounding differs (P is packed to fp16 against another maximum), so it is held
-/// to the parity bound. Off until measured on the H200; 1 turns it on.
+/// `cuda/decode_attention_mma.cu`). Why: the loop is issue-bound (H200, session 47: an instruction
+/// issued on 61% of cycles, ~38 of a 128K launch's 46 us); the eager update pays 32 multiplies of
+/// o, two exponentials and two maxima per pair of tiles, and a warp's later maxima rarely pass its
+/// first tokens' by that much. NVRTC SASS of the pair loop (D 128, GQA 4): 633 -> 596 instructions
+/// per pair where no rescale is due (638 with it). Exact in real arithmetic; rounding differs (P is
+/// packed to fp16 against another maximum), so it is held to the parity bound. On since session 51:
+/// with the other pair-loop trims (LAZY_RESCALE, MASK_LAST, VSEL, FCOPY1, VZERO together), H200
+/// step A/B at 128K turbo4 3.181 -> 3.118 ms per step (32K: 2.102 -> 2.094). 0 turns it off.
 pub const MMA_LAZY_RESCALE: Flag = Flag {
     name: "MLXCEL_MMA_LAZY_RESCALE",
-    default: false,
-    doc: "tensor-core decode kernel: the softmax rescales only when a score passes the running max by 2^4 (rounding differs; 1 = on)",
+    default: true,
+    doc: "tensor-core decode kernel: the softmax rescales only when a score passes the running max by 2^4 (rounding differs; 0 = off)",
     slot: 72,
 };
 
 /// The tensor-core decode kernel's paired loop (turbo4) runs its pairs without the masks of
-/// positions past the sequence, and leaves the sequence's partial last tile (with the tile
-/// before it where a warp's count is even) to the masked one-tile path (`MASKL` in
-/// `cuda/decode_attention_mma.cu`). Why: only a sequence's last tile can hold such positions,
-/// yet every pair paid 8 selects of scores, the compares and a select per softmax weight; NVRTC
-/// SASS of the pair loop (D 128, GQA 4): 633 -> 600 instructions per pair. The values are the
-/// same wherever a token is inside the sequence, but the last two tiles' softmax updates are
-/// split, so rounding differs there: held to the parity bound. Off until measured on the H200;
-/// 1 turns it on.
+/// positions past the sequence, and leaves the sequence's partial last tile (with the tile before
+/// it where a warp's count is even) to the masked one-tile path (`MASKL` in
+/// `cuda/decode_attention_mma.cu`). Why: only a sequence's last tile can hold such positions, yet
+/// every pair paid 8 selects of scores, the compares and a select per softmax weight; NVRTC SASS of
+/// the pair loop (D 128, GQA 4): 633 -> 600 instructions per pair. The values are the same wherever
+/// a token is inside the sequence, but the last two tiles' softmax updates are split, so rounding
+/// differs there: held to the parity bound. On since session 51: with the other pair-loop trims
+/// (LAZY_RESCALE, MASK_LAST, VSEL, FCOPY1, VZERO together), H200 step A/B at 128K turbo4 3.181 ->
+/// 3.118 ms per step (32K: 2.102 -> 2.094). 0 turns it off.
 pub const MMA_MASK_LAST: Flag = Flag {
     name: "MLXCEL_MMA_MASK_LAST",
-    default: false,
-    doc: "tensor-core decode kernel: the paired loop masks only the sequence's last tile (rounding differs there; 1 = on)",
+    default: true,
+    doc: "tensor-core decode kernel: the paired loop masks only the sequence's last tile (rounding differs there; 0 = off)",
     slot: 73,
 };
 
-/// The tensor-core decode kernel's pair-table V decode interleaves two tokens' nibbles with two
-/// bit selects (a shift and one LOP3 each, inline PTX) instead of masked ors
-/// (`decode8x2_t4_lut`'s `SEL` in `cuda/decode_attention_mma.cuh`). Why: ptxas made 4 LOP3 and
-/// 2 shifts of each interleave; NVRTC SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 617
-/// instructions per pair. The same bits: bit-identical. Off until measured on the H200; 1 turns
-/// it on.
+/// The tensor-core decode kernel's pair-table V decode interleaves two tokens' nibbles with two bit
+/// selects (a shift and one LOP3 each, inline PTX) instead of masked ors (`decode8x2_t4_lut`'s
+/// `SEL` in `cuda/decode_attention_mma.cuh`). Why: ptxas made 4 LOP3 and 2 shifts of each
+/// interleave; NVRTC SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 617 instructions per pair.
+/// The same bits: bit-identical. On since session 51: with the other pair-loop trims (LAZY_RESCALE,
+/// MASK_LAST, VSEL, FCOPY1, VZERO together), H200 step A/B at 128K turbo4 3.181 -> 3.118 ms per
+/// step (32K: 2.102 -> 2.094). 0 turns it off.
 pub const MMA_VSEL: Flag = Flag {
     name: "MLXCEL_MMA_VSEL",
-    default: false,
-    doc: "tensor-core decode kernel: the pair table's V nibble interleave by bit selects (bit-identical; 1 = on)",
+    default: true,
+    doc: "tensor-core decode kernel: the pair table's V nibble interleave by bit selects (bit-identical; 0 = off)",
     slot: 74,
 };
 
