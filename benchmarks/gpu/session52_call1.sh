@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Session 52 (or the next device session), first call (H200, ~6 min): the parity tests that
+# session 51's calls did not reach or could not see, with session 51's defaults on
+# (LAZY_RESCALE, MASK_LAST, VSEL, FCOPY1, VZERO, WIDE_PLAIN; ADR 0023) as the baseline.
+# - MMA_LENS now holds 4097 tokens in one split (~21 tiles, 10 pairs per warp). At the default
+#   splits no warp ran a second pair, so session 51's LAZY_RESCALE and MASK_LAST cases were
+#   all bit-identical to the default: blind to what those flags change.
+# - Each test is limited to the modes whose kernel its flag changes (MLXCEL_PARITY_MODES) and,
+#   for the bit-identity test, to the shipped flags (MLXCEL_PARITY_FLAGS), so that one call
+#   holds them all (NVRTC compiles each case on the device, ~1-3 s).
+# If a case fails, turn its flag back off (flags.rs) and say so in the results.
+#   xz -d .devcarry/bin/mlxcel.xz .devcarry/bin/tests/*.xz && chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session52_call1.sh
+set -uo pipefail
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s52c1
+(export MLXCEL_PARITY_MODES=turbo4; gpu_test gpu_fused_decode 150 "worst|cases|panicked" lazy_rescale)
+(export MLXCEL_PARITY_MODES=turbo4; gpu_test gpu_fused_decode 80 "worst|cases|panicked" last_tile_masks)
+(export MLXCEL_PARITY_MODES=fp16+int8; gpu_test gpu_fused_decode 80 "worst|cases|panicked" wide_plain_ctas)
+(export MLXCEL_PARITY_FLAGS=MLXCEL_MMA_VSEL,MLXCEL_MMA_FCOPY1,MLXCEL_MMA_VZERO
+ gpu_test gpu_fused_decode 130 "bit-identity checks|panicked" refill_softmax_and_combine_trims)
+# What time is left: the same two flags at D 64 in the modes whose kernels pair there.
+(export MLXCEL_PARITY_MODES=turbo4-asym,int8; gpu_test gpu_fused_decode 120 "worst|cases|panicked" lazy_rescale)
+finish_call
