@@ -354,17 +354,28 @@ fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() 
 /// past a margin; the pairs without the masks, the last tiles one at a time) change rounding,
 /// not what the launches compute: [`Keeps::Parity`] in every format the append writes (the
 /// flags reach turbo4's paired loop; the others must be unchanged), a short prefill at
-/// head_dim 128 and a ~3K one at head_dim 64, three steps each.
+/// head_dim 128 and a ~3K one at head_dim 64, three steps each. On the GPU also a ~40K one at
+/// head_dim 128: at ~3K the default splits give each warp one tile, so no warp updates its
+/// softmax twice (what the lazy rescale changes) or runs a second pair (what the unmasked
+/// pairs change); at ~40K each warp runs ~13 tiles.
 #[test]
 fn lazy_rescale_and_last_tile_masks_keep_the_attention_launches_within_parity() {
+    let mut shapes = vec![(32, 8, 128, false, 10), (28, 4, 64, true, 3001)];
+    if KernelBackend::current() == Some(KernelBackend::Cuda) {
+        shapes.push((32, 8, 128, false, 40_001));
+    }
     for flag in ["MLXCEL_MMA_LAZY_RESCALE", "MLXCEL_MMA_MASK_LAST"] {
         let steps_checked = flag_checks_the_attention_launches(
             "lazy_rescale_and_last_tile_masks_keep_the_attention_launches_within_parity",
             flag,
-            &[(32, 8, 128, false, 10), (28, 4, 64, true, 3001)],
+            &shapes,
             Keeps::Parity,
         );
         eprintln!("{flag}: {steps_checked} steps within parity, append and launch agreeing");
-        assert_eq!(steps_checked, 24, "4 modes x 2 shapes x 3 steps");
+        assert_eq!(
+            steps_checked,
+            4 * shapes.len() * 3,
+            "4 modes x shapes x 3 steps"
+        );
     }
 }
