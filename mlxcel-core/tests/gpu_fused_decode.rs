@@ -665,13 +665,9 @@ fn refill_softmax_and_combine_trims_are_bit_identical() {
         ("MLXCEL_MMA_DEEP_PLAIN", &["fp16+int8"], MMA_SHAPES),
         ("MLXCEL_MMA_VSEL", &["turbo4"], MMA_SHAPES),
     ];
-    // MLXCEL_PARITY_FLAGS=A,B limits the flags checked (GPU time for the ones being shipped).
-    let only = std::env::var("MLXCEL_PARITY_FLAGS").ok();
     for (flag, modes, shapes) in cases {
-        if only
-            .as_ref()
-            .is_some_and(|o| !o.split(',').any(|f| f == flag))
-        {
+        // MLXCEL_PARITY_FLAGS=A,B limits the flags checked (GPU time for the ones being shipped).
+        if !env_list_allows("MLXCEL_PARITY_FLAGS", flag) {
             continue;
         }
         let checked = flag_bit_identity(
@@ -688,12 +684,17 @@ fn refill_softmax_and_combine_trims_are_bit_identical() {
     }
 }
 
-/// Whether `MLXCEL_PARITY_MODES=a,b` (unset: every mode) lets the parity tests run `mode`: one
-/// device call can then spend its minutes on the kernels that changed.
-fn mode_wanted(mode: &str) -> bool {
-    std::env::var("MLXCEL_PARITY_MODES")
-        .map(|only| only.split(',').any(|m| m == mode))
+/// Whether the comma-separated list in the variable `var` names `name` (unset: every name is
+/// allowed): one device call can then spend its minutes on the kernels that changed.
+fn env_list_allows(var: &str, name: &str) -> bool {
+    std::env::var(var)
+        .map(|only| only.split(',').any(|n| n == name))
         .unwrap_or(true)
+}
+
+/// Whether `MLXCEL_PARITY_MODES=a,b` lets the parity tests run `mode` ([`env_list_allows`]).
+fn mode_wanted(mode: &str) -> bool {
+    env_list_allows("MLXCEL_PARITY_MODES", mode)
 }
 
 /// A kernel flag that changes the softmax's summation order, held to the parity bound instead
