@@ -29,15 +29,15 @@ pub struct KvArgs {
     #[arg(long, value_name = "N")]
     pub kv_boundary_layers: Option<usize>,
     /// Cache of the boundary layers in turbo modes. fp16+int8 (the default): fp16 keys and int8
-    /// values, fp16's quality on three models with 3/4 of its bytes, and on CUDA the fused
-    /// kernel (turbo4 at 128K 1.86x fp16's decode speed by device time on the H200, session
-    /// 45). fp16: whole fp16 ends, as the turbo peers keep them. int8r (rotated int8): half of
-    /// fp16's bytes, 1.92x there, at a model-dependent quality cost (turbo4's PPL penalty
-    /// +6.7% -> +11.4% on Qwen2.5-Coder-0.5B). fp16+turbo4: fp16 keys and turbo4 values
-    /// (turbo4-asym's cache), 322 of fp16+int8's 386 bytes per position and head at head_dim
-    /// 128, turbo4's KLD +1.8% (Qwen2.5-Coder-0.5B) to +6.3% (SmolLM2) against fp16+int8 ends;
-    /// its speed on CUDA is not measured yet. Also int8 and fp16+int8r
-    /// [env: MLXCEL_KV_BOUNDARY_TYPE] [default: fp16+int8]
+    /// values, fp16's quality on three models with 3/4 of its bytes, and on CUDA the fused kernel
+    /// (turbo4 at 128K 1.95x fp16's decode speed by device time on the H200, session 51). fp16:
+    /// whole fp16 ends, as the turbo peers keep them. int8r (rotated int8): half of fp16's bytes,
+    /// 1.92x against these ends' 1.86x in session 45, at a model-dependent quality cost (turbo4's
+    /// PPL penalty +6.7% -> +11.4% on Qwen2.5-Coder-0.5B). fp16+turbo4: fp16 keys and turbo4 values
+    /// (turbo4-asym's cache), 322 of fp16+int8's 386 bytes per position and head at head_dim 128,
+    /// turbo4's KLD +1.8% (Qwen2.5-Coder-0.5B) to +6.3% (SmolLM2) against fp16+int8 ends; its speed
+    /// on CUDA is not measured yet. Also int8 and fp16+int8r [env: MLXCEL_KV_BOUNDARY_TYPE]
+    /// [default: fp16+int8]
     #[arg(long, value_name = "TYPE")]
     pub kv_boundary_type: Option<String>,
 }

@@ -117,8 +117,8 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
     if shape.boundary_mode.k != SideFormat::Fp16 {
         // 8-bit keys: the speed is int8r's, the quality cost depends on the model (ADR 0012).
         println!(
-            "          (8-bit keys in the boundary layers: on the H200 at 128K turbo4 runs 1.92x fp16 against \
-             1.86x with the default fp16+int8 ends (device time, one run each, session 45); turbo4's PPL penalty +6.7% -> +11.4% on \
+            "          (8-bit keys in the boundary layers: on the H200 at 128K turbo4 ran 1.92x fp16 against \
+             1.86x with the default fp16+int8 ends (device time, one run each, session 45; the default ends 1.95x since session 51); turbo4's PPL penalty +6.7% -> +11.4% on \
              Qwen2.5-Coder-0.5B, +6.4% -> +6.5% on Qwen2.5-Coder-1.5B: measure with `mlxcel perplexity --kv-boundary-type`)"
         );
     }

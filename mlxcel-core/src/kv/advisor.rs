@@ -12,9 +12,9 @@
 //!   host: 0.86x and 1.00x), so fp16 stays the pick while it fits; at 128K compressed caches
 //!   decode faster on every machine measured. Against today's fp16 (in-place appends since
 //!   session 23; before it, fp16's 128K step copied its cache and the ratios read up to 2.38x),
-//!   by device time per step in session 45: turbo4-asym 1.32x, int8 1.50x, turbo4 1.86x
-//!   (`benchmarks/results/2026-12-04-h200-session45.md`; 1.23x / 1.44x / 1.75x in session 35,
-//!   before the GEMV work of sessions 36-45).
+//!   by device time per step in session 51: turbo4-asym 1.36x, int8 1.61x, turbo4 1.95x
+//!   (`benchmarks/results/2026-12-05-h200-session51.md`; 1.32x / 1.50x / 1.86x in session 45,
+//!   1.23x / 1.44x / 1.75x in session 35, before the GEMV work of sessions 36-45).
 //! - `int8r` (rotated int8) has int8's size and near turbo4-asym's quality (Qwen2.5 +0.64%,
 //!   KLD 0.0054 against int8's 0.033 and turbo4-asym's 0.0042; SmolLM2 KLD 0.0002; on
 //!   Qwen2.5-Coder-0.5B int8r and int8 are equal, +2.7% / +2.9%). Where it
@@ -174,7 +174,7 @@ pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_byte
     for name in quality_order(shape) {
         if let Some(m) = fits(name) {
             let why = if fits("fp16").is_some() {
-                "beyond 32K compressed caches decode faster than fp16 on the H200 (128K, device time per step against fp16's in the same session: turbo4-asym 1.32x, int8 1.50x, turbo4 1.86x, session 45) while holding less memory; this is the best-measured-quality mode"
+                "beyond 32K compressed caches decode faster than fp16 on the H200 (128K, device time per step against fp16's in the same session: turbo4-asym 1.36x, int8 1.61x, turbo4 1.95x, session 51) while holding less memory; this is the best-measured-quality mode"
             } else {
                 "the fp16 cache does not fit; this is the best-measured-quality mode that does"
             };
