@@ -354,10 +354,9 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
     let mut checked = 0;
     for mode in ["turbo4", "turbo4-asym"] {
         for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (12, 3, 64)] {
-            for len in [1usize, 17, 1000, 4097] {
+            for (len, splits) in FIXED_SPLIT_LENS {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
-                let splits = len.div_ceil(64).min(40);
                 let run = |lk: bool, lv: bool, imm: bool| {
                     let on = switches(lk, lv, imm);
                     fused_values(&on, &q, (&kr, &vr), len, Some(splits))
@@ -414,10 +413,9 @@ fn hoisted_rescale_always_and_ftz_loops_are_bit_identical() {
     let mut checked = 0;
     for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
         for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (28, 4, 128)] {
-            for len in [1usize, 17, 1000, 4097] {
+            for (len, splits) in FIXED_SPLIT_LENS {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
-                let splits = len.div_ceil(64).min(40);
                 let run = |[hoist, rsall, ftz]: [bool; 3]| {
                     let on = [(NAMES[0], hoist), (NAMES[1], rsall), (NAMES[2], ftz)];
                     fused_values(&on, &q, (&kr, &vr), len, Some(splits))
@@ -515,6 +513,12 @@ const MMA_SHAPES_GQA_1_TO_8: &[(usize, usize, usize)] = &[
     (8, 8, 128),
     (64, 8, 64),
 ];
+/// (length, split count) of the bit-identity tests that fix the split count (both sides must
+/// split alike): ~64 tokens per split up to 40 splits, and 4097 tokens in one split, where each
+/// warp loops over many tiles (refills, the ring's wrap, repeated softmax updates; see
+/// [`MMA_LENS`]).
+const FIXED_SPLIT_LENS: [(usize, usize); 5] = [(1, 1), (17, 1), (1000, 16), (4097, 40), (4097, 1)];
+
 /// Lengths: inside one tile, across tiles, and 4097 tokens in one split. The default splits
 /// give each warp at most two tiles at these lengths (4097 tokens with 8 KV heads: 16 splits of
 /// 12 warps for 257 tiles), so no warp ever refilled its ring, wrapped it or updated its
