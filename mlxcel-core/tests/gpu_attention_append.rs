@@ -330,9 +330,11 @@ fn first_two_ring_tiles_early_keep_the_attention_launches_bit_identical() {
 /// attention append and the attention launch bit-identical:
 /// a short prefill at head_dim 128 (the new position in its warp's first tile, masked tokens
 /// after it) and a ~3K one at head_dim 64.
+/// On the GPU also [`LONG_PREFILL`], where warps refill their rings and run pairs.
+/// `MLXCEL_PARITY_FLAGS=A,B` limits the flags checked.
 #[test]
 fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() {
-    let shapes = [(32, 8, 128, false, 10), (28, 4, 64, true, 3001)];
+    let shapes = with_long_prefill_on_cuda(&[(32, 8, 128, false, 10), (28, 4, 64, true, 3001)]);
     for flag in [
         "MLXCEL_MMA_FCOPY1",
         "MLXCEL_MMA_VZERO",
@@ -340,30 +342,51 @@ fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() 
         "MLXCEL_MMA_DEEP_PLAIN",
         "MLXCEL_MMA_VSEL",
     ] {
+        if !common::env_list_allows("MLXCEL_PARITY_FLAGS", flag) {
+            continue;
+        }
         let steps_checked = flag_keeps_the_attention_launches_bit_identical(
             "refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical",
             flag,
             &shapes,
         );
         eprintln!("{flag}: {steps_checked} steps bit-identical with and without it");
-        assert_eq!(steps_checked, 24, "4 modes x 2 shapes x 3 steps");
+        assert_eq!(
+            steps_checked,
+            4 * shapes.len() * 3,
+            "4 modes x shapes x 3 steps"
+        );
     }
+}
+
+/// A ~40K prefill at head_dim 128 for the tests of changes inside the attention loop: at the
+/// tests' ~3K prefills the default splits give each warp about one tile (16 splits of 12 warps),
+/// so no warp refills its ring, runs a second pair or updates its softmax twice; at ~40K each
+/// warp runs ~13 tiles. GPU only: on the CPU the same cases would run the split path over 40K
+/// positions in every mode without reaching a kernel.
+const LONG_PREFILL: (usize, usize, usize, bool, i32) = (32, 8, 128, false, 40_001);
+
+/// `shapes`, and [`LONG_PREFILL`] where the kernels run (CUDA).
+fn with_long_prefill_on_cuda(
+    shapes: &[(usize, usize, usize, bool, i32)],
+) -> Vec<(usize, usize, usize, bool, i32)> {
+    let mut all = shapes.to_vec();
+    if KernelBackend::current() == Some(KernelBackend::Cuda) {
+        all.push(LONG_PREFILL);
+    }
+    all
 }
 
 /// `MLXCEL_MMA_LAZY_RESCALE` and `MLXCEL_MMA_MASK_LAST` (the softmax's reference max moved only
 /// past a margin; the pairs without the masks, the last tiles one at a time) change rounding,
 /// not what the launches compute: [`Keeps::Parity`] in every format the append writes (the
 /// flags reach turbo4's paired loop; the others must be unchanged), a short prefill at
-/// head_dim 128 and a ~3K one at head_dim 64, three steps each. On the GPU also a ~40K one at
-/// head_dim 128: at ~3K the default splits give each warp one tile, so no warp updates its
-/// softmax twice (what the lazy rescale changes) or runs a second pair (what the unmasked
-/// pairs change); at ~40K each warp runs ~13 tiles.
+/// head_dim 128 and a ~3K one at head_dim 64, three steps each. On the GPU also
+/// [`LONG_PREFILL`]: only there does a warp update its softmax twice (what the lazy rescale
+/// changes) or run a second pair (what the unmasked pairs change).
 #[test]
 fn lazy_rescale_and_last_tile_masks_keep_the_attention_launches_within_parity() {
-    let mut shapes = vec![(32, 8, 128, false, 10), (28, 4, 64, true, 3001)];
-    if KernelBackend::current() == Some(KernelBackend::Cuda) {
-        shapes.push((32, 8, 128, false, 40_001));
-    }
+    let shapes = with_long_prefill_on_cuda(&[(32, 8, 128, false, 10), (28, 4, 64, true, 3001)]);
     for flag in ["MLXCEL_MMA_LAZY_RESCALE", "MLXCEL_MMA_MASK_LAST"] {
         let steps_checked = flag_checks_the_attention_launches(
             "lazy_rescale_and_last_tile_masks_keep_the_attention_launches_within_parity",

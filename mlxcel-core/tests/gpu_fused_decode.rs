@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{clear_flags, randn, rel_rms, rng, set_flags};
+use common::{clear_flags, env_list_allows, randn, rel_rms, rng, set_flags};
 use mlxcel_core::attention::{attend_with, fused_applies, select_path, AttentionPath};
 use mlxcel_core::kernels::decode_attention::{
     fused_decode, kernel_name, merge_warp_fits, mma_luts, mma_num_splits, mma_num_splits_for,
@@ -686,14 +686,6 @@ fn refill_softmax_and_combine_trims_are_bit_identical() {
             eprintln!("{flag}: {checked} bit-identity checks on CUDA");
         }
     }
-}
-
-/// Whether the comma-separated list in the variable `var` names `name` (unset: every name is
-/// allowed): one device call can then spend its minutes on the kernels that changed.
-fn env_list_allows(var: &str, name: &str) -> bool {
-    std::env::var(var)
-        .map(|only| only.split(',').any(|n| n == name))
-        .unwrap_or(true)
 }
 
 /// Whether `MLXCEL_PARITY_MODES=a,b` lets the parity tests run `mode` ([`env_list_allows`]).

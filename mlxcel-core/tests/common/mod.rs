@@ -136,6 +136,15 @@ pub fn clear_flags(names: &[&str]) {
     mlxcel_core::flags::reload();
 }
 
+/// Whether the comma-separated list in the variable `var` names `name` (unset: every name is
+/// allowed). The GPU tests take `MLXCEL_PARITY_MODES` and `MLXCEL_PARITY_FLAGS` this way, so
+/// that one device call can spend its minutes on the kernels that changed.
+pub fn env_list_allows(var: &str, name: &str) -> bool {
+    std::env::var(var)
+        .map(|only| only.split(',').any(|n| n == name))
+        .unwrap_or(true)
+}
+
 /// An array's values as their bit patterns widened to u32 (u8, i8, fp16, bf16, f32): for
 /// bit-for-bit comparisons of cache buffers and kernel outputs.
 pub fn bits(a: &mlxcel_core::Array) -> Vec<u32> {
