@@ -174,6 +174,23 @@ LB = os.environ.get("NVRTC_LB", "0")
 # 12-warp CTAs for the append kernels without the pair table (MLXCEL_MMA_WIDE_PLAIN, on); NVRTC_WIDE_PLAIN=0 compiles 4-warp CTAs.
 WIDE_PLAIN = os.environ.get("NVRTC_WIDE_PLAIN", "1") == "1"
 
+
+def mma_stages(kf, vf, d):
+    """The tensor-core kernel's ring depth (decode_attention.rs's mma_stage_bytes / mma_stages)."""
+    stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
+    return min(6, max(3, -(-8192 // stage) + 1))
+
+
+def mma_consts(v, kf, vf, d, gqa, stages, warps, rot_q, rot_v, qt):
+    """The constexpr block the tensor-core kernel (decode_attention_mma.cu) gets as template
+    arguments from decode_attention.rs, for variant `v` (MMA_FLAGS) and the settings above."""
+    rope, trad, fold, swz, lutk, lutv, luti, hoist, rsall, _, ftz, qswz, fillw, qfirst, qfirst1, kt, pair = (b(v[f]) for f in MMA_FLAGS)
+    kt = b(kt == "true" or pair == "true")
+    return (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr int WARPS = {warps}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+            f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot_q)}; constexpr bool ROT_V = {b(rot_v)}; "
+            f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
+            f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")
+
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
 
 
@@ -207,28 +224,25 @@ def main():
                 name = f"mma k{kf} v{vf} d{d} g{gqa} q{qt}"
                 if sel and not any(x in name for x in sel):
                     continue
-                stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
-                stages = min(6, max(3, -(-8192 // stage) + 1))
+                stages = mma_stages(kf, vf, d)
                 # int8 K with ROT_Q: rotated int8 (int8r) sides, in the default build's variant.
                 rots = [kf >= 2] + ([True] if kf == 1 else [])
                 for v in MMA_VARIANTS:
                     for rot in rots:
                         if rot and kf == 1 and v != DEFAULT_VARIANT:
                             continue
-                        rope, trad, fold, swz, lutk, lutv, luti, hoist, rsall, wide, ftz, qswz, fillw, qfirst, qfirst1, kt, pair = (b(v[f]) for f in MMA_FLAGS)
+                        rope, trad, fold, swz, lutk, lutv, luti, wide = (b(v[f]) for f in ("rope", "trad", "fold", "swz", "lutk", "lutv", "luti", "wide"))
                         if rope == "true" and qt != "__half":
                             continue
-                        consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr int WARPS = {12 if wide == 'true' else 4}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
-                                  f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot)}; constexpr bool ROT_V = {b(vf >= 2 or (rot and kf == 1))}; "
-                                  f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
-                                  f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")
+                        consts = mma_consts(v, kf, vf, d, gqa, stages, 12 if wide == "true" else 4, rot,
+                                            vf >= 2 or (rot and kf == 1), qt)
                         src = (mma_header + SHAPE + "\n__global__ void k(" + sig.replace("const float* q", f"const {qt}* q")
                                + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
                         named = "".join(f" {f}" for f in MMA_FLAGS[7:] if b(v[f]) == "true")
                         ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{luti}" + named + (" rot" if rot and kf == 1 else ""), src)
     # The attention append (MLXCEL_ATTN_APPEND: decode_attention.rs's mma_append_source): the formats the qkv
-    # GEMV's folded append writes (turbo4, fp16 K + turbo4 V, int8) and the boundary layers' fp16 K + int8 V, the shipped build (4-warp CTAs without the
-    # pair table) with and without the fold, RoPE in both layouts; the probe builds' setting from NVRTC_PROBE.
+    # GEMV's folded append writes (turbo4, fp16 K + turbo4 V, int8) and the boundary layers' fp16 K + int8 V, the shipped build (12-warp CTAs, or 4 without the
+    # pair table with NVRTC_WIDE_PLAIN=0) with and without the fold, RoPE in both layouts; the probe builds' setting from NVRTC_PROBE.
     app_header = ("#define MLXCEL_ATTN_APPEND\ntypedef signed char int8_t;\n" + header + "\n" + read("kv_pair.cuh") + "\n"
                   + read("turbo_encode.cuh") + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n" + read("int8_encode.cuh")
                   + "\n" + read("decode_attention_mma.cuh"))
@@ -239,20 +253,15 @@ def main():
             if sel and not any(x in name for x in sel):
                 continue
             # The pair table serves V only alongside turbo4 K (mma_luts): fp16 K with turbo4 V
-            # (turbo4-asym) runs without it, in 4-warp CTAs (12 with NVRTC_WIDE_PLAIN=1).
+            # (turbo4-asym) runs without it, in 12-warp CTAs (4 with NVRTC_WIDE_PLAIN=0).
             table = kf == 4
             v = dict(DEFAULT_VARIANT, fold=fold == "true", trad=trad == "true", lutk=kf == 4, lutv=vf == 4, luti=table,
                      wide=table, qfirst1=not (kf == 0 and vf == 4))
-            _, _, _, swz, lutk, lutv, luti, hoist, rsall, wide, ftz, qswz, fillw, qfirst, qfirst1, kt, pair = (b(v[f]) for f in MMA_FLAGS)
-            stage = 16 * (row(kf, d) + row(vf, d)) + (32 if kf else 0) + (32 if vf else 0)
-            stages = min(6, max(3, -(-8192 // stage) + 1))
-            pair = b(v["pair"] and stages >= 5)
-            kt = b(v["kt"] or pair == "true")
-            consts = (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr int WARPS = {12 if table or WIDE_PLAIN else 4}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
-                      f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(kf == 4)}; constexpr bool ROT_V = {b(vf == 4)}; "
-                      f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = true; constexpr bool TRAD = {trad}; "
-                      f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = __half;\n")
-            src = (app_header + SHAPE + "\n__global__ void " + ({"1": f"__launch_bounds__({(12 if table or WIDE_PLAIN else 4) * 32}, 1) ", "2": "__maxnreg__(168) "}.get(LB, "")) + "k(" + sig.replace("const float* q", "const __half* q").replace(", float* o_part", ", const __half* k_new, const __half* v_new, const float* k_mids, const float* v_mids, float* o_part")
+            stages = mma_stages(kf, vf, d)
+            warps = 12 if table or WIDE_PLAIN else 4
+            consts = mma_consts(dict(v, rope=True, pair=v["pair"] and stages >= 5), kf, vf, d, gqa, stages, warps,
+                                kf == 4, vf == 4, "__half")
+            src = (app_header + SHAPE + "\n__global__ void " + ({"1": f"__launch_bounds__({warps * 32}, 1) ", "2": "__maxnreg__(168) "}.get(LB, "")) + "k(" + sig.replace("const float* q", "const __half* q").replace(", float* o_part", ", const __half* k_new, const __half* v_new, const float* k_mids, const float* v_mids, float* o_part")
                    + ", __half* out, int* done) {\n" + consts + mma_body + "\n}\n")
             ok &= compile_one(name, src)
     enc = read("turbo_encode.cu")

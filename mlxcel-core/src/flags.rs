@@ -1092,9 +1092,8 @@ pub const MMA_QFIRST2: Flag = Flag {
 /// `cuda/decode_attention_mma.cu`). Why: the kernel's paired loop is partly issue-bound (H200,
 /// session 47: 61% of cycles issuing, 1.12 eligible warps per scheduler); NVRTC SASS of turbo4's
 /// pair loop (D 128, GQA 4): 633 -> 619 instructions per pair. The same chunks into the same bytes:
-/// bit-identical. On since session 51: with the other pair-loop trims (LAZY_RESCALE, MASK_LAST,
-/// VSEL, FCOPY1, VZERO together), H200 step A/B at 128K turbo4 3.181 -> 3.118 ms per step (32K:
-/// 2.102 -> 2.094). 0 turns it off.
+/// bit-identical. On since session 51 with the other four pair-loop trims (ADR 0023: the five
+/// together, H200 step A/B, turbo4 3.181 -> 3.118 ms per 128K step). 0 turns it off.
 pub const MMA_FCOPY1: Flag = Flag {
     name: "MLXCEL_MMA_FCOPY1",
     default: true,
@@ -1108,9 +1107,9 @@ pub const MMA_FCOPY1: Flag = Flag {
 /// select only kept a masked token's factor (a never-written slot may hold NaN) out of the weights;
 /// NVRTC SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 621 instructions per pair.
 /// Bit-identical: weights and factors are >= 0, so a zero weight gives +0 either way (only a stored
-/// factor of +inf with a zero weight would differ: NaN against 0). On since session 51: with the
-/// other pair-loop trims (LAZY_RESCALE, MASK_LAST, VSEL, FCOPY1, VZERO together), H200 step A/B at
-/// 128K turbo4 3.181 -> 3.118 ms per step (32K: 2.102 -> 2.094). 0 turns it off.
+/// factor of +inf with a zero weight would differ: NaN against 0). On since session 51 with the
+/// other four pair-loop trims (ADR 0023: the five together, H200 step A/B, turbo4 3.181 -> 3.118 ms
+/// per 128K step). 0 turns it off.
 pub const MMA_VZERO: Flag = Flag {
     name: "MLXCEL_MMA_VZERO",
     default: true,
@@ -1172,9 +1171,9 @@ pub const MMA_DEEP_PLAIN: Flag = Flag {
 /// o, two exponentials and two maxima per pair of tiles, and a warp's later maxima rarely pass its
 /// first tokens' by that much. NVRTC SASS of the pair loop (D 128, GQA 4): 633 -> 596 instructions
 /// per pair where no rescale is due (638 with it). Exact in real arithmetic; rounding differs (P is
-/// packed to fp16 against another maximum), so it is held to the parity bound. On since session 51:
-/// with the other pair-loop trims (LAZY_RESCALE, MASK_LAST, VSEL, FCOPY1, VZERO together), H200
-/// step A/B at 128K turbo4 3.181 -> 3.118 ms per step (32K: 2.102 -> 2.094). 0 turns it off.
+/// packed to fp16 against another maximum), so it is held to the parity bound. On since session 51
+/// with the other four pair-loop trims (ADR 0023: the five together, H200 step A/B, turbo4 3.181 ->
+/// 3.118 ms per 128K step). 0 turns it off.
 pub const MMA_LAZY_RESCALE: Flag = Flag {
     name: "MLXCEL_MMA_LAZY_RESCALE",
     default: true,
@@ -1189,9 +1188,9 @@ pub const MMA_LAZY_RESCALE: Flag = Flag {
 /// every pair paid 8 selects of scores, the compares and a select per softmax weight; NVRTC SASS of
 /// the pair loop (D 128, GQA 4): 633 -> 600 instructions per pair. The values are the same wherever
 /// a token is inside the sequence, but the last two tiles' softmax updates are split, so rounding
-/// differs there: held to the parity bound. On since session 51: with the other pair-loop trims
-/// (LAZY_RESCALE, MASK_LAST, VSEL, FCOPY1, VZERO together), H200 step A/B at 128K turbo4 3.181 ->
-/// 3.118 ms per step (32K: 2.102 -> 2.094). 0 turns it off.
+/// differs there: held to the parity bound. On since session 51 with the other four pair-loop trims
+/// (ADR 0023: the five together, H200 step A/B, turbo4 3.181 -> 3.118 ms per 128K step). 0 turns it
+/// off.
 pub const MMA_MASK_LAST: Flag = Flag {
     name: "MLXCEL_MMA_MASK_LAST",
     default: true,
@@ -1203,9 +1202,8 @@ pub const MMA_MASK_LAST: Flag = Flag {
 /// selects (a shift and one LOP3 each, inline PTX) instead of masked ors (`decode8x2_t4_lut`'s
 /// `SEL` in `cuda/decode_attention_mma.cuh`). Why: ptxas made 4 LOP3 and 2 shifts of each
 /// interleave; NVRTC SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 617 instructions per pair.
-/// The same bits: bit-identical. On since session 51: with the other pair-loop trims (LAZY_RESCALE,
-/// MASK_LAST, VSEL, FCOPY1, VZERO together), H200 step A/B at 128K turbo4 3.181 -> 3.118 ms per
-/// step (32K: 2.102 -> 2.094). 0 turns it off.
+/// The same bits: bit-identical. On since session 51 with the other four pair-loop trims (ADR 0023:
+/// the five together, H200 step A/B, turbo4 3.181 -> 3.118 ms per 128K step). 0 turns it off.
 pub const MMA_VSEL: Flag = Flag {
     name: "MLXCEL_MMA_VSEL",
     default: true,

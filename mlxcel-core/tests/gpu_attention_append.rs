@@ -181,6 +181,9 @@ enum Keeps {
     Parity,
 }
 
+/// A test case's (query heads, KV heads, head_dim, traditional RoPE, prefill positions).
+type Shape = (usize, usize, usize, bool, i32);
+
 /// Runs three decode steps per mode and shape on twin caches, `flag` on for one and off for the
 /// other, and asserts what `keeps` says of the attention append's output and of the attention
 /// launch's without the append over the same contents, and that the stored K/V positions hold
@@ -191,7 +194,7 @@ enum Keeps {
 fn flag_checks_the_attention_launches(
     test: &str,
     flag: &str,
-    shapes: &[(usize, usize, usize, bool, i32)],
+    shapes: &[Shape],
     keeps: Keeps,
 ) -> usize {
     // rel_rms takes 4-d arrays; the flat outputs are [B, 1, Hq * D].
@@ -259,7 +262,7 @@ fn flag_checks_the_attention_launches(
 fn flag_keeps_the_attention_launches_bit_identical(
     test: &str,
     flag: &str,
-    shapes: &[(usize, usize, usize, bool, i32)],
+    shapes: &[Shape],
 ) -> usize {
     flag_checks_the_attention_launches(test, flag, shapes, Keeps::Bits)
 }
@@ -364,12 +367,10 @@ fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() 
 /// so no warp refills its ring, runs a second pair or updates its softmax twice; at ~40K each
 /// warp runs ~13 tiles. GPU only: on the CPU the same cases would run the split path over 40K
 /// positions in every mode without reaching a kernel.
-const LONG_PREFILL: (usize, usize, usize, bool, i32) = (32, 8, 128, false, 40_001);
+const LONG_PREFILL: Shape = (32, 8, 128, false, 40_001);
 
 /// `shapes`, and [`LONG_PREFILL`] where the kernels run (CUDA).
-fn with_long_prefill_on_cuda(
-    shapes: &[(usize, usize, usize, bool, i32)],
-) -> Vec<(usize, usize, usize, bool, i32)> {
+fn with_long_prefill_on_cuda(shapes: &[Shape]) -> Vec<Shape> {
     let mut all = shapes.to_vec();
     if KernelBackend::current() == Some(KernelBackend::Cuda) {
         all.push(LONG_PREFILL);
