@@ -167,8 +167,6 @@ LAZY = os.environ.get("NVRTC_LAZY", "1") == "1"
 MASKL = os.environ.get("NVRTC_MASKL", "1") == "1"
 # The V nibble interleave by bit selects (MLXCEL_MMA_VSEL, on); NVRTC_VSEL=0 compiles the masked ors.
 VSEL = "true" if os.environ.get("NVRTC_VSEL", "1") == "1" else "false"
-# q's fp16 rounding rest as a second mma per k-step (MLXCEL_MMA_QSPLIT, on; with KT only); NVRTC_QSPLIT=0 compiles without it.
-QSPLIT = os.environ.get("NVRTC_QSPLIT", "1") == "1"
 # An experiment on the append kernels' signature: NVRTC_LB=1 adds __launch_bounds__(threads, 1), NVRTC_LB=2
 # __maxnreg__(168) (session 49: neither kept NVVM from recomputing the lanes' slot offsets in the LAZY + MASKL
 # loop; NVRTC_OPTS=--maxrregcount=168 did, an option MLX's compile does not pass; the kernel pins them: PIN).
@@ -188,7 +186,7 @@ def mma_consts(v, kf, vf, d, gqa, stages, warps, rot_q, rot_v, qt):
     arguments from decode_attention.rs, for variant `v` (MMA_FLAGS) and the settings above."""
     rope, trad, fold, swz, lutk, lutv, luti, hoist, rsall, _, ftz, qswz, fillw, qfirst, qfirst1, kt, pair = (b(v[f]) for f in MMA_FLAGS)
     kt = b(kt == "true" or pair == "true")
-    return (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr int WARPS = {warps}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool QSPLIT = {b(QSPLIT and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
+    return (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr int WARPS = {warps}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
             f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot_q)}; constexpr bool ROT_V = {b(rot_v)}; "
             f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
             f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")

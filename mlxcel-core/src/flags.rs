@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 77;
+const SLOTS: usize = 76;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1211,22 +1211,6 @@ pub const MMA_VSEL: Flag = Flag {
     slot: 74,
 };
 
-/// The tensor-core decode kernel's transposed scores add a second mma per k-step with what
-/// rounding q (rotated and scaled by log2(e)/sqrt(D) in f32) to fp16 left (`QSPLIT` in
-/// `cuda/decode_attention_mma.cu`), so q enters the scores to ~2^-22 instead of ~2^-11. Why: the
-/// score error from q's rounding grows with the scores themselves; over keys growing 8-fold along
-/// the sequence (session 52, H200, turbo4 D 128 GQA 7 at 4097 tokens) the kernel's output was
-/// 1.04e-3 from the f32 reference, over the 1e-3 bound, the same bits with LAZY_RESCALE on and
-/// off. A host simulation of the kernel's roundings (fp16 q, P and output) put q's at 6.0e-4 of
-/// that case's error, P's at 0.5e-4 and the output's at 2.1e-4. Costs one mma per k-step (8 per
-/// tile at D 128) and the rest's registers. With KT only. 0 turns it off.
-pub const MMA_QSPLIT: Flag = Flag {
-    name: "MLXCEL_MMA_QSPLIT",
-    default: true,
-    doc: "tensor-core decode kernel: q enters the transposed scores as fp16 hi + lo (two mmas per k-step; 0 = q rounded to fp16 once)",
-    slot: 75,
-};
-
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1460,7 +1444,6 @@ pub const ALL: &[Flag] = &[
     MMA_LAZY_RESCALE,
     MMA_MASK_LAST,
     MMA_VSEL,
-    MMA_QSPLIT,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

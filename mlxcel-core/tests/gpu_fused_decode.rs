@@ -699,21 +699,26 @@ fn mode_wanted(mode: &str) -> bool {
 /// tensor-core kernel serves, head dims 64 and 128, GQA 1, 4 and 7, lengths 1-4097 (4096: whole
 /// tiles only) and a split override (a split with no tile must merge away). Outputs must be
 /// finite (the kernel's outputs start as NaN). On the CPU the call ends in MLX's "CUDA" error.
-/// Returns what it measured on CUDA; leaves the flag cleared.
-fn flag_within_parity(test: &str, flag: &str) -> Parity {
+/// Returns the cases checked on CUDA; leaves the flag cleared.
+fn flag_within_parity(test: &str, flag: &str) -> usize {
     flag_within_parity_rising(test, flag, 0.0)
 }
 
-/// What [`flag_within_parity_rising`] measured on CUDA: the cases checked and the worst relative
-/// RMS against the f32 reference with the flag on and with it off.
-struct Parity {
-    checked: usize,
-    worst: f32,
-    worst_off: f32,
-}
+/// Over keys growing along the sequence, the largest relative RMS the kernel may show against
+/// the f32 reference with or without the flag. Why not 1e-3: the kernel's fp16 operands (q after
+/// its rotation and scale, K's fp16 centroids) err in proportion to the scores, and keys grown
+/// 8-fold score up to 8 times those of random keys. On the H200 (session 52) the default kernel
+/// reached 1.04e-3 (turbo4, D 128, GQA 7, 4097 tokens; the same bits with LAZY_RESCALE on and off)
+/// and 1.08e-3 (GQA 1, one split); q's rounding is about half of it (a second mma with q's
+/// rounding rest took the first case to 5.8e-4, but left the second at 1.2e-3, for +0.053 ms per
+/// 128K step: not kept). The 1e-3 bound holds for the random keys of
+/// [`flag_within_parity`].
+const RISING_BOUND: f32 = 2e-3;
 
 /// [`flag_within_parity`] over keys that grow along the sequence ([`rising_case`]'s `rise`).
-fn flag_within_parity_rising(test: &str, flag: &str, rise: f32) -> Parity {
+/// With `rise` > 0 the flag may not add error of its own: against the reference it must stay
+/// within 1.25 x the kernel's error with it off, plus 1e-4, and under [`RISING_BOUND`].
+fn flag_within_parity_rising(test: &str, flag: &str, rise: f32) -> usize {
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let mut r = rng(test);
     let shapes: Vec<(usize, usize, usize)> = MMA_SHAPES
@@ -766,10 +771,17 @@ fn flag_within_parity_rising(test: &str, flag: &str, rise: f32) -> Parity {
                     &got.to_vec::<f32>().unwrap(),
                 );
                 eprintln!("{flag} {case}: reference {e_ref:.2e} (off {e_off:.2e}), off {e_base:.2e}, {differing} differing outputs");
-                assert!(
-                    e_ref < 1e-3,
-                    "{flag} {case}: relative RMS {e_ref} against the reference"
-                );
+                if rise == 0.0 {
+                    assert!(
+                        e_ref < 1e-3,
+                        "{flag} {case}: relative RMS {e_ref} against the reference"
+                    );
+                } else {
+                    assert!(
+                        e_ref <= 1.25 * e_off + 1e-4 && e_ref < RISING_BOUND,
+                        "{flag} {case}: relative RMS {e_ref} against the reference, {e_off} with it off"
+                    );
+                }
                 assert!(
                     e_base < 1e-3,
                     "{flag} {case}: relative RMS {e_base} against the flag off"
@@ -786,11 +798,7 @@ fn flag_within_parity_rising(test: &str, flag: &str, rise: f32) -> Parity {
             "{flag}: {checked} cases on CUDA, worst relative RMS {worst:.2e} against the reference ({worst_off:.2e} with it off)"
         );
     }
-    Parity {
-        checked,
-        worst,
-        worst_off,
-    }
+    checked
 }
 
 /// `MLXCEL_MMA_KT` (each tile's scores computed transposed, S^T = K q^T, P^T's B fragment by
@@ -849,26 +857,6 @@ fn lazy_rescale_matches_the_reference() {
         "MLXCEL_MMA_LAZY_RESCALE",
         7.0,
     );
-}
-
-/// `MLXCEL_MMA_QSPLIT` (q's fp16 rounding rest as a second mma per k-step of the transposed
-/// scores) changes the scores' rounding: parity bound over random keys and keys growing 8-fold
-/// along the sequence. There the scores grow, and with them the error of q rounded to fp16 (the
-/// flag's reason: session 52's H200 run found the kernel at 1.04e-3 from the f32 reference in
-/// such a case), so its worst error there must fall below the worst with it off.
-#[test]
-fn split_q_matches_the_reference() {
-    flag_within_parity("split_q_matches_the_reference", "MLXCEL_MMA_QSPLIT");
-    let rising =
-        flag_within_parity_rising("split_q_matches_the_reference", "MLXCEL_MMA_QSPLIT", 7.0);
-    if rising.checked > 0 {
-        assert!(
-            rising.worst < rising.worst_off,
-            "MLXCEL_MMA_QSPLIT over rising keys: worst relative RMS {:.2e}, not below {:.2e} with it off",
-            rising.worst,
-            rising.worst_off
-        );
-    }
 }
 
 /// `MLXCEL_MMA_MASK_LAST` (the paired loop's pairs without masks; the sequence's partial last

@@ -1057,10 +1057,6 @@ fn decode(
                     "LAZY",
                     TemplateArg::Bool(kt && flags::MMA_LAZY_RESCALE.enabled()),
                 )
-                .template(
-                    "QSPLIT",
-                    TemplateArg::Bool(kt && flags::MMA_QSPLIT.enabled()),
-                )
                 .template("KT", TemplateArg::Bool(kt))
                 .template("PAIR", TemplateArg::Bool(pair))
                 .template("LIGHT", TemplateArg::Int(mma_light_tiles(warps)))

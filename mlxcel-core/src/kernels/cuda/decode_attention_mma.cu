@@ -38,8 +38,6 @@
 // bit-identical: decode8x2_t4_lut), QFIRST1
 // (only the first of them), QFIRST2 (with QFIRST1 and PAIR, the first two: a pair's first wait),
 // KT (S computed transposed, S^T = K q^T with the decoded K as the A operand; below the K phase),
-// QSPLIT (with KT: q's fp16 rounding rest as a second B operand, one more mma per k-step; rounding
-// differs: at qmma),
 // PAIR (with KT: two tiles per loop iteration, one softmax update; the tile loop below),
 // PROBE (MLXCEL_ATTENTION_TIMING_PROBE, a diagnostic for placing the call's fixed time in situ:
 // 0 the kernel; 1 no tiles, 2 a return after the prologue's barrier, 3 a return at entry; with
@@ -77,7 +75,6 @@ constexpr float LOG2E = 1.4426950408889634f;
 // this, in log2 units (weights up to 2^4).
 constexpr float LAZY_TAU = 4.0f;
 static_assert(!LAZY || KT, "LAZY is the transposed softmax's (update_t)");
-static_assert(!QSPLIT || KT, "QSPLIT is the transposed scores' (k_phase_t)");
 static_assert(GQA >= 1 && GQA <= 8, "GQA 1..8");
 static_assert(LIGHT >= 0, "LIGHT counts tiles");
 static_assert(KW >= 1 && VW >= 1, "row too short");
@@ -475,19 +472,11 @@ if constexpr (PROBE == 2) return;
 // A fragments of q (rows = heads; rows 8..15 are zero): step s covers dims c*DK + 4s + [0, 4).
 const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
 mlxcel_mma::u32 qa[KSTEPS][2];
-// QSPLIT: what rounding q to fp16 left, as a second B operand (ql) that the K phase's mma
-// chain adds (KT only).
-mlxcel_mma::u32 ql[QSPLIT ? KSTEPS : 1][2];
 #pragma unroll
 for (int s = 0; s < KSTEPS; ++s) {
   const float* x = qs + r * D + q_chunk(r, (c * DK + 4 * s) / 4) * 4;
-  const float x0 = x[0] * qscale, x1 = x[1] * qscale, x2 = x[2] * qscale, x3 = x[3] * qscale;
-  qa[s][0] = mlxcel_mma::pack_half2(x0, x1);
-  qa[s][1] = mlxcel_mma::pack_half2(x2, x3);
-  if constexpr (QSPLIT) {
-    ql[s][0] = mlxcel_mma::pack_half2_rest(x0, x1, qa[s][0]);
-    ql[s][1] = mlxcel_mma::pack_half2_rest(x2, x3, qa[s][1]);
-  }
+  qa[s][0] = mlxcel_mma::pack_half2(x[0] * qscale, x[1] * qscale);
+  qa[s][1] = mlxcel_mma::pack_half2(x[2] * qscale, x[3] * qscale);
 }
 mlxcel_mma::Book4 bk = {0, 0, 0, 0}, bv = {0, 0, 0, 0};
 if constexpr (KFMT == 4 && !LUT_K) bk = mlxcel_mma::make_book4(lut_k);
@@ -549,11 +538,6 @@ auto k_row_words = [&](const unsigned char* st, int krow, mlxcel_mma::u32 (&w)[K
 // 42 moves in 401 instructions per tile) and runs 16 mmas where 8 carry the work. C is then
 // S^T: this lane holds tokens r and 8 + r of heads 2c and 2c + 1 (softmax_phase's KT branch;
 // movmatrix turns its P into P^T's B fragment). Only sacc[0] is used.
-// One k-step of S^T: A = the decoded K words, B = q^T (with QSPLIT, then its rounding rest).
-auto qmma = [&](float (&acc)[4], mlxcel_mma::u32 a0, mlxcel_mma::u32 a1, mlxcel_mma::u32 a2, mlxcel_mma::u32 a3, int s) {
-  mlxcel_mma::mma(acc, a0, a1, a2, a3, qa[s][0], qa[s][1]);
-  if constexpr (QSPLIT) mlxcel_mma::mma(acc, a0, a1, a2, a3, ql[s][0], ql[s][1]);
-};
 auto k_phase_t = [&](const unsigned char* st, float (&acc)[4]) {
   acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
   mlxcel_mma::u32 w[2][KW];
@@ -561,14 +545,14 @@ auto k_phase_t = [&](const unsigned char* st, float (&acc)[4]) {
   for (int h = 0; h < 2; ++h) k_row_words(st, h * 8 + r, w[h]);
   if constexpr (KFMT == 0) {
 #pragma unroll
-    for (int s = 0; s < KSTEPS; ++s) qmma(acc, w[0][2 * s], w[1][2 * s], w[0][2 * s + 1], w[1][2 * s + 1], s);
+    for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(acc, w[0][2 * s], w[1][2 * s], w[0][2 * s + 1], w[1][2 * s + 1], qa[s][0], qa[s][1]);
   } else if constexpr (KFMT == 1) {
 #pragma unroll
     for (int s = 0; s < KSTEPS; ++s) {
       mlxcel_mma::u32 b0[2], b1[2];
       mlxcel_mma::decode4_i8(w[0][s], b0);
       mlxcel_mma::decode4_i8(w[1][s], b1);
-      qmma(acc, b0[0], b1[0], b0[1], b1[1], s);
+      mlxcel_mma::mma(acc, b0[0], b1[0], b0[1], b1[1], qa[s][0], qa[s][1]);
     }
   } else {
 #pragma unroll
@@ -581,8 +565,8 @@ auto k_phase_t = [&](const unsigned char* st, float (&acc)[4]) {
         mlxcel_mma::decode8_t4(bk, w[0][u], b0);
         mlxcel_mma::decode8_t4(bk, w[1][u], b1);
       }
-      qmma(acc, b0[0], b1[0], b0[1], b1[1], 2 * u);
-      qmma(acc, b0[2], b1[2], b0[3], b1[3], 2 * u + 1);
+      mlxcel_mma::mma(acc, b0[0], b1[0], b0[1], b1[1], qa[2 * u][0], qa[2 * u][1]);
+      mlxcel_mma::mma(acc, b0[2], b1[2], b0[3], b1[3], qa[2 * u + 1][0], qa[2 * u + 1][1]);
     }
   }
 };

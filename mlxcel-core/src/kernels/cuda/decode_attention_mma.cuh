@@ -70,13 +70,6 @@ __device__ __forceinline__ u32 pack_half2(float lo, float hi) {
   return *reinterpret_cast<u32*>(&h);
 }
 
-// What pack_half2(lo, hi) rounded away, packed the same way: hi + lo operands carry x to about
-// 2^-22 of its size instead of fp16's 2^-11 (QSPLIT in decode_attention_mma.cu).
-__device__ __forceinline__ u32 pack_half2_rest(float lo, float hi, u32 packed) {
-  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&packed));
-  return pack_half2(lo - f.x, hi - f.y);
-}
-
 // Magnitude table of a 4-bit sign-magnitude book: byte m of lo0:lo1 / hi0:hi1 is the low /
 // high byte of the fp16 magnitude of rank m.
 struct Book4 {
