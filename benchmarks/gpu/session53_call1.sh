@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 53 (or the next device session), first call (H200, <= 10 min), after
-# session52_call1.sh's parity tests pass with session 51's defaults (ADR 0023).
+# session 52 verified session 51's defaults (ADR 0023) on the GPU with the one-split and long-prefill cases.
 # - The boundary storage at 128K (was session50_call4.sh's, never run): turbo4 with the default
 #   fp16+int8 ends against fp16+turbo4 ends (KLD +1.8% to +6.3%,
 #   benchmarks/results/2026-12-04-kv-boundary-fp16-turbo4.md) and int8r ends, beside fp16, two

@@ -709,10 +709,10 @@ fn flag_within_parity(test: &str, flag: &str) -> usize {
 /// its rotation and scale, K's fp16 centroids) err in proportion to the scores, and keys grown
 /// 8-fold score up to 8 times those of random keys. On the H200 (session 52) the default kernel
 /// reached 1.04e-3 (turbo4, D 128, GQA 7, 4097 tokens; the same bits with LAZY_RESCALE on and off)
-/// and 1.08e-3 (GQA 1, one split); q's rounding is about half of it (a second mma with q's
-/// rounding rest took the first case to 5.8e-4, but left the second at 1.2e-3, for +0.053 ms per
-/// 128K step: not kept). The 1e-3 bound holds for the random keys of
-/// [`flag_within_parity`].
+/// and 1.08e-3 (GQA 1, one split). q's rounding and the centroids' contribute about equally
+/// (`benchmarks/gpu/fp16_operand_error.py` simulates each; a second mma with q's rounding rest
+/// took the first case to 5.8e-4 but left the second at 1.2e-3, for +0.053 ms per 128K step:
+/// not kept). The 1e-3 bound holds for the random keys of [`flag_within_parity`].
 const RISING_BOUND: f32 = 2e-3;
 
 /// [`flag_within_parity`] over keys that grow along the sequence ([`rising_case`]'s `rise`).
