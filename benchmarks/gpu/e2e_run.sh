@@ -306,6 +306,13 @@ gpu_test() {
   mv "$R/test-$name.txt" "$R/test-$name-${4:-all}.txt"
 }
 
+# `budget_test NAME SECONDS PATTERN [FILTER]`: gpu_test, unless it could run past $BUDGET (seconds
+# since the script started; default 520), so a device call's results come back in time.
+budget_test() {
+  if ((SECONDS + $2 > ${BUDGET:-520})); then echo "skipped $1 ${4:-} (t=${SECONDS}s)"; return; fi
+  gpu_test "$@"
+}
+
 # `bg_test TAG NAME SECONDS PATTERN [FILTER]`: gpu_test in the background, its line into
 # $R/bg-TAG.txt: a test whose GPU work is a few small launches between NVRTC compiles (CPU)
 # can overlap ncu sweeps. `bg_wait` waits for it and prints that line.

@@ -16,17 +16,17 @@ set -uo pipefail
 . benchmarks/gpu/e2e_run.sh
 call_dir s52c1
 # A test starts only if its time limit ends before ~570 s, so the results come back.
-t() { if ((SECONDS + $2 > 570)); then echo "skipped $1 ${4:-} (t=${SECONDS}s)"; else gpu_test "$@"; fi; }
-(export MLXCEL_PARITY_MODES=turbo4; t gpu_fused_decode 130 "worst|cases|panicked" lazy_rescale)
-(export MLXCEL_PARITY_MODES=turbo4; t gpu_fused_decode 70 "worst|cases|panicked" last_tile_masks)
-(export MLXCEL_PARITY_MODES=fp16+int8; t gpu_fused_decode 70 "worst|cases|panicked" wide_plain_ctas)
+BUDGET=570
+(export MLXCEL_PARITY_MODES=turbo4; budget_test gpu_fused_decode 130 "worst|cases|panicked" lazy_rescale)
+(export MLXCEL_PARITY_MODES=turbo4; budget_test gpu_fused_decode 70 "worst|cases|panicked" last_tile_masks)
+(export MLXCEL_PARITY_MODES=fp16+int8; budget_test gpu_fused_decode 70 "worst|cases|panicked" wide_plain_ctas)
 (export MLXCEL_PARITY_FLAGS=MLXCEL_MMA_VSEL,MLXCEL_MMA_FCOPY1,MLXCEL_MMA_VZERO
- t gpu_fused_decode 110 "bit-identity checks|panicked" refill_softmax_and_combine_trims)
+ budget_test gpu_fused_decode 110 "bit-identity checks|panicked" refill_softmax_and_combine_trims)
 # The attention append with the two flags, now with a ~40K prefill (~13 tiles per warp), and the
 # shipped bit-identical trims there.
-t gpu_attention_append 130 "steps|panicked" lazy_rescale_and_last_tile_masks
+budget_test gpu_attention_append 130 "steps|panicked" lazy_rescale_and_last_tile_masks
 (export MLXCEL_PARITY_FLAGS=MLXCEL_MMA_VSEL,MLXCEL_MMA_FCOPY1,MLXCEL_MMA_VZERO
- t gpu_attention_append 150 "steps|panicked" refill_softmax_and_combine_trims)
+ budget_test gpu_attention_append 150 "steps|panicked" refill_softmax_and_combine_trims)
 # What time is left: the same two flags at D 64 in the modes whose kernels pair there.
-(export MLXCEL_PARITY_MODES=turbo4-asym,int8; t gpu_fused_decode 120 "worst|cases|panicked" lazy_rescale)
+(export MLXCEL_PARITY_MODES=turbo4-asym,int8; budget_test gpu_fused_decode 120 "worst|cases|panicked" lazy_rescale)
 finish_call

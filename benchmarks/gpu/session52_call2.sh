@@ -20,12 +20,12 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s52c2
-ab() { if ((SECONDS + 45 > 570)); then echo "skipped $* (t=${SECONDS}s)"; else step_ab "$@"; fi; }
-t() { if ((SECONDS + $2 > 570)); then echo "skipped $1 ${4:-} (t=${SECONDS}s)"; else gpu_test "$@"; fi; }
+ab() { if ((SECONDS + 45 > BUDGET)); then echo "skipped $* (t=${SECONDS}s)"; else step_ab "$@"; fi; }
+BUDGET=570
 ab ab-qsplit MLXCEL_MMA_QSPLIT turbo4 131072
 ab ab-qsplit MLXCEL_MMA_QSPLIT turbo4 32768
 ab ab-qsplit MLXCEL_MMA_QSPLIT turbo4-asym 131072
-(export MLXCEL_PARITY_MODES=turbo4; t gpu_fused_decode 130 "worst|cases|panicked" split_q)
-(export MLXCEL_PARITY_MODES=turbo4; t gpu_fused_decode 130 "worst|cases|panicked" lazy_rescale)
-(export MLXCEL_PARITY_MODES=turbo4-asym,int8; t gpu_fused_decode 150 "worst|cases|panicked" lazy_rescale)
+(export MLXCEL_PARITY_MODES=turbo4; budget_test gpu_fused_decode 130 "worst|cases|panicked" split_q)
+(export MLXCEL_PARITY_MODES=turbo4; budget_test gpu_fused_decode 130 "worst|cases|panicked" lazy_rescale)
+(export MLXCEL_PARITY_MODES=turbo4-asym,int8; budget_test gpu_fused_decode 150 "worst|cases|panicked" lazy_rescale)
 finish_call

@@ -14,9 +14,9 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s52c3
-t() { if ((SECONDS + $2 > 560)); then echo "skipped $1 ${4:-} (t=${SECONDS}s)"; else gpu_test "$@"; fi; }
-t gpu_attention_append 250 "steps|panicked" lazy_rescale_and_last_tile_masks
+BUDGET=560
+budget_test gpu_attention_append 250 "steps|panicked" lazy_rescale_and_last_tile_masks
 (export MLXCEL_PARITY_FLAGS=MLXCEL_MMA_VSEL,MLXCEL_MMA_FCOPY1,MLXCEL_MMA_VZERO
- t gpu_attention_append 170 "steps|panicked" refill_softmax_and_combine_trims)
-(export MLXCEL_PARITY_MODES=turbo4; t gpu_fused_decode $((560 - SECONDS)) "worst|cases|panicked" lazy_rescale)
+ budget_test gpu_attention_append 170 "steps|panicked" refill_softmax_and_combine_trims)
+(export MLXCEL_PARITY_MODES=turbo4; budget_test gpu_fused_decode $((BUDGET - SECONDS)) "worst|cases|panicked" lazy_rescale)
 finish_call

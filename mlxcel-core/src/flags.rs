@@ -1092,8 +1092,8 @@ pub const MMA_QFIRST2: Flag = Flag {
 /// `cuda/decode_attention_mma.cu`). Why: the kernel's paired loop is partly issue-bound (H200,
 /// session 47: 61% of cycles issuing, 1.12 eligible warps per scheduler); NVRTC SASS of turbo4's
 /// pair loop (D 128, GQA 4): 633 -> 619 instructions per pair. The same chunks into the same bytes:
-/// bit-identical. On since session 51 with the other four pair-loop trims (ADR 0023: the five
-/// together, H200 step A/B, turbo4 3.181 -> 3.118 ms per 128K step). 0 turns it off.
+/// bit-identical. On since session 51 with the other four pair-loop trims (measured together: ADR
+/// 0023). 0 turns it off.
 pub const MMA_FCOPY1: Flag = Flag {
     name: "MLXCEL_MMA_FCOPY1",
     default: true,
@@ -1108,8 +1108,7 @@ pub const MMA_FCOPY1: Flag = Flag {
 /// NVRTC SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 621 instructions per pair.
 /// Bit-identical: weights and factors are >= 0, so a zero weight gives +0 either way (only a stored
 /// factor of +inf with a zero weight would differ: NaN against 0). On since session 51 with the
-/// other four pair-loop trims (ADR 0023: the five together, H200 step A/B, turbo4 3.181 -> 3.118 ms
-/// per 128K step). 0 turns it off.
+/// other four pair-loop trims (measured together: ADR 0023). 0 turns it off.
 pub const MMA_VZERO: Flag = Flag {
     name: "MLXCEL_MMA_VZERO",
     default: true,
@@ -1172,8 +1171,7 @@ pub const MMA_DEEP_PLAIN: Flag = Flag {
 /// first tokens' by that much. NVRTC SASS of the pair loop (D 128, GQA 4): 633 -> 596 instructions
 /// per pair where no rescale is due (638 with it). Exact in real arithmetic; rounding differs (P is
 /// packed to fp16 against another maximum), so it is held to the parity bound. On since session 51
-/// with the other four pair-loop trims (ADR 0023: the five together, H200 step A/B, turbo4 3.181 ->
-/// 3.118 ms per 128K step). 0 turns it off.
+/// with the other four pair-loop trims (measured together: ADR 0023). 0 turns it off.
 pub const MMA_LAZY_RESCALE: Flag = Flag {
     name: "MLXCEL_MMA_LAZY_RESCALE",
     default: true,
@@ -1189,8 +1187,7 @@ pub const MMA_LAZY_RESCALE: Flag = Flag {
 /// the pair loop (D 128, GQA 4): 633 -> 600 instructions per pair. The values are the same wherever
 /// a token is inside the sequence, but the last two tiles' softmax updates are split, so rounding
 /// differs there: held to the parity bound. On since session 51 with the other four pair-loop trims
-/// (ADR 0023: the five together, H200 step A/B, turbo4 3.181 -> 3.118 ms per 128K step). 0 turns it
-/// off.
+/// (measured together: ADR 0023). 0 turns it off.
 pub const MMA_MASK_LAST: Flag = Flag {
     name: "MLXCEL_MMA_MASK_LAST",
     default: true,
@@ -1202,8 +1199,8 @@ pub const MMA_MASK_LAST: Flag = Flag {
 /// selects (a shift and one LOP3 each, inline PTX) instead of masked ors (`decode8x2_t4_lut`'s
 /// `SEL` in `cuda/decode_attention_mma.cuh`). Why: ptxas made 4 LOP3 and 2 shifts of each
 /// interleave; NVRTC SASS of turbo4's pair loop (D 128, GQA 4): 633 -> 617 instructions per pair.
-/// The same bits: bit-identical. On since session 51 with the other four pair-loop trims (ADR 0023:
-/// the five together, H200 step A/B, turbo4 3.181 -> 3.118 ms per 128K step). 0 turns it off.
+/// The same bits: bit-identical. On since session 51 with the other four pair-loop trims (measured
+/// together: ADR 0023). 0 turns it off.
 pub const MMA_VSEL: Flag = Flag {
     name: "MLXCEL_MMA_VSEL",
     default: true,

@@ -337,7 +337,7 @@ fn first_two_ring_tiles_early_keep_the_attention_launches_bit_identical() {
 /// `MLXCEL_PARITY_FLAGS=A,B` limits the flags checked.
 #[test]
 fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() {
-    let shapes = with_long_prefill_on_cuda(&[(32, 8, 128, false, 10), (28, 4, 64, true, 3001)]);
+    let shapes = with_long_prefill_on_cuda(&LOOP_TRIM_PREFILLS);
     for flag in [
         "MLXCEL_MMA_FCOPY1",
         "MLXCEL_MMA_VZERO",
@@ -369,6 +369,10 @@ fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() 
 /// positions in every mode without reaching a kernel.
 const LONG_PREFILL: Shape = (32, 8, 128, false, 40_001);
 
+/// The loop trims' tests' shapes on every backend: a short prefill at head_dim 128 (the new
+/// position in its warp's first tile, masked tokens after it) and a ~3K one at head_dim 64.
+const LOOP_TRIM_PREFILLS: [Shape; 2] = [(32, 8, 128, false, 10), (28, 4, 64, true, 3001)];
+
 /// `shapes`, and [`LONG_PREFILL`] where the kernels run (CUDA).
 fn with_long_prefill_on_cuda(shapes: &[Shape]) -> Vec<Shape> {
     let mut all = shapes.to_vec();
@@ -387,7 +391,7 @@ fn with_long_prefill_on_cuda(shapes: &[Shape]) -> Vec<Shape> {
 /// changes) or run a second pair (what the unmasked pairs change).
 #[test]
 fn lazy_rescale_and_last_tile_masks_keep_the_attention_launches_within_parity() {
-    let shapes = with_long_prefill_on_cuda(&[(32, 8, 128, false, 10), (28, 4, 64, true, 3001)]);
+    let shapes = with_long_prefill_on_cuda(&LOOP_TRIM_PREFILLS);
     for flag in ["MLXCEL_MMA_LAZY_RESCALE", "MLXCEL_MMA_MASK_LAST"] {
         let steps_checked = flag_checks_the_attention_launches(
             "lazy_rescale_and_last_tile_masks_keep_the_attention_launches_within_parity",
