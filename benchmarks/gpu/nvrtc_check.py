@@ -23,7 +23,7 @@ def read(n):
 
 
 def row(fmt, d):
-    return 2 * d if fmt == 0 else (d if fmt == 1 else d // 2)
+    return 2 * d if fmt == 0 else (d if fmt == 1 else d * fmt // 8)
 
 
 def gemv_static_bound(nw, g, post, enc_d=None):
@@ -144,6 +144,10 @@ DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=
                               qfirst1=True, kt=True, pair=True)
 # The shipped build with the fold (MLXCEL_FOLD_MERGE; its tail per NVRTC_FTAIL).
 MMA_VARIANTS.append(dict(DEFAULT_VARIANT, fold=True))
+# The 2- and 3-bit sides (MLXCEL_MMA_LOWBIT): the shipped build with and without the fold, the one-tile KT loop,
+# and the untransposed loop with and without HOIST's copies (issue() and issue_next()'s partial chunk rounds).
+LOWBIT_VARIANTS = [DEFAULT_VARIANT, dict(DEFAULT_VARIANT, fold=True), dict(DEFAULT_VARIANT, pair=False),
+                   mma_variant(rope=True, fold=True), mma_variant(hoist=True, rsall=True, ftz=True, qswz=True)]
 
 
 # The fold's tail (MLXCEL_FOLD_TAIL, on by default): NVRTC_FTAIL=0 compiles the fenced one.
@@ -212,11 +216,12 @@ def main():
             consts = f"constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; constexpr int GQA = {gqa}; constexpr int GROUP_K = {gk}; constexpr int GROUP_V = {gk}; constexpr bool ROT_Q = {b(rot)};\n"
             src = header + SHAPE + "\n__global__ void k(" + sig + ") {\n" + consts + body + "\n}\n"
             ok &= compile_one(f"decode k{kf} v{vf} d{d} g{gqa}" + (" rot" if rot and kf == 1 else ""), src)
-    mma_header = header + "\n#include <cuda_bf16.h>\n" + read("decode_attention_mma.cuh")
+    mma_header = header + "\n#include <cuda_bf16.h>\n" + read("decode_attention_mma.cuh") + "\n" + read("lowbit_decode.cuh")
     mma_body = read("decode_attention_mma.cu")
     sel = sys.argv[1:] or None
     # (0, 1): fp16 keys with int8 values, the boundary layers' default storage since session 16.
-    for kf, vf in [(4, 4), (0, 4), (1, 1), (0, 0), (4, 1), (1, 4), (0, 1)]:
+    # (0, 3), (0, 2), (3, 3), (2, 2): turbo3-asym, turbo2-asym, turbo3 and turbo2 (MLXCEL_MMA_LOWBIT).
+    for kf, vf in [(4, 4), (0, 4), (1, 1), (0, 0), (4, 1), (1, 4), (0, 1), (0, 3), (0, 2), (3, 3), (2, 2)]:
         for d, gqa in [(128, 4), (128, 8), (64, 3), (64, 7), (128, 1)]:
             for qt in ("__half", "__nv_bfloat16", "float"):
                 if qt != "__half" and (d, gqa) != (128, 4):
@@ -227,7 +232,8 @@ def main():
                 stages = mma_stages(kf, vf, d)
                 # int8 K with ROT_Q: rotated int8 (int8r) sides, in the default build's variant.
                 rots = [kf >= 2] + ([True] if kf == 1 else [])
-                for v in MMA_VARIANTS:
+                low = kf in (2, 3) or vf in (2, 3)
+                for v in (LOWBIT_VARIANTS if low else MMA_VARIANTS):
                     for rot in rots:
                         if rot and kf == 1 and v != DEFAULT_VARIANT:
                             continue
@@ -245,7 +251,7 @@ def main():
     # pair table with NVRTC_WIDE_PLAIN=0) with and without the fold, RoPE in both layouts; the probe builds' setting from NVRTC_PROBE.
     app_header = ("#define MLXCEL_ATTN_APPEND\ntypedef signed char int8_t;\n" + header + "\n" + read("kv_pair.cuh") + "\n"
                   + read("turbo_encode.cuh") + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\n" + read("int8_encode.cuh")
-                  + "\n" + read("decode_attention_mma.cuh"))
+                  + "\n" + read("decode_attention_mma.cuh") + "\n" + read("lowbit_decode.cuh"))
     for kf, vf in [(4, 4), (0, 4), (1, 1), (0, 1)]:
       for d, gqa in [(128, 4), (128, 8), (64, 7)]:
         for fold, trad in (("true", "false"), ("false", "false"), ("true", "true")):

@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 76;
+const SLOTS: usize = 78;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1208,6 +1208,23 @@ pub const MMA_VSEL: Flag = Flag {
     slot: 74,
 };
 
+/// The tensor-core decode kernel also serves 2- and 3-bit turbo sides (turbo3-asym, turbo2-asym,
+/// turbo3, turbo2; `KFMT` / `VFMT` 2 and 3 in `cuda/decode_attention_mma.cu`): their codes become
+/// fp16 mma operands by byte permutes over a 4-entry table in two registers (`decode_pairs2` in
+/// `cuda/decode_attention_mma.cuh`), the sign plane of 3-bit sides applied after. Without it they
+/// take the CUDA-core kernel (v3), which ran at ~0.4x of MLX's fp16 SDPA on the H200
+/// (turbo3-asym 327.6 us at 128K against SDPA's 139.5:
+/// `benchmarks/results/2026-11-29-h200-fused-decode-v4/bench-v4.md`), slower than fp16. Written in session 53 without a GPU:
+/// NVRTC compiles every build without spills (121-159 registers at D 128), and the decode's bit
+/// arithmetic is checked on the CPU against the codec's unpack (a host build of the same header);
+/// off until the parity suite has run it on the H200. 1 turns it on.
+pub const MMA_LOWBIT: Flag = Flag {
+    name: "MLXCEL_MMA_LOWBIT",
+    default: false,
+    doc: "tensor-core decode kernel for 2- and 3-bit turbo sides (turbo3/turbo2, -asym too) instead of the CUDA-core one (1 = on; not yet run on a GPU)",
+    slot: 75,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1441,6 +1458,7 @@ pub const ALL: &[Flag] = &[
     MMA_LAZY_RESCALE,
     MMA_MASK_LAST,
     MMA_VSEL,
+    MMA_LOWBIT,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

@@ -170,22 +170,38 @@ fn one_wave_rounding_moves_only_odd_ctas_per_sm() {
 
 #[test]
 fn tensor_core_kernel_takes_fp16_int8_turbo4_with_gqa_up_to_8() {
-    for (mode, want) in [
-        ("fp16", true),
-        ("int8", true),
-        ("turbo4-asym", true),
-        ("turbo4", true),
-        ("turbo3-asym", false),
-        ("turbo2", false),
-    ] {
-        for d in [64, 128] {
-            let (k, v) = ones_sides(mode, d);
-            let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
-            assert_eq!(mma_supported(&kr, &vr, d, 4), want, "{mode} d={d}");
-            assert!(!mma_supported(&kr, &vr, d, 9), "{mode}: GQA 9");
-            let name = kernel_name(&kr, &vr, d, 4);
-            assert_eq!(name == "mma-v4", want, "{mode}: {name}");
+    // 2- and 3-bit sides only with MLXCEL_MMA_LOWBIT: as the environment has it, then on.
+    let check = |lowbit: bool| {
+        for (mode, want) in [
+            ("fp16", true),
+            ("int8", true),
+            ("turbo4-asym", true),
+            ("turbo4", true),
+            ("turbo3-asym", lowbit),
+            ("turbo3", lowbit),
+            ("turbo2-asym", lowbit),
+            ("turbo2", lowbit),
+        ] {
+            for d in [64, 128] {
+                let (k, v) = ones_sides(mode, d);
+                let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+                assert_eq!(mma_supported(&kr, &vr, d, 4), want, "{mode} d={d}");
+                assert!(!mma_supported(&kr, &vr, d, 9), "{mode}: GQA 9");
+                let name = kernel_name(&kr, &vr, d, 4);
+                assert_eq!(name == "mma-v4", want, "{mode}: {name}");
+            }
         }
+    };
+    let was = std::env::var("MLXCEL_MMA_LOWBIT").ok();
+    check(mlxcel_core::flags::MMA_LOWBIT.enabled());
+    set_flags(&[("MLXCEL_MMA_LOWBIT", true)]);
+    check(true);
+    match was {
+        Some(v) => {
+            std::env::set_var("MLXCEL_MMA_LOWBIT", v);
+            mlxcel_core::flags::reload();
+        }
+        None => clear_flags(&["MLXCEL_MMA_LOWBIT"]),
     }
 }
 

@@ -5,9 +5,10 @@
 //! references.
 //!
 //! Two kernels read the cache: the tensor-core kernel (`cuda/decode_attention_mma.cu`, v4)
-//! for fp16 / int8 / turbo4 sides, head_dim 64 or 128 and GQA up to 8, and the CUDA-core
-//! kernel (`cuda/decode_attention.cu`, v3) for everything else the fused path supports
-//! (turbo3, turbo2, ...). `MLXCEL_FUSED_MMA=0` sends every call to v3 for A/B runs.
+//! for fp16 / int8 / turbo4 sides (turbo3 and turbo2 too with `MLXCEL_MMA_LOWBIT`), head_dim
+//! 64 or 128 and GQA up to 8, and the CUDA-core kernel (`cuda/decode_attention.cu`, v3) for
+//! everything else the fused path supports (turbo3, turbo2, ...). `MLXCEL_FUSED_MMA=0` sends
+//! every call to v3 for A/B runs.
 
 use crate::flags;
 use crate::kernels::rope_table;
@@ -22,7 +23,12 @@ const HEADER: &str = include_str!("cuda/decode_attention.cuh");
 const BODY: &str = include_str!("cuda/decode_attention.cu");
 const MERGE: &str = include_str!("cuda/merge_splits.cu");
 const MERGE_WARP: &str = include_str!("cuda/merge_splits_warp.cu");
-const MMA_HEADER: &str = include_str!("cuda/decode_attention_mma.cuh");
+/// The tensor-core kernel's helpers, its 2- and 3-bit decode (`MLXCEL_MMA_LOWBIT`) after them.
+const MMA_HEADER: &str = concat!(
+    include_str!("cuda/decode_attention_mma.cuh"),
+    "\n",
+    include_str!("cuda/lowbit_decode.cuh")
+);
 const MMA_BODY: &str = include_str!("cuda/decode_attention_mma.cu");
 
 /// Bytes staged per warp ring slot by the tensor-core kernel: 16 tokens of K and V rows plus
@@ -31,7 +37,7 @@ fn mma_stage_bytes(kfmt: i32, vfmt: i32, d: usize) -> usize {
     let row = |f: i32| match f {
         FORMAT_FP16 => 2 * d,
         FORMAT_INT8 => d,
-        _ => d / 2,
+        bits => d * bits as usize / 8,
     };
     let aux = |f: i32| if f == FORMAT_FP16 { 0 } else { 32 };
     16 * (row(kfmt) + row(vfmt)) + aux(kfmt) + aux(vfmt)
@@ -205,13 +211,18 @@ pub struct AttnAppend<'a> {
     pub v_new: &'a Array,
 }
 
-/// Whether the tensor-core kernel handles this combination: fp16 / int8 / turbo4 sides,
-/// one rotation group per head (group == head_dim), GQA <= 8, and a capacity that keeps
-/// every 16-token tile of factors 16-byte aligned.
+/// Whether the tensor-core kernel handles this combination: fp16 / int8 / turbo4 sides (and
+/// turbo3 / turbo2 with [`flags::MMA_LOWBIT`]), one rotation group per head (group ==
+/// head_dim), GQA <= 8, and a capacity that keeps every 16-token tile of factors 16-byte
+/// aligned.
 pub fn mma_supported(k: &RawSide<'_>, v: &RawSide<'_>, head_dim: usize, gqa: usize) -> bool {
     let fmt_ok = |r: &RawSide<'_>| {
-        matches!(r.format, FORMAT_FP16 | FORMAT_INT8 | 4)
-            && r.rotation.is_none_or(|rot| rot.group == head_dim)
+        let format_ok = match r.format {
+            FORMAT_FP16 | FORMAT_INT8 | 4 => true,
+            2 | 3 => flags::MMA_LOWBIT.enabled(),
+            _ => false,
+        };
+        format_ok && r.rotation.is_none_or(|rot| rot.group == head_dim)
     };
     fmt_ok(k)
         && fmt_ok(v)

@@ -48,7 +48,8 @@
 // RTAB (with ROPE_Q, `inv_freq` holds the step's RoPE table instead of the frequencies: (cos,
 // sin) per frequency at position len - 1, computed once per step by rope_table.cu with the same
 // sincosf; q and the appended key read it instead of reducing their angles here; bit-identical),
-// KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4} (decode_attention.cuh),
+// KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4, and with MLXCEL_MMA_LOWBIT 2 turbo2, 3 turbo3}
+// (decode_attention.cuh; the 2- and 3-bit sides decode by decode_pairs2, q's dims ordered to match),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROT_V (V stored rotated, one group of D:
 // turbo4 and int8r values; read only by FOLD's inverse rotation), ROPE_Q and TRAD (q arrives before RoPE and
@@ -63,10 +64,14 @@ constexpr int DK = D / 4;  // K dims per lane per token
 constexpr int DV = D / 8;  // V dims per lane per token
 constexpr int KSTEPS = D / 16;
 constexpr int MT = D / 16;
-constexpr int KROW = KFMT == 0 ? 2 * D : (KFMT == 1 ? D : D / 2);
-constexpr int VROW = VFMT == 0 ? 2 * D : (VFMT == 1 ? D : D / 2);
-constexpr int KW = KROW / 16;  // 32-bit words of K per lane per token (K row / 4 lanes)
-constexpr int VW = VROW / 32;  // 32-bit words of V per lane per token (V row / 8 lanes)
+// Row bytes: fp16, int8, or turbo at KFMT / VFMT bits per element (2 and 3 with LOWBIT sides).
+constexpr int KROW = KFMT == 0 ? 2 * D : (KFMT == 1 ? D : D * KFMT / 8);
+constexpr int VROW = VFMT == 0 ? 2 * D : (VFMT == 1 ? D : D * VFMT / 8);
+// 2- and 3-bit turbo sides (MLXCEL_MMA_LOWBIT): their own decode below (decode_pairs2), rows
+// that need not be a multiple of 32 bytes (the ring copies' chunk loops are bounded).
+constexpr bool LOWK = KFMT == 2 || KFMT == 3, LOWV = VFMT == 2 || VFMT == 3;
+constexpr int KW = KROW / 16 > 0 ? KROW / 16 : 1;  // 32-bit words of K per lane per token (K row / 4 lanes)
+constexpr int VW = VROW / 32 > 0 ? VROW / 32 : 1;  // 32-bit words of V per lane per token (V row / 8 lanes)
 constexpr int K_BYTES = 16 * KROW, V_BYTES = 16 * VROW;
 constexpr int KA_BYTES = KFMT != 0 ? 32 : 0, VA_BYTES = VFMT != 0 ? 32 : 0;
 constexpr int STAGE = K_BYTES + V_BYTES + KA_BYTES + VA_BYTES;
@@ -77,7 +82,9 @@ constexpr float LAZY_TAU = 4.0f;
 static_assert(!LAZY || KT, "LAZY is the transposed softmax's (update_t)");
 static_assert(GQA >= 1 && GQA <= 8, "GQA 1..8");
 static_assert(LIGHT >= 0, "LIGHT counts tiles");
-static_assert(KW >= 1 && VW >= 1, "row too short");
+static_assert(KFMT == 0 || KFMT == 1 || KFMT == 2 || KFMT == 3 || KFMT == 4, "KFMT 0-4");
+static_assert(VFMT == 0 || VFMT == 1 || VFMT == 2 || VFMT == 3 || VFMT == 4, "VFMT 0-4");
+static_assert(LOWK || LOWV || (KROW % 32 == 0 && VROW % 32 == 0), "fp16 / int8 / turbo4 rows are whole 32-byte lines");
 static_assert(!PAIR || (KT && HOIST && STAGES >= 3), "PAIR needs KT, HOIST and STAGES >= 3");
 // SWZ: the ring stores each tile's 16-byte chunks XOR-permuted within their 128-byte line so
 // that the lanes' reads of one instruction fall in different banks (ncu, turbo4 at 128K:
@@ -226,33 +233,42 @@ auto v_dst_at = [&](int j, int& row) {
   row = ch * 16 / VROW;
   return K_BYTES + swz_chunk(ch, v_swz(row)) * 16;
 };
+// Rounds of 32 chunks per tile side (the last one partial for 2- and 3-bit rows).
+constexpr int K_CH = (KROW + 31) / 32, V_CH = (VROW + 31) / 32;
 // Without PIN the arrays are left unset and unread (the build's code as before PIN).
-int k_dst[KROW / 32], k_dst_row[KROW / 32], v_dst[VROW / 32], v_dst_row[VROW / 32];
+int k_dst[K_CH], k_dst_row[K_CH], v_dst[V_CH], v_dst_row[V_CH];
 if constexpr (PIN) {
 #pragma unroll
-  for (int j = 0; j < KROW / 32; ++j) {
+  for (int j = 0; j < K_CH; ++j) {
     k_dst[j] = pin(k_dst_at(j, k_dst_row[j]));
     k_dst_row[j] = pin(k_dst_row[j]);
   }
 #pragma unroll
-  for (int j = 0; j < VROW / 32; ++j) {
+  for (int j = 0; j < V_CH; ++j) {
     v_dst[j] = pin(v_dst_at(j, v_dst_row[j]));
     v_dst_row[j] = pin(v_dst_row[j]);
   }
 }
 auto issue_next = [&](unsigned char* st) {
   const int rem = len - next_t0;  // rows of this tile inside the sequence
+  // A tile's K (V) bytes are KROW (VROW) 16-byte chunks; where that is not a multiple of 32 (2-
+  // and 3-bit rows) the last round's lanes past it copy nothing (a zero-filling copy would still
+  // write its 16 bytes past the tile).
 #pragma unroll
-  for (int j = 0; j < KROW / 32; ++j) {
-    int row;
-    const int off = PIN ? k_dst[j] : k_dst_at(j, row);
-    mlxcel_mma::cp_async16(st + off, kp + 512 * j, (PIN ? k_dst_row[j] : row) < rem);
+  for (int j = 0; j < K_CH; ++j) {
+    if (KROW % 32 == 0 || lane + 32 * j < KROW) {
+      int row;
+      const int off = PIN ? k_dst[j] : k_dst_at(j, row);
+      mlxcel_mma::cp_async16(st + off, kp + 512 * j, (PIN ? k_dst_row[j] : row) < rem);
+    }
   }
 #pragma unroll
-  for (int j = 0; j < VROW / 32; ++j) {
-    int row;
-    const int off = PIN ? v_dst[j] : v_dst_at(j, row);
-    mlxcel_mma::cp_async16(st + off, vp + 512 * j, (PIN ? v_dst_row[j] : row) < rem);
+  for (int j = 0; j < V_CH; ++j) {
+    if (VROW % 32 == 0 || lane + 32 * j < VROW) {
+      int row;
+      const int off = PIN ? v_dst[j] : v_dst_at(j, row);
+      mlxcel_mma::cp_async16(st + off, vp + 512 * j, (PIN ? v_dst_row[j] : row) < rem);
+    }
   }
   if constexpr (FCP1_ON) {
     // FCP1: both sides' factor rows are 32 bytes each and adjacent in the slot, so lanes 0-3
@@ -474,13 +490,27 @@ const float qscale = rsqrtf(static_cast<float>(D)) * LOG2E;
 mlxcel_mma::u32 qa[KSTEPS][2];
 #pragma unroll
 for (int s = 0; s < KSTEPS; ++s) {
-  const float* x = qs + r * D + q_chunk(r, (c * DK + 4 * s) / 4) * 4;
-  qa[s][0] = mlxcel_mma::pack_half2(x[0] * qscale, x[1] * qscale);
-  qa[s][1] = mlxcel_mma::pack_half2(x[2] * qscale, x[3] * qscale);
+  if constexpr (LOWK) {
+    // 2- and 3-bit keys decode dims j and j + DK / 2 of a lane's slice into one half2
+    // (k_row_low): step s takes j = 2s and 2s + 1, and q's registers pair the same dims.
+    auto qv = [&](int j) {
+      const int dd = c * DK + j;
+      return qs[r * D + q_chunk(r, dd / 4) * 4 + dd % 4] * qscale;
+    };
+    qa[s][0] = mlxcel_mma::pack_half2(qv(2 * s), qv(2 * s + DK / 2));
+    qa[s][1] = mlxcel_mma::pack_half2(qv(2 * s + 1), qv(2 * s + 1 + DK / 2));
+  } else {
+    const float* x = qs + r * D + q_chunk(r, (c * DK + 4 * s) / 4) * 4;
+    qa[s][0] = mlxcel_mma::pack_half2(x[0] * qscale, x[1] * qscale);
+    qa[s][1] = mlxcel_mma::pack_half2(x[2] * qscale, x[3] * qscale);
+  }
 }
 mlxcel_mma::Book4 bk = {0, 0, 0, 0}, bv = {0, 0, 0, 0};
 if constexpr (KFMT == 4 && !LUT_K) bk = mlxcel_mma::make_book4(lut_k);
 if constexpr (VFMT == 4 && !LUT_V) bv = mlxcel_mma::make_book4(lut_v);
+mlxcel_mma::Book2 bk2 = {0, 0}, bv2 = {0, 0};
+if constexpr (LOWK) bk2 = mlxcel_mma::make_book2<KFMT>(lut_k);
+if constexpr (LOWV) bv2 = mlxcel_mma::make_book2<VFMT>(lut_v);
 // This lane's table entries (lut_pair): offsets in a 256-byte row, K's half then V's.
 const mlxcel_mma::u32 lut_lane_k = 4u * lane;
 const mlxcel_mma::u32 lut_lane_v = lut_lane_k + 128u;
@@ -530,6 +560,29 @@ auto k_row_words = [&](const unsigned char* st, int krow, mlxcel_mma::u32 (&w)[K
     }
   }
 };
+// 2- and 3-bit keys: row krow's dims c * DK + j and + DK / 2 as half2 p[j], j < DK / 2. The
+// lane's DK 2-bit fields are D / 16 bytes at c * D / 16 (two words for D 128: the slice's first
+// and second halves; one for D 64, whose halves are its low and high 16 bits); 3-bit rows follow
+// them with D / 8 bytes of sign bits, the lane's D / 32 at D / 4 + c * D / 32 (bit j: dim j).
+// The rows are not swizzled (k_swz: rows of 16-48 bytes).
+auto k_row_low = [&](const unsigned char* st, int krow, mlxcel_mma::u32 (&p)[DK / 2]) {
+  const unsigned char* row = st + krow * KROW;
+  mlxcel_mma::u32 a, b2, sab = 0;
+  if constexpr (D == 128) {
+    const uint2 m = *reinterpret_cast<const uint2*>(row + c * 8);
+    a = m.x;
+    b2 = m.y;
+    if constexpr (KFMT == 3) sab = *reinterpret_cast<const mlxcel_mma::u32*>(row + D / 4 + c * 4);
+  } else {
+    a = *reinterpret_cast<const mlxcel_mma::u32*>(row + c * 4);
+    b2 = a >> 16;
+    if constexpr (KFMT == 3) {
+      // Bits 0-7 (dims 0-7) stay, bits 8-15 (dims 8-15) move to 16-23.
+      sab = mlxcel_mma::prmt(*reinterpret_cast<const unsigned short*>(row + D / 4 + c * 2), 0u, 0x4140u);
+    }
+  }
+  mlxcel_mma::decode_pairs2<DK / 2, KFMT == 3>(bk2, a, b2, sab, p);
+};
 // KT: S^T = K q^T instead, one m16n8k16 chain per tile: A = the tile's 16 decoded K rows
 // (rows r and 8 + r of this lane: the same bytes and decoded values the two n-tiles below use
 // as B), B = q^T (the same registers as q's A fragments: rows r of A and columns r of B hold
@@ -538,7 +591,16 @@ auto k_row_words = [&](const unsigned char* st, int krow, mlxcel_mma::u32 (&w)[K
 // 42 moves in 401 instructions per tile) and runs 16 mmas where 8 carry the work. C is then
 // S^T: this lane holds tokens r and 8 + r of heads 2c and 2c + 1 (softmax_phase's KT branch;
 // movmatrix turns its P into P^T's B fragment). Only sacc[0] is used.
-auto k_phase_t = [&](const unsigned char* st, float (&acc)[4]) {
+// k_phase_t_low: the same for 2- and 3-bit keys (k_row_low's pairs and q's matching order).
+auto k_phase_t_low = [&](const unsigned char* st, float (&acc)[4]) {
+  acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+  mlxcel_mma::u32 p0[DK / 2], p1[DK / 2];
+  k_row_low(st, r, p0);
+  k_row_low(st, 8 + r, p1);
+#pragma unroll
+  for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(acc, p0[2 * s], p1[2 * s], p0[2 * s + 1], p1[2 * s + 1], qa[s][0], qa[s][1]);
+};
+auto k_phase_t_words = [&](const unsigned char* st, float (&acc)[4]) {
   acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
   mlxcel_mma::u32 w[2][KW];
 #pragma unroll
@@ -570,7 +632,21 @@ auto k_phase_t = [&](const unsigned char* st, float (&acc)[4]) {
     }
   }
 };
-auto k_phase_n = [&](const unsigned char* st, float (&sacc)[2][4]) {
+auto k_phase_t = [&](const unsigned char* st, float (&acc)[4]) {
+  if constexpr (LOWK) k_phase_t_low(st, acc);
+  else k_phase_t_words(st, acc);
+};
+auto k_phase_n_low = [&](const unsigned char* st, float (&sacc)[2][4]) {
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+    sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.0f;
+    mlxcel_mma::u32 p[DK / 2];
+    k_row_low(st, nt * 8 + r, p);
+#pragma unroll
+    for (int s = 0; s < KSTEPS; ++s) mlxcel_mma::mma(sacc[nt], qa[s][0], 0u, qa[s][1], 0u, p[2 * s], p[2 * s + 1]);
+  }
+};
+auto k_phase_n_words = [&](const unsigned char* st, float (&sacc)[2][4]) {
   // ---- S = q K^T for tokens [t0, t0 + 16): two n-tiles of 8 tokens.
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
@@ -598,6 +674,10 @@ auto k_phase_n = [&](const unsigned char* st, float (&sacc)[2][4]) {
       }
     }
   }
+};
+auto k_phase_n = [&](const unsigned char* st, float (&sacc)[2][4]) {
+  if constexpr (LOWK) k_phase_n_low(st, sacc);
+  else k_phase_n_words(st, sacc);
 };
 auto k_phase = [&](const unsigned char* st, float (&sacc)[2][4]) {
   if constexpr (KT) k_phase_t(st, sacc[0]);
@@ -794,7 +874,48 @@ if constexpr (PIN) {
 #pragma unroll
   for (int e = 0; e < 4; ++e) v_src[e] = pin(v_src_at(e));
 }
-auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32 pb1) {
+// 2- and 3-bit values: pairs[h][k] = dim r * DV + k of tokens toks[2h] and toks[2h + 1]. A lane's
+// DV 2-bit fields are D / 32 bytes at r * D / 32 of a row (at v_src_at for 2-bit rows, which the
+// ring swizzles at D 128 as turbo4's D 64 rows); 3-bit rows (not swizzled) follow them with the
+// sign bits, the lane's D / 64 bytes at D / 4 + r * D / 64.
+auto v_pairs_low = [&](const unsigned char* st, mlxcel_mma::u32 (&pairs)[2][DV]) {
+  auto mag_at = [&](int e) {
+    if constexpr (VFMT == 2) return PIN ? v_src[e] : v_src_at(e);
+    else return K_BYTES + toks[e] * VROW + r * (D / 32);
+  };
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const unsigned char* ma = st + mag_at(2 * h);
+    const unsigned char* mb = st + mag_at(2 * h + 1);
+    mlxcel_mma::u32 a, b2, sab = 0;
+    if constexpr (D == 128) {
+      a = *reinterpret_cast<const mlxcel_mma::u32*>(ma);
+      b2 = *reinterpret_cast<const mlxcel_mma::u32*>(mb);
+    } else {
+      a = *reinterpret_cast<const unsigned short*>(ma);
+      b2 = *reinterpret_cast<const unsigned short*>(mb);
+    }
+    if constexpr (VFMT == 3) {
+      const unsigned char* sa = st + K_BYTES + toks[2 * h] * VROW + D / 4 + r * (D / 64);
+      const unsigned char* sb = st + K_BYTES + toks[2 * h + 1] * VROW + D / 4 + r * (D / 64);
+      if constexpr (D == 128) {
+        sab = mlxcel_mma::prmt(*reinterpret_cast<const unsigned short*>(sa), *reinterpret_cast<const unsigned short*>(sb), 0x5410u);
+      } else {
+        sab = static_cast<mlxcel_mma::u32>(*sa) | (static_cast<mlxcel_mma::u32>(*sb) << 16);
+      }
+    }
+    mlxcel_mma::decode_pairs2<DV, VFMT == 3>(bv2, a, b2, sab, pairs[h]);
+  }
+};
+auto v_phase_low = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32 pb1) {
+  mlxcel_mma::u32 pairs[2][DV];
+  v_pairs_low(st, pairs);
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    mlxcel_mma::mma(o[j], pairs[0][2 * j], pairs[0][2 * j + 1], pairs[1][2 * j], pairs[1][2 * j + 1], pb0, pb1);
+  }
+};
+auto v_phase_words = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32 pb1) {
   // ---- O^T += V^T P^T: A = V^T of tokens (2c, 2c+1) and (8+2c, 9+2c), dims r*DV + [0, DV).
   mlxcel_mma::u32 va[4][VW];
 #pragma unroll
@@ -843,6 +964,11 @@ auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32
   for (int j = 0; j < MT; ++j) {
     mlxcel_mma::mma(o[j], pairs[0][2 * j], pairs[0][2 * j + 1], pairs[1][2 * j], pairs[1][2 * j + 1], pb0, pb1);
   }
+};
+
+auto v_phase = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32 pb1) {
+  if constexpr (LOWV) v_phase_low(st, pb0, pb1);
+  else v_phase_words(st, pb0, pb1);
 };
 
 // Ring slots without the division (HOIST): the slot after p, and the one before it,
