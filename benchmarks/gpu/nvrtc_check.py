@@ -144,7 +144,7 @@ DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=
                               qfirst1=True, kt=True, pair=True)
 # The shipped build with the fold (MLXCEL_FOLD_MERGE; its tail per NVRTC_FTAIL).
 MMA_VARIANTS.append(dict(DEFAULT_VARIANT, fold=True))
-# The 2- and 3-bit sides (MLXCEL_MMA_LOWBIT): the shipped build with and without the fold, the one-tile KT loop,
+# The 2- and 3-bit sides (MLXCEL_LOWBIT_CUDA): the shipped build with and without the fold, the one-tile KT loop,
 # and the untransposed loop with and without HOIST's copies (issue() and issue_next()'s partial chunk rounds).
 LOWBIT_VARIANTS = [DEFAULT_VARIANT, dict(DEFAULT_VARIANT, fold=True), dict(DEFAULT_VARIANT, pair=False),
                    mma_variant(rope=True, fold=True), mma_variant(hoist=True, rsall=True, ftz=True, qswz=True)]
@@ -220,7 +220,7 @@ def main():
     mma_body = read("decode_attention_mma.cu")
     sel = sys.argv[1:] or None
     # (0, 1): fp16 keys with int8 values, the boundary layers' default storage since session 16.
-    # (0, 3), (0, 2), (3, 3), (2, 2): turbo3-asym, turbo2-asym, turbo3 and turbo2 (MLXCEL_MMA_LOWBIT).
+    # (0, 3), (0, 2), (3, 3), (2, 2): turbo3-asym, turbo2-asym, turbo3 and turbo2 (MLXCEL_LOWBIT_CUDA).
     for kf, vf in [(4, 4), (0, 4), (1, 1), (0, 0), (4, 1), (1, 4), (0, 1), (0, 3), (0, 2), (3, 3), (2, 2)]:
         for d, gqa in [(128, 4), (128, 8), (64, 3), (64, 7), (128, 1)]:
             for qt in ("__half", "__nv_bfloat16", "float"):
@@ -272,12 +272,14 @@ def main():
             ok &= compile_one(name, src)
     enc = read("turbo_encode.cu")
     enc_header = header + "\n" + read("kv_pair.cuh") + "\n" + read("turbo_encode.cuh")
-    for d in (64, 128):
+    # BITS 4 (turbo4, the names as before), 3 and 2 (MLXCEL_LOWBIT_CUDA: " b3", " b2").
+    for d, bits in itertools.product((64, 128), (4, 3, 2)):
+        bn = "" if bits == 4 else f" b{bits}"
         for xt in ("float", "__half", "__nv_bfloat16"):
             src = (enc_header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                    f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, uint8_t* packed, __half* norms) {{\n"
-                   + f"constexpr int D = {d};\n" + enc + "\n}\n")
-            ok &= compile_one(f"turbo_encode d{d} {xt}", src)
+                   + f"constexpr int BITS = {bits}; constexpr int D = {d};\n" + enc + "\n}\n")
+            ok &= compile_one(f"turbo_encode d{d} {xt}{bn}", src)
             # In place, without and with RoPE inside (the _rope variant adds inv_freq and TRAD).
             for rope, trad in ((False, "false"), (True, "false"), (True, "true")):
                 src = (enc_header + "\n#define MLXCEL_ENCODE_INPLACE\n" + ("#define MLXCEL_ENCODE_ROPE\n" if rope else "")
@@ -285,20 +287,22 @@ def main():
                        f"__global__ void e(const {xt}* x, const Shape x_shape, const int x_ndim, const float* mids, const float* lut, const float* signs, "
                        "const uint8_t* packed_buf, const Shape packed_buf_shape, const __half* norms_buf, const uint8_t* pos_marker, const Shape pos_marker_shape, const int* after, "
                        + ("const float* inv_freq, " if rope else "") + "int* done) {\n"
-                       + f"constexpr int D = {d}; constexpr bool TRAD = {trad};\n" + enc + "\n}\n")
-                ok &= compile_one(f"turbo_encode in place rope={rope} trad={trad} d{d} {xt}", src)
+                       + f"constexpr int BITS = {bits}; constexpr int D = {d}; constexpr bool TRAD = {trad};\n" + enc + "\n}\n")
+                ok &= compile_one(f"turbo_encode in place rope={rope} trad={trad} d{d} {xt}{bn}", src)
     kv = read("turbo_encode_kv.cu")
-    for d in (64, 128):
+    for d, bits in itertools.product((64, 128), (4, 3, 2)):
+        bn = "" if bits == 4 else f" b{bits}"
         for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
             src = (enc_header + "\n#include <cuda_bf16.h>\ntypedef unsigned char uint8_t;\n" + SHAPE +
                    "__global__ void e(const __half* xk, const Shape xk_shape, const int xk_ndim, const __half* xv, "
                    "const float* k_mids, const float* k_lut, const float* k_signs, const float* v_mids, const float* v_lut, const float* v_signs, "
                    "const uint8_t* k_packed, const Shape k_packed_shape, const __half* k_norms, const uint8_t* v_packed, const __half* v_norms, "
                    "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
-                   + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + kv + "\n}\n")
-            ok &= compile_one(f"turbo_encode_kv d{d} rope={rope} trad={trad}", src)
+                   + f"constexpr int BITS = {bits}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + kv + "\n}\n")
+            ok &= compile_one(f"turbo_encode_kv d{d} rope={rope} trad={trad}{bn}", src)
     asym = read("turbo_encode_kv_asym.cu")
-    for d in (64, 128):
+    for d, bits in itertools.product((64, 128), (4, 3, 2)):
+        bn = "" if bits == 4 else f" b{bits}"
         for rope, trad in (("false", "false"), ("true", "false"), ("true", "true")):
             for xt in ("__half", "__nv_bfloat16"):
                 src = (enc_header + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh") + "\ntypedef unsigned char uint8_t;\n" + SHAPE +
@@ -306,8 +310,8 @@ def main():
                        "const float* v_mids, const float* v_lut, const float* v_signs, "
                        "const __half* k_buf, const Shape k_buf_shape, const uint8_t* v_packed, const Shape v_packed_shape, const __half* v_norms, "
                        "const uint8_t* pos_marker, const Shape pos_marker_shape, const int* k_after, const int* v_after, const float* inv_freq, int* done) {\n"
-                       + f"constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + asym + "\n}\n")
-                ok &= compile_one(f"turbo_encode_kv_asym d{d} rope={rope} trad={trad} {xt}", src)
+                       + f"constexpr int BITS = {bits}; constexpr int D = {d}; constexpr bool ROPE = {rope}; constexpr bool TRAD = {trad};\n" + asym + "\n}\n")
+                ok &= compile_one(f"turbo_encode_kv_asym d{d} rope={rope} trad={trad} {xt}{bn}", src)
     # fp16-key appends: fp16 values, and with MLXCEL_V_INT8 int8 values (fp16_int8_kv).
     f16kv = read("fp16_append_kv.cu")
     f16_header = header + "\n" + read("kv_pair.cuh") + "\n#include <cuda_bf16.h>\n" + read("fp16_store.cuh")

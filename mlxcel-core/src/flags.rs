@@ -1208,20 +1208,23 @@ pub const MMA_VSEL: Flag = Flag {
     slot: 74,
 };
 
-/// The tensor-core decode kernel also serves 2- and 3-bit turbo sides (turbo3-asym, turbo2-asym,
-/// turbo3, turbo2; `KFMT` / `VFMT` 2 and 3 in `cuda/decode_attention_mma.cu`): their codes become
-/// fp16 mma operands by byte permutes over a 4-entry table in two registers (`decode_pairs2` in
-/// `cuda/decode_attention_mma.cuh`), the sign plane of 3-bit sides applied after. Without it they
-/// take the CUDA-core kernel (v3), which ran at ~0.4x of MLX's fp16 SDPA on the H200
-/// (turbo3-asym 327.6 us at 128K against SDPA's 139.5:
-/// `benchmarks/results/2026-11-29-h200-fused-decode-v4/bench-v4.md`), slower than fp16. Written in session 53 without a GPU:
-/// NVRTC compiles every build without spills (121-159 registers at D 128), and the decode's bit
-/// arithmetic is checked on the CPU against the codec's unpack (a host build of the same header);
-/// off until the parity suite has run it on the H200. 1 turns it on.
-pub const MMA_LOWBIT: Flag = Flag {
-    name: "MLXCEL_MMA_LOWBIT",
+/// The CUDA kernels of the 4-bit turbo path also serve 2- and 3-bit turbo sides (turbo3-asym,
+/// turbo2-asym, turbo3, turbo2): the tensor-core decode kernel (`KFMT` / `VFMT` 2 and 3 in
+/// `cuda/decode_attention_mma.cu`: codes become fp16 mma operands by byte permutes over a
+/// 4-entry table in two registers, `decode_pairs2` in `cuda/lowbit_decode.cuh`, the sign plane of
+/// 3-bit sides applied after) and the fused encoders, in place too (`turbo_low_vals` in
+/// `cuda/turbo_encode.cuh`). Without it they take the CUDA-core kernel (v3), which ran at ~0.4x
+/// of MLX's fp16 SDPA on the H200 (turbo3-asym 327.6 us at 128K against SDPA's 139.5:
+/// `benchmarks/results/2026-11-29-h200-fused-decode-v4/bench-v4.md`), and the op-by-op MLX
+/// encoder (~15 ops per side, layer and step): slower than fp16. Written in session 53 without
+/// a GPU: NVRTC compiles every build without spills, the SASS of the shipped 4-bit, int8 and
+/// fp16 builds is unchanged, and the decode's bit arithmetic is checked on the CPU against the
+/// codec (`tests/lowbit_decode_host.rs`). Off until the GPU tests (`gpu_fused_decode` with it
+/// set) have run the kernels. 1 turns it on.
+pub const LOWBIT_CUDA: Flag = Flag {
+    name: "MLXCEL_LOWBIT_CUDA",
     default: false,
-    doc: "tensor-core decode kernel for 2- and 3-bit turbo sides (turbo3/turbo2, -asym too) instead of the CUDA-core one (1 = on; not yet run on a GPU)",
+    doc: "CUDA tensor-core decode and fused encoders for 2- and 3-bit turbo sides (turbo3/turbo2, -asym too) instead of the CUDA-core kernel and MLX ops (1 = on; not yet run on a GPU)",
     slot: 75,
 };
 
@@ -1458,7 +1461,7 @@ pub const ALL: &[Flag] = &[
     MMA_LAZY_RESCALE,
     MMA_MASK_LAST,
     MMA_VSEL,
-    MMA_LOWBIT,
+    LOWBIT_CUDA,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

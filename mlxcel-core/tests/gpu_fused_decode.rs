@@ -170,7 +170,7 @@ fn one_wave_rounding_moves_only_odd_ctas_per_sm() {
 
 #[test]
 fn tensor_core_kernel_takes_fp16_int8_turbo4_with_gqa_up_to_8() {
-    // 2- and 3-bit sides only with MLXCEL_MMA_LOWBIT: as the environment has it, then on.
+    // 2- and 3-bit sides only with MLXCEL_LOWBIT_CUDA: as the environment has it, then on.
     let check = |lowbit: bool| {
         for (mode, want) in [
             ("fp16", true),
@@ -192,16 +192,16 @@ fn tensor_core_kernel_takes_fp16_int8_turbo4_with_gqa_up_to_8() {
             }
         }
     };
-    let was = std::env::var("MLXCEL_MMA_LOWBIT").ok();
-    check(mlxcel_core::flags::MMA_LOWBIT.enabled());
-    set_flags(&[("MLXCEL_MMA_LOWBIT", true)]);
+    let was = std::env::var("MLXCEL_LOWBIT_CUDA").ok();
+    check(mlxcel_core::flags::LOWBIT_CUDA.enabled());
+    set_flags(&[("MLXCEL_LOWBIT_CUDA", true)]);
     check(true);
     match was {
         Some(v) => {
-            std::env::set_var("MLXCEL_MMA_LOWBIT", v);
+            std::env::set_var("MLXCEL_LOWBIT_CUDA", v);
             mlxcel_core::flags::reload();
         }
-        None => clear_flags(&["MLXCEL_MMA_LOWBIT"]),
+        None => clear_flags(&["MLXCEL_LOWBIT_CUDA"]),
     }
 }
 
@@ -1012,9 +1012,18 @@ fn fused_turbo4_encoder_matches_the_reference_encoder() {
     use mlxcel_core::kv::turbo::codec::TurboCodec;
     let mut r = rng("fused_turbo4_encoder_matches_the_reference_encoder");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    for d in [64usize, 128] {
-        let codec = TurboCodec::new(4, d, K_SEED).unwrap();
-        assert_eq!(applies(&codec), on_cuda, "d={d}");
+    // turbo3 and turbo2 with MLXCEL_LOWBIT_CUDA; without it they keep the reference encoder.
+    let lowbit = mlxcel_core::flags::LOWBIT_CUDA.enabled();
+    let widths: &[u32] = if lowbit { &[4, 3, 2] } else { &[4] };
+    for (d, &bits) in [64usize, 128]
+        .into_iter()
+        .flat_map(|d| widths.iter().map(move |b| (d, b)))
+    {
+        let codec = TurboCodec::new(bits, d, K_SEED).unwrap();
+        assert_eq!(applies(&codec), on_cuda, "{bits} bits d={d}");
+        if !lowbit {
+            assert!(!applies(&TurboCodec::new(3, d, K_SEED).unwrap()));
+        }
         for (rows, dtype) in [
             (1usize, Dtype::F16),
             (8 * 37, Dtype::F32),
@@ -1050,7 +1059,7 @@ fn fused_turbo4_encoder_matches_the_reference_encoder() {
             // Codes may differ only where a value sits on a midpoint within rounding.
             assert!(
                 differing * 1000 <= a.len(),
-                "d={d} rows={rows} {dtype:?}: {differing} of {} packed bytes differ",
+                "{bits} bits d={d} rows={rows} {dtype:?}: {differing} of {} packed bytes differ",
                 a.len()
             );
             let (na, nb) = (
@@ -1068,10 +1077,12 @@ fn fused_turbo4_encoder_matches_the_reference_encoder() {
             for (i, (x, y)) in na.iter().zip(&nb).enumerate() {
                 assert!(
                     (x - y).abs() <= 2e-3 * y.abs() + 1e-6,
-                    "d={d} row {i}: norm {x} vs {y}"
+                    "{bits} bits d={d} row {i}: norm {x} vs {y}"
                 );
             }
-            eprintln!("turbo4 encode d={d} rows={rows} {dtype:?}: {differing} differing bytes");
+            eprintln!(
+                "turbo{bits} encode d={d} rows={rows} {dtype:?}: {differing} differing bytes"
+            );
         }
     }
 }
@@ -1091,6 +1102,17 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
     let mut r = rng("in_place_decode_appends_feed_the_fused_kernel");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let (hq, hkv, prefill, steps) = (32usize, 8usize, 250usize, 10usize);
+    // The 2- and 3-bit modes append in place with MLXCEL_LOWBIT_CUDA.
+    let lowbit: &[(&str, usize)] = if mlxcel_core::flags::LOWBIT_CUDA.enabled() {
+        &[
+            ("turbo3-asym", 128),
+            ("turbo3", 64),
+            ("turbo2-asym", 64),
+            ("turbo2", 128),
+        ]
+    } else {
+        &[]
+    };
     for (mode, d) in [
         ("turbo4", 128usize),
         ("turbo4-asym", 64),
@@ -1098,7 +1120,10 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
         ("int8", 128),
         ("int8", 64),
         ("fp16+int8", 128),
-    ] {
+    ]
+    .into_iter()
+    .chain(lowbit.iter().copied())
+    {
         let m = KvMode::parse(mode).unwrap();
         let total = prefill + steps;
         let data = |r: &mut _| {
@@ -1117,7 +1142,13 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
         let mut v = new_side(m.v, d, V_SEED).unwrap();
         k.append(&upto(&kx, prefill)).unwrap();
         v.append(&upto(&vx, prefill)).unwrap();
-        let codec = mlxcel_core::kv::turbo::codec::TurboCodec::new(4, d, V_SEED).unwrap();
+        // The value side's codec (turbo sides; int8 modes use it only for the checks below).
+        let vbits = match mode.get(..6) {
+            Some("turbo3") => 3,
+            Some("turbo2") => 2,
+            _ => 4,
+        };
+        let codec = mlxcel_core::kv::turbo::codec::TurboCodec::new(vbits, d, V_SEED).unwrap();
         if !on_cuda {
             assert!(!applies_in_place(&codec));
             assert!(!mlxcel_core::kernels::int8_encode::applies_in_place(d));

@@ -1,5 +1,5 @@
 //! The tensor-core kernel's 2- and 3-bit decode (`kernels/cuda/lowbit_decode.cuh`, used with
-//! `MLXCEL_MMA_LOWBIT`) built for the host and run on codes from the codec. The header is
+//! `MLXCEL_LOWBIT_CUDA`) built for the host and run on codes from the codec. The header is
 //! compiled by the system C++ compiler (`$CXX`, else `c++`) with a C++ model of the two PTX
 //! instructions it uses (`prmt.b32` in its default mode, and the bit select that `lop3` does);
 //! the words fed to it are the ones the kernel's lanes read (`k_row_low` and `v_pairs_low` in
@@ -8,7 +8,7 @@
 //!
 //! Why on the CPU: the kernel cannot run on this machine, and a wrong field order or sign bit in
 //! its bit arithmetic is what a failing GPU parity case would explain least. The GPU parity
-//! suite (`gpu_fused_decode.rs` with `MLXCEL_MMA_LOWBIT=1`) still has to run the kernel itself.
+//! suite (`gpu_fused_decode.rs` with `MLXCEL_LOWBIT_CUDA=1`) still has to run the kernel itself.
 
 mod common;
 

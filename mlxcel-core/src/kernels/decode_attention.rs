@@ -5,7 +5,7 @@
 //! references.
 //!
 //! Two kernels read the cache: the tensor-core kernel (`cuda/decode_attention_mma.cu`, v4)
-//! for fp16 / int8 / turbo4 sides (turbo3 and turbo2 too with `MLXCEL_MMA_LOWBIT`), head_dim
+//! for fp16 / int8 / turbo4 sides (turbo3 and turbo2 too with `MLXCEL_LOWBIT_CUDA`), head_dim
 //! 64 or 128 and GQA up to 8, and the CUDA-core kernel (`cuda/decode_attention.cu`, v3) for
 //! everything else the fused path supports (turbo3, turbo2, ...). `MLXCEL_FUSED_MMA=0` sends
 //! every call to v3 for A/B runs.
@@ -23,7 +23,7 @@ const HEADER: &str = include_str!("cuda/decode_attention.cuh");
 const BODY: &str = include_str!("cuda/decode_attention.cu");
 const MERGE: &str = include_str!("cuda/merge_splits.cu");
 const MERGE_WARP: &str = include_str!("cuda/merge_splits_warp.cu");
-/// The tensor-core kernel's helpers, its 2- and 3-bit decode (`MLXCEL_MMA_LOWBIT`) after them.
+/// The tensor-core kernel's helpers, its 2- and 3-bit decode (`MLXCEL_LOWBIT_CUDA`) after them.
 const MMA_HEADER: &str = concat!(
     include_str!("cuda/decode_attention_mma.cuh"),
     "\n",
@@ -212,14 +212,14 @@ pub struct AttnAppend<'a> {
 }
 
 /// Whether the tensor-core kernel handles this combination: fp16 / int8 / turbo4 sides (and
-/// turbo3 / turbo2 with [`flags::MMA_LOWBIT`]), one rotation group per head (group ==
+/// turbo3 / turbo2 with [`flags::LOWBIT_CUDA`]), one rotation group per head (group ==
 /// head_dim), GQA <= 8, and a capacity that keeps every 16-token tile of factors 16-byte
 /// aligned.
 pub fn mma_supported(k: &RawSide<'_>, v: &RawSide<'_>, head_dim: usize, gqa: usize) -> bool {
     let fmt_ok = |r: &RawSide<'_>| {
         let format_ok = match r.format {
             FORMAT_FP16 | FORMAT_INT8 | 4 => true,
-            2 | 3 => flags::MMA_LOWBIT.enabled(),
+            2 | 3 => flags::LOWBIT_CUDA.enabled(),
             _ => false,
         };
         format_ok && r.rotation.is_none_or(|rot| rot.group == head_dim)

@@ -110,7 +110,8 @@ impl SideTarget {
         pos: usize,
     ) -> Option<SideTarget> {
         let xs = [1, heads, 1, codec.head_dim as i32];
-        side_fits(codec, &xs, &data, &aux, pos).then(|| SideTarget {
+        // The folded writers encode 4-bit codes only (turbo4_vals).
+        (codec.bits == 4 && side_fits(codec, &xs, &data, &aux, pos)).then(|| SideTarget {
             mids: codec.midpoints().clone(),
             lut: codec.lut16().clone(),
             signs: codec.rotation.signs_array().clone(),

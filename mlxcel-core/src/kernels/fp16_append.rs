@@ -179,7 +179,7 @@ pub fn append_kv_into(
             ),
         ));
     }
-    write_pair(name, src, xk, xv, buffers, pos, afters, rope)
+    write_pair(name, src, xk, xv, buffers, pos, afters, rope, &[])
 }
 #[cfg(test)]
 mod tests {

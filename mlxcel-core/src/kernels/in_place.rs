@@ -67,7 +67,8 @@ pub(crate) fn inv_freq_input(rope: Option<&RopeSpec>) -> Result<Cow<'_, Array>> 
 /// inputs before its two ordering inputs, `pos_marker` (`pos_marker_shape[0] - 1` is `pos`)
 /// and `after` (the previous token, or a placeholder). Returns this write's token. With
 /// `rope`, the kernel (a `*_rope` variant) also takes `inv_freq` after the ordering inputs
-/// and the template `TRAD`, and rotates the keys itself.
+/// and the template `TRAD`, and rotates the keys itself. `templates`: the kernel's own
+/// template arguments besides `D` and `TRAD`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write(
     name: &'static str,
@@ -78,9 +79,11 @@ pub(crate) fn write(
     pos: usize,
     after: Option<&Array>,
     rope: Option<&RopeSpec>,
+    templates: &[(&str, TemplateArg)],
 ) -> Result<Array> {
     let inv_freq = rope.map(|r| r.inv_freq());
-    let trad = rope.map(|r| ("TRAD", TemplateArg::Bool(r.traditional)));
+    let mut all: Vec<(&str, TemplateArg)> = templates.to_vec();
+    all.extend(rope.map(|r| ("TRAD", TemplateArg::Bool(r.traditional))));
     write_sides(
         name,
         source,
@@ -90,7 +93,7 @@ pub(crate) fn write(
         pos,
         &[after],
         inv_freq.as_slice(),
-        trad.as_slice(),
+        &all,
     )
 }
 
@@ -131,7 +134,7 @@ pub(crate) fn write_sides(
 /// [`write_sides`] for a launch that writes a key side and a value side at once (kernels
 /// `*_kv`: warps `[0, rows)` keys, `[rows, 2 rows)` values, rows = B * H * L of the shared
 /// `[B, H, L, D]` shape of `xk` and `xv`), with the inputs `xk`, `xv`, then `buffers`, the
-/// two sides' previous tokens, `inv_freq`, and the templates `ROPE` and `TRAD`. The checks
+/// two sides' previous tokens, `inv_freq`, and the templates `ROPE`, `TRAD` and `templates`. The checks
 /// every pair writer needs are made here: one shape for K and V, and with `rope` a head_dim
 /// its warp layout takes. Without `rope` the kernel does not read `inv_freq`: a cached f32
 /// placeholder stands in.
@@ -145,6 +148,7 @@ pub(crate) fn write_pair(
     pos: usize,
     afters: [Option<&Array>; 2],
     rope: Option<&RopeSpec>,
+    templates: &[(&str, TemplateArg)],
 ) -> Result<Array> {
     let xs = xk.shape();
     if xs.len() != 4
@@ -177,6 +181,9 @@ pub(crate) fn write_pair(
                 "TRAD",
                 TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(templates.iter().copied())
+        .collect::<Vec<_>>(),
     )
 }

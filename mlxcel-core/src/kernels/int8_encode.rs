@@ -113,6 +113,7 @@ pub fn encode_into(
         pos,
         after,
         rope,
+        &[],
     )
 }
 
@@ -189,5 +190,6 @@ pub fn fused_encode_kv_into(
         pos,
         [k.after, v.after],
         rope,
+        &[],
     )
 }

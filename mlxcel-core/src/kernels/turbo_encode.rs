@@ -1,12 +1,14 @@
-//! The fused turbo4 cache encoder on CUDA (`cuda/turbo_encode.cu`): one launch per append
+//! The fused turbo cache encoder on CUDA (`cuda/turbo_encode.cu`): one launch per append
 //! instead of the ~15 MLX ops of [`TurboCodec::encode`], which stays the reference (and the
-//! path on every other backend, for other bit widths, or with `MLXCEL_FUSED_ENCODE=0`).
+//! path on every other backend, or with `MLXCEL_FUSED_ENCODE=0`). turbo4; turbo3 and turbo2
+//! with `MLXCEL_LOWBIT_CUDA` (not yet run on a GPU).
 //! Why: end to end on the H200 the per-op cost of the op-by-op encoder (~0.2 ms per side,
 //! layer and decode step) outweighed what the fused attention kernel saves at 4K-32K.
 
 use crate::flags;
 use crate::kernels::in_place::{buffer_fits, PAIR_ORDER_INPUTS};
 use crate::kv::turbo::codec::{Encoded, TurboCodec};
+use crate::kv::turbo::pack::packed_bytes;
 use crate::mlx::kernel::{cached_by_name, KernelBackend, KernelSource, Launch, TemplateArg};
 use crate::mlx::{Array, Dtype};
 use crate::rope::RopeSpec;
@@ -59,9 +61,20 @@ fn source_in_place_rope() -> KernelSource {
     spec
 }
 
-/// The codecs the kernel encodes: 4-bit, one rotation group per head of 64 or 128.
+/// The codecs the kernel encodes: 4-bit (2- and 3-bit with [`flags::LOWBIT_CUDA`]), one
+/// rotation group per head of 64 or 128.
 fn codec_fits(codec: &TurboCodec) -> bool {
-    codec.bits == 4 && codec.group() == codec.head_dim && matches!(codec.head_dim, 64 | 128)
+    let bits_ok = match codec.bits {
+        4 => true,
+        2 | 3 => flags::LOWBIT_CUDA.enabled(),
+        _ => false,
+    };
+    bits_ok && codec.group() == codec.head_dim && matches!(codec.head_dim, 64 | 128)
+}
+
+/// The kernels' `BITS` template argument for this codec.
+fn bits_arg(codec: &TurboCodec) -> (&'static str, TemplateArg) {
+    ("BITS", TemplateArg::Int(codec.bits as i32))
 }
 
 /// Whether appends with this codec on this backend take the fused encoder.
@@ -77,7 +90,7 @@ pub fn applies_in_place(codec: &TurboCodec) -> bool {
 }
 
 /// Whether the in-place encoders can write `x [B, H, L, head_dim]` (shape `xs`) with this
-/// codec into one side's buffers `packed [B, H, cap, head_dim/2]` (u8) and
+/// codec into one side's buffers `packed [B, H, cap, head_dim * bits / 8]` (u8) and
 /// `norms [B, H, cap, 1]` (f16) at positions `pos..pos+L`.
 pub(crate) fn side_fits(
     codec: &TurboCodec,
@@ -89,7 +102,13 @@ pub(crate) fn side_fits(
     let d = codec.head_dim as i32;
     codec_fits(codec)
         && xs.get(3) == Some(&d)
-        && buffer_fits(xs, packed, d / 2, Dtype::U8, pos)
+        && buffer_fits(
+            xs,
+            packed,
+            packed_bytes(codec.bits, codec.head_dim) as i32,
+            Dtype::U8,
+            pos,
+        )
         && buffer_fits(xs, norms, 1, Dtype::F16, pos)
 }
 
@@ -146,6 +165,7 @@ pub fn fused_encode_into(
         pos,
         after,
         rope,
+        &[bits_arg(codec)],
     )
 }
 
@@ -203,6 +223,7 @@ pub fn fused_encode_kv_into(
     let fits = side_fits(k.codec, &xs, k.packed, k.norms, pos)
         && side_fits(v.codec, &xs, v.packed, v.norms, pos)
         && v.codec.head_dim == d
+        && v.codec.bits == k.codec.bits
         && v.packed.shape() == ps;
     if !fits {
         return Err(Error::invalid(
@@ -234,6 +255,7 @@ pub fn fused_encode_kv_into(
         pos,
         [k.after, v.after],
         rope,
+        &[bits_arg(k.codec)],
     )
 }
 
@@ -301,6 +323,7 @@ pub fn fused_append_asym_into(
         pos,
         [k_after, v.after],
         rope,
+        &[bits_arg(v.codec)],
     )
 }
 
@@ -314,7 +337,7 @@ pub fn fused_encode(codec: &TurboCodec, x: &Array) -> Result<Encoded> {
         return Err(Error::invalid(
             "fused turbo encode",
             format!(
-                "needs 4-bit, head_dim 64/128 = group; got {} bits, x {shape:?}",
+                "needs 4 bits (2 or 3 with MLXCEL_LOWBIT_CUDA), head_dim 64/128 = group; got {} bits, x {shape:?}",
                 codec.bits
             ),
         ));
@@ -325,7 +348,7 @@ pub fn fused_encode(codec: &TurboCodec, x: &Array) -> Result<Encoded> {
         .product();
     let mut packed_shape = shape[..shape.len() - 1].to_vec();
     let mut norm_shape = packed_shape.clone();
-    packed_shape.push((d / 2) as i32);
+    packed_shape.push(packed_bytes(codec.bits, d) as i32);
     norm_shape.push(1);
     if rows == 0 {
         return Err(Error::invalid("fused turbo encode", "no vectors"));
@@ -342,7 +365,8 @@ pub fn fused_encode(codec: &TurboCodec, x: &Array) -> Result<Encoded> {
     )
     .output(&packed_shape, Dtype::U8)
     .output(&norm_shape, Dtype::F16)
-    .template("D", TemplateArg::Int(d as i32));
+    .template("D", TemplateArg::Int(d as i32))
+    .template("BITS", TemplateArg::Int(codec.bits as i32));
     let kernel = cached_by_name(KernelBackend::Cuda, "turbo_encode", 0, source)?;
     let mut out = kernel.call(&launch)?;
     let norms = out.pop().expect("two outputs");

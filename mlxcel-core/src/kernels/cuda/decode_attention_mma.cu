@@ -48,7 +48,7 @@
 // RTAB (with ROPE_Q, `inv_freq` holds the step's RoPE table instead of the frequencies: (cos,
 // sin) per frequency at position len - 1, computed once per step by rope_table.cu with the same
 // sincosf; q and the appended key read it instead of reducing their angles here; bit-identical),
-// KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4, and with MLXCEL_MMA_LOWBIT 2 turbo2, 3 turbo3}
+// KFMT, VFMT in {0 fp16, 1 int8, 4 turbo4, and with MLXCEL_LOWBIT_CUDA 2 turbo2, 3 turbo3}
 // (decode_attention.cuh; the 2- and 3-bit sides decode by decode_pairs2, q's dims ordered to match),
 // WARPS (warps per CTA: 4, or 12 with the pair table so that one table serves more warps),
 // D in {64, 128}, GQA <= 8, GROUP_K == D, ROT_Q, ROT_V (V stored rotated, one group of D:
@@ -67,7 +67,7 @@ constexpr int MT = D / 16;
 // Row bytes: fp16, int8, or turbo at KFMT / VFMT bits per element (2 and 3 with LOWBIT sides).
 constexpr int KROW = KFMT == 0 ? 2 * D : (KFMT == 1 ? D : D * KFMT / 8);
 constexpr int VROW = VFMT == 0 ? 2 * D : (VFMT == 1 ? D : D * VFMT / 8);
-// 2- and 3-bit turbo sides (MLXCEL_MMA_LOWBIT): their own decode below (decode_pairs2), rows
+// 2- and 3-bit turbo sides (MLXCEL_LOWBIT_CUDA): their own decode below (decode_pairs2), rows
 // that need not be a multiple of 32 bytes (the ring copies' chunk loops are bounded).
 constexpr bool LOWK = KFMT == 2 || KFMT == 3, LOWV = VFMT == 2 || VFMT == 3;
 constexpr int KW = KROW / 16 > 0 ? KROW / 16 : 1;  // 32-bit words of K per lane per token (K row / 4 lanes)

@@ -1,5 +1,5 @@
 // The 2- and 3-bit turbo decode of the tensor-core decode-attention kernel
-// (decode_attention_mma.cu, KFMT / VFMT 2 and 3 with MLXCEL_MMA_LOWBIT), appended to
+// (decode_attention_mma.cu, KFMT / VFMT 2 and 3 with MLXCEL_LOWBIT_CUDA), appended to
 // decode_attention_mma.cuh. It needs u32, prmt and bit_select of namespace mlxcel_mma; without
 // __CUDACC__ (the CPU test tests/lowbit_decode_host.rs) the includer defines them and
 // __device__ / __forceinline__, and the fp16 table builder is left out.
@@ -7,7 +7,7 @@
 
 namespace mlxcel_mma {
 
-// ---- 2- and 3-bit turbo sides (KFMT / VFMT 2 and 3, MLXCEL_MMA_LOWBIT) ----
+// ---- 2- and 3-bit turbo sides (KFMT / VFMT 2 and 3, MLXCEL_LOWBIT_CUDA) ----
 // Both store a plane of 2-bit fields (element 4j + i at bits 2i of byte j); 3-bit adds a plane of
 // sign bits (decode_attention.cuh). Codes are sign-magnitude (kv/turbo/codec.rs): a 2-bit code
 // is the whole value (bit 1 set = positive, bit 0 the magnitude's rank); a 3-bit code's 2-bit

@@ -1,9 +1,10 @@
-// Fused turbo4 encoder (the cache append of turbo4 / turbo4-asym on CUDA): one warp per head
-// vector (mlxcel_enc::turbo4_row in turbo_encode.cuh), so a decode step appends with one
-// launch per side and layer instead of ~15 MLX ops.
-// Template constants: D (head dim = rotation group, 64 or 128). Inputs: x [.., D] any float
-// dtype; mids [15] f32 sorted midpoints; lut [16] f32 centroids in stored-code order;
-// signs [2, D] f32 (s1; s2). Outputs: packed [.., D/2] uint8, norms [.., 1] fp16.
+// Fused turbo encoder (the cache append of the turbo modes on CUDA: turbo4, and turbo3 / turbo2
+// with MLXCEL_LOWBIT_CUDA): one warp per head vector (mlxcel_enc::turbo_row in turbo_encode.cuh),
+// so a decode step appends with one launch per side and layer instead of ~15 MLX ops.
+// Template constants: BITS (4, 3 or 2), D (head dim = rotation group, 64 or 128). Inputs: x
+// [.., D] any float dtype; mids [2^BITS - 1] f32 sorted midpoints; lut [16] f32 centroids in
+// stored-code order; signs [2, D] f32 (s1; s2). Outputs: packed [.., D * BITS / 8] uint8 (D/2
+// at 4 bits), norms [.., 1] fp16.
 // With MLXCEL_ENCODE_INPLACE defined (the decode-step append): x is [B, H, L, D] and the
 // codes and norms go straight into the cache buffers packed_buf [B, H, cap, D/2] and
 // norms_buf [B, H, cap, 1] at positions pos..pos+L-1 (pos = pos_marker_shape[0] - 1),
@@ -31,7 +32,7 @@ unsigned char* out_packed = packed;
 __half* out_norms = norms;
 #endif
 #ifdef MLXCEL_ENCODE_ROPE
-mlxcel_enc::turbo4_row<D, true, TRAD>(x + row * D, lane, mids, lut, signs, static_cast<float>(pos), inv_freq, out_packed, out_norms, dst);
+mlxcel_enc::turbo_row<BITS, D, true, TRAD>(x + row * D, lane, mids, lut, signs, static_cast<float>(pos), inv_freq, out_packed, out_norms, dst);
 #else
-mlxcel_enc::turbo4_row<D, false, false>(x + row * D, lane, mids, lut, signs, static_cast<float>(pos), mids, out_packed, out_norms, dst);
+mlxcel_enc::turbo_row<BITS, D, false, false>(x + row * D, lane, mids, lut, signs, static_cast<float>(pos), mids, out_packed, out_norms, dst);
 #endif

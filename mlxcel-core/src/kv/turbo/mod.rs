@@ -47,7 +47,7 @@ impl TurboSide {
             &mut self.packed,
             &mut self.norms,
             [s[0], s[1]],
-            [(codec.head_dim / 2) as i32, 1],
+            [pack::packed_bytes(codec.bits, codec.head_dim) as i32, 1],
             |packed, norms, pos, after| {
                 crate::kernels::turbo_encode::fused_encode_into(
                     codec, x, packed, norms, pos, after, rope,
@@ -66,7 +66,10 @@ impl TurboSide {
     /// This side's codec and its state for
     /// [`append_pair_one`](crate::kv::pending::append_pair_one), borrowed together.
     fn pair_side(&mut self) -> (&TurboCodec, crate::kv::pending::PairSide<'_>) {
-        let widths = [(self.codec.head_dim / 2) as i32, 1];
+        let widths = [
+            pack::packed_bytes(self.codec.bits, self.codec.head_dim) as i32,
+            1,
+        ];
         (
             &self.codec,
             crate::kv::pending::PairSide {
@@ -140,7 +143,10 @@ impl TurboSide {
         use crate::kernels::turbo_encode::applies_in_place;
         use crate::kv::pending::pair_shape_applies;
         let d = k.codec.head_dim;
+        // The launches that take the target (qkv GEMV, attention) write turbo4 codes only.
         if !(kv_shape[0] == 1
+            && k.codec.bits == 4
+            && v.codec.bits == 4
             && kv_shape[3] as usize == d
             && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
             && applies_in_place(&k.codec)
@@ -174,7 +180,9 @@ impl TurboSide {
         use crate::kernels::turbo_encode::applies_in_place;
         use crate::kv::pending::pair_shape_applies;
         let d = v.codec.head_dim;
+        // As pair_target: the launches that take the target write turbo4 values only.
         if !(kv_shape[0] == 1
+            && v.codec.bits == 4
             && kv_shape[3] as usize == d
             && k.dtype() == Dtype::F16
             && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
