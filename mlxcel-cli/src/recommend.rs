@@ -155,6 +155,11 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         Some(m) => {
             println!("recommended: --kv {m}");
             println!("  why: {}", advice.reason);
+            // What `generate` would warn about this mode here (e.g. 2- and 3-bit sides on
+            // CUDA decode slower than fp16): said with the advice, not only at run time.
+            for w in m.validate(cfg.head_dim).unwrap_or_default() {
+                println!("  note: {w}");
+            }
         }
         None => println!("no recommendation: {}", advice.reason),
     }
