@@ -32,6 +32,21 @@ __device__ __forceinline__ float unit_rotated(float (&v)[D / 32], int lane, cons
   return nrm;
 }
 
+// Steps 3-5 for one rotated coordinate y: its nearest centroid's index (the number of the
+// 2^BITS - 1 midpoints <= y: ties go up, as the reference) relabelled to its sign-magnitude
+// code; the centroid's square is added to r2 (for the corrected norm).
+template <int BITS>
+__device__ __forceinline__ int nearest_code(float y, const float* mids, const float* lut, float& r2) {
+  constexpr int NM = (1 << BITS) - 1, HALF = 1 << (BITS - 1);
+  int idx = 0;
+#pragma unroll
+  for (int j = 0; j < NM; ++j) idx += y >= mids[j] ? 1 : 0;
+  const int code = idx >= HALF ? idx : HALF - 1 - idx;
+  const float c = lut[code];
+  r2 = fmaf(c, c, r2);
+  return code;
+}
+
 template <int D, bool ROPE, bool TRAD>
 __device__ __forceinline__ void turbo4_vals(float (&v)[D / 32], int lane, const float* mids, const float* lut,
                                             const float* signs, float pos, const float* inv_freq,
@@ -43,6 +58,9 @@ __device__ __forceinline__ void turbo4_vals(float (&v)[D / 32], int lane, const 
   float r2 = 0.0f;
 #pragma unroll
   for (int e = 0; e < QE; ++e) {
+    // nearest_code<4>'s steps written out: through the helper NVVM picked other compares
+    // (the same results, different SASS), and this path's machine code is the one the H200
+    // measured and the tests checked.
     const float y = v[e] * inv * signs[D + lane * QE + e];
     int idx = 0;
 #pragma unroll
@@ -84,20 +102,14 @@ __device__ __forceinline__ void turbo_low_vals(float (&v)[D / 32], int lane, con
                                                const float* signs, float pos, const float* inv_freq,
                                                unsigned char* packed, __half* norms, long long dst) {
   static_assert(BITS == 2 || BITS == 3, "2 or 3 bits");
-  constexpr int QE = D / 32, NM = (1 << BITS) - 1, HALF = 1 << (BITS - 1), ROWB = D * BITS / 8;
+  constexpr int QE = D / 32, ROWB = D * BITS / 8;
   const float nrm = unit_rotated<D, ROPE, TRAD>(v, lane, signs, pos, inv_freq);
   const float inv = rsqrtf(static_cast<float>(D));
   unsigned fields = 0, tops = 0;
   float r2 = 0.0f;
 #pragma unroll
   for (int e = 0; e < QE; ++e) {
-    const float y = v[e] * inv * signs[D + lane * QE + e];
-    int idx = 0;
-#pragma unroll
-    for (int j = 0; j < NM; ++j) idx += y >= mids[j] ? 1 : 0;  // ties go up, as the reference
-    const int code = idx >= HALF ? idx : HALF - 1 - idx;
-    const float c = lut[code];
-    r2 = fmaf(c, c, r2);
+    const int code = nearest_code<BITS>(v[e] * inv * signs[D + lane * QE + e], mids, lut, r2);
     fields |= static_cast<unsigned>(code & 3) << (2 * e);
     tops |= static_cast<unsigned>(code >> 2) << e;
   }
