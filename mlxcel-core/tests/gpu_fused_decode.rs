@@ -1109,6 +1109,8 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
             ("turbo3", 64),
             ("turbo2-asym", 64),
             ("turbo2", 128),
+            // Sides of two widths append one by one (not the one-launch pair).
+            ("turbo4+turbo3", 128),
         ]
     } else {
         &[]
@@ -1143,9 +1145,8 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
         k.append(&upto(&kx, prefill)).unwrap();
         v.append(&upto(&vx, prefill)).unwrap();
         // The value side's codec (turbo sides; int8 modes use it only for the checks below).
-        let vbits = match mode.get(..6) {
-            Some("turbo3") => 3,
-            Some("turbo2") => 2,
+        let vbits = match m.v {
+            SideFormat::Turbo(b) => b,
             _ => 4,
         };
         let codec = mlxcel_core::kv::turbo::codec::TurboCodec::new(vbits, d, V_SEED).unwrap();

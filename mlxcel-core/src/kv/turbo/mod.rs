@@ -81,7 +81,8 @@ impl TurboSide {
         )
     }
 
-    /// Appends one decode-step position to a symmetric turbo4 cache's key side `k` and value
+    /// Appends one decode-step position to a turbo cache of one bit width (turbo4; turbo3 and
+    /// turbo2 with `MLXCEL_LOWBIT_CUDA`), key side `k` and value
     /// side `v` with one launch (`kernels::turbo_encode::fused_encode_kv_into`); with `rope`,
     /// `xk` is the key before RoPE. Returns false, having appended nothing, where that path
     /// does not apply (then each side appends on its own).
@@ -94,10 +95,13 @@ impl TurboSide {
     ) -> Result<bool> {
         use crate::kernels::turbo_encode::{applies_in_place, fused_encode_kv_into, SideBuffers};
         use crate::kv::pending::{append_pair_one, pair_step_applies};
+        // One launch encodes both sides with one bit width (its BITS template): mixed caches
+        // (e.g. turbo4 keys with turbo3 values) append each side on its own.
         if !(pair_step_applies(xk, xv, [k.len(), v.len()], rope)
             && applies_in_place(&k.codec)
             && applies_in_place(&v.codec)
-            && k.codec.head_dim == v.codec.head_dim)
+            && k.codec.head_dim == v.codec.head_dim
+            && k.codec.bits == v.codec.bits)
         {
             return Ok(false);
         }
