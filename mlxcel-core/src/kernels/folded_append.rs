@@ -98,6 +98,14 @@ pub struct SideTarget {
     pub after: Option<Array>,
 }
 
+/// Whether the folded appends (the qkv GEMV's, `MLXCEL_QKV_ENCODE`, and the attention launch's,
+/// `MLXCEL_ATTN_APPEND`) can write a turbo side of `codec`: their writer encodes 4-bit codes only
+/// (`turbo4_vals`), while the one-launch encoders also take 2 and 3 bits with
+/// `MLXCEL_LOWBIT_CUDA`, so `turbo_encode::side_fits` alone does not decide it.
+pub fn folds_turbo(codec: &TurboCodec) -> bool {
+    codec.bits == 4
+}
+
 impl SideTarget {
     /// A turbo4 side of `codec` (`data` u8 codes `[1, H, cap, D/2]`, `aux` f16 norms). `None`
     /// if the buffers do not fit one position of `[1, heads, 1, D]` at `pos`.
@@ -110,8 +118,7 @@ impl SideTarget {
         pos: usize,
     ) -> Option<SideTarget> {
         let xs = [1, heads, 1, codec.head_dim as i32];
-        // The folded writers encode 4-bit codes only (turbo4_vals).
-        (codec.bits == 4 && side_fits(codec, &xs, &data, &aux, pos)).then(|| SideTarget {
+        (folds_turbo(codec) && side_fits(codec, &xs, &data, &aux, pos)).then(|| SideTarget {
             mids: codec.midpoints().clone(),
             lut: codec.lut16().clone(),
             signs: codec.rotation.signs_array().clone(),

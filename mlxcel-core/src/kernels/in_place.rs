@@ -82,8 +82,7 @@ pub(crate) fn write(
     templates: &[(&str, TemplateArg)],
 ) -> Result<Array> {
     let inv_freq = rope.map(|r| r.inv_freq());
-    let mut all: Vec<(&str, TemplateArg)> = templates.to_vec();
-    all.extend(rope.map(|r| ("TRAD", TemplateArg::Bool(r.traditional))));
+    let trad = rope.map(|r| ("TRAD", TemplateArg::Bool(r.traditional)));
     write_sides(
         name,
         source,
@@ -93,13 +92,14 @@ pub(crate) fn write(
         pos,
         &[after],
         inv_freq.as_slice(),
-        &all,
+        &[templates, trad.as_slice()],
     )
 }
 
 /// [`write`] for a launch that writes several sides' buffers (e.g. K and V together): one
 /// ordering input per side in `afters` (each side's previous token), then the `tail`
-/// inputs, and extra `templates`. Returns the token every written side records. The token
+/// inputs, and extra `templates` (groups of them, so callers add theirs without building a
+/// list per launch). Returns the token every written side records. The token
 /// is a `[4]` int32 output: outputs of 8 bytes or less would come from MLX's managed-memory
 /// pool.
 #[allow(clippy::too_many_arguments)]
@@ -112,7 +112,7 @@ pub(crate) fn write_sides(
     pos: usize,
     afters: &[Option<&Array>],
     tail: &[&Array],
-    templates: &[(&str, TemplateArg)],
+    templates: &[&[(&str, TemplateArg)]],
 ) -> Result<Array> {
     let (marker, afters) = order_inputs(pos, afters)?;
     let mut all = inputs.to_vec();
@@ -122,7 +122,7 @@ pub(crate) fn write_sides(
     let mut launch = Launch::new(&all, [(rows * 32) as i32, 1, 1], [128, 1, 1])
         .output(&[4], Dtype::I32)
         .template("D", TemplateArg::Int(head_dim as i32));
-    for (n, arg) in templates {
+    for (n, arg) in templates.iter().copied().flatten() {
         launch = launch.template(n, *arg);
     }
     cached_by_name(KernelBackend::Cuda, name, 0, source)?
@@ -176,14 +176,14 @@ pub(crate) fn write_pair(
         &afters,
         &[&inv_freq],
         &[
-            ("ROPE", TemplateArg::Bool(rope.is_some())),
-            (
-                "TRAD",
-                TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
-            ),
-        ]
-        .into_iter()
-        .chain(templates.iter().copied())
-        .collect::<Vec<_>>(),
+            &[
+                ("ROPE", TemplateArg::Bool(rope.is_some())),
+                (
+                    "TRAD",
+                    TemplateArg::Bool(rope.is_some_and(|r| r.traditional)),
+                ),
+            ],
+            templates,
+        ],
     )
 }

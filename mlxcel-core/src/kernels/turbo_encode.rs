@@ -365,8 +365,9 @@ pub fn fused_encode(codec: &TurboCodec, x: &Array) -> Result<Encoded> {
     )
     .output(&packed_shape, Dtype::U8)
     .output(&norm_shape, Dtype::F16)
-    .template("D", TemplateArg::Int(d as i32))
-    .template("BITS", TemplateArg::Int(codec.bits as i32));
+    .template("D", TemplateArg::Int(d as i32));
+    let (bits_name, bits) = bits_arg(codec);
+    let launch = launch.template(bits_name, bits);
     let kernel = cached_by_name(KernelBackend::Cuda, "turbo_encode", 0, source)?;
     let mut out = kernel.call(&launch)?;
     let norms = out.pop().expect("two outputs");

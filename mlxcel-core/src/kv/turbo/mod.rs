@@ -143,14 +143,14 @@ impl TurboSide {
         kv_shape: [i32; 4],
         rope: &RopeSpec,
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
-        use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
+        use crate::kernels::folded_append::{folds_turbo, PairFormat, PairTarget, SideTarget};
         use crate::kernels::turbo_encode::applies_in_place;
         use crate::kv::pending::pair_shape_applies;
         let d = k.codec.head_dim;
-        // The launches that take the target (qkv GEMV, attention) write turbo4 codes only.
+        // Checked before reserving: SideTarget::turbo4 would decline only after it.
         if !(kv_shape[0] == 1
-            && k.codec.bits == 4
-            && v.codec.bits == 4
+            && folds_turbo(&k.codec)
+            && folds_turbo(&v.codec)
             && kv_shape[3] as usize == d
             && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
             && applies_in_place(&k.codec)
@@ -180,13 +180,12 @@ impl TurboSide {
         kv_shape: [i32; 4],
         rope: &RopeSpec,
     ) -> Result<Option<crate::kernels::folded_append::PairTarget>> {
-        use crate::kernels::folded_append::{PairFormat, PairTarget, SideTarget};
+        use crate::kernels::folded_append::{folds_turbo, PairFormat, PairTarget, SideTarget};
         use crate::kernels::turbo_encode::applies_in_place;
         use crate::kv::pending::pair_shape_applies;
         let d = v.codec.head_dim;
-        // As pair_target: the launches that take the target write turbo4 values only.
         if !(kv_shape[0] == 1
-            && v.codec.bits == 4
+            && folds_turbo(&v.codec)
             && kv_shape[3] as usize == d
             && k.dtype() == Dtype::F16
             && pair_shape_applies(&kv_shape, [k.len(), v.len()], Some(rope))
