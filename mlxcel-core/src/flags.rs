@@ -1213,18 +1213,19 @@ pub const MMA_VSEL: Flag = Flag {
 /// `cuda/decode_attention_mma.cu`: codes become fp16 mma operands by byte permutes over a
 /// 4-entry table in two registers, `decode_pairs2` in `cuda/lowbit_decode.cuh`, the sign plane of
 /// 3-bit sides applied after) and the fused encoders, in place too (`turbo_low_vals` in
-/// `cuda/turbo_encode.cuh`). Without it they take the CUDA-core kernel (v3), which ran at ~0.4x
-/// of MLX's fp16 SDPA on the H200 (turbo3-asym 327.6 us at 128K against SDPA's 139.5:
-/// `benchmarks/results/2026-11-29-h200-fused-decode-v4/bench-v4.md`), and the op-by-op MLX
-/// encoder (~15 ops per side, layer and step): slower than fp16. Written in session 53 without
-/// a GPU: NVRTC compiles every build without spills, the SASS of the shipped 4-bit, int8 and
-/// fp16 builds is unchanged, and the decode's bit arithmetic is checked on the CPU against the
-/// codec (`tests/lowbit_decode_host.rs`). Off until the GPU tests (`gpu_fused_decode` with it
-/// set) have run the kernels. 1 turns it on.
+/// `cuda/turbo_encode.cuh`). Off (0), they take the CUDA-core kernel (v3) and the op-by-op MLX
+/// encoder (~15 ops per side, layer and step), slower than fp16. Why on: measured on an H100
+/// in session 54 (`benchmarks/results/2026-12-05-h100-session54.md`, ADR 0024). The GPU tests
+/// pass: the encoders are byte-exact against the reference at 4/3/2 bits, the in-place appends
+/// match, and the parity bound holds (worst relative RMS 4.63e-4 for the asym modes, 6.99e-4 for
+/// turbo3/turbo2, bound 1e-3). `bench attention` at 128K: turbo3-asym 283.2 -> 123.3 us
+/// (0.64x -> 1.50x of MLX's fp16 SDPA), turbo3 333.0 -> 75.9 us (2.44x). End to end at 128K
+/// every 2- and 3-bit mode decodes faster than fp16 (turbo3-asym 1.39x, turbo3 1.82x, turbo2
+/// 1.91x); at 32K turbo3-asym went 0.65x -> 1.45x.
 pub const LOWBIT_CUDA: Flag = Flag {
     name: "MLXCEL_LOWBIT_CUDA",
-    default: false,
-    doc: "CUDA tensor-core decode and fused encoders for 2- and 3-bit turbo sides (turbo3/turbo2, -asym too) instead of the CUDA-core kernel and MLX ops (1 = on; not yet run on a GPU)",
+    default: true,
+    doc: "CUDA tensor-core decode and fused encoders for 2- and 3-bit turbo sides (turbo3/turbo2, -asym too); 0 = the CUDA-core kernel and MLX-op encoder (slower than fp16)",
     slot: 75,
 };
 

@@ -169,8 +169,9 @@ fn one_wave_rounding_moves_only_odd_ctas_per_sm() {
 }
 
 #[test]
-fn tensor_core_kernel_takes_fp16_int8_turbo4_with_gqa_up_to_8() {
-    // 2- and 3-bit sides only with MLXCEL_LOWBIT_CUDA: as the environment has it, then on.
+fn tensor_core_kernel_takes_fp16_int8_turbo_with_gqa_up_to_8() {
+    // 2- and 3-bit sides only with MLXCEL_LOWBIT_CUDA (default on): as the environment has it,
+    // then on, then off (they fall back to the CUDA-core kernel).
     let check = |lowbit: bool| {
         for (mode, want) in [
             ("fp16", true),
@@ -196,6 +197,8 @@ fn tensor_core_kernel_takes_fp16_int8_turbo4_with_gqa_up_to_8() {
     check(mlxcel_core::flags::LOWBIT_CUDA.enabled());
     set_flags(&[("MLXCEL_LOWBIT_CUDA", true)]);
     check(true);
+    set_flags(&[("MLXCEL_LOWBIT_CUDA", false)]);
+    check(false);
     match was {
         Some(v) => {
             std::env::set_var("MLXCEL_LOWBIT_CUDA", v);
@@ -1012,7 +1015,8 @@ fn fused_turbo4_encoder_matches_the_reference_encoder() {
     use mlxcel_core::kv::turbo::codec::TurboCodec;
     let mut r = rng("fused_turbo4_encoder_matches_the_reference_encoder");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
-    // turbo3 and turbo2 with MLXCEL_LOWBIT_CUDA; without it they keep the reference encoder.
+    // turbo3 and turbo2 with MLXCEL_LOWBIT_CUDA (default on); MLXCEL_LOWBIT_CUDA=0 keeps the
+    // reference encoder for them.
     let lowbit = mlxcel_core::flags::LOWBIT_CUDA.enabled();
     let widths: &[u32] = if lowbit { &[4, 3, 2] } else { &[4] };
     for (d, &bits) in [64usize, 128]
@@ -1102,7 +1106,7 @@ fn in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes()
     let mut r = rng("in_place_decode_appends_feed_the_fused_kernel");
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     let (hq, hkv, prefill, steps) = (32usize, 8usize, 250usize, 10usize);
-    // The 2- and 3-bit modes append in place with MLXCEL_LOWBIT_CUDA.
+    // The 2- and 3-bit modes append in place with MLXCEL_LOWBIT_CUDA (default on).
     let lowbit: &[(&str, usize)] = if mlxcel_core::flags::LOWBIT_CUDA.enabled() {
         &[
             ("turbo3-asym", 128),

@@ -392,7 +392,7 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         .validate(64)
         .unwrap()
         .is_empty());
-    // On CUDA without MLXCEL_LOWBIT_CUDA, 2- and 3-bit sides warn that they decode slower than
+    // On CUDA with MLXCEL_LOWBIT_CUDA=0, 2- and 3-bit sides warn that they decode slower than
     // fp16; elsewhere (this CPU) turbo3-asym has nothing to warn about.
     let asym3 = KvMode::parse("turbo3-asym").unwrap().validate(64).unwrap();
     let on_cuda = mlxcel_core::mlx::kernel::KernelBackend::current()

@@ -5,9 +5,10 @@
 //! references.
 //!
 //! Two kernels read the cache: the tensor-core kernel (`cuda/decode_attention_mma.cu`, v4)
-//! for fp16 / int8 / turbo4 sides (turbo3 and turbo2 too with `MLXCEL_LOWBIT_CUDA`), head_dim
-//! 64 or 128 and GQA up to 8, and the CUDA-core kernel (`cuda/decode_attention.cu`, v3) for
-//! everything else the fused path supports (turbo3, turbo2, ...). `MLXCEL_FUSED_MMA=0` sends
+//! for fp16 / int8 / turbo4 / turbo3 / turbo2 sides (the 2- and 3-bit ones unless
+//! `MLXCEL_LOWBIT_CUDA=0`), head_dim 64 or 128 and GQA up to 8, and the CUDA-core kernel
+//! (`cuda/decode_attention.cu`, v3) for everything else the fused path supports (GQA above 8,
+//! other head_dims, ...). `MLXCEL_FUSED_MMA=0` sends
 //! every call to v3 for A/B runs.
 
 use crate::flags;

@@ -200,13 +200,12 @@ impl KvMode {
             .iter()
             .any(|f| matches!(f, SideFormat::Turbo(b) if *b < 4));
         if low_bits && on_cuda() && !crate::flags::LOWBIT_CUDA.enabled() {
-            // Why a warning: the fast CUDA kernels serve 4-bit turbo sides; a user picking a
-            // smaller mode for speed would get the opposite without being told.
+            // Why a warning: with the flag off a user picking a smaller mode for speed would get
+            // the opposite without being told.
             warnings.push(format!(
-                "{}: on CUDA, 2- and 3-bit turbo sides decode through the CUDA-core attention kernel \
-                 (~0.4x of MLX's fp16 SDPA) and append through MLX ops, so this mode decodes slower \
-                 than fp16; turbo4-asym and turbo4 have the fast kernels. MLXCEL_LOWBIT_CUDA=1 turns \
-                 on the tensor-core path written for them (not yet verified on a GPU)",
+                "{}: MLXCEL_LOWBIT_CUDA=0, so on CUDA its 2- and 3-bit turbo sides decode through \
+                 the CUDA-core attention kernel (~0.4x of MLX's fp16 SDPA) and append through MLX \
+                 ops: this mode decodes slower than fp16",
                 self.name()
             ));
         }
