@@ -146,8 +146,11 @@ DEFAULT_VARIANT = mma_variant(rope=True, lutk=True, lutv=True, luti=True, hoist=
 MMA_VARIANTS.append(dict(DEFAULT_VARIANT, fold=True))
 # The 2- and 3-bit sides (MLXCEL_LOWBIT_CUDA): the shipped build with and without the fold, the one-tile KT loop,
 # and the untransposed loop with and without HOIST's copies (issue() and issue_next()'s partial chunk rounds).
+# For symmetric 2- and 3-bit sides the default variant's LUTK is the 2-bit field table (MLXCEL_MMA_LUT_LOW); the
+# builds without it (the table's flag off: lut=false/false/true) too.
 LOWBIT_VARIANTS = [DEFAULT_VARIANT, dict(DEFAULT_VARIANT, fold=True), dict(DEFAULT_VARIANT, pair=False),
-                   mma_variant(rope=True, fold=True), mma_variant(hoist=True, rsall=True, ftz=True, qswz=True)]
+                   mma_variant(rope=True, fold=True), mma_variant(hoist=True, rsall=True, ftz=True, qswz=True),
+                   dict(DEFAULT_VARIANT, lutk=False, lutv=False), dict(DEFAULT_VARIANT, lutk=False, lutv=False, fold=True)]
 
 
 # The fold's tail (MLXCEL_FOLD_TAIL, on by default): NVRTC_FTAIL=0 compiles the fenced one.

@@ -30,7 +30,7 @@ const UNREAD: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 /// Room for the boolean flags' kept values.
-const SLOTS: usize = 78;
+const SLOTS: usize = 80;
 static VALUES: [AtomicU8; SLOTS] = [const { AtomicU8::new(UNREAD) }; SLOTS];
 /// Kept values of the non-boolean variables read through [`var`], by name (`None`: unset).
 type KeptVars = HashMap<&'static str, Option<Arc<str>>>;
@@ -1229,6 +1229,44 @@ pub const LOWBIT_CUDA: Flag = Flag {
     slot: 75,
 };
 
+/// The tensor-core kernel's 12-warp CTAs at head_dim 128 count one per SM when the split count
+/// is sized to one wave (`mma_target_ctas` in kernels/decode_attention.rs), whatever their
+/// shared memory would allow. Why: registers bound them. A 12-warp CTA of 81 or more registers
+/// a thread takes 384 x 88 = 33,792 of an SM's 65,536, so a second cannot be resident, and
+/// every D 128 build NVRTC compiles for sm_90 uses 121-159. Sized by shared memory alone, the
+/// D 128 kernels with a 2- or 3-bit side and keys that are not fp16 counted 2 per SM:
+/// symmetric turbo2 (82 KB) took 33 splits per KV head, 264 CTAs, two waves where one was
+/// meant. Kernels whose sides are fp16, int8 or 4-bit, and fp16 keys with any values, need
+/// more than half an SM's shared memory in 12-warp CTAs: unchanged (a unit test in
+/// kernels/decode_attention.rs enumerates the formats). At head_dim 64 the count stays by
+/// shared memory: there the builds use 79-101 registers (turbo2's 79 let two CTAs in, turbo3's
+/// 84-98 one), which a constant cannot follow. Not yet measured on a GPU (session 54; the
+/// one-wave policy it restores was, `MLXCEL_MMA_ONE_WAVE`). 0 = CTAs per SM from shared memory
+/// alone.
+pub const MMA_WIDE_ONE_PER_SM: Flag = Flag {
+    name: "MLXCEL_MMA_WIDE_ONE_PER_SM",
+    default: true,
+    doc: "tensor-core decode kernel: 12-warp CTAs at head_dim 128 count one per SM when sizing the splits to one wave (registers bound them; symmetric turbo2: 33 -> 16 splits; 0 = by shared memory alone)",
+    slot: 76,
+};
+
+/// The tensor-core kernel decodes symmetric turbo3 / turbo2 sides (2- or 3-bit keys and values
+/// of the same width) through a shared-memory table of 2-bit field bytes (`fill_lut2` and
+/// `decode_pairs2_lut` in `cuda/lowbit_decode.cuh`; 64 KiB, K's and V's entries 16 times per
+/// row) instead of byte permutes in registers: one address permute and one 8-byte load per two
+/// element pairs instead of ~7.5 instructions. Why: on an H100 (session 54) symmetric turbo3
+/// and turbo2 attention ran at 47% and 33% of the copy roofline at 128K (75.9 and 74.1 us), its
+/// loop 1081 / 807 SASS instructions per pair of tiles against turbo4's 582 (NVRTC, D 128,
+/// GQA 4). The entries come from the same permutes, so the outputs are meant to be
+/// bit-identical. Written in session 54 without a GPU: off until the GPU tests and a timing
+/// have run it. 1 turns it on.
+pub const MMA_LUT_LOW: Flag = Flag {
+    name: "MLXCEL_MMA_LUT_LOW",
+    default: false,
+    doc: "tensor-core decode kernel: symmetric turbo3 / turbo2 sides decode through a shared-memory table of 2-bit field bytes (1 = on; not yet run on a GPU)",
+    slot: 77,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1463,6 +1501,8 @@ pub const ALL: &[Flag] = &[
     MMA_MASK_LAST,
     MMA_VSEL,
     LOWBIT_CUDA,
+    MMA_WIDE_ONE_PER_SM,
+    MMA_LUT_LOW,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

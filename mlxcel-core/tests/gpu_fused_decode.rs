@@ -138,12 +138,12 @@ fn mma_splits_make_one_wave_of_whole_tiles() {
     // bytes, one per SM: 132 / 8 rounded down (17 splits would put 4 CTAs in a second wave),
     // at least one tile per warp (12 tiles of 16 tokens per split).
     let wide = 4096 + 12 * 5 * 2112 + 65536;
-    assert_eq!(mma_num_splits_for(1, 8, 131072, wide, 12), 16);
-    assert_eq!(mma_num_splits_for(1, 2, 131072, wide, 12), 66);
-    assert_eq!(mma_num_splits_for(1, 8, 1000, wide, 12), 6);
-    assert_eq!(mma_num_splits_for(1, 8, 100, wide, 12), 1);
+    assert_eq!(mma_num_splits_for(1, 8, 131072, wide, 12, 128), 16);
+    assert_eq!(mma_num_splits_for(1, 2, 131072, wide, 12, 128), 66);
+    assert_eq!(mma_num_splits_for(1, 8, 1000, wide, 12, 128), 6);
+    assert_eq!(mma_num_splits_for(1, 8, 100, wide, 12, 128), 1);
     // 4 warps: the policy above, unchanged.
-    assert_eq!(mma_num_splits_for(1, 8, 131072, table, 4), 33);
+    assert_eq!(mma_num_splits_for(1, 8, 131072, table, 4, 128), 33);
 }
 
 /// MLXCEL_MMA_ONE_WAVE: rounding the 4-warp CTA count down changes only the configurations
@@ -153,19 +153,25 @@ fn mma_splits_make_one_wave_of_whole_tiles() {
 fn one_wave_rounding_moves_only_odd_ctas_per_sm() {
     // 50 x 8 = 400 CTAs rounded up (a second wave of 4), 49 x 8 = 392 down (one wave).
     let asym = 4096 + 4 * 3 * 5152;
-    assert_eq!(mma_num_splits_rounded(1, 8, 131072, asym, 4, true), 50);
-    assert_eq!(mma_num_splits_rounded(1, 8, 131072, asym, 4, false), 49);
-    assert_eq!(mma_num_splits_rounded(1, 8, 32768, asym, 4, false), 49);
+    assert_eq!(mma_num_splits_rounded(1, 8, 131072, asym, 4, 128, true), 50);
+    assert_eq!(
+        mma_num_splits_rounded(1, 8, 131072, asym, 4, 128, false),
+        49
+    );
+    assert_eq!(mma_num_splits_rounded(1, 8, 32768, asym, 4, 128, false), 49);
     // Even CTAs per SM: 528 and 264 CTAs divide by 8 heads, either rounding.
     for shared in [46336, 46336 + 65536] {
         assert_eq!(
-            mma_num_splits_rounded(1, 8, 131072, shared, 4, true),
-            mma_num_splits_rounded(1, 8, 131072, shared, 4, false)
+            mma_num_splits_rounded(1, 8, 131072, shared, 4, 128, true),
+            mma_num_splits_rounded(1, 8, 131072, shared, 4, 128, false)
         );
     }
     // More heads than CTAs of a wave: one split either way; short contexts: the tile bound.
-    assert_eq!(mma_num_splits_rounded(64, 8, 131072, asym, 4, false), 1);
-    assert_eq!(mma_num_splits_rounded(1, 8, 640, asym, 4, false), 10);
+    assert_eq!(
+        mma_num_splits_rounded(64, 8, 131072, asym, 4, 128, false),
+        1
+    );
+    assert_eq!(mma_num_splits_rounded(1, 8, 640, asym, 4, 128, false), 10);
 }
 
 #[test]
@@ -551,6 +557,49 @@ const MMA_LENS: &[(usize, Option<usize>)] = &[
     (4097, None),
     (4097, Some(1)),
 ];
+
+/// `MLXCEL_MMA_LUT_LOW` (symmetric turbo3 / turbo2 sides decoded through the shared-memory table
+/// of 2-bit field bytes) must give the register permutes' bits: its entries are built by the
+/// same permutes. turbo3 and turbo2 (and turbo3-asym, which keeps the permutes either way),
+/// head dims 64 and 128, GQA 4 and 7, lengths 1-4097 with fixed split counts (the table's
+/// 64 KiB must not change how the splits fall). On the CPU both end in MLX's "CUDA" error.
+#[test]
+fn low_bit_field_table_decodes_bit_identically_to_byte_permutes() {
+    // Which kernels take it: 2- or 3-bit keys with values of the same width, as the kernel's
+    // LUTK (LUTV stays off); turbo4's pair table is unaffected.
+    for (mode, low) in [
+        ("turbo3", true),
+        ("turbo2", true),
+        ("turbo3-asym", false),
+        ("turbo4", false),
+    ] {
+        let (k, v) = ones_sides(mode, 128);
+        let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+        set_flags(&[("MLXCEL_MMA_LUT_LOW", false)]);
+        let off = mma_luts(&kr, &vr);
+        set_flags(&[("MLXCEL_MMA_LUT_LOW", true)]);
+        let on = mma_luts(&kr, &vr);
+        let pair_table = mode == "turbo4" && mlxcel_core::flags::MMA_LUT_K.enabled();
+        assert_eq!(off.0, pair_table, "{mode}");
+        assert_eq!(on, (off.0 || low, off.1), "{mode}");
+    }
+    clear_flags(&["MLXCEL_MMA_LUT_LOW"]);
+    let fixed: Vec<(usize, Option<usize>)> = FIXED_SPLIT_LENS
+        .iter()
+        .map(|&(len, splits)| (len, Some(splits)))
+        .collect();
+    let checked = flag_bit_identity(
+        "low_bit_field_table_decodes_bit_identically_to_byte_permutes",
+        "MLXCEL_MMA_LUT_LOW",
+        &["turbo3", "turbo2", "turbo3-asym"],
+        MMA_SHAPES,
+        &fixed,
+        1,
+    );
+    if checked > 0 {
+        eprintln!("2-bit field table: {checked} bit-identity checks on CUDA");
+    }
+}
 
 /// `MLXCEL_MMA_QSWZ` (q staged with a bank swizzle) must give the plain staging's bits, for
 /// every format the tensor-core kernel serves (turbo4 in 12-warp CTAs with the pair table,

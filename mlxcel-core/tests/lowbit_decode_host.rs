@@ -6,6 +6,10 @@
 //! `cuda/decode_attention_mma.cu`), and every decoded half must equal the fp16 codebook value of
 //! the code `pack::unpack` gives for that element.
 //!
+//! The same cases run through the table path too (`fill_lut2` and `decode_pairs2_lut`,
+//! `MLXCEL_MMA_LUT_LOW`): the driver fills a host copy of the 64 KiB table with the fill's 128
+//! threads (after poisoning it) and looks each pair up at a lane's copy, K's part or V's.
+//!
 //! Why on the CPU: the kernel cannot run on this machine, and a wrong field order or sign bit in
 //! its bit arithmetic is what a failing GPU parity case would explain least. The GPU parity
 //! suite (`gpu_fused_decode.rs` with `MLXCEL_LOWBIT_CUDA=1`) still has to run the kernel itself.
@@ -21,9 +25,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The driver: reads `N SIGN lo hi a b sab` per line, prints decode_pairs2's N words.
+/// The driver: reads `N SIGN lo hi a b sab` per line, prints decode_pairs2's N words (with the
+/// argument `lut`, decode_pairs2_lut's through a freshly filled table).
 const DRIVER: &str = r#"
 #include <cstdio>
+#include <cstring>
 #define __device__
 #define __forceinline__ inline
 namespace mlxcel_mma {
@@ -46,22 +52,46 @@ inline u32 bit_select(u32 a, u32 b, u32 m) { return (a & m) | (b & ~m); }
 }  // namespace mlxcel_mma
 #include "lowbit_decode.cuh"
 using namespace mlxcel_mma;
+static unsigned char table[256 * LUT2_ROW];
+static int calls = 0;
 template <int N, bool S>
-void run(const Book2& bk, u32 a, u32 b, u32 sab) {
+void run(bool lut, const Book2& bk, u32 a, u32 b, u32 sab) {
   u32 out[N];
-  decode_pairs2<N, S>(bk, a, b, sab, out);
+  if (lut) {
+    // Poisoned, then both parts filled by the fill's 128 threads; each call reads another lane's
+    // copy of K's part (even calls) or V's (odd), the other part holding another book (its
+    // bytes rotated), so that a lane reading the wrong part reads wrong values.
+    std::memset(table, 0xa5, sizeof table);
+    auto store16 = [](unsigned char* p, u32 w0, u32 w1, u32 w2, u32 w3) {
+      const u32 w[4] = {w0, w1, w2, w3};
+      std::memcpy(p, w, 16);
+    };
+    const int read_part = calls % 2;
+    const Book2 other{prmt(bk.lo, 0u, 0x2103u), prmt(bk.hi, 0u, 0x2103u)};
+    for (int part = 0; part < 2; ++part)
+      for (int t = 0; t < 128; ++t) fill_lut2(table, part == read_part ? bk : other, part, t, store16);
+    auto load = [](u32 addr, u32& x, u32& y) {
+      std::memcpy(&x, table + addr, 4);
+      std::memcpy(&y, table + addr + 4, 4);
+    };
+    decode_pairs2_lut<N, S>(load, lut2_lane(calls % 32, read_part), a, b, sab, out);
+    ++calls;
+  } else {
+    decode_pairs2<N, S>(bk, a, b, sab, out);
+  }
   for (int k = 0; k < N; ++k) std::printf("%u ", out[k]);
   std::printf("\n");
 }
-int main() {
+int main(int argc, char** argv) {
+  const bool lut = argc > 1 && std::strcmp(argv[1], "lut") == 0;
   int n, s;
   unsigned lo, hi, a, b, sab;
   while (std::scanf("%d %d %u %u %u %u %u", &n, &s, &lo, &hi, &a, &b, &sab) == 7) {
     const Book2 bk{lo, hi};
-    if (n == 16 && s) run<16, true>(bk, a, b, sab);
-    else if (n == 16) run<16, false>(bk, a, b, sab);
-    else if (n == 8 && s) run<8, true>(bk, a, b, sab);
-    else run<8, false>(bk, a, b, sab);
+    if (n == 16 && s) run<16, true>(lut, bk, a, b, sab);
+    else if (n == 16) run<16, false>(lut, bk, a, b, sab);
+    else if (n == 8 && s) run<8, true>(lut, bk, a, b, sab);
+    else run<8, false>(lut, bk, a, b, sab);
   }
   return 0;
 }
@@ -115,9 +145,11 @@ struct Case {
     what: String,
 }
 
-/// Runs every case through the driver and returns the cases whose words differ.
-fn run(bin: &Path, cases: &[Case]) -> Vec<String> {
+/// Runs every case through the driver (through the table with `lut`) and returns the cases
+/// whose words differ.
+fn run(bin: &Path, cases: &[Case], lut: bool) -> Vec<String> {
     let mut child = Command::new(bin)
+        .args(if lut { &["lut"][..] } else { &[][..] })
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -273,17 +305,19 @@ fn lowbit_decode_gives_the_codebook_values_of_the_codes_lanes_read() {
         for d in [64usize, 128] {
             let cases = cases_for(bits, d, 24, &mut r);
             total += cases.len();
-            let bad = run(&bin, &cases);
-            assert!(
-                bad.is_empty(),
-                "{} of {} cases differ, first: {}",
-                bad.len(),
-                cases.len(),
-                bad[0]
-            );
+            for lut in [false, true] {
+                let bad = run(&bin, &cases, lut);
+                assert!(
+                    bad.is_empty(),
+                    "table {lut}: {} of {} cases differ, first: {}",
+                    bad.len(),
+                    cases.len(),
+                    bad[0]
+                );
+            }
         }
     }
-    eprintln!("{total} decode_pairs2 calls match the codec");
+    eprintln!("{total} decode_pairs2 and decode_pairs2_lut calls each match the codec");
     let _ = std::fs::remove_dir_all(bin.parent().unwrap());
 }
 
@@ -296,7 +330,12 @@ fn the_host_model_of_prmt_and_a_wrong_layout_are_caught() {
     for c in cases.iter_mut().filter(|c| c.what.contains(" V ")) {
         c.sab = (c.sab & 0xffff) | ((c.sab & 0xffff) << 16);
     }
-    let bad = run(&bin, &cases);
-    assert!(!bad.is_empty(), "a wrong sign plane went unnoticed");
+    for lut in [false, true] {
+        let bad = run(&bin, &cases, lut);
+        assert!(
+            !bad.is_empty(),
+            "table {lut}: a wrong sign plane went unnoticed"
+        );
+    }
     let _ = std::fs::remove_dir_all(bin.parent().unwrap());
 }

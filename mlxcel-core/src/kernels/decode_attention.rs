@@ -80,10 +80,17 @@ const SM_SHARED_BYTES: usize = 233_472;
 const CTA_RESERVED_SHARED: usize = 1024;
 
 /// Tensor-core kernel CTAs aim at one wave: as many CTAs per SM as registers and shared
-/// memory allow (4 without the pair table, 2 with its 64 KiB), on every SM.
-fn mma_target_ctas(shared: usize) -> usize {
+/// memory allow (4-warp CTAs: 4 without the pair table, 2 with its 64 KiB; 12-warp CTAs at
+/// head_dim 128: one, bound by registers, [`flags::MMA_WIDE_ONE_PER_SM`]), on every SM.
+fn mma_target_ctas(shared: usize, warps: usize, head_dim: usize) -> usize {
     let by_shared = SM_SHARED_BYTES / (shared + CTA_RESERVED_SHARED);
-    SMS * by_shared.clamp(1, MMA_MAX_CTAS_PER_SM)
+    let wide_128 = warps == MMA_WIDE_WARPS && head_dim == 128;
+    let most = if wide_128 && flags::MMA_WIDE_ONE_PER_SM.enabled() {
+        1
+    } else {
+        MMA_MAX_CTAS_PER_SM
+    };
+    SMS * by_shared.clamp(1, most)
 }
 
 /// Deepest ring from `stages` up to [`MMA_MAX_STAGES`] that keeps as many 4-warp CTAs per SM as
@@ -103,14 +110,55 @@ fn mma_deepest_same_occupancy(stage: usize, stages: usize, d: usize, gqa: usize)
         .unwrap_or(stages)
 }
 
+/// The tensor-core kernel's ring depth, dynamic shared memory (with the pair table where
+/// `table`) and warps per CTA for K / V formats `kfmt` / `vfmt`. 12-warp CTAs where the pair
+/// table holds occupancy down and they fit, else 4; kernels without the table (fp16, int8,
+/// 2- and 3-bit keys) take 12-warp CTAs only with `MLXCEL_MMA_WIDE_PLAIN`.
+fn mma_launch_shape(
+    kfmt: i32,
+    vfmt: i32,
+    d: usize,
+    gqa: usize,
+    table: bool,
+) -> (usize, usize, usize) {
+    let stage = mma_stage_bytes(kfmt, vfmt, d);
+    let stages = mma_stages(stage);
+    let lut = if table { MMA_LUT_BYTES } else { 0 };
+    let wide_plain = !table && flags::MMA_WIDE_PLAIN.enabled();
+    let wide = ((table || wide_plain) && flags::MMA_WIDE.enabled())
+        .then(|| mma_shared_bytes(stage, stages, d, gqa, MMA_WIDE_WARPS))
+        .filter(|base| base + lut <= MAX_CTA_SHARED)
+        .map(|base| (stages, base, MMA_WIDE_WARPS));
+    let (stages, base, warps) = wide.unwrap_or_else(|| {
+        let stages = if !table && flags::MMA_DEEP_PLAIN.enabled() {
+            mma_deepest_same_occupancy(stage, stages, d, gqa)
+        } else {
+            stages
+        };
+        (
+            stages,
+            mma_shared_bytes(stage, stages, d, gqa, MMA_WARPS),
+            MMA_WARPS,
+        )
+    });
+    (stages, base + lut, warps)
+}
+
 /// Deepest ring the stage formula gives ([`mma_stages`]).
 const MMA_MAX_STAGES: usize = 6;
 
-/// Which sides of the tensor-core kernel decode turbo4 through the pair table: K when the
-/// flag is on, V only alongside K ([`flags::MMA_LUT_V`]: alone it measured slower).
+/// Which sides of the tensor-core kernel decode through a shared-memory table (the kernel's
+/// `LUTK` / `LUTV`): turbo4 K when [`flags::MMA_LUT_K`] is on, turbo4 V only alongside it
+/// ([`flags::MMA_LUT_V`]: alone it measured slower); 2- and 3-bit keys with values of the
+/// same width through the 2-bit field table with [`flags::MMA_LUT_LOW`] (`LUTK`, serving both
+/// sides; `LUTV` stays off).
 pub fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
     let lut_k = k.format == 4 && flags::MMA_LUT_K.enabled();
-    (lut_k, lut_k && v.format == 4 && flags::MMA_LUT_V.enabled())
+    let lut_low = matches!(k.format, 2 | 3) && v.format == k.format && flags::MMA_LUT_LOW.enabled();
+    (
+        lut_k || lut_low,
+        lut_k && v.format == 4 && flags::MMA_LUT_V.enabled(),
+    )
 }
 
 /// Whether the tensor-core kernel issues each warp's first ring tile right after its own
@@ -608,11 +656,11 @@ fn check_scale(scale: f32, d: usize) -> Result<()> {
 
 /// Splits of the tensor-core kernel in 4-warp CTAs (`shared`: its dynamic shared memory).
 pub fn mma_num_splits(batch: usize, kv_heads: usize, len: usize, shared: usize) -> usize {
-    mma_num_splits_for(batch, kv_heads, len, shared, MMA_WARPS)
+    mma_num_splits_for(batch, kv_heads, len, shared, MMA_WARPS, 128)
 }
 
-/// Splits of the tensor-core kernel in CTAs of `warps` warps: one wave of CTAs, at least one
-/// 16-token tile per warp. The CTA count rounds down to one wave (132 / 8 KV heads with one
+/// Splits of the tensor-core kernel in CTAs of `warps` warps at `head_dim`: one wave of CTAs,
+/// at least one 16-token tile per warp. The CTA count rounds down to one wave (132 / 8 KV heads with one
 /// wide CTA per SM: 16 splits, not 17, whose 136 CTAs would leave 4 for a second wave);
 /// with [`flags::MMA_ONE_WAVE`] off, 4-warp CTAs round up (the policy before session 22,
 /// which cost turbo4-asym's 3-per-SM kernel a second wave).
@@ -622,9 +670,10 @@ pub fn mma_num_splits_for(
     len: usize,
     shared: usize,
     warps: usize,
+    head_dim: usize,
 ) -> usize {
     let round_up = warps == MMA_WARPS && !flags::MMA_ONE_WAVE.enabled();
-    mma_num_splits_rounded(batch, kv_heads, len, shared, warps, round_up)
+    mma_num_splits_rounded(batch, kv_heads, len, shared, warps, head_dim, round_up)
 }
 
 /// [`mma_num_splits_for`] with the rounding of the CTA count given: up (`round_up`, which
@@ -636,9 +685,11 @@ pub fn mma_num_splits_rounded(
     len: usize,
     shared: usize,
     warps: usize,
+    head_dim: usize,
     round_up: bool,
 ) -> usize {
-    let (target, heads) = (mma_target_ctas(shared), (batch * kv_heads).max(1));
+    let target = mma_target_ctas(shared, warps, head_dim);
+    let heads = (batch * kv_heads).max(1);
     let by_ctas = if round_up {
         target.div_ceil(heads)
     } else {
@@ -903,35 +954,10 @@ fn decode(
     // warps per CTA.
     let luts = mma_luts(k, v);
     let table = luts.0 || luts.1;
-    let mma_shared = tensor_cores.then(|| {
-        let stage = mma_stage_bytes(k.format, v.format, d);
-        let stages = mma_stages(stage);
-        let lut = if table { MMA_LUT_BYTES } else { 0 };
-        // Wide CTAs (12 warps) where the pair table holds occupancy down and they fit, else 4.
-        // Kernels without the table (fp16 or int8 keys) take 12-warp CTAs only with
-        // MLXCEL_MMA_WIDE_PLAIN.
-        let wide_plain = !table && flags::MMA_WIDE_PLAIN.enabled();
-        let wide = ((table || wide_plain) && flags::MMA_WIDE.enabled())
-            .then(|| mma_shared_bytes(stage, stages, d, gqa, MMA_WIDE_WARPS))
-            .filter(|base| base + lut <= MAX_CTA_SHARED)
-            .map(|base| (stages, base, MMA_WIDE_WARPS));
-        let (stages, base, warps) = wide.unwrap_or_else(|| {
-            let stages = if !table && flags::MMA_DEEP_PLAIN.enabled() {
-                mma_deepest_same_occupancy(stage, stages, d, gqa)
-            } else {
-                stages
-            };
-            (
-                stages,
-                mma_shared_bytes(stage, stages, d, gqa, MMA_WARPS),
-                MMA_WARPS,
-            )
-        });
-        (stages, base + lut, warps)
-    });
+    let mma_shared = tensor_cores.then(|| mma_launch_shape(k.format, v.format, d, gqa, table));
     let splits = split_override
         .unwrap_or_else(|| match mma_shared {
-            Some((_, shared, warps)) => mma_num_splits_for(b, hkv, len, shared, warps),
+            Some((_, shared, warps)) => mma_num_splits_for(b, hkv, len, shared, warps, d),
             None => num_splits(b, hkv, len),
         })
         .max(1);
@@ -1136,9 +1162,10 @@ pub fn mma_pair(stages: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{
-        fold_fits, fold_inputs, length_marker, mma_deepest_same_occupancy, mma_pair, mma_qfirst1,
-        mma_stage_bytes, mma_stages, qkv_encode_tickets, TimingProbe, FOLD_MAX_BH,
-        FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS, FOLD_SLOTS, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES,
+        fold_fits, fold_inputs, length_marker, mma_deepest_same_occupancy, mma_launch_shape,
+        mma_num_splits_for, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages, qkv_encode_tickets,
+        TimingProbe, CTA_RESERVED_SHARED, FOLD_MAX_BH, FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS,
+        FOLD_SLOTS, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES, MMA_WIDE_WARPS, SM_SHARED_BYTES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
@@ -1200,6 +1227,56 @@ mod tests {
         let defaults = flags::MMA_PAIR.enabled() && flags::MMA_HOIST.enabled();
         assert_eq!(mma_pair(ring(4, 4, 128)), defaults);
         assert!(!mma_pair(MMA_PAIR_MIN_STAGES - 1));
+    }
+
+    /// `MLXCEL_MMA_WIDE_ONE_PER_SM` changes the split count only of D 128 kernels that shared
+    /// memory alone would put 2 or more to an SM in 12-warp CTAs: each has a 2- or 3-bit side
+    /// and keys that are not fp16. Symmetric turbo2 is one of them: 16 splits per KV head with
+    /// the flag (one wave of 128 CTAs), 33 without (264 CTAs of which one SM holds one). At
+    /// D 64 the count stays by shared memory.
+    #[test]
+    fn wide_ctas_count_one_per_sm_where_shared_memory_allowed_more() {
+        let fmts = [FORMAT_FP16, FORMAT_INT8, 4, 3, 2];
+        let mut overfilled = Vec::new();
+        for k in fmts {
+            for v in fmts {
+                for (d, gqa) in [64usize, 128]
+                    .into_iter()
+                    .flat_map(|d| (1..=8).map(move |g| (d, g)))
+                {
+                    let low_table = matches!(k, 2 | 3) && v == k && flags::MMA_LUT_LOW.enabled();
+                    let table = (k == 4 && flags::MMA_LUT_K.enabled()) || low_table;
+                    let (_, shared, warps) = mma_launch_shape(k, v, d, gqa, table);
+                    let by_shared = SM_SHARED_BYTES / (shared + CTA_RESERVED_SHARED);
+                    if warps == MMA_WIDE_WARPS && by_shared > 1 {
+                        overfilled.push((k, v, d));
+                    }
+                }
+            }
+        }
+        overfilled.dedup();
+        for &(k, v, d) in &overfilled {
+            let low = |f: i32| matches!(f, 2 | 3);
+            assert!(
+                (low(k) || low(v)) && k != FORMAT_FP16,
+                "k format {k}, v format {v}, d {d}: not a 2- or 3-bit kernel"
+            );
+        }
+        let (_, shared, warps) = mma_launch_shape(2, 2, 128, 4, false);
+        if warps == MMA_WIDE_WARPS && !flags::MMA_LUT_LOW.enabled() {
+            assert!(overfilled.contains(&(2, 2, 128)), "{overfilled:?}");
+            let want = if flags::MMA_WIDE_ONE_PER_SM.enabled() {
+                16
+            } else {
+                33
+            };
+            assert_eq!(mma_num_splits_for(1, 8, 131072, shared, warps, 128), want);
+        }
+        let (_, shared, warps) = mma_launch_shape(2, 2, 64, 4, false);
+        if warps == MMA_WIDE_WARPS {
+            // 4 per SM by shared memory (clamped), 528 CTAs: 66 splits either way.
+            assert_eq!(mma_num_splits_for(1, 8, 131072, shared, warps, 64), 66);
+        }
     }
 
     #[test]

@@ -109,10 +109,15 @@ auto k_swz = [](int t, int n) -> int {
 auto swz_chunk = [](int n, int sw) -> int { return (n & ~7) | ((n & 7) ^ sw); };
 
 constexpr bool LUT_K = LUTK && KFMT == 4, LUT_V = LUTV && VFMT == 4;
-constexpr bool LUT_IMM = LUTI && (LUT_K || LUT_V);
+// LUT_L (MLXCEL_MMA_LUT_LOW; LUTK with 2- or 3-bit keys and values of the same width): both
+// sides decode through the 2-bit field table of lowbit_decode.cuh (decode_pairs2_lut), K's
+// entries in the first half of each 256-byte row, V's in the second.
+constexpr bool LUT_L = LUTK && LOWK && KFMT == VFMT;
+constexpr bool LUT_IMM = LUTI && (LUT_K || LUT_V || LUT_L);
 // mlxcel adds the table's bytes to the dynamic shared memory when either side uses it.
 constexpr int LUT_ROW = 256;
-constexpr int LUT_BYTES = (LUT_K || LUT_V) ? 256 * LUT_ROW : 0;  // 256 rows, one per code byte
+constexpr int LUT_BYTES = (LUT_K || LUT_V || LUT_L) ? 256 * LUT_ROW : 0;  // 256 rows, one per code byte
+static_assert(!LUT_L || LUT_ROW == mlxcel_mma::LUT2_ROW, "one row size for both tables");
 extern __shared__ __align__(16) unsigned char smem[];
 const unsigned char* lut_tab = smem;  // [256][LUT_ROW] if LUT_BYTES
 float* qs = reinterpret_cast<float*>(smem + LUT_BYTES);        // [8][D]
@@ -441,13 +446,23 @@ auto after_book = [&]() {
   }
 };
 if constexpr (QF) {
-  if (warp >= 8 && !((LUT_K || LUT_V) && fill_warp) && !app_hold) prefill(0, EARLY_TILES);
+  if (warp >= 8 && !((LUT_K || LUT_V || LUT_L) && fill_warp) && !app_hold) prefill(0, EARLY_TILES);
 }
 if (fill_warp) {
   if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_k, 0, fill_tid, after_book);
   if constexpr (LUT_V) {
     if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_v, 1, fill_tid);
     else mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_v, 1, fill_tid, after_book);
+  }
+  if constexpr (LUT_L) {
+    // The books' loads first (as FILLW's PRELOAD), then QFIRST's copies, then the stores.
+    const mlxcel_mma::Book2 fk = mlxcel_mma::make_book2<KFMT>(lut_k), fv = mlxcel_mma::make_book2<VFMT>(lut_v);
+    after_book();
+    auto store16 = [](unsigned char* p, mlxcel_mma::u32 a, mlxcel_mma::u32 b, mlxcel_mma::u32 c2, mlxcel_mma::u32 d2) {
+      *reinterpret_cast<uint4*>(p) = make_uint4(a, b, c2, d2);
+    };
+    mlxcel_mma::fill_lut2(smem, fk, 0, fill_tid, store16);
+    mlxcel_mma::fill_lut2(smem, fv, 1, fill_tid, store16);
   }
 }
 #ifdef MLXCEL_ATTN_APPEND
@@ -509,8 +524,20 @@ mlxcel_mma::Book4 bk = {0, 0, 0, 0}, bv = {0, 0, 0, 0};
 if constexpr (KFMT == 4 && !LUT_K) bk = mlxcel_mma::make_book4(lut_k);
 if constexpr (VFMT == 4 && !LUT_V) bv = mlxcel_mma::make_book4(lut_v);
 mlxcel_mma::Book2 bk2 = {0, 0}, bv2 = {0, 0};
-if constexpr (LOWK) bk2 = mlxcel_mma::make_book2<KFMT>(lut_k);
-if constexpr (LOWV) bv2 = mlxcel_mma::make_book2<VFMT>(lut_v);
+if constexpr (LOWK && !LUT_L) bk2 = mlxcel_mma::make_book2<KFMT>(lut_k);
+if constexpr (LOWV && !LUT_L) bv2 = mlxcel_mma::make_book2<VFMT>(lut_v);
+// LUT_L: this lane's copies of K's and V's entries, and the table's 8-byte load (by an
+// immediate offset with LUTI, as lut_pair's).
+const mlxcel_mma::u32 lut2_lane_k = mlxcel_mma::lut2_lane(lane, 0), lut2_lane_v = mlxcel_mma::lut2_lane(lane, 1);
+auto lut2_load = [&](mlxcel_mma::u32 addr, mlxcel_mma::u32& lo, mlxcel_mma::u32& hi) {
+  if constexpr (LUT_IMM) {
+    asm("ld.shared.v2.u32 {%0, %1}, [%2+%3];" : "=r"(lo), "=r"(hi) : "r"(addr), "n"(mlxcel_mma::DYN_SMEM_BASE));
+  } else {
+    const uint2 w = *reinterpret_cast<const uint2*>(lut_tab + addr);
+    lo = w.x;
+    hi = w.y;
+  }
+};
 // This lane's table entries (lut_pair): offsets in a 256-byte row, K's half then V's.
 const mlxcel_mma::u32 lut_lane_k = 4u * lane;
 const mlxcel_mma::u32 lut_lane_v = lut_lane_k + 128u;
@@ -581,7 +608,8 @@ auto k_row_low = [&](const unsigned char* st, int krow, mlxcel_mma::u32 (&p)[DK 
       sab = mlxcel_mma::prmt(*reinterpret_cast<const unsigned short*>(row + D / 4 + c * 2), 0u, 0x4140u);
     }
   }
-  mlxcel_mma::decode_pairs2<DK / 2, KFMT == 3>(bk2, a, b2, sab, p);
+  if constexpr (LUT_L) mlxcel_mma::decode_pairs2_lut<DK / 2, KFMT == 3>(lut2_load, lut2_lane_k, a, b2, sab, p);
+  else mlxcel_mma::decode_pairs2<DK / 2, KFMT == 3>(bk2, a, b2, sab, p);
 };
 // KT: S^T = K q^T instead, one m16n8k16 chain per tile: A = the tile's 16 decoded K rows
 // (rows r and 8 + r of this lane: the same bytes and decoded values the two n-tiles below use
@@ -904,7 +932,8 @@ auto v_pairs_low = [&](const unsigned char* st, mlxcel_mma::u32 (&pairs)[2][DV])
         sab = static_cast<mlxcel_mma::u32>(*sa) | (static_cast<mlxcel_mma::u32>(*sb) << 16);
       }
     }
-    mlxcel_mma::decode_pairs2<DV, VFMT == 3>(bv2, a, b2, sab, pairs[h]);
+    if constexpr (LUT_L) mlxcel_mma::decode_pairs2_lut<DV, VFMT == 3>(lut2_load, lut2_lane_v, a, b2, sab, pairs[h]);
+    else mlxcel_mma::decode_pairs2<DV, VFMT == 3>(bv2, a, b2, sab, pairs[h]);
   }
 };
 auto v_phase_low = [&](const unsigned char* st, mlxcel_mma::u32 pb0, mlxcel_mma::u32 pb1) {
