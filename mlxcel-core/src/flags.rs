@@ -1221,7 +1221,7 @@ pub const MMA_VSEL: Flag = Flag {
 /// turbo3/turbo2, bound 1e-3). `bench attention` at 128K: turbo3-asym 283.2 -> 123.3 us
 /// (0.64x -> 1.50x of MLX's fp16 SDPA), turbo3 333.0 -> 75.9 us (2.44x). End to end at 128K
 /// every 2- and 3-bit mode decodes faster than fp16 (turbo3-asym 1.39x, turbo3 1.82x, turbo2
-/// 1.91x); at 32K turbo3-asym went 0.65x -> 1.45x.
+/// 1.91x); at 32K turbo3-asym went 0.63x -> 1.29x (device time per step).
 pub const LOWBIT_CUDA: Flag = Flag {
     name: "MLXCEL_LOWBIT_CUDA",
     default: true,
