@@ -79,7 +79,7 @@ bench_ab() {
 
 # `ncu_attention DIR [ENV=VALUE...]`: ncu (`--section` list in $NCU_SECTIONS, default
 # SpeedOfLight, Occupancy, WarpStateStats, SchedulerStats, ComputeWorkloadAnalysis) of one
-# turbo4 decode-attention launch at $ATTN_CTX (default 128K) in `bench attention`, the details page into
+# decode-attention launch of $NCU_MODE (default turbo4) at $ATTN_CTX (default 128K) in `bench attention`, the details page into
 # $R/DIR/details.txt (the report itself is deleted: too large to bring back); prints the
 # key lines. Skipped when ncu is missing or fewer than 50 s are left of $BUDGET + 130.
 ncu_attention() {
@@ -92,7 +92,7 @@ ncu_attention() {
   mkdir -p "$R/$dir"
   env "$@" timeout $((${BUDGET:-520} + 130 - SECONDS)) ncu --clock-control none "${sections[@]}" --kernel-name "regex:mlxcel_decode" \
     --launch-skip 6 --launch-count 1 -f -o "$R/$dir/turbo4" "${BIN:-.devcarry/bin/mlxcel}" bench attention \
-    --contexts "${ATTN_CTX:-131072}" --modes turbo4 --shapes 32:8:128 --split-modes none --iters 2 > "$R/$dir/run.out" 2>&1
+    --contexts "${ATTN_CTX:-131072}" --modes "${NCU_MODE:-turbo4}" --shapes 32:8:128 --split-modes none --iters 2 > "$R/$dir/run.out" 2>&1
   ncu --import "$R/$dir/turbo4.ncu-rep" --page details > "$R/$dir/details.txt" 2>&1
   rm -f "$R/$dir/turbo4.ncu-rep"
   echo "ncu $dir ($*):"
