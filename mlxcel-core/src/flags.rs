@@ -774,7 +774,7 @@ pub const QKV_PARTS: Flag = Flag {
 /// A decode step's turbo4, turbo4-asym or int8 K+V cache append folded into the stacked qkv
 /// GEMV (`cuda/qgemv4_qkv_encode.cu`): the last CTA of each K and V head writes it into the
 /// cache buffers, so the separate in-place append launch and its MLX node go (one per
-/// compressed layer). The writes are those of the separate launches (`turbo4_row`,
+/// compressed layer). The writes are those of the separate launches (`turbo_row`,
 /// `fp16_row`, `int8_row`) on the same fp16 k and v: on the H200 (session 14, call 1) the
 /// parts and every stored position were bit-identical over 18 steps and greedy tokens matched
 /// in all three modes; the device span per step was equal or lower (32K: turbo4 -0.01 ms,

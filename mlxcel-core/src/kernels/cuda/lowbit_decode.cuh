@@ -55,14 +55,29 @@ __device__ __forceinline__ void apply_signs2(u32 sab, u32 (&out)[N]) {
 // and high bytes, two more the half2 pairs: ~3.75 instructions per pair, 2 more with SIGN.
 // The same arrangement serves K (a, b: two halves of a lane's dims; the kernel orders q's
 // dims to match) and V (a, b: two tokens, the same dims).
-template <int N, bool SIGN>
-__device__ __forceinline__ void decode_pairs2(const Book2& bk, u32 a, u32 b, u32 sab, u32 (&out)[N]) {
+// The two half2 of the four fields in nibbles 0-3 of sel: (f0, f1) and (f2, f3).
+__device__ __forceinline__ void nibble_pairs2(const Book2& bk, u32 sel, u32& p01, u32& p23) {
+  const u32 lo = prmt(bk.lo, 0u, sel), hi = prmt(bk.hi, 0u, sel);
+  p01 = prmt(lo, hi, 0x5140u);
+  p23 = prmt(lo, hi, 0x7362u);
+}
+
+// What both decodes (decode_pairs2, decode_pairs2_lut) share: the interleave of a's and b's
+// fields into x and y, WORDS(o, v) for v = x (o = 0) and y (o = 1), which writes out[4i + o]
+// and out[4i + o + 2] from byte i of v, then the signs.
+template <int N, bool SIGN, typename Words>
+__device__ __forceinline__ void interleaved_pairs2(u32 a, u32 b, u32 sab, u32 (&out)[N], const Words& words) {
   static_assert(N == 8 || N == 16, "8 or 16 fields");
   const u32 x = bit_select(a, b << 2, 0x33333333u);
   const u32 y = bit_select(a >> 2, b, 0x33333333u);
-#pragma unroll
-  for (int o = 0; o < 2; ++o) {
-    const u32 v = o ? y : x;
+  words(0, x);
+  words(1, y);
+  if constexpr (SIGN) apply_signs2<N>(sab, out);
+}
+
+template <int N, bool SIGN>
+__device__ __forceinline__ void decode_pairs2(const Book2& bk, u32 a, u32 b, u32 sab, u32 (&out)[N]) {
+  interleaved_pairs2<N, SIGN>(a, b, sab, out, [&](int o, u32 v) {
 #pragma unroll
     for (int h = 0; h < N / 8; ++h) {
       // Bytes 2h and 2h + 1 of v, one field per nibble.
@@ -71,15 +86,11 @@ __device__ __forceinline__ void decode_pairs2(const Book2& bk, u32 a, u32 b, u32
       t = (t | (t << 2)) & 0x33333333u;
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
-        const u32 sel = s ? t >> 16 : t;
-        const u32 lo = prmt(bk.lo, 0u, sel), hi = prmt(bk.hi, 0u, sel);
         const int k = 4 * (2 * h + s) + o;  // byte 2h + s of v: fields k and k + 2
-        out[k] = prmt(lo, hi, 0x5140u);
-        out[k + 2] = prmt(lo, hi, 0x7362u);
+        nibble_pairs2(bk, s ? t >> 16 : t, out[k], out[k + 2]);
       }
     }
-  }
-  if constexpr (SIGN) apply_signs2<N>(sab, out);
+  });
 }
 
 // ---- The shared-memory table of 2-bit field bytes (LUT_L in decode_attention_mma.cu,
@@ -99,9 +110,7 @@ constexpr int LUT2_ROW = 256;
 __device__ __forceinline__ void byte_pairs2(const Book2& bk, u32 v, u32& p01, u32& p23) {
   u32 t = (v | (v << 4)) & 0x0f0fu;
   t = (t | (t << 2)) & 0x3333u;
-  const u32 lo = prmt(bk.lo, 0u, t), hi = prmt(bk.hi, 0u, t);
-  p01 = prmt(lo, hi, 0x5140u);
-  p23 = prmt(lo, hi, 0x7362u);
+  nibble_pairs2(bk, t, p01, p23);
 }
 
 // This lane's offset in a row: its copy (lane mod 16) of K's entry (part 0) or V's (part 1).
@@ -130,19 +139,13 @@ __device__ __forceinline__ void fill_lut2(unsigned char* table, const Book2& bk,
 // byte offset addr of the table (addr = the byte's row, this lane's copy `lane_off`).
 template <int N, bool SIGN, typename Load>
 __device__ __forceinline__ void decode_pairs2_lut(const Load& load, u32 lane_off, u32 a, u32 b, u32 sab, u32 (&out)[N]) {
-  static_assert(N == 8 || N == 16, "8 or 16 fields");
-  const u32 x = bit_select(a, b << 2, 0x33333333u);
-  const u32 y = bit_select(a >> 2, b, 0x33333333u);
-#pragma unroll
-  for (int o = 0; o < 2; ++o) {
-    const u32 v = o ? y : x;
+  interleaved_pairs2<N, SIGN>(a, b, sab, out, [&](int o, u32 v) {
 #pragma unroll
     for (int i = 0; i < N / 4; ++i) {
       // Row = byte i of v (address byte 1), lane_off in byte 0, bytes 2-3 from its zero byte 1.
       load(prmt(v, lane_off, 0x5504u | (static_cast<u32>(i) << 4)), out[4 * i + o], out[4 * i + o + 2]);
     }
-  }
-  if constexpr (SIGN) apply_signs2<N>(sab, out);
+  });
 }
 
 }  // namespace mlxcel_mma

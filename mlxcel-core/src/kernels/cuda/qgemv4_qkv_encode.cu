@@ -7,7 +7,7 @@
 // Each CTA whose 16 rows are K or V (row0 >= NQ; uniform per CTA, parts are multiples of
 // 16) takes a ticket after its stores; the last of a head's D / 16 CTAs copies the head from
 // yk / yv (the other CTAs' stores, read from L2) into shared memory and encodes it on warp 0
-// exactly as turbo_encode_kv.cu does (mlxcel_enc::turbo4_row: K rotated by RoPE at pos
+// exactly as turbo_encode_kv.cu does (mlxcel_enc::turbo_row: K rotated by RoPE at pos
 // first when ROPE), into the cache buffers at head * cap + pos (B = 1), in place. KVFMT picks
 // the cache format: 0 turbo4 K and V; 1 turbo4-asym, the keys stored as fp16 as
 // turbo_encode_kv_asym.cu does (mlxcel_enc::fp16_row; k_packed is the fp16 key buffer
@@ -133,16 +133,16 @@ if (row0 >= NQ) {
                                             static_cast<__half*>(k_aux), dst);
       }
     } else if (is_v) {  // turbo4 values (turbo4 and turbo4-asym)
-      mlxcel_enc::turbo4_row<D, false, false>(enc_x, lane, ETAIL ? enc_tab + ENC_MIDS : v_mids,
-                                              ETAIL ? enc_tab + ENC_LUT : v_lut, ETAIL ? enc_tab : v_signs, 0.0f, inv_freq,
-                                              static_cast<unsigned char*>(v_data), v_aux, dst);
+      mlxcel_enc::turbo_row<4, D, false, false>(enc_x, lane, ETAIL ? enc_tab + ENC_MIDS : v_mids,
+                                               ETAIL ? enc_tab + ENC_LUT : v_lut, ETAIL ? enc_tab : v_signs, 0.0f, inv_freq,
+                                               static_cast<unsigned char*>(v_data), v_aux, dst);
     } else if constexpr (KVFMT == 1) {  // turbo4-asym: fp16 keys (turbo_encode_kv_asym.cu)
       mlxcel_enc::fp16_row<D, ROPE, TRAD>(enc_x, lane, static_cast<float>(pos), t_freq, static_cast<__half*>(k_data), dst);
     } else {  // turbo4 keys (turbo_encode_kv.cu)
-      mlxcel_enc::turbo4_row<D, ROPE, TRAD>(enc_x, lane, ETAIL ? enc_tab + ENC_MIDS : k_mids,
-                                            ETAIL ? enc_tab + ENC_LUT : k_lut, ETAIL ? enc_tab : k_signs,
-                                            static_cast<float>(pos), t_freq,
-                                            static_cast<unsigned char*>(k_data), static_cast<__half*>(k_aux), dst);
+      mlxcel_enc::turbo_row<4, D, ROPE, TRAD>(enc_x, lane, ETAIL ? enc_tab + ENC_MIDS : k_mids,
+                                              ETAIL ? enc_tab + ENC_LUT : k_lut, ETAIL ? enc_tab : k_signs,
+                                              static_cast<float>(pos), t_freq,
+                                              static_cast<unsigned char*>(k_data), static_cast<__half*>(k_aux), dst);
     }
   }
 }

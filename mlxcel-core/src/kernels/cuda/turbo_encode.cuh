@@ -144,13 +144,4 @@ __device__ __forceinline__ void turbo_row(const T* x_row, int lane, const float*
   turbo_vals<BITS, D, ROPE, TRAD>(v, lane, mids, lut, signs, pos, inv_freq, packed, norms, dst);
 }
 
-template <int D, bool ROPE, bool TRAD, typename T>
-__device__ __forceinline__ void turbo4_row(const T* x_row, int lane, const float* mids, const float* lut,
-                                           const float* signs, float pos, const float* inv_freq,
-                                           unsigned char* packed, __half* norms, long long dst) {
-  float v[D / 32];
-  load_vals<D / 32>(x_row, lane, v);
-  turbo4_vals<D, ROPE, TRAD>(v, lane, mids, lut, signs, pos, inv_freq, packed, norms, dst);
-}
-
 }  // namespace mlxcel_enc

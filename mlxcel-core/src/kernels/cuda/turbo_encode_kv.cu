@@ -1,7 +1,7 @@
 // A decode step's K and V appends of a symmetric turbo cache (turbo4; turbo3 / turbo2 with
 // MLXCEL_LOWBIT_CUDA) in one launch, written in
 // place like turbo_encode.cu's in-place variant: warps [0, rows) encode keys, warps
-// [rows, 2 rows) values (mlxcel_enc::pair_row, mlxcel_enc::turbo4_row). One MLX custom-kernel node per layer and
+// [rows, 2 rows) values (mlxcel_enc::pair_row, mlxcel_enc::turbo_row). One MLX custom-kernel node per layer and
 // step instead of two. With ROPE, xk is the key before RoPE (rotated here, inv_freq input).
 // Inputs: xk, xv [B, H, L, D]; k_mids, k_lut, k_signs and v_*: each side's codec;
 // k_packed, v_packed [B, H, cap, D * BITS / 8] uint8 and k_norms, v_norms [B, H, cap, 1] fp16 (the
