@@ -35,8 +35,9 @@ pub struct KvArgs {
     /// 1.92x against these ends' 1.86x in session 45, at a model-dependent quality cost (turbo4's
     /// PPL penalty +6.7% -> +11.4% on Qwen2.5-Coder-0.5B). fp16+turbo4: fp16 keys and turbo4 values
     /// (turbo4-asym's cache), 322 of fp16+int8's 386 bytes per position and head at head_dim 128,
-    /// turbo4's KLD +1.8% (Qwen2.5-Coder-0.5B) to +6.3% (SmolLM2) against fp16+int8 ends; its speed
-    /// on CUDA is not measured yet. Also int8 and fp16+int8r [env: MLXCEL_KV_BOUNDARY_TYPE]
+    /// turbo4's KLD +1.8% (Qwen2.5-Coder-0.5B) to +6.3% (SmolLM2) against fp16+int8 ends; on CUDA
+    /// one round at 128K (H100, session 54) gave a step p50 of 3.849 ms against fp16+int8's 3.932,
+    /// not yet repeated on an H200. Also int8 and fp16+int8r [env: MLXCEL_KV_BOUNDARY_TYPE]
     /// [default: fp16+int8]
     #[arg(long, value_name = "TYPE")]
     pub kv_boundary_type: Option<String>,
