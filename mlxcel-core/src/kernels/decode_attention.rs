@@ -153,11 +153,16 @@ const MMA_MAX_STAGES: usize = 6;
 /// same width through the 2-bit field table with [`flags::MMA_LUT_LOW`] (`LUTK`, serving both
 /// sides; `LUTV` stays off).
 pub fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
-    let lut_k = k.format == 4 && flags::MMA_LUT_K.enabled();
-    let lut_low = matches!(k.format, 2 | 3) && v.format == k.format && flags::MMA_LUT_LOW.enabled();
+    mma_luts_for(k.format, v.format)
+}
+
+/// [`mma_luts`] for K / V formats `kfmt` / `vfmt`.
+fn mma_luts_for(kfmt: i32, vfmt: i32) -> (bool, bool) {
+    let lut_k = kfmt == 4 && flags::MMA_LUT_K.enabled();
+    let lut_low = matches!(kfmt, 2 | 3) && vfmt == kfmt && flags::MMA_LUT_LOW.enabled();
     (
         lut_k || lut_low,
-        lut_k && v.format == 4 && flags::MMA_LUT_V.enabled(),
+        lut_k && vfmt == 4 && flags::MMA_LUT_V.enabled(),
     )
 }
 
@@ -1163,9 +1168,10 @@ pub fn mma_pair(stages: usize) -> bool {
 mod tests {
     use super::{
         fold_fits, fold_inputs, length_marker, mma_deepest_same_occupancy, mma_launch_shape,
-        mma_num_splits_for, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages, qkv_encode_tickets,
-        TimingProbe, CTA_RESERVED_SHARED, FOLD_MAX_BH, FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS,
-        FOLD_SLOTS, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES, MMA_WIDE_WARPS, SM_SHARED_BYTES,
+        mma_luts_for, mma_num_splits_for, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages,
+        qkv_encode_tickets, TimingProbe, CTA_RESERVED_SHARED, FOLD_MAX_BH, FOLD_MAX_CONTEXT,
+        FOLD_MAX_SPLITS, FOLD_SLOTS, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES, MMA_WIDE_WARPS,
+        SM_SHARED_BYTES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
@@ -1244,9 +1250,8 @@ mod tests {
                     .into_iter()
                     .flat_map(|d| (1..=8).map(move |g| (d, g)))
                 {
-                    let low_table = matches!(k, 2 | 3) && v == k && flags::MMA_LUT_LOW.enabled();
-                    let table = (k == 4 && flags::MMA_LUT_K.enabled()) || low_table;
-                    let (_, shared, warps) = mma_launch_shape(k, v, d, gqa, table);
+                    let luts = mma_luts_for(k, v);
+                    let (_, shared, warps) = mma_launch_shape(k, v, d, gqa, luts.0 || luts.1);
                     let by_shared = SM_SHARED_BYTES / (shared + CTA_RESERVED_SHARED);
                     if warps == MMA_WIDE_WARPS && by_shared > 1 {
                         overfilled.push((k, v, d));

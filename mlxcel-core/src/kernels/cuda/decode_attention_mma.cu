@@ -113,10 +113,11 @@ constexpr bool LUT_K = LUTK && KFMT == 4, LUT_V = LUTV && VFMT == 4;
 // sides decode through the 2-bit field table of lowbit_decode.cuh (decode_pairs2_lut), K's
 // entries in the first half of each 256-byte row, V's in the second.
 constexpr bool LUT_L = LUTK && LOWK && KFMT == VFMT;
-constexpr bool LUT_IMM = LUTI && (LUT_K || LUT_V || LUT_L);
+constexpr bool ANY_LUT = LUT_K || LUT_V || LUT_L;  // a table in shared memory, filled by fill_warp
+constexpr bool LUT_IMM = LUTI && ANY_LUT;
 // mlxcel adds the table's bytes to the dynamic shared memory when either side uses it.
 constexpr int LUT_ROW = 256;
-constexpr int LUT_BYTES = (LUT_K || LUT_V || LUT_L) ? 256 * LUT_ROW : 0;  // 256 rows, one per code byte
+constexpr int LUT_BYTES = ANY_LUT ? 256 * LUT_ROW : 0;  // 256 rows, one per code byte
 static_assert(!LUT_L || LUT_ROW == mlxcel_mma::LUT2_ROW, "one row size for both tables");
 extern __shared__ __align__(16) unsigned char smem[];
 const unsigned char* lut_tab = smem;  // [256][LUT_ROW] if LUT_BYTES
@@ -446,7 +447,7 @@ auto after_book = [&]() {
   }
 };
 if constexpr (QF) {
-  if (warp >= 8 && !((LUT_K || LUT_V || LUT_L) && fill_warp) && !app_hold) prefill(0, EARLY_TILES);
+  if (warp >= 8 && !(ANY_LUT && fill_warp) && !app_hold) prefill(0, EARLY_TILES);
 }
 if (fill_warp) {
   if constexpr (LUT_K) mlxcel_mma::fill_lut<128, LUT_ROW, FILLW>(smem, lut_k, 0, fill_tid, after_book);
