@@ -1240,9 +1240,11 @@ pub const LOWBIT_CUDA: Flag = Flag {
 /// more than half an SM's shared memory in 12-warp CTAs: unchanged (a unit test in
 /// kernels/decode_attention.rs enumerates the formats). At head_dim 64 the count stays by
 /// shared memory: there the builds use 79-101 registers (turbo2's 79 let two CTAs in, turbo3's
-/// 84-98 one), which a constant cannot follow. Not yet measured on a GPU (session 54; the
-/// one-wave policy it restores was, `MLXCEL_MMA_ONE_WAVE`). 0 = CTAs per SM from shared memory
-/// alone.
+/// 84-98 one), which a constant cannot follow. Measured on an H100 (session 56, with the 2-bit
+/// field table off): symmetric turbo2 at 32K 385.2 tok/s with it, 348.8 without. With the
+/// table on (`MLXCEL_MMA_LUT_LOW`, the default) the symmetric turbo3 / turbo2 kernels' 64 KiB
+/// table already keeps them to one CTA per SM, so this now changes only builds with the table
+/// off. 0 = CTAs per SM from shared memory alone.
 pub const MMA_WIDE_ONE_PER_SM: Flag = Flag {
     name: "MLXCEL_MMA_WIDE_ONE_PER_SM",
     default: true,
@@ -1255,15 +1257,18 @@ pub const MMA_WIDE_ONE_PER_SM: Flag = Flag {
 /// `decode_pairs2_lut` in `cuda/lowbit_decode.cuh`; 64 KiB, K's and V's entries 16 times per
 /// row) instead of byte permutes in registers: one address permute and one 8-byte load per two
 /// element pairs instead of ~7.5 instructions. Why: on an H100 (session 54) symmetric turbo3
-/// and turbo2 attention ran at 47% and 33% of the copy roofline at 128K (75.9 and 74.1 us), its
-/// loop 1081 / 807 SASS instructions per pair of tiles against turbo4's 582 (NVRTC, D 128,
-/// GQA 4). The entries come from the same permutes, so the outputs are meant to be
-/// bit-identical. Written in session 54 without a GPU: off until the GPU tests and a timing
-/// have run it. 1 turns it on.
+/// and turbo2 attention ran at 47% and 33% of the copy roofline at 128K, their loop 1081 / 807
+/// SASS instructions per pair of tiles against turbo4's 582 (NVRTC, D 128, GQA 4). The entries
+/// come from the same permutes: on an H100 (session 56) 45 bit-identity checks passed (turbo3,
+/// turbo2, turbo3-asym; D 64 and 128; GQA 4 and 7) and the parity suite with it on (70 cases,
+/// worst 6.71e-4). Attention at 128K (Llama-3-8B layer): turbo3 78.0 -> 58.5 us, turbo2
+/// 63.3 -> 47.0 us; end to end at 128K (two rounds, same card) turbo3 230.4 -> 261.4 tok/s,
+/// turbo2 250.9 -> 281.1 (fp16 126.2), at 32K turbo3 362.9 -> 387.3, turbo2 385.2 -> 399.4
+/// (ADR 0025). Default on; 0 = the register permutes.
 pub const MMA_LUT_LOW: Flag = Flag {
     name: "MLXCEL_MMA_LUT_LOW",
-    default: false,
-    doc: "tensor-core decode kernel: symmetric turbo3 / turbo2 sides decode through a shared-memory table of 2-bit field bytes (1 = on; not yet run on a GPU)",
+    default: true,
+    doc: "tensor-core decode kernel: symmetric turbo3 / turbo2 sides decode through a shared-memory table of 2-bit field bytes (0 = byte permutes in registers)",
     slot: 77,
 };
 

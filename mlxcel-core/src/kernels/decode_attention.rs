@@ -1237,8 +1237,9 @@ mod tests {
 
     /// `MLXCEL_MMA_WIDE_ONE_PER_SM` changes the split count only of D 128 kernels that shared
     /// memory alone would put 2 or more to an SM in 12-warp CTAs: each has a 2- or 3-bit side
-    /// and keys that are not fp16. Symmetric turbo2 is one of them: 16 splits per KV head with
-    /// the flag (one wave of 128 CTAs), 33 without (264 CTAs of which one SM holds one). At
+    /// and keys that are not fp16. Symmetric turbo2 without the 2-bit field table is one of them:
+    /// 16 splits per KV head with the flag (one wave of 128 CTAs), 33 without (264 CTAs of which
+    /// one SM holds one); with the table (the default) its shared memory alone allows one. At
     /// D 64 the count stays by shared memory.
     #[test]
     fn wide_ctas_count_one_per_sm_where_shared_memory_allowed_more() {
@@ -1267,9 +1268,15 @@ mod tests {
                 "k format {k}, v format {v}, d {d}: not a 2- or 3-bit kernel"
             );
         }
+        // With the 2-bit field table (the default) symmetric turbo2's 64 KiB table keeps it to
+        // one CTA per SM by shared memory; without it shared memory would allow two.
+        assert_eq!(
+            overfilled.contains(&(2, 2, 128)),
+            !flags::MMA_LUT_LOW.enabled(),
+            "{overfilled:?}"
+        );
         let (_, shared, warps) = mma_launch_shape(2, 2, 128, 4, false);
-        if warps == MMA_WIDE_WARPS && !flags::MMA_LUT_LOW.enabled() {
-            assert!(overfilled.contains(&(2, 2, 128)), "{overfilled:?}");
+        if warps == MMA_WIDE_WARPS {
             let want = if flags::MMA_WIDE_ONE_PER_SM.enabled() {
                 16
             } else {
