@@ -18,7 +18,7 @@ set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
 call_dir s53c2
-t() { if ((SECONDS + $2 > 560)); then echo "skipped $1 ${4:-} (t=${SECONDS}s)"; else gpu_test "$@"; fi; }
-(export MLXCEL_PARITY_MODES=turbo4; t gpu_fused_decode 150 "worst|cases|panicked" lazy_rescale)
-(export MLXCEL_PARITY_MODES=turbo4,turbo4-asym; t gpu_fused_decode 300 "fused decode|panicked" fused_decode_matches)
+BUDGET=560
+(export MLXCEL_PARITY_MODES=turbo4; budget_test gpu_fused_decode 150 "worst|cases|panicked" lazy_rescale)
+(export MLXCEL_PARITY_MODES=turbo4,turbo4-asym; budget_test gpu_fused_decode 300 "fused decode|panicked" fused_decode_matches)
 finish_call
