@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# After session 56 (~5 min, H100 or H200): the merged main (fp16 centroids, the 2-bit field table
+# on) re-run where session 56's call 6 ran out or tripped:
+# - `fused_turbo4_encoder` with the norm check that allows a code flipped on a midpoint
+#   (compares |x| = norm x the row's own codes' |c| there; call 6 failed on such a row);
+# - the in-place decode appends (10 steps after a prefill) with the new codebook;
+# - the parity suite for every turbo mode (call 6 reached 50 of 70 turbo3 / turbo2 cases,
+#   worst 3.54e-4, before its limit).
+#   xz -d .devcarry/bin/mlxcel.xz .devcarry/bin/tests/*.xz && chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session57_call1.sh
+set -uo pipefail
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+call_dir s57c1
+BUDGET=${BUDGET:-480}
+budget_test gpu_fused_decode 60 "differing|panicked" fused_turbo4_encoder
+budget_test gpu_fused_decode 80 "match|panicked" in_place_decode_appends
+(export MLXCEL_PARITY_MODES=turbo3,turbo2; budget_test gpu_fused_decode 170 "fused decode|worst|panicked" fused_decode_matches)
+(export MLXCEL_PARITY_MODES=turbo4,turbo4-asym,turbo3-asym,turbo2-asym; budget_test gpu_fused_decode 200 "fused decode|worst|panicked" fused_decode_matches)
+finish_call
