@@ -1272,6 +1272,24 @@ pub const MMA_LUT_LOW: Flag = Flag {
     slot: 77,
 };
 
+/// The tensor-core kernel runs symmetric turbo3 / turbo2 at head_dim 128 (the kernels of the
+/// 2-bit field table, [`MMA_LUT_LOW`]) in 16-warp CTAs instead of 12, their launch bounded to
+/// 512 threads and one CTA per SM (`__launch_bounds__` added to MLX's generated signature, so
+/// NVRTC keeps to 128 registers a thread). Why: ncu at 128K on an H100 (session 56) found both
+/// launches neither DRAM- nor issue-bound with the table (turbo2: DRAM 59%, issue slots 62%;
+/// turbo3: 71% / 68%) and ~1.1-1.3 eligible warps per scheduler out of 3: latency-bound, one
+/// 12-warp CTA per SM (registers and shared memory each allow one). 16 warps give each
+/// scheduler 4. NVRTC sm_90 (this machine's): the paired-tile builds drop from 133 / 142
+/// registers to 128 with 4-20 bytes of spills, the unpaired ones need 125 / 120 and do not
+/// spill. Not bit-identical (warps take other tiles, so the sums run in another order): within
+/// parity. Written in session 56 without a GPU: off until measured. 1 turns it on.
+pub const MMA_W16: Flag = Flag {
+    name: "MLXCEL_MMA_W16",
+    default: false,
+    doc: "tensor-core decode kernel: symmetric turbo3 / turbo2 at head_dim 128 in 16-warp CTAs (1 = on; not yet run on a GPU)",
+    slot: 78,
+};
+
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1508,6 +1526,7 @@ pub const ALL: &[Flag] = &[
     LOWBIT_CUDA,
     MMA_WIDE_ONE_PER_SM,
     MMA_LUT_LOW,
+    MMA_W16,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

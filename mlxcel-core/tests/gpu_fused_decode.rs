@@ -897,6 +897,15 @@ fn lighter_last_split_matches_the_reference() {
     );
 }
 
+/// `MLXCEL_MMA_W16` (16-warp CTAs for symmetric turbo3 / turbo2 at head_dim 128, their launch
+/// bounded to 512 threads) gives each warp other tiles: parity bound. The other formats and
+/// head_dim 64 must be unchanged by it. `MLXCEL_PARITY_MODES=turbo3,turbo2` runs only the two it
+/// changes.
+#[test]
+fn sixteen_warp_ctas_match_the_reference() {
+    flag_within_parity("sixteen_warp_ctas_match_the_reference", "MLXCEL_MMA_W16");
+}
+
 /// `MLXCEL_MMA_WIDE_PLAIN` (12-warp CTAs for the kernels without the pair table: fp16 or int8
 /// keys) gives each warp other tiles, so the softmax sums in another order: parity bound, in
 /// every format (turbo4's kernel, which has the table, must be unchanged by it).
