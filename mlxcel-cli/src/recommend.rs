@@ -155,8 +155,9 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         Some(m) => {
             println!("recommended: --kv {m}");
             println!("  why: {}", advice.reason);
-            // What `generate` would warn about this mode here (e.g. 2- and 3-bit sides on
-            // CUDA decode slower than fp16): said with the advice, not only at run time.
+            // What `generate` would warn about this mode here (e.g. 3-bit keys' quality, or
+            // 2- and 3-bit sides on CUDA with MLXCEL_LOWBIT_CUDA=0 decoding slower than fp16):
+            // said with the advice, not only at run time.
             for w in m.validate(cfg.head_dim).unwrap_or_default() {
                 println!("  note: {w}");
             }
@@ -180,7 +181,7 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
     }
     if context <= FP16_PREFERRED_MAX_CONTEXT {
         println!(
-            "  speed: up to {}K tokens compressed caches decode at 0.7-1.3x fp16 on the H200; beyond, faster (128K: int8 1.5x, turbo4-asym 1.1-1.4x)",
+            "  speed: up to {}K tokens compressed caches decode at 1.2-1.4x fp16 on the H200 (device time; the host often decides at 4K); beyond, faster (128K: turbo4 1.95x, int8 1.61x, turbo4-asym 1.36x; on an H100 turbo3 2.07x, turbo2 2.23x)",
             FP16_PREFERRED_MAX_CONTEXT / 1024
         );
     }

@@ -7,9 +7,10 @@
 //!   +0.15% (SmolLM2) / +0.68% (Qwen2.5-Coder-1.5B); turbo3-asym +1.4%; int8 +0.07% /
 //!   +3.39% (per-vector scales suffer from Qwen2.5's outlier key channels); turbo2-asym
 //!   +6.2%; turbo4 +4.5% / +6.6%; turbo3 +19% / +22%.
-//! - Speed (H200, end to end against fp16 on the same machine): up to 32K the ratio follows
-//!   the host (session 13: turbo4-asym 1.18x at 4K and 1.12x at 32K; session 12's slower
-//!   host: 0.86x and 1.00x), so fp16 stays the pick while it fits; at 128K compressed caches
+//! - Speed (H200, end to end against fp16 on the same machine): up to 32K the gain is smallest
+//!   and once followed the host (session 13: turbo4-asym 1.18x at 4K and 1.12x at 32K; session
+//!   12's slower host: 0.86x and 1.00x; session 51 by device time: 1.20-1.29x at 4K, 1.26-1.38x
+//!   at 32K), so fp16, which loses nothing, stays the pick while it fits; at 128K compressed caches
 //!   decode faster on every machine measured. Against today's fp16 (in-place appends since
 //!   session 23; before it, fp16's 128K step copied its cache and the ratios read up to 2.38x),
 //!   by device time per step in session 51: turbo4-asym 1.36x, int8 1.61x, turbo4 1.95x
@@ -39,8 +40,9 @@ pub struct CacheShape {
     pub fused_int8r: bool,
 }
 
-/// Up to this context fp16 is the pick whenever it fits (no compressed mode was reliably
-/// faster end to end there).
+/// Up to this context fp16 is the pick whenever it fits: it loses nothing, and compressed
+/// caches gain least there (H200, session 51, device time per step: 1.20-1.29x at 4K, where
+/// the host often decides tok/s, and 1.26-1.38x at 32K, against 1.36-1.95x at 128K).
 pub const FP16_PREFERRED_MAX_CONTEXT: usize = 32 * 1024;
 
 /// Fraction of the budget kept free for activations, MLX's buffer cache and the rest.
@@ -165,7 +167,7 @@ pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_byte
                 estimates,
                 pick: Some(m),
                 reason: format!(
-                    "the fp16 cache fits, and up to {}K tokens no compressed mode decoded reliably faster than fp16 on every host (H200, sessions 12-13); compress only to fit more",
+                    "the fp16 cache fits and loses nothing; up to {}K tokens compressed caches gain least (H200, session 51: 1.2-1.4x fp16's decode speed by device time); compress to fit more or for that speed",
                     FP16_PREFERRED_MAX_CONTEXT / 1024
                 ),
             };
