@@ -774,7 +774,8 @@ fn flag_within_parity(test: &str, flag: &str) -> usize {
 
 /// Over keys growing along the sequence, the largest relative RMS the kernel may show against
 /// the f32 reference with or without the flag. Why not 1e-3: the kernel's fp16 operands (q after
-/// its rotation and scale, K's fp16 centroids) err in proportion to the scores, and keys grown
+/// its rotation and scale; before session 56 also K's centroids, now fp16 values in the codec:
+/// ADR 0026, worst 7.67e-4 on an H100) err in proportion to the scores, and keys grown
 /// 8-fold score up to 8 times those of random keys. On the H200 (session 52) the default kernel
 /// reached 1.04e-3 (turbo4, D 128, GQA 7, 4097 tokens; the same bits with LAZY_RESCALE on and off)
 /// and 1.08e-3 (GQA 1, one split). q's rounding and the centroids' contribute about equally
