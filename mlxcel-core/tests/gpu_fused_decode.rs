@@ -1068,6 +1068,25 @@ fn delegated_values_take_the_split_path() {
     );
 }
 
+/// |c| of each row (one group per row) of `packed`: its codes decoded with unit norms of shape
+/// `norm_shape`.
+fn centroid_norms(
+    codec: &mlxcel_core::kv::turbo::codec::TurboCodec,
+    packed: &Array,
+    norm_shape: &[i32],
+) -> Vec<f32> {
+    let unit = mlxcel_core::kv::turbo::codec::Encoded {
+        packed: packed.clone(),
+        norms: Array::ones(norm_shape, Dtype::F16).unwrap(),
+    };
+    let c = codec.decode_rotated(&unit, Dtype::F32).unwrap();
+    c.to_vec::<f32>()
+        .unwrap()
+        .chunks(codec.head_dim)
+        .map(|r| r.iter().map(|x| x * x).sum::<f32>().sqrt())
+        .collect()
+}
+
 /// Compares the fused encoder's fp16 norms with the reference encoder's, one norm per row (D 64
 /// and 128 are one group each). Where a row's codes agree the norms must agree to 2e-3. Where a
 /// value sat on a midpoint within rounding and the two encoders took neighbouring codes, the
@@ -1079,21 +1098,12 @@ fn encoded_norms_agree(
     got: &mlxcel_core::kv::turbo::codec::Encoded,
     want: &mlxcel_core::kv::turbo::codec::Encoded,
 ) -> Result<usize, String> {
-    use mlxcel_core::kv::turbo::codec::Encoded;
     let f32s = |a: &Array| a.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
-    // |c| of each row: its codes decoded with unit norms.
-    let centroid_norms = |e: &Encoded| -> Vec<f32> {
-        let unit = Encoded {
-            packed: e.packed.clone(),
-            norms: Array::ones(&e.norms.shape(), Dtype::F16).unwrap(),
-        };
-        let c = f32s(&codec.decode_rotated(&unit, Dtype::F32).unwrap());
-        c.chunks(codec.head_dim)
-            .map(|r| r.iter().map(|x| x * x).sum::<f32>().sqrt())
-            .collect()
-    };
     let (na, nb) = (f32s(&got.norms), f32s(&want.norms));
-    let (ca, cb) = (centroid_norms(got), centroid_norms(want));
+    let (ca, cb) = (
+        centroid_norms(codec, &got.packed, &got.norms.shape()),
+        centroid_norms(codec, &want.packed, &want.norms.shape()),
+    );
     let (pa, pb) = (
         got.packed.to_vec::<u8>().unwrap(),
         want.packed.to_vec::<u8>().unwrap(),
@@ -1147,16 +1157,7 @@ fn norm_check_catches_unexplained_norms(
     let err = encoded_norms_agree(codec, &unchanged, &want).unwrap_err();
     assert!(err.starts_with(&format!("row {row}:")), "{err}");
     // The corrected norm for the changed codes: |x| / |c'| = norm * |c| / |c'|.
-    let unit = |p: &Array| Encoded {
-        packed: p.clone(),
-        norms: Array::ones(&norm_shape, Dtype::F16).unwrap(),
-    };
-    let c_norm = |p: &Array| {
-        let c = codec.decode_rotated(&unit(p), Dtype::F32).unwrap();
-        let c = c.to_vec::<f32>().unwrap();
-        let r = &c[row * codec.head_dim..(row + 1) * codec.head_dim];
-        r.iter().map(|v| v * v).sum::<f32>().sqrt()
-    };
+    let c_norm = |p: &Array| centroid_norms(codec, p, &norm_shape)[row];
     let mut fixed = norms.clone();
     fixed[row] *= c_norm(&want.packed) / c_norm(&packed);
     let corrected = Encoded {
