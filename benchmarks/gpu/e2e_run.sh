@@ -302,8 +302,9 @@ gpu_test() {
   local name=$1 secs=$2 pattern=$3
   timeout "$secs" ".devcarry/bin/tests/$name" --test-threads=1 --nocapture ${4:+"$4"} > "$R/test-$name.txt" 2>&1
   echo "$name rc=$? $(grep -E -A1 "test result|panicked|$pattern" "$R/test-$name.txt" | tr '\n' ' ' | cut -c1-900)"
-  # A call may run one test binary several times (filters): keep each run's output.
-  mv "$R/test-$name.txt" "$R/test-$name-${4:-all}.txt"
+  # A call may run one test binary several times (filters; the same filter with other
+  # settings named by $TEST_TAG): keep each run's output.
+  mv "$R/test-$name.txt" "$R/test-$name-${4:-all}${TEST_TAG:+-$TEST_TAG}.txt"
 }
 
 # `budget_test NAME SECONDS PATTERN [FILTER]`: gpu_test, unless it could run past $BUDGET (seconds

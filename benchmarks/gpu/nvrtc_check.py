@@ -75,16 +75,20 @@ def compile_one(name, src, static_bound=None):
     return ok
 
 
+def signature_attribute(attribute):
+    """What mlx/kernel.rs's KernelSource::with_signature_attribute appends to a header: the next
+    __global__ (MLX's generated signature) gains `attribute`."""
+    return f"\n#undef __global__\n#define __global__ __location__(global) {attribute}\n"
+
+
 def cluster_signature(n):
-    """What quantized_gemv.rs appends to a clustered kernel's header (CLUSTER_SIGNATURE there):
-    the next __global__ (MLX's generated signature) gains __cluster_dims__(n, 1, 1)."""
-    return f"#undef __global__\n#define __global__ __location__(global) __cluster_dims__({n}, 1, 1)\n"
+    """A clustered kernel's header end (quantized_gemv.rs's qkv_encode_source_clustered)."""
+    return signature_attribute(f"__cluster_dims__({n}, 1, 1)")
 
 
 def launch_bounds_signature(warps):
-    """What decode_attention.rs's launch_bounded appends to the header: the next __global__
-    (MLX's generated signature) gains __launch_bounds__(32 warps, 1)."""
-    return f"\n#undef __global__\n#define __global__ __location__(global) __launch_bounds__({32 * warps}, 1)\n"
+    """decode_attention.rs's launch_bounded: __launch_bounds__(32 warps, 1)."""
+    return signature_attribute(f"__launch_bounds__({32 * warps}, 1)")
 
 
 def b(x):

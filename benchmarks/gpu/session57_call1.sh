@@ -18,9 +18,6 @@ BUDGET=${BUDGET:-560}
 budget_test gpu_fused_decode 60 "differing|panicked" fused_turbo4_encoder
 budget_test gpu_fused_decode 80 "match|panicked" in_place_decode_appends
 for modes in turbo3,turbo2 turbo4,turbo4-asym turbo3-asym,turbo2-asym; do
-  (export MLXCEL_PARITY_MODES=$modes; budget_test gpu_fused_decode 170 "fused decode|worst|panicked" fused_decode_matches)
-  # gpu_test names the output by test filter only: keep each run's.
-  f="$R/test-gpu_fused_decode-fused_decode_matches.txt"
-  if [ -f "$f" ]; then mv "$f" "$R/parity-${modes/,/-}.txt"; fi
+  (export MLXCEL_PARITY_MODES=$modes TEST_TAG=${modes/,/-}; budget_test gpu_fused_decode 170 "fused decode|worst|panicked" fused_decode_matches)
 done
 finish_call

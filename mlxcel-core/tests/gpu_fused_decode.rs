@@ -1068,6 +1068,11 @@ fn delegated_values_take_the_split_path() {
     );
 }
 
+/// `a`'s values as f32.
+fn f32_values(a: &Array) -> Vec<f32> {
+    a.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap()
+}
+
 /// |c| of each row (one group per row) of `packed`: its codes decoded with unit norms of shape
 /// `norm_shape`.
 fn centroid_norms(
@@ -1098,8 +1103,7 @@ fn encoded_norms_agree(
     got: &mlxcel_core::kv::turbo::codec::Encoded,
     want: &mlxcel_core::kv::turbo::codec::Encoded,
 ) -> Result<usize, String> {
-    let f32s = |a: &Array| a.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
-    let (na, nb) = (f32s(&got.norms), f32s(&want.norms));
+    let (na, nb) = (f32_values(&got.norms), f32_values(&want.norms));
     let (ca, cb) = (
         centroid_norms(codec, &got.packed, &got.norms.shape()),
         centroid_norms(codec, &want.packed, &want.norms.shape()),
@@ -1139,12 +1143,7 @@ fn norm_check_catches_unexplained_norms(
     let want = codec.encode(x).unwrap();
     let (packed_shape, norm_shape) = (want.packed.shape(), want.norms.shape());
     let mut packed = want.packed.to_vec::<u8>().unwrap();
-    let norms = want
-        .norms
-        .astype(Dtype::F32)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
+    let norms = f32_values(&want.norms);
     let row = norms.len() / 2;
     let row_bytes = packed.len() / norms.len();
     packed[row * row_bytes] ^= 1;

@@ -148,15 +148,14 @@ fn mma_launch_shape_w16(
             .filter(|base| base + lut <= MAX_CTA_SHARED)
             .map(|base| (stages, base, warps))
     };
-    let w16 = table && kfmt == vfmt && matches!(kfmt, 2 | 3) && d == 128;
-    let wide = (w16 && w16_on)
-        .then(|| fits(MMA_W16_WARPS))
-        .flatten()
-        .or_else(|| {
-            ((table || wide_plain) && flags::MMA_WIDE.enabled())
-                .then(|| fits(MMA_WIDE_WARPS))
-                .flatten()
-        });
+    let w16 = w16_on && table && symmetric_low_bit(kfmt, vfmt) && d == 128;
+    let wide = if w16 { fits(MMA_W16_WARPS) } else { None }.or_else(|| {
+        if (table || wide_plain) && flags::MMA_WIDE.enabled() {
+            fits(MMA_WIDE_WARPS)
+        } else {
+            None
+        }
+    });
     let (stages, base, warps) = wide.unwrap_or_else(|| {
         let stages = if !table && flags::MMA_DEEP_PLAIN.enabled() {
             mma_deepest_same_occupancy(stage, stages, d, gqa)
@@ -187,11 +186,18 @@ pub fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
 /// [`mma_luts`] for K / V formats `kfmt` / `vfmt`.
 fn mma_luts_for(kfmt: i32, vfmt: i32) -> (bool, bool) {
     let lut_k = kfmt == 4 && flags::MMA_LUT_K.enabled();
-    let lut_low = matches!(kfmt, 2 | 3) && vfmt == kfmt && flags::MMA_LUT_LOW.enabled();
+    let lut_low = symmetric_low_bit(kfmt, vfmt) && flags::MMA_LUT_LOW.enabled();
     (
         lut_k || lut_low,
         lut_k && vfmt == 4 && flags::MMA_LUT_V.enabled(),
     )
+}
+
+/// 2- or 3-bit keys with values of the same width (symmetric turbo3 / turbo2): the kernels the
+/// 2-bit field table ([`flags::MMA_LUT_LOW`], the kernel's `LUT_L`) and 16-warp CTAs
+/// ([`flags::MMA_W16`]) apply to.
+fn symmetric_low_bit(kfmt: i32, vfmt: i32) -> bool {
+    matches!(kfmt, 2 | 3) && vfmt == kfmt
 }
 
 /// Whether the tensor-core kernel issues each warp's first ring tile right after its own
@@ -257,18 +263,16 @@ fn mma_source(shared: usize) -> KernelSource {
     s
 }
 
-/// `s` with MLX's generated signature (`__global__ void name(...)`, right after the header)
-/// bounded to `warps` warps and one CTA per SM (`__launch_bounds__(32 warps, 1)`), under its own
-/// name so that MLX's and mlxcel's kernel caches keep the texts apart. Why: MLX compiles without
-/// a register limit, and a 512-thread CTA cannot launch above 128 registers a thread, which the
-/// paired-tile 2- and 3-bit builds pass (133-142, NVRTC sm_90) unbounded.
-fn launch_bounded(mut s: KernelSource, warps: usize) -> KernelSource {
-    s.name = format!("{}_w{warps}", s.name);
-    s.header.push_str(&format!(
-        "\n#undef __global__\n#define __global__ __location__(global) __launch_bounds__({}, 1)\n",
-        32 * warps
-    ));
-    s
+/// `s` with MLX's generated signature bounded to `warps` warps and one CTA per SM
+/// (`__launch_bounds__(32 warps, 1)`, [`KernelSource::with_signature_attribute`]), under its own
+/// name. Why: MLX compiles without a register limit, and a 512-thread CTA cannot launch above
+/// 128 registers a thread, which the paired-tile 2- and 3-bit builds pass (133-142, NVRTC
+/// sm_90) unbounded.
+fn launch_bounded(s: KernelSource, warps: usize) -> KernelSource {
+    s.with_signature_attribute(
+        &format!("_w{warps}"),
+        &format!("__launch_bounds__({}, 1)", 32 * warps),
+    )
 }
 
 /// The attention-append kernel's extra inputs, after [`INPUTS`]: the step's keys (before
@@ -1218,9 +1222,9 @@ mod tests {
         fold_fits, fold_inputs, launch_bounded, length_marker, mma_deepest_same_occupancy,
         mma_launch_shape, mma_launch_shape_w16, mma_luts_for, mma_num_splits_for, mma_pair,
         mma_qfirst1, mma_source, mma_stage_bytes, mma_stages, mma_target_ctas, qkv_encode_tickets,
-        TimingProbe, CTA_RESERVED_SHARED, FOLD_MAX_BH, FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS,
-        FOLD_SLOTS, MAX_CTA_SHARED, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES, MMA_W16_WARPS,
-        MMA_WIDE_WARPS, SMS, SM_SHARED_BYTES,
+        symmetric_low_bit, TimingProbe, CTA_RESERVED_SHARED, FOLD_MAX_BH, FOLD_MAX_CONTEXT,
+        FOLD_MAX_SPLITS, FOLD_SLOTS, MAX_CTA_SHARED, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES,
+        MMA_W16_WARPS, MMA_WIDE_WARPS, SMS, SM_SHARED_BYTES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
@@ -1356,7 +1360,7 @@ mod tests {
                     for table in [false, true] {
                         let off = mma_launch_shape_w16(k, v, d, gqa, table, false);
                         let on = mma_launch_shape_w16(k, v, d, gqa, table, true);
-                        let w16 = table && k == v && matches!(k, 2 | 3) && d == 128;
+                        let w16 = table && symmetric_low_bit(k, v) && d == 128;
                         if !w16 {
                             assert_eq!(on, off, "k {k} v {v} d {d} gqa {gqa} table {table}");
                             continue;

@@ -282,22 +282,13 @@ fn qkv_encode_source(shared: usize) -> KernelSource {
     s
 }
 
-/// What a clustered kernel's header ends with: MLX's generated signature (`__global__ void
-/// name(...)`, right after the header) gains `__cluster_dims__(n, 1, 1)`, so the kernel
-/// launches in clusters of `n` CTAs along x without a launch attribute (MLX's custom kernels
-/// take none). `nvrtc_check.py`'s `cluster_signature` builds the same text.
-fn cluster_signature(n: usize) -> String {
-    format!("\n#undef __global__\n#define __global__ __location__(global) __cluster_dims__({n}, 1, 1)\n")
-}
-
 /// [`qkv_encode_source`] launched in clusters of `n` CTAs (one head of D = 16 n rows:
-/// `MLXCEL_QKV_CLUSTER`), under its own name so that MLX's and mlxcel's kernel caches keep the
-/// two texts apart.
+/// `MLXCEL_QKV_CLUSTER`): MLX's generated signature gains `__cluster_dims__(n, 1, 1)`
+/// ([`KernelSource::with_signature_attribute`]), so the kernel launches in clusters of `n` CTAs
+/// along x without a launch attribute, under its own name.
 fn qkv_encode_source_clustered(shared: usize, n: usize) -> KernelSource {
-    let mut s = qkv_encode_source(shared);
-    s.name = format!("{}_cl{n}", s.name);
-    s.header.push_str(&cluster_signature(n));
-    s
+    qkv_encode_source(shared)
+        .with_signature_attribute(&format!("_cl{n}"), &format!("__cluster_dims__({n}, 1, 1)"))
 }
 fn qkv_encode_source_cl8(shared: usize) -> KernelSource {
     qkv_encode_source_clustered(shared, 8)

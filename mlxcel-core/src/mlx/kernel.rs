@@ -85,6 +85,20 @@ impl KernelSource {
         }
     }
 
+    /// This kernel with `attribute` (e.g. `__cluster_dims__(8, 1, 1)`, `__launch_bounds__(512,
+    /// 1)`) on MLX's generated signature, under the name + `suffix`. MLX's custom kernels take
+    /// no launch attributes and write `__global__ void name(...)` right after the header, so
+    /// the header ends by redefining `__global__` to carry the attribute. The new name keeps
+    /// MLX's and mlxcel's kernel caches from mixing the two texts. `nvrtc_check.py`'s
+    /// `signature_attribute` builds the same text.
+    pub fn with_signature_attribute(mut self, suffix: &str, attribute: &str) -> KernelSource {
+        self.name.push_str(suffix);
+        self.header.push_str(&format!(
+            "\n#undef __global__\n#define __global__ __location__(global) {attribute}\n"
+        ));
+        self
+    }
+
     fn validate(&self) -> Result<()> {
         let ident = |s: &str| {
             !s.is_empty()
