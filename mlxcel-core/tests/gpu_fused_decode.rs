@@ -761,6 +761,20 @@ fn mode_wanted(mode: &str) -> bool {
     env_list_allows("MLXCEL_PARITY_MODES", mode)
 }
 
+/// Every format the tensor-core kernel serves, in the flag-parity tests' order: the 2/3-bit
+/// ones last (MLXCEL_PARITY_MODES picks a subset; the default runs all).
+const FLAG_PARITY_MODES: [&str; 9] = [
+    "turbo4",
+    "turbo4-asym",
+    "int8",
+    "fp16",
+    "fp16+int8",
+    "turbo3",
+    "turbo2",
+    "turbo3-asym",
+    "turbo2-asym",
+];
+
 /// A kernel flag that changes the softmax's summation order, held to the parity bound instead
 /// of bits: with `flag` on, relative RMS < 1e-3 against the split reference (f32) and against
 /// the kernel with it off (the differing elements are printed), for every format the
@@ -801,7 +815,7 @@ fn flag_within_parity_rising(test: &str, flag: &str, rise: f32) -> usize {
         .chain([(300, Some(40)), (4096, None)])
         .collect();
     let (mut checked, mut worst, mut worst_off) = (0, 0f32, 0f32);
-    for mode in ["turbo4", "turbo4-asym", "int8", "fp16", "fp16+int8"] {
+    for mode in FLAG_PARITY_MODES {
         if !mode_wanted(mode) {
             continue;
         }
@@ -862,7 +876,13 @@ fn flag_within_parity_rising(test: &str, flag: &str, rise: f32) -> usize {
         }
     }
     clear_flags(&[flag]);
-    if checked > 0 {
+    if on_cuda {
+        // A mode filter that leaves nothing must not pass as a run: session 57's W16 check
+        // filtered to turbo3 / turbo2 when this list lacked them, and "passed" with 0 cases.
+        assert!(
+            checked > 0,
+            "{flag}: no case ran on CUDA (MLXCEL_PARITY_MODES leaves none of {FLAG_PARITY_MODES:?})"
+        );
         eprintln!(
             "{flag}: {checked} cases on CUDA, worst relative RMS {worst:.2e} against the reference ({worst_off:.2e} with it off)"
         );
