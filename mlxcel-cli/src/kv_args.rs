@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use mlxcel_core::flags;
-use mlxcel_core::kv::mode::{check_boundary_mode, DEFAULT_BOUNDARY_LAYERS, DEFAULT_BOUNDARY_MODE};
+use mlxcel_core::kv::mode::{check_boundary_mode, default_boundary_mode, DEFAULT_BOUNDARY_LAYERS};
 use mlxcel_core::kv::KvMode;
 use mlxcel_models::KvConfig;
 
@@ -24,21 +24,20 @@ pub struct KvArgs {
     /// Value storage (fp16, int8, int8r, turbo2, turbo3, turbo4, turbo4-delegated).
     #[arg(long, value_name = "TYPE", requires = "cache_type_k")]
     pub cache_type_v: Option<String>,
-    /// First and last N layers keep a near-lossless cache in turbo modes (fp16 keys and int8
-    /// values by default, see --kv-boundary-type) [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
+    /// First and last N layers keep a near-lossless cache in turbo modes (fp16 keys, see
+    /// --kv-boundary-type) [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
     #[arg(long, value_name = "N")]
     pub kv_boundary_layers: Option<usize>,
-    /// Cache of the boundary layers in turbo modes. fp16+int8 (the default): fp16 keys and int8
-    /// values, fp16's quality on three models with 3/4 of its bytes, and on CUDA the fused kernel
-    /// (turbo4 at 128K 1.95x fp16's decode speed by device time on the H200, session 51). fp16:
-    /// whole fp16 ends, as the turbo peers keep them. int8r (rotated int8): half of fp16's bytes,
-    /// 1.92x against these ends' 1.86x in session 45, at a model-dependent quality cost (turbo4's
-    /// PPL penalty +6.7% -> +11.4% on Qwen2.5-Coder-0.5B). fp16+turbo4: fp16 keys and turbo4 values
-    /// (turbo4-asym's cache), 322 of fp16+int8's 386 bytes per position and head at head_dim 128,
-    /// turbo4's KLD +1.8% (Qwen2.5-Coder-0.5B) to +6.3% (SmolLM2) against fp16+int8 ends; on CUDA
-    /// one round at 128K (H100, session 54) gave a step p50 of 3.849 ms against fp16+int8's 3.932,
-    /// not yet repeated on an H200. Also int8 and fp16+int8r [env: MLXCEL_KV_BOUNDARY_TYPE]
-    /// [default: fp16+int8]
+    /// Cache of the boundary layers in turbo modes. The defaults keep their keys exact.
+    /// fp16+turbo4 (the default for turbo4, turbo3 and turbo2): fp16 keys and turbo4 values,
+    /// 322 of fp16+int8's 386 bytes per position and head at head_dim 128; turbo4 at 128K 1.98x
+    /// fp16's decode speed against 1.92x with fp16+int8 ends (H200, device time, session 57) at
+    /// +1.8% (Qwen2.5-Coder-0.5B) to +6.3% (SmolLM2) of turbo4's KLD. fp16+int8 (the default for
+    /// turbo4-asym, turbo3-asym, turbo2-asym, whose own keys are fp16): fp16 keys and int8
+    /// values, fp16's quality on three models with 3/4 of its bytes. fp16: whole fp16 ends, as
+    /// the turbo peers keep them. int8r (rotated int8): 260 bytes, as fast as fp16+turbo4 ends
+    /// (1.99x), at a model-dependent quality cost (turbo4's PPL penalty +6.7% -> +11.4% on
+    /// Qwen2.5-Coder-0.5B). Also int8 and fp16+int8r [env: MLXCEL_KV_BOUNDARY_TYPE]
     #[arg(long, value_name = "TYPE")]
     pub kv_boundary_type: Option<String>,
 }
@@ -49,21 +48,27 @@ pub fn boundary_layers(arg: Option<usize>) -> usize {
     arg.unwrap_or_else(|| flags::kv_boundary_layers(DEFAULT_BOUNDARY_LAYERS))
 }
 
-/// The boundary layers' mode: `arg`, else `MLXCEL_KV_BOUNDARY_TYPE`, else
-/// [`DEFAULT_BOUNDARY_MODE`] (fp16+int8); the modes [`check_boundary_mode`] takes, and an
-/// error says where a bad value came from.
-pub fn boundary_mode(arg: Option<&str>) -> Result<KvMode> {
+/// The boundary layers' mode for the cache mode `mode`: [`boundary_override`], else
+/// [`default_boundary_mode`] (fp16+turbo4 for quantized keys, fp16+int8 for fp16 keys).
+pub fn boundary_mode(arg: Option<&str>, mode: KvMode) -> Result<KvMode> {
+    Ok(boundary_override(arg)?.unwrap_or_else(|| default_boundary_mode(mode)))
+}
+
+/// The boundary layers' mode the user chose: `arg`, else `MLXCEL_KV_BOUNDARY_TYPE`, else `None`
+/// (each mode's default); the modes [`check_boundary_mode`] takes, and an error says where a
+/// bad value came from.
+pub fn boundary_override(arg: Option<&str>) -> Result<Option<KvMode>> {
     let (given, from) = match arg {
         Some(a) => (a.to_string(), "--kv-boundary-type"),
         None => match std::env::var(flags::KV_BOUNDARY_TYPE) {
             Ok(v) if !v.trim().is_empty() => (v, flags::KV_BOUNDARY_TYPE),
-            _ => return Ok(DEFAULT_BOUNDARY_MODE),
+            _ => return Ok(None),
         },
     };
     let mode = KvMode::parse(given.trim())
         .and_then(|m| check_boundary_mode(m).map(|_| m))
         .map_err(|e| anyhow::anyhow!("{from}: {e}"))?;
-    Ok(mode)
+    Ok(Some(mode))
 }
 
 impl KvArgs {
@@ -79,7 +84,7 @@ impl KvArgs {
         Ok(KvConfig {
             mode,
             boundary_layers: boundary_layers(self.kv_boundary_layers),
-            boundary_mode: boundary_mode(self.kv_boundary_type.as_deref())?,
+            boundary_mode: boundary_mode(self.kv_boundary_type.as_deref(), mode)?,
         })
     }
 
@@ -127,11 +132,13 @@ impl KvArgs {
 
 #[cfg(test)]
 mod tests {
-    use super::boundary_mode;
+    use super::boundary_mode as boundary_for;
     use mlxcel_core::kv::KvMode;
 
     #[test]
     fn boundary_layers_take_fp16_or_int8_and_errors_name_the_option() {
+        // A value given overrides every mode's default.
+        let boundary_mode = |a: Option<&str>| boundary_for(a, KvMode::parse("turbo4").unwrap());
         assert_eq!(
             boundary_mode(Some("int8")).unwrap(),
             KvMode::parse("int8").unwrap()
@@ -164,5 +171,32 @@ mod tests {
         }
         let e = boundary_mode(Some("turbo4")).unwrap_err().to_string();
         assert!(e.contains("fp16, int8 or int8r"), "{e}");
+        assert_eq!(
+            boundary_for(Some("fp16+int8"), KvMode::parse("turbo3").unwrap()).unwrap(),
+            KvMode::parse("fp16+int8").unwrap()
+        );
+    }
+
+    /// Without --kv-boundary-type (and MLXCEL_KV_BOUNDARY_TYPE), quantized keys get fp16+turbo4
+    /// ends and fp16 keys fp16+int8 ends (ADR 0027).
+    #[test]
+    fn boundary_layers_default_by_key_format() {
+        if std::env::var_os(mlxcel_core::flags::KV_BOUNDARY_TYPE).is_some() {
+            return; // the variable overrides the defaults this test is about
+        }
+        for (mode, ends) in [
+            ("turbo4", "fp16+turbo4"),
+            ("turbo3", "fp16+turbo4"),
+            ("turbo2", "fp16+turbo4"),
+            ("turbo4-asym", "fp16+int8"),
+            ("turbo2-asym", "fp16+int8"),
+            ("turbo4-delegated", "fp16+int8"),
+        ] {
+            assert_eq!(
+                boundary_for(None, KvMode::parse(mode).unwrap()).unwrap(),
+                KvMode::parse(ends).unwrap(),
+                "{mode}"
+            );
+        }
     }
 }

@@ -29,9 +29,10 @@ pub struct RecommendArgs {
     /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2].
     #[arg(long, value_name = "N")]
     pub kv_boundary_layers: Option<usize>,
-    /// Cache of the boundary layers: fp16+int8 (fp16 keys, int8 values), fp16, int8, int8r or
-    /// fp16+int8r (speed and quality of each in docs/kv-cache.md) [env: MLXCEL_KV_BOUNDARY_TYPE]
-    /// [default: fp16+int8].
+    /// Cache of the boundary layers: fp16+turbo4 (fp16 keys, turbo4 values), fp16+int8 (fp16
+    /// keys, int8 values), fp16, int8, int8r or fp16+int8r (speed and quality of each in
+    /// docs/kv-cache.md) [env: MLXCEL_KV_BOUNDARY_TYPE] [default: fp16+turbo4 for turbo4 / turbo3
+    /// / turbo2, fp16+int8 for the -asym modes].
     #[arg(long, value_name = "TYPE")]
     pub kv_boundary_type: Option<String>,
 }
@@ -83,7 +84,7 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         num_kv_heads: cfg.num_kv_heads,
         head_dim: cfg.head_dim,
         boundary_layers: crate::kv_args::boundary_layers(args.kv_boundary_layers),
-        boundary_mode: crate::kv_args::boundary_mode(args.kv_boundary_type.as_deref())?,
+        boundary_mode: crate::kv_args::boundary_override(args.kv_boundary_type.as_deref())?,
         fused_int8r: int8r_fused_available(),
     };
     let weights = facts.weight_bytes as f64;
@@ -110,16 +111,24 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         gb(budget_bytes),
         100.0 * HEADROOM
     );
-    println!(
-        "boundary  turbo modes keep the first and last {} layers in {} (--kv-boundary-layers, --kv-boundary-type)",
-        shape.boundary_layers, shape.boundary_mode
-    );
-    if shape.boundary_mode.k != SideFormat::Fp16 {
+    match shape.boundary_mode {
+        None => println!(
+            "boundary  turbo modes keep the first and last {} layers in fp16+turbo4 (turbo4, turbo3, turbo2) \
+             or fp16+int8 (the -asym modes) (--kv-boundary-layers, --kv-boundary-type)",
+            shape.boundary_layers
+        ),
+        Some(ends) => println!(
+            "boundary  turbo modes keep the first and last {} layers in {ends} (--kv-boundary-layers, --kv-boundary-type)",
+            shape.boundary_layers
+        ),
+    }
+    if shape.boundary_mode.is_some_and(|m| m.k != SideFormat::Fp16) {
         // 8-bit keys: the speed is int8r's, the quality cost depends on the model (ADR 0012).
         println!(
-            "          (8-bit keys in the boundary layers: on the H200 at 128K turbo4 ran 1.92x fp16 against \
-             1.86x with the default fp16+int8 ends (device time, one run each, session 45; the default ends 1.95x since session 51); turbo4's PPL penalty +6.7% -> +11.4% on \
-             Qwen2.5-Coder-0.5B, +6.4% -> +6.5% on Qwen2.5-Coder-1.5B: measure with `mlxcel perplexity --kv-boundary-type`)"
+            "          (8-bit keys in the boundary layers: on the H200 at 128K turbo4 ran 1.99x fp16 with int8r ends \
+             against 1.98x with fp16+turbo4 ends (device time, two rounds each, session 57); turbo4's PPL penalty \
+             +6.7% -> +11.4% on Qwen2.5-Coder-0.5B, +6.4% -> +6.5% on Qwen2.5-Coder-1.5B: measure with \
+             `mlxcel perplexity --kv-boundary-type`)"
         );
     }
     println!();

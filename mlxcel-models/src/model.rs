@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use mlxcel_core::kv::mode::{DEFAULT_BOUNDARY_LAYERS, DEFAULT_BOUNDARY_MODE};
+use mlxcel_core::kv::mode::{default_boundary_mode, DEFAULT_BOUNDARY_LAYERS};
 use mlxcel_core::kv::{make_caches, CacheSpec, KvCache, KvMode};
 use mlxcel_core::Array;
 
@@ -41,18 +41,18 @@ pub struct KvConfig {
     pub mode: KvMode,
     /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
-    /// fp16+int8 (the default: fp16 keys, int8 values), fp16, int8, int8r or fp16+int8r
-    /// (`mode::check_boundary_mode`).
+    /// fp16+turbo4 (the default for quantized keys), fp16+int8 (the default for fp16 keys), fp16,
+    /// int8, int8r or fp16+int8r (`mode::check_boundary_mode`, `mode::default_boundary_mode`).
     pub boundary_mode: KvMode,
 }
 
 impl KvConfig {
-    /// `mode` with the default boundary layers (two at each end, [`DEFAULT_BOUNDARY_MODE`]).
+    /// `mode` with the default boundary layers (two at each end, in [`default_boundary_mode`]).
     pub fn new(mode: KvMode) -> KvConfig {
         KvConfig {
             mode,
             boundary_layers: DEFAULT_BOUNDARY_LAYERS,
-            boundary_mode: DEFAULT_BOUNDARY_MODE,
+            boundary_mode: default_boundary_mode(mode),
         }
     }
 }

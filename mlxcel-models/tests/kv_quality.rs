@@ -41,8 +41,8 @@ fn kv(mode: &str) -> KvConfig {
     KvConfig::new(KvMode::parse(mode).unwrap())
 }
 
-/// `mode` with fp16 boundary layers, as in the reference simulation (the default stores
-/// fp16 keys and int8 values there: ADR 0012).
+/// `mode` with fp16 boundary layers, as in the reference simulation (the defaults store fp16
+/// keys with int8 or turbo4 values there: ADR 0012, ADR 0027).
 fn kv_fp16_ends(mode: &str) -> KvConfig {
     KvConfig {
         boundary_mode: KvMode::FP16,
@@ -85,14 +85,14 @@ fn modes_stay_within_the_perplexity_and_kld_bounds() {
     let tokens = m.tokenizer().unwrap().encode(&text).unwrap();
     // The table's modes keep the reference's fp16 boundary layers. int8r (int8 of the
     // rotated vector) has no ideal-math reference; it is checked against int8 from the same
-    // run below, and so are the default boundary layers (fp16 keys, int8 values) against
-    // fp16 ones.
-    let default_ends = ["turbo4-asym", "turbo4"];
+    // run below, and so are the default boundary layers (fp16 keys with int8 values for
+    // turbo4-asym, with turbo4 values for turbo4) against fp16 ones, each with its KLD bound.
+    let default_ends = [("turbo4-asym", 1.05), ("turbo4", 1.15)];
     let modes: Vec<KvConfig> = table
         .iter()
         .map(|(n, _, _)| kv_fp16_ends(n))
         .chain([kv("int8r")])
-        .chain(default_ends.map(kv))
+        .chain(default_ends.map(|(n, _)| kv(n)))
         .collect();
     let reports = perplexity_modes(&m, &tokens, 1024, 4, 256, &modes).unwrap();
     let mut failures = Vec::new();
@@ -130,22 +130,26 @@ fn modes_stay_within_the_perplexity_and_kld_bounds() {
             "int8r: KLD {int8r} not below 0.6 x int8's {int8}, or PPL {int8r_ppl:+.2}% > 0.25%"
         ));
     }
-    // The default boundary layers must keep fp16 ends' quality (ADR 0012 addendum): measured
-    // turbo4 KLD 0.0447 against 0.0446 (PPL +5.85% against +5.31%), turbo4-asym 0.00484
-    // against 0.00493. KLD within 5%, and the PPL change within the one point.
-    for (i, name) in default_ends.iter().enumerate() {
+    // The default boundary layers must keep near fp16 ends' quality, the PPL change within the
+    // issue's one point. turbo4-asym's fp16+int8 ends (ADR 0012 addendum): measured KLD
+    // 0.00484 against fp16 ends' 0.00493, bound 5%. turbo4's fp16+turbo4 ends (ADR 0027, the
+    // default since session 57): measured 0.04783 against fp16 ends' 0.04365 (+9.6%; session
+    // 48, before the fp16 centroids: 0.04753 against fp16+int8 ends' 0.04471), bound 15%.
+    for (i, (name, bound)) in default_ends.iter().enumerate() {
         let fp16_ends = table.iter().position(|(n, _, _)| n == name).unwrap();
         let (a, b) = (
             reports[fp16_ends].vs_fp16.as_ref().unwrap(),
             reports[table.len() + 1 + i].vs_fp16.as_ref().unwrap(),
         );
+        let ends = modes[table.len() + 1 + i].boundary_mode;
+        let ends = format!("{}+{}", ends.k, ends.v);
         eprintln!(
-            "{name:<12} default ends (fp16+int8): PPL {:+.2}%  KLD {:.5}; fp16 ends {:+.2}% / {:.5}",
+            "{name:<12} default ends ({ends}): PPL {:+.2}%  KLD {:.5}; fp16 ends {:+.2}% / {:.5}",
             b.ppl_change_percent, b.kld, a.ppl_change_percent, a.kld
         );
-        if b.kld > 1.05 * a.kld || b.ppl_change_percent > a.ppl_change_percent + 1.0 {
+        if b.kld > bound * a.kld || b.ppl_change_percent > a.ppl_change_percent + 1.0 {
             failures.push(format!(
-                "{name}: default ends KLD {} / PPL {:+.2}% against fp16 ends' {} / {:+.2}%",
+                "{name}: default ends ({ends}) KLD {} / PPL {:+.2}% against fp16 ends' {} / {:+.2}% (KLD bound {bound} x)",
                 b.kld, b.ppl_change_percent, a.kld, a.ppl_change_percent
             ));
         }

@@ -23,7 +23,7 @@
 //!   it comes right after turbo4-asym (128K: 1.70x fp16's decode speed, session 15);
 //!   elsewhere it is attended by dequantizing the whole cache each step, so it is left out.
 
-use super::mode::KvMode;
+use super::mode::{default_boundary_mode, KvMode};
 
 /// What the advice needs to know about the model's cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +33,9 @@ pub struct CacheShape {
     pub head_dim: usize,
     /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
-    /// The boundary layers' cache (see `mode::check_boundary_mode`).
-    pub boundary_mode: KvMode,
+    /// The boundary layers' cache (see `mode::check_boundary_mode`); `None`: each mode's default
+    /// (`mode::default_boundary_mode`: fp16+turbo4 for quantized keys, fp16+int8 for fp16 keys).
+    pub boundary_mode: Option<KvMode>,
     /// Whether int8r runs on fused kernels here (`mode::int8r_fused_available`): then it is
     /// in the order.
     pub fused_int8r: bool,
@@ -87,8 +88,10 @@ pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
     } else {
         0
     };
-    boundary as f64 * per_layer(shape.boundary_mode)
-        + (shape.num_layers - boundary) as f64 * per_layer(mode)
+    let ends = shape
+        .boundary_mode
+        .unwrap_or_else(|| default_boundary_mode(mode));
+    boundary as f64 * per_layer(ends) + (shape.num_layers - boundary) as f64 * per_layer(mode)
 }
 
 /// One mode's numbers.
@@ -213,7 +216,7 @@ mod tests {
         num_kv_heads: 8,
         head_dim: 128,
         boundary_layers: 2,
-        boundary_mode: KvMode::FP16,
+        boundary_mode: Some(KvMode::FP16),
         fused_int8r: false,
     };
 
@@ -234,11 +237,22 @@ mod tests {
         assert_eq!(kv_bytes(t4, &LLAMA8B, 1000), 1000.0 * want);
         // int8 boundary layers: 4 layers of 128 + 2 bytes per vector instead of 256.
         let int8_ends = CacheShape {
-            boundary_mode: int8,
+            boundary_mode: Some(int8),
             ..LLAMA8B
         };
         let want = 4.0 * 2.0 * 8.0 * (128.0 + 2.0) + 28.0 * 2.0 * 8.0 * (64.0 + 2.0);
         assert_eq!(kv_bytes(t4, &int8_ends, 1), want);
+        // The defaults: turbo4's ends hold fp16 keys (256 bytes) and turbo4 values (64 + 2);
+        // turbo4-asym's fp16 keys and int8 values (128 + 2).
+        let default_ends = CacheShape {
+            boundary_mode: None,
+            ..LLAMA8B
+        };
+        let want = 4.0 * 8.0 * (256.0 + 66.0) + 28.0 * 2.0 * 8.0 * 66.0;
+        assert_eq!(kv_bytes(t4, &default_ends, 1), want);
+        let asym = KvMode::parse("turbo4-asym").unwrap();
+        let want = 4.0 * 8.0 * (256.0 + 130.0) + 28.0 * 8.0 * (256.0 + 66.0);
+        assert_eq!(kv_bytes(asym, &default_ends, 1), want);
     }
 
     #[test]

@@ -241,27 +241,51 @@ pub struct CacheSpec {
     pub head_dim: usize,
     /// First and last layers kept in `boundary_mode` in turbo modes.
     pub boundary_layers: usize,
-    /// The boundary layers' mode ([`check_boundary_mode`]; default [`DEFAULT_BOUNDARY_MODE`]).
+    /// The boundary layers' mode ([`check_boundary_mode`]; default [`default_boundary_mode`]).
     pub boundary_mode: KvMode,
 }
 
 /// Default number of boundary layers at each end in turbo modes.
 pub const DEFAULT_BOUNDARY_LAYERS: usize = 2;
 
-/// Default mode of the boundary layers, on every backend: fp16 keys and int8 values
-/// (`fp16+int8`). The turbo peers keep fp16 ends (vLLM's boundary skip; llama.cpp's turbo fork
-/// uses q8_0). On Qwen2.5-Coder-0.5B all of 8-bit storage's loss is in the keys (KLD 0.024 for
-/// int8 keys, 0.00004 for int8 values), and fp16+int8 ends kept fp16 ends' turbo4 KLD within
-/// 3% on three models, while whole int8r ends raised that model's turbo4 PPL penalty from
-/// +6.7% to +11.4%. On the H200 (session 16) they run on the fused kernel instead of MLX's
-/// fp16 SDPA: turbo4's 128K step went from 4.93 to 4.53 ms, with 3/4 of fp16 ends' bytes
-/// (session 35, against today's fp16: turbo4 1.75x with these ends, 1.76x with int8r ends,
-/// 1.90x with none; session 45, one 128K run each: 1.86x with these ends, 1.92x with int8r).
+/// Boundary layers of fp16 keys and int8 values (`fp16+int8`): the default for the turbo modes
+/// whose keys are fp16 (turbo4-asym, turbo3-asym, turbo2-asym, turbo4-delegated), and for every
+/// turbo mode until session 57. The turbo peers keep fp16 ends (vLLM's boundary skip;
+/// llama.cpp's turbo fork uses q8_0). On Qwen2.5-Coder-0.5B all of 8-bit storage's loss is in
+/// the keys (KLD 0.024 for int8 keys, 0.00004 for int8 values), and fp16+int8 ends kept fp16
+/// ends' turbo4 KLD within 3% on three models, while whole int8r ends raised that model's
+/// turbo4 PPL penalty from +6.7% to +11.4%. On the H200 (session 16) they run on the fused
+/// kernel instead of MLX's fp16 SDPA: turbo4's 128K step went from 4.93 to 4.53 ms.
 /// `--kv-boundary-type fp16` restores fp16 ends; ADR 0012.
-pub const DEFAULT_BOUNDARY_MODE: KvMode = KvMode {
+pub const FP16_INT8_ENDS: KvMode = KvMode {
     k: SideFormat::Fp16,
     v: SideFormat::Int8,
 };
+
+/// Boundary layers of fp16 keys and turbo4 values (`fp16+turbo4`, turbo4-asym's cache): the
+/// default for the turbo modes whose keys are quantized (turbo4, turbo3, turbo2, mixed turbo
+/// K/V) since session 57 (ADR 0027). Exact keys, where 8-bit ends lost on Qwen2.5, at 322 of
+/// fp16+int8's 386 bytes per position and head (D = 128): turbo4's 128K step -0.085 ms on the
+/// H200 (1.92x -> 1.98x fp16) and -0.10 ms on an H100 (2.00x -> 2.06x), two rounds each; turbo4's
+/// KLD +1.8% / +2.2% (Qwen2.5-Coder-0.5B / 1.5B) and +6.3% (SmolLM2) against fp16+int8 ends,
+/// its PPL within a point of theirs.
+pub const FP16_TURBO4_ENDS: KvMode = KvMode {
+    k: SideFormat::Fp16,
+    v: SideFormat::Turbo(4),
+};
+
+/// The boundary layers' default mode for the cache mode `mode`, on every backend (quality must
+/// not depend on the backend). Quantized keys get [`FP16_TURBO4_ENDS`]. Modes with fp16 keys
+/// keep [`FP16_INT8_ENDS`]: fp16+turbo4 would be turbo4-asym's own cache, i.e. no boundary
+/// protection at all: +40% of turbo4-asym's KLD on SmolLM2 (session 57). turbo3's and
+/// turbo2's KLD moved +3.6% / -4.3% there with fp16+turbo4 ends.
+pub fn default_boundary_mode(mode: KvMode) -> KvMode {
+    if mode.k.is_turbo() {
+        FP16_TURBO4_ENDS
+    } else {
+        FP16_INT8_ENDS
+    }
+}
 
 /// Whether this process runs int8r caches on fused kernels: the CUDA backend with
 /// `MLXCEL_INT8R_FUSED` (default on). The Metal backend has no int8r kernel.
