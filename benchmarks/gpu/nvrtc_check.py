@@ -86,11 +86,6 @@ def cluster_signature(n):
     return signature_attribute(f"__cluster_dims__({n}, 1, 1)")
 
 
-def launch_bounds_signature(warps):
-    """decode_attention.rs's launch_bounded: __launch_bounds__(32 warps, 1)."""
-    return signature_attribute(f"__launch_bounds__({32 * warps}, 1)")
-
-
 def b(x):
     return "true" if x else "false"
 
@@ -259,13 +254,6 @@ def main():
                                + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
                         named = "".join(f" {f}" for f in MMA_FLAGS[7:] if b(v[f]) == "true")
                         ok &= compile_one(name + f" rope={rope} trad={trad} fold={fold} swz={swz} lut={lutk}/{lutv}/{luti}" + named + (" rot" if rot and kf == 1 else ""), src)
-                        # MLXCEL_MMA_W16: symmetric 2- and 3-bit kernels with the 2-bit field table at D 128 in
-                        # 16-warp CTAs, MLX's signature bounded by decode_attention.rs's launch_bounded.
-                        if kf == vf and kf in (2, 3) and d == 128 and wide == "true" and lutk == "true":
-                            consts = mma_consts(v, kf, vf, d, gqa, stages, 16, rot, True, qt)
-                            src = (mma_header + launch_bounds_signature(16) + SHAPE + "\n__global__ void k("
-                                   + sig.replace("const float* q", f"const {qt}* q") + f", {qt}* out) {{\n" + consts + mma_body + "\n}\n")
-                            ok &= compile_one(name + f" w16 rope={rope} fold={fold} lut={lutk}/{lutv}/{luti}" + named, src)
     # The attention append (MLXCEL_ATTN_APPEND: decode_attention.rs's mma_append_source): the formats the qkv
     # GEMV's folded append writes (turbo4, fp16 K + turbo4 V, int8) and the boundary layers' fp16 K + int8 V, the shipped build (12-warp CTAs, or 4 without the
     # pair table with NVRTC_WIDE_PLAIN=0) with and without the fold, RoPE in both layouts; the probe builds' setting from NVRTC_PROBE.

@@ -1272,24 +1272,6 @@ pub const MMA_LUT_LOW: Flag = Flag {
     slot: 77,
 };
 
-/// The tensor-core kernel runs symmetric turbo3 / turbo2 at head_dim 128 (the kernels of the
-/// 2-bit field table, [`MMA_LUT_LOW`]) in 16-warp CTAs instead of 12, their launch bounded to
-/// 512 threads and one CTA per SM (`__launch_bounds__` added to MLX's generated signature, so
-/// NVRTC keeps to 128 registers a thread). Why: ncu at 128K on an H100 (session 56) found both
-/// launches neither DRAM- nor issue-bound with the table (turbo2: DRAM 59%, issue slots 62%;
-/// turbo3: 71% / 68%) and ~1.1-1.3 eligible warps per scheduler out of 3: latency-bound, one
-/// 12-warp CTA per SM (registers and shared memory each allow one). 16 warps give each
-/// scheduler 4. NVRTC sm_90 (this machine's): the paired-tile builds drop from 133 / 142
-/// registers to 128 with 4-20 bytes of spills, the unpaired ones need 125 / 120 and do not
-/// spill. Not bit-identical (warps take other tiles, so the sums run in another order): within
-/// parity. Written in session 56 without a GPU: off until measured. 1 turns it on.
-pub const MMA_W16: Flag = Flag {
-    name: "MLXCEL_MMA_W16",
-    default: false,
-    doc: "tensor-core decode kernel: symmetric turbo3 / turbo2 at head_dim 128 in 16-warp CTAs (1 = on; not yet run on a GPU)",
-    slot: 78,
-};
-
 /// The tensor-core decode kernel's softmax computes exp2 with denormal results flushed to zero
 /// (`FTZ` in `cuda/decode_attention_mma.cu`): CUDA's exp2f wraps the hardware exponential in
 /// a range check and two predicated multiplies so that results below 2^-126 stay denormal,
@@ -1320,8 +1302,9 @@ pub fn kv_boundary_layers(default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// The boundary layers' cache mode in turbo modes (`fp16` or `int8`; see
-/// `kv::mode::check_boundary_mode`). Read by the CLI when `--kv-boundary-type` is not given.
+/// The boundary layers' cache mode in turbo modes (e.g. `fp16+turbo4`, `fp16+int8`, `fp16`,
+/// `int8r`; see `kv::mode::check_boundary_mode`). Read by the CLI when `--kv-boundary-type` is
+/// not given; unset, each mode takes `kv::mode::default_boundary_mode`.
 pub const KV_BOUNDARY_TYPE: &str = "MLXCEL_KV_BOUNDARY_TYPE";
 
 /// Offset added to the turbo rotation seeds (numeric, default 0): lets experiments measure
@@ -1421,6 +1404,10 @@ pub const RETIRED: &[(&str, &str)] = &[
     (
         "MLXCEL_MMA_QFIRST_ASYM",
         "turbo4-asym's first ring copies before the prologue's barrier; session 47: 128K step 4.379 -> 4.393 ms, 32K 2.387 -> 2.373; removed in session 50",
+    ),
+    (
+        "MLXCEL_MMA_W16",
+        "symmetric turbo3 / turbo2 at head_dim 128 in 16-warp CTAs; session 57 (H200): 128K step turbo2 3.028 -> 3.050 ms, turbo3 3.259 -> 3.249, bench attention at 32K 28-32 -> 36-43 us; removed in session 57",
     ),
 ];
 
@@ -1526,7 +1513,6 @@ pub const ALL: &[Flag] = &[
     LOWBIT_CUDA,
     MMA_WIDE_ONE_PER_SM,
     MMA_LUT_LOW,
-    MMA_W16,
     QMV_POST,
     QMV_TILED,
     QMV_OWN_CHUNKS,

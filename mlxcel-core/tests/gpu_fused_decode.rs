@@ -878,7 +878,8 @@ fn flag_within_parity_rising(test: &str, flag: &str, rise: f32) -> usize {
     clear_flags(&[flag]);
     if on_cuda {
         // A mode filter that leaves nothing must not pass as a run: session 57's W16 check
-        // filtered to turbo3 / turbo2 when this list lacked them, and "passed" with 0 cases.
+        // (since removed) filtered to turbo3 / turbo2 when this list lacked them, and "passed"
+        // with 0 cases.
         assert!(
             checked > 0,
             "{flag}: no case ran on CUDA (MLXCEL_PARITY_MODES leaves none of {FLAG_PARITY_MODES:?})"
@@ -916,15 +917,6 @@ fn lighter_last_split_matches_the_reference() {
         "lighter_last_split_matches_the_reference",
         "MLXCEL_MMA_LIGHT_LAST",
     );
-}
-
-/// `MLXCEL_MMA_W16` (16-warp CTAs for symmetric turbo3 / turbo2 at head_dim 128, their launch
-/// bounded to 512 threads) gives each warp other tiles: parity bound. The other formats and
-/// head_dim 64 must be unchanged by it. `MLXCEL_PARITY_MODES=turbo3,turbo2` runs only the two it
-/// changes.
-#[test]
-fn sixteen_warp_ctas_match_the_reference() {
-    flag_within_parity("sixteen_warp_ctas_match_the_reference", "MLXCEL_MMA_W16");
 }
 
 /// `MLXCEL_MMA_WIDE_PLAIN` (12-warp CTAs for the kernels without the pair table: fp16 or int8

@@ -64,10 +64,6 @@ fn mma_shared_bytes(stage: usize, stages: usize, d: usize, gqa: usize, warps: us
 /// ([`flags::MMA_WIDE`]).
 const MMA_WARPS: usize = 4;
 const MMA_WIDE_WARPS: usize = 12;
-/// Warps per CTA of the symmetric 2- and 3-bit kernels at head_dim 128 with
-/// [`flags::MMA_W16`]; their launch is bounded to this many threads and one CTA per SM
-/// ([`launch_bounded`]).
-const MMA_W16_WARPS: usize = 16;
 /// Most dynamic shared memory one CTA may take (H100 / H200: 227 KB).
 const MAX_CTA_SHARED: usize = 232_448;
 
@@ -117,27 +113,15 @@ fn mma_deepest_same_occupancy(stage: usize, stages: usize, d: usize, gqa: usize)
 /// The tensor-core kernel's ring depth, dynamic shared memory (with the pair table where
 /// `table`) and warps per CTA for K / V formats `kfmt` / `vfmt`. 12-warp CTAs where the pair
 /// table holds occupancy down and they fit, else 4; kernels without the table (fp16, int8,
-/// 2- and 3-bit keys) take 12-warp CTAs only with `MLXCEL_MMA_WIDE_PLAIN`. Symmetric 2- and
-/// 3-bit kernels at head_dim 128 with the 2-bit field table take 16-warp CTAs with
-/// [`flags::MMA_W16`].
+/// 2- and 3-bit keys) take 12-warp CTAs only with `MLXCEL_MMA_WIDE_PLAIN`. (16-warp CTAs for
+/// the symmetric 2- and 3-bit kernels, `MLXCEL_MMA_W16`, measured no faster in session 57 and
+/// were removed: `flags::RETIRED`.)
 fn mma_launch_shape(
     kfmt: i32,
     vfmt: i32,
     d: usize,
     gqa: usize,
     table: bool,
-) -> (usize, usize, usize) {
-    mma_launch_shape_w16(kfmt, vfmt, d, gqa, table, flags::MMA_W16.enabled())
-}
-
-/// [`mma_launch_shape`] with [`flags::MMA_W16`]'s value given (`w16_on`).
-fn mma_launch_shape_w16(
-    kfmt: i32,
-    vfmt: i32,
-    d: usize,
-    gqa: usize,
-    table: bool,
-    w16_on: bool,
 ) -> (usize, usize, usize) {
     let stage = mma_stage_bytes(kfmt, vfmt, d);
     let stages = mma_stages(stage);
@@ -148,14 +132,11 @@ fn mma_launch_shape_w16(
             .filter(|base| base + lut <= MAX_CTA_SHARED)
             .map(|base| (stages, base, warps))
     };
-    let w16 = w16_on && table && symmetric_low_bit(kfmt, vfmt) && d == 128;
-    let wide = if w16 { fits(MMA_W16_WARPS) } else { None }.or_else(|| {
-        if (table || wide_plain) && flags::MMA_WIDE.enabled() {
-            fits(MMA_WIDE_WARPS)
-        } else {
-            None
-        }
-    });
+    let wide = if (table || wide_plain) && flags::MMA_WIDE.enabled() {
+        fits(MMA_WIDE_WARPS)
+    } else {
+        None
+    };
     let (stages, base, warps) = wide.unwrap_or_else(|| {
         let stages = if !table && flags::MMA_DEEP_PLAIN.enabled() {
             mma_deepest_same_occupancy(stage, stages, d, gqa)
@@ -194,8 +175,7 @@ fn mma_luts_for(kfmt: i32, vfmt: i32) -> (bool, bool) {
 }
 
 /// 2- or 3-bit keys with values of the same width (symmetric turbo3 / turbo2): the kernels the
-/// 2-bit field table ([`flags::MMA_LUT_LOW`], the kernel's `LUT_L`) and 16-warp CTAs
-/// ([`flags::MMA_W16`]) apply to.
+/// 2-bit field table ([`flags::MMA_LUT_LOW`], the kernel's `LUT_L`) applies to.
 fn symmetric_low_bit(kfmt: i32, vfmt: i32) -> bool {
     matches!(kfmt, 2 | 3) && vfmt == kfmt
 }
@@ -261,18 +241,6 @@ fn mma_source(shared: usize) -> KernelSource {
     s.header = format!("{HEADER}\n{MMA_HEADER}");
     s.shared_memory = shared as i32;
     s
-}
-
-/// `s` with MLX's generated signature bounded to `warps` warps and one CTA per SM
-/// (`__launch_bounds__(32 warps, 1)`, [`KernelSource::with_signature_attribute`]), under its own
-/// name. Why: MLX compiles without a register limit, and a 512-thread CTA cannot launch above
-/// 128 registers a thread, which the paired-tile 2- and 3-bit builds pass (133-142, NVRTC
-/// sm_90) unbounded.
-fn launch_bounded(s: KernelSource, warps: usize) -> KernelSource {
-    s.with_signature_attribute(
-        &format!("_w{warps}"),
-        &format!("__launch_bounds__({}, 1)", 32 * warps),
-    )
 }
 
 /// The attention-append kernel's extra inputs, after [`INPUTS`]: the step's keys (before
@@ -1087,26 +1055,20 @@ fn decode(
         let pair = mma_pair(stages);
         // Transposed scores: on request, and always under paired tiles.
         let kt = flags::MMA_KT.enabled() || pair;
-        // 16-warp CTAs (MLXCEL_MMA_W16) need the launch bound; the variant key tells them apart.
-        let bounded = |s: KernelSource| {
-            if warps == MMA_W16_WARPS {
-                launch_bounded(s, warps)
-            } else {
-                s
-            }
-        };
-        let variant = shared as u64 | (warps as u64) << 32;
         let main = if append.is_some() {
             cached_by_name(
                 KernelBackend::Cuda,
                 "decode_attention_mma_app",
-                variant,
-                || bounded(mma_append_source(shared)),
+                shared as u64,
+                || mma_append_source(shared),
             )?
         } else {
-            cached_by_name(KernelBackend::Cuda, "decode_attention_mma", variant, || {
-                bounded(mma_source(shared))
-            })?
+            cached_by_name(
+                KernelBackend::Cuda,
+                "decode_attention_mma",
+                shared as u64,
+                || mma_source(shared),
+            )?
         };
         // The merged output `out` is written only by the fold; otherwise a token-sized stub.
         let fold_out = if fold { out_shape.clone() } else { vec![8] };
@@ -1219,12 +1181,11 @@ pub fn mma_pair(stages: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{
-        fold_fits, fold_inputs, launch_bounded, length_marker, mma_deepest_same_occupancy,
-        mma_launch_shape, mma_launch_shape_w16, mma_luts_for, mma_num_splits_for, mma_pair,
-        mma_qfirst1, mma_source, mma_stage_bytes, mma_stages, mma_target_ctas, qkv_encode_tickets,
-        symmetric_low_bit, TimingProbe, CTA_RESERVED_SHARED, FOLD_MAX_BH, FOLD_MAX_CONTEXT,
-        FOLD_MAX_SPLITS, FOLD_SLOTS, MAX_CTA_SHARED, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES,
-        MMA_W16_WARPS, MMA_WIDE_WARPS, SMS, SM_SHARED_BYTES,
+        fold_fits, fold_inputs, length_marker, mma_deepest_same_occupancy, mma_launch_shape,
+        mma_luts_for, mma_num_splits_for, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages,
+        qkv_encode_tickets, TimingProbe, CTA_RESERVED_SHARED, FOLD_MAX_BH, FOLD_MAX_CONTEXT,
+        FOLD_MAX_SPLITS, FOLD_SLOTS, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES, MMA_WIDE_WARPS,
+        SM_SHARED_BYTES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
@@ -1342,47 +1303,6 @@ mod tests {
             // 4 per SM by shared memory (clamped), 528 CTAs: 66 splits either way.
             assert_eq!(mma_num_splits_for(1, 8, 131072, shared, warps, 64), 66);
         }
-    }
-
-    /// `MLXCEL_MMA_W16`: 16-warp CTAs for symmetric turbo3 / turbo2 at head_dim 128 with the
-    /// 2-bit field table only, each fitting one CTA's shared memory at every GQA up to 8 and
-    /// taking a whole SM (registers: 512 threads x 128); every other kernel keeps its shape.
-    /// Their source is bounded to 512 threads and one CTA per SM, under its own name.
-    #[test]
-    fn sixteen_warp_ctas_only_for_symmetric_low_bit_kernels_at_d128() {
-        let fmts = [FORMAT_FP16, FORMAT_INT8, 4, 3, 2];
-        for k in fmts {
-            for v in fmts {
-                for (d, gqa) in [64usize, 128]
-                    .into_iter()
-                    .flat_map(|d| (1..=8).map(move |g| (d, g)))
-                {
-                    for table in [false, true] {
-                        let off = mma_launch_shape_w16(k, v, d, gqa, table, false);
-                        let on = mma_launch_shape_w16(k, v, d, gqa, table, true);
-                        let w16 = table && symmetric_low_bit(k, v) && d == 128;
-                        if !w16 {
-                            assert_eq!(on, off, "k {k} v {v} d {d} gqa {gqa} table {table}");
-                            continue;
-                        }
-                        let (stages, shared, warps) = on;
-                        assert_eq!(warps, MMA_W16_WARPS, "k {k} d {d} gqa {gqa}");
-                        assert_eq!(stages, off.0);
-                        assert!(shared <= MAX_CTA_SHARED && shared > off.1, "{shared}");
-                        assert_eq!(mma_target_ctas(shared, warps, d), SMS);
-                    }
-                }
-            }
-        }
-        let s = launch_bounded(mma_source(100_000), MMA_W16_WARPS);
-        assert_eq!(s.name, "mlxcel_decode_attention_mma_w16");
-        assert!(
-            s.header
-                .ends_with("#define __global__ __location__(global) __launch_bounds__(512, 1)\n"),
-            "{}",
-            &s.header[s.header.len() - 120..]
-        );
-        assert!(!mma_source(100_000).header.contains("__launch_bounds__"));
     }
 
     #[test]
