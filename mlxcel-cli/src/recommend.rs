@@ -190,7 +190,7 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
     }
     if context <= FP16_PREFERRED_MAX_CONTEXT {
         println!(
-            "  speed: up to {}K tokens compressed caches decode at 1.2-1.4x fp16 on the H200 (device time; the host often decides at 4K); beyond, faster (128K: turbo4 1.95x, int8 1.61x, turbo4-asym 1.36x; on an H100 turbo3 2.07x, turbo2 2.23x)",
+            "  speed: up to {}K tokens compressed caches decode at 1.2-1.4x fp16 on the H200 (device time; the host often decides at 4K); beyond, faster (128K: turbo4 1.98x, int8 1.61x, turbo4-asym 1.36x; turbo2 1.94x, turbo3 1.80x in session 57; on an H100 turbo3 2.07x, turbo2 2.23x)",
             FP16_PREFERRED_MAX_CONTEXT / 1024
         );
     }

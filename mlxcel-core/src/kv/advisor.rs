@@ -179,7 +179,7 @@ pub fn advise(shape: &CacheShape, weight_bytes: f64, context: usize, budget_byte
     for name in quality_order(shape) {
         if let Some(m) = fits(name) {
             let why = if fits("fp16").is_some() {
-                "beyond 32K compressed caches decode faster than fp16 on the H200 (128K, device time per step against fp16's in the same session: turbo4-asym 1.36x, int8 1.61x, turbo4 1.95x, session 51) while holding less memory; this is the best-measured-quality mode"
+                "beyond 32K compressed caches decode faster than fp16 on the H200 (128K, device time per step against fp16's in the same session: turbo4-asym 1.36x, int8 1.61x, turbo4 1.95x in session 51, 1.98x with its fp16+turbo4 boundary layers in session 57) while holding less memory; this is the best-measured-quality mode"
             } else {
                 "the fp16 cache does not fit; this is the best-measured-quality mode that does"
             };
