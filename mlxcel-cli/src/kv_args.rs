@@ -108,7 +108,7 @@ impl KvArgs {
                 "{}: boundary layers (the first and last {}) store {} (--kv-boundary-type, --kv-boundary-layers)",
                 c.mode.name(),
                 c.boundary_layers,
-                c.boundary_mode.name()
+                c.boundary_mode.sides_name()
             );
         }
         Ok(c)

@@ -118,8 +118,9 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
             shape.boundary_layers
         ),
         Some(ends) => println!(
-            "boundary  turbo modes keep the first and last {} layers in {ends} (--kv-boundary-layers, --kv-boundary-type)",
-            shape.boundary_layers
+            "boundary  turbo modes keep the first and last {} layers in {} (--kv-boundary-layers, --kv-boundary-type)",
+            shape.boundary_layers,
+            ends.sides_name()
         ),
     }
     if shape.boundary_mode.is_some_and(|m| m.k != SideFormat::Fp16) {

@@ -361,6 +361,16 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         KvMode::from_side_names("int8", "turbo4").unwrap().name(),
         "int8+turbo4"
     );
+    // Boundary-layer caches are named by their sides, as --kv-boundary-type spells them.
+    for (mode, sides) in [
+        ("fp16+turbo4", "fp16+turbo4"),
+        ("fp16+int8", "fp16+int8"),
+        ("fp16", "fp16"),
+        ("int8r", "int8r"),
+        ("turbo3", "turbo3"),
+    ] {
+        assert_eq!(KvMode::parse(mode).unwrap().sides_name(), sides);
+    }
     assert!(KvMode::parse("turbo5")
         .unwrap_err()
         .to_string()

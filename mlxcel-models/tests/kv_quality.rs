@@ -141,8 +141,7 @@ fn modes_stay_within_the_perplexity_and_kld_bounds() {
             reports[fp16_ends].vs_fp16.as_ref().unwrap(),
             reports[table.len() + 1 + i].vs_fp16.as_ref().unwrap(),
         );
-        let ends = modes[table.len() + 1 + i].boundary_mode;
-        let ends = format!("{}+{}", ends.k, ends.v);
+        let ends = modes[table.len() + 1 + i].boundary_mode.sides_name();
         eprintln!(
             "{name:<12} default ends ({ends}): PPL {:+.2}%  KLD {:.5}; fp16 ends {:+.2}% / {:.5}",
             b.ppl_change_percent, b.kld, a.ppl_change_percent, a.kld

@@ -174,6 +174,17 @@ impl KvMode {
         }
     }
 
+    /// The name as K+V sides where they differ (`fp16+turbo4`, `fp16+int8`), else the side's
+    /// own (`fp16`, `int8r`): how `--kv-boundary-type` spells a boundary-layer cache, where
+    /// [`KvMode::name`]'s `turbo4-asym` would read as a mode of the whole model.
+    pub fn sides_name(&self) -> String {
+        if self.k == self.v {
+            self.k.to_string()
+        } else {
+            format!("{}+{}", self.k, self.v)
+        }
+    }
+
     /// Checks the mode against a model; returns warnings to show the user.
     pub fn validate(&self, head_dim: usize) -> Result<Vec<String>> {
         if self.has_turbo() {
