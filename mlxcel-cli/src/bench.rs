@@ -71,7 +71,10 @@ pub(crate) struct CallTime {
 
 /// Best of three means of `iters` calls evaluated together (launch gaps included), after a
 /// warm-up; `f(i)` builds call i. The graph-building time is measured apart so that host
-/// overhead shows next to the wall time.
+/// overhead shows next to the wall time. `wall` includes it: all calls are built before the
+/// first is evaluated, so wall - build is the closer estimate of a launch's device time (a
+/// decode step builds the next step's graph while the device runs this one). Session 57: the
+/// fused kernels' build is 5-10 us a call, MLX's SDPA's ~1 us.
 pub(crate) fn time_calls(iters: usize, f: &dyn Fn(usize) -> Result<Array>) -> Result<CallTime> {
     for i in 0..3 {
         f(i)?.eval()?;
