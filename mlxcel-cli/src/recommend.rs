@@ -6,7 +6,8 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use mlxcel_core::kv::advisor::{advise, CacheShape, FP16_PREFERRED_MAX_CONTEXT, HEADROOM};
-use mlxcel_core::kv::mode::{int8r_fused_available, SideFormat};
+use mlxcel_core::kv::mode::{default_boundary_mode, int8r_fused_available, SideFormat};
+use mlxcel_core::kv::KvMode;
 use mlxcel_core::mlx::device::{self, DeviceKind};
 use mlxcel_models::model::inspect;
 
@@ -111,18 +112,22 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         gb(budget_bytes),
         100.0 * HEADROOM
     );
-    match shape.boundary_mode {
-        None => println!(
-            "boundary  turbo modes keep the first and last {} layers in fp16+turbo4 (turbo4, turbo3, turbo2) \
-             or fp16+int8 (the -asym modes) (--kv-boundary-layers, --kv-boundary-type)",
-            shape.boundary_layers
-        ),
-        Some(ends) => println!(
-            "boundary  turbo modes keep the first and last {} layers in {} (--kv-boundary-layers, --kv-boundary-type)",
-            shape.boundary_layers,
-            ends.sides_name()
-        ),
-    }
+    // Without a choice, each mode's default: named from `default_boundary_mode` itself.
+    let ends = match shape.boundary_mode {
+        Some(ends) => ends.sides_name(),
+        None => {
+            let of = |m: &str| KvMode::parse(m).map(|m| default_boundary_mode(m).sides_name());
+            format!(
+                "{} (turbo4, turbo3, turbo2) or {} (the -asym modes)",
+                of("turbo4")?,
+                of("turbo4-asym")?
+            )
+        }
+    };
+    println!(
+        "boundary  turbo modes keep the first and last {} layers in {ends} (--kv-boundary-layers, --kv-boundary-type)",
+        shape.boundary_layers
+    );
     if shape.boundary_mode.is_some_and(|m| m.k != SideFormat::Fp16) {
         // 8-bit keys: the speed is int8r's, the quality cost depends on the model (ADR 0012).
         println!(

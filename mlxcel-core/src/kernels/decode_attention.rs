@@ -127,16 +127,10 @@ fn mma_launch_shape(
     let stages = mma_stages(stage);
     let lut = if table { MMA_LUT_BYTES } else { 0 };
     let wide_plain = !table && flags::MMA_WIDE_PLAIN.enabled();
-    let fits = |warps: usize| {
-        Some(mma_shared_bytes(stage, stages, d, gqa, warps))
-            .filter(|base| base + lut <= MAX_CTA_SHARED)
-            .map(|base| (stages, base, warps))
-    };
-    let wide = if (table || wide_plain) && flags::MMA_WIDE.enabled() {
-        fits(MMA_WIDE_WARPS)
-    } else {
-        None
-    };
+    let wide = ((table || wide_plain) && flags::MMA_WIDE.enabled())
+        .then(|| mma_shared_bytes(stage, stages, d, gqa, MMA_WIDE_WARPS))
+        .filter(|base| base + lut <= MAX_CTA_SHARED)
+        .map(|base| (stages, base, MMA_WIDE_WARPS));
     let (stages, base, warps) = wide.unwrap_or_else(|| {
         let stages = if !table && flags::MMA_DEEP_PLAIN.enabled() {
             mma_deepest_same_occupancy(stage, stages, d, gqa)
@@ -167,17 +161,11 @@ pub fn mma_luts(k: &RawSide<'_>, v: &RawSide<'_>) -> (bool, bool) {
 /// [`mma_luts`] for K / V formats `kfmt` / `vfmt`.
 fn mma_luts_for(kfmt: i32, vfmt: i32) -> (bool, bool) {
     let lut_k = kfmt == 4 && flags::MMA_LUT_K.enabled();
-    let lut_low = symmetric_low_bit(kfmt, vfmt) && flags::MMA_LUT_LOW.enabled();
+    let lut_low = matches!(kfmt, 2 | 3) && vfmt == kfmt && flags::MMA_LUT_LOW.enabled();
     (
         lut_k || lut_low,
         lut_k && vfmt == 4 && flags::MMA_LUT_V.enabled(),
     )
-}
-
-/// 2- or 3-bit keys with values of the same width (symmetric turbo3 / turbo2): the kernels the
-/// 2-bit field table ([`flags::MMA_LUT_LOW`], the kernel's `LUT_L`) applies to.
-fn symmetric_low_bit(kfmt: i32, vfmt: i32) -> bool {
-    matches!(kfmt, 2 | 3) && vfmt == kfmt
 }
 
 /// Whether the tensor-core kernel issues each warp's first ring tile right after its own
