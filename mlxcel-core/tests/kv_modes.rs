@@ -484,3 +484,121 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         );
     }
 }
+
+/// One layer's cache of `mode` (no boundary layers) holding `chunks` appended in order.
+fn cache_of(
+    mode: &str,
+    d: usize,
+    chunks: &[(&[f32], &[f32], usize)],
+    hkv: usize,
+) -> Box<dyn mlxcel_core::kv::KvCache> {
+    let spec = CacheSpec {
+        mode: KvMode::parse(mode).unwrap(),
+        num_layers: 1,
+        head_dim: d,
+        boundary_layers: 0,
+        boundary_mode: mlxcel_core::kv::mode::FP16_INT8_ENDS,
+    };
+    let mut c = make_caches(&spec).unwrap().pop().unwrap();
+    for (k, v, l) in chunks {
+        let shape = [1, hkv as i32, *l as i32, d as i32];
+        c.append(&arr(k, &shape), &arr(v, &shape)).unwrap();
+    }
+    c
+}
+
+#[test]
+fn truncated_caches_equal_caches_filled_with_the_kept_positions() {
+    // What a chat's next turn relies on: a cache cut back to `keep` positions, then appended
+    // to, must attend exactly as one that only ever held those positions. Positions are laid
+    // out [H, L, D] per chunk, so the kept prefix of each head is sliced per head.
+    let mut r = rng("truncated_caches_equal_caches_filled_with_the_kept_positions");
+    let (hkv, hq, d) = (2usize, 4usize, 64usize);
+    for mode in [
+        "fp16",
+        "int8",
+        "int8r",
+        "turbo4",
+        "turbo4-asym",
+        "turbo3",
+        "turbo2-asym",
+        "turbo4-delegated",
+    ] {
+        let delegated = mode == "turbo4-delegated";
+        // Delegated values fold at 384 positions: keep enough that the kept length folds the
+        // same block, so the truncation is exact.
+        let (first, second, keep, more) = if delegated {
+            (300, 150, 400, 20)
+        } else {
+            (40, 30, 50, 20)
+        };
+        let kx1 = randn(&mut r, hkv * first * d);
+        let vx1 = randn(&mut r, hkv * first * d);
+        let kx2 = randn(&mut r, hkv * second * d);
+        let vx2 = randn(&mut r, hkv * second * d);
+        let kx3 = randn(&mut r, hkv * more * d);
+        let vx3 = randn(&mut r, hkv * more * d);
+        let mut cut = cache_of(mode, d, &[(&kx1, &vx1, first), (&kx2, &vx2, second)], hkv);
+        assert_eq!(cut.len(), first + second);
+        cut.truncate(keep).unwrap();
+        assert_eq!(cut.len(), keep, "{mode}");
+        let shape3 = [1, hkv as i32, more as i32, d as i32];
+        cut.append(&arr(&kx3, &shape3), &arr(&vx3, &shape3))
+            .unwrap();
+        // The kept positions: all of chunk 1, then the first keep - first of chunk 2.
+        let kept = |a: &[f32], b: &[f32]| -> Vec<f32> {
+            let mut out = Vec::new();
+            for h in 0..hkv {
+                out.extend_from_slice(&a[h * first * d..(h + 1) * first * d]);
+                out.extend_from_slice(&b[h * second * d..h * second * d + (keep - first) * d]);
+            }
+            out
+        };
+        let (kk, vk) = (kept(&kx1, &kx2), kept(&vx1, &vx2));
+        let fresh = cache_of(mode, d, &[(&kk, &vk, keep), (&kx3, &vx3, more)], hkv);
+        assert_eq!(fresh.len(), cut.len());
+        assert_eq!(fresh.bytes(), cut.bytes(), "{mode}: stored bytes");
+        let q = arr(&randn(&mut r, hq * d), &[1, hq as i32, 1, d as i32]);
+        let scale = 1.0 / (d as f32).sqrt();
+        let a = cut.attend(&q, scale).unwrap().to_vec::<f32>().unwrap();
+        let b = fresh.attend(&q, scale).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(a, b, "{mode}: truncated cache attends differently");
+        // And the cache past `keep` really was dropped: attending over the untruncated one
+        // differs.
+        let whole = cache_of(
+            mode,
+            d,
+            &[
+                (&kx1, &vx1, first),
+                (&kx2, &vx2, second),
+                (&kx3, &vx3, more),
+            ],
+            hkv,
+        );
+        let c = whole.attend(&q, scale).unwrap().to_vec::<f32>().unwrap();
+        assert_ne!(a, c, "{mode}");
+        // Never past the length.
+        assert!(cut.truncate(cut.len() + 1).is_err());
+    }
+}
+
+#[test]
+fn delegated_values_refuse_a_truncation_that_would_keep_folded_positions() {
+    // 450 positions fold 128 into turbo4; 300 positions fold none, so cutting back to 300
+    // would leave positions in turbo4 that a fresh cache keeps in fp16.
+    let mut r = rng("delegated_values_refuse_a_truncation_that_would_keep_folded_positions");
+    let (hkv, d, n) = (1usize, 64usize, 450usize);
+    let kx = randn(&mut r, hkv * n * d);
+    let vx = randn(&mut r, hkv * n * d);
+    let mut c = cache_of("turbo4-delegated", d, &[(&kx, &vx, n)], hkv);
+    assert_eq!(mlxcel_core::kv::delegated::folded_at(n), 128);
+    let err = c.truncate(300).unwrap_err().to_string();
+    assert!(err.contains("cannot truncate exactly"), "{err}");
+    assert_eq!(
+        c.len(),
+        n,
+        "a refused truncation leaves the cache as it was"
+    );
+    c.truncate(390).unwrap();
+    assert_eq!(c.len(), 390);
+}

@@ -103,6 +103,20 @@ impl GrowBuffer {
         Ok(())
     }
 
+    /// Keeps only the first `len` positions. The capacity stays: the next append writes at
+    /// `len`, over what was stored there (readers never look past the length). Why: a chat's
+    /// next turn reuses the cache up to where its tokens diverge from what was cached.
+    pub fn truncate(&mut self, len: usize) -> Result<()> {
+        if len > self.len {
+            return Err(Error::invalid(
+                "kv buffer",
+                format!("cannot truncate {} positions to {len}", self.len),
+            ));
+        }
+        self.len = len;
+        Ok(())
+    }
+
     /// Whether appending `l` positions reallocates the buffer (copying what it holds).
     pub fn will_grow(&self, l: usize) -> bool {
         self.len + l > self.capacity

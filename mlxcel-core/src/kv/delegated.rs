@@ -17,6 +17,16 @@ pub const HOT_WINDOW: usize = 256;
 /// Positions moved to turbo4 per fold (a fold happens at HOT_WINDOW + FOLD_BLOCK).
 pub const FOLD_BLOCK: usize = 128;
 
+/// Positions in turbo4 storage once `len` positions were appended: folds leave the window
+/// between HOT_WINDOW and HOT_WINDOW + FOLD_BLOCK - 1 positions, whatever the append sizes.
+pub fn folded_at(len: usize) -> usize {
+    if len < HOT_WINDOW + FOLD_BLOCK {
+        0
+    } else {
+        (len - HOT_WINDOW) / FOLD_BLOCK * FOLD_BLOCK
+    }
+}
+
 pub struct DelegatedSide {
     cold: TurboSide,
     hot: GrowBuffer,
@@ -66,6 +76,25 @@ impl KvSide for DelegatedSide {
 
     fn len(&self) -> usize {
         self.cold.len() + self.hot.len()
+    }
+
+    /// Exact only where the positions already folded into turbo4 are the ones a cache
+    /// filled with the first `len` positions would have folded ([`folded_at`]); otherwise
+    /// some positions would stay turbo4 that such a cache holds in fp16, so it refuses.
+    fn truncate(&mut self, len: usize) -> Result<()> {
+        let cold = self.cold.len();
+        if len > self.len() || cold != folded_at(len) {
+            return Err(Error::invalid(
+                "kv truncate",
+                format!(
+                    "turbo4-delegated holds {} positions, {cold} of them folded into turbo4; \
+                     {len} positions would fold {}: cannot truncate exactly",
+                    self.len(),
+                    folded_at(len)
+                ),
+            ));
+        }
+        self.hot.truncate(len - cold)
     }
 
     fn bytes(&self) -> usize {

@@ -117,6 +117,11 @@ impl KvSide for Fp16Side {
         self.buf.len()
     }
 
+    fn truncate(&mut self, len: usize) -> Result<()> {
+        self.pending.settle()?;
+        self.buf.truncate(len)
+    }
+
     fn bytes(&self) -> usize {
         self.buf.bytes()
     }

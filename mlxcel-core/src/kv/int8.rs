@@ -314,6 +314,12 @@ impl KvSide for Int8Side {
         self.q.len()
     }
 
+    fn truncate(&mut self, len: usize) -> Result<()> {
+        self.pending.settle()?;
+        self.q.truncate(len)?;
+        self.scale.truncate(len)
+    }
+
     fn bytes(&self) -> usize {
         self.q.bytes() + self.scale.bytes()
     }

@@ -107,6 +107,12 @@ pub trait KvCache {
     /// Number of cached positions.
     fn len(&self) -> usize;
 
+    /// Keeps only the first `len` cached positions, exactly as if only those had been
+    /// appended; the next append goes to position `len`. An error, with the cache unchanged,
+    /// where the storage cannot drop positions exactly (`turbo4-delegated` values past their
+    /// fp16 window) or `len` exceeds [`KvCache::len`].
+    fn truncate(&mut self, len: usize) -> Result<()>;
+
     /// True when nothing is cached.
     fn is_empty(&self) -> bool {
         self.len() == 0

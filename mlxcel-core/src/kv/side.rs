@@ -50,6 +50,12 @@ pub trait KvSide {
         self.len() == 0
     }
 
+    /// Keeps only the first `len` positions (at most [`KvSide::len`]), waiting for any
+    /// in-place write first. Storage that cannot drop positions exactly (results would differ
+    /// from a cache filled with the first `len` positions only) returns an error and is left
+    /// as it was.
+    fn truncate(&mut self, len: usize) -> Result<()>;
+
     /// Bytes of the stored positions as stored.
     fn bytes(&self) -> usize;
 

@@ -255,6 +255,19 @@ impl KvCache for SplitKvCache {
         self.k.len()
     }
 
+    fn truncate(&mut self, len: usize) -> Result<()> {
+        if len > self.len() {
+            return Err(Error::invalid(
+                "kv truncate",
+                format!("cannot truncate {} positions to {len}", self.len()),
+            ));
+        }
+        // Values first: only a value side (turbo4-delegated) may refuse, and then the keys
+        // are still untouched.
+        self.v.truncate(len)?;
+        self.k.truncate(len)
+    }
+
     fn bytes(&self) -> usize {
         self.k.bytes() + self.v.bytes()
     }

@@ -317,6 +317,12 @@ impl KvSide for TurboSide {
         self.packed.len()
     }
 
+    fn truncate(&mut self, len: usize) -> Result<()> {
+        self.pending.settle()?;
+        self.packed.truncate(len)?;
+        self.norms.truncate(len)
+    }
+
     fn bytes(&self) -> usize {
         self.packed.bytes() + self.norms.bytes()
     }
