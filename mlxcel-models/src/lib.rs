@@ -4,8 +4,10 @@
 //! - [`loader`]: model sources (directory, `.gguf`, HF hub, default, synthetic) and weights.
 //! - [`tokenizer`]: `tokenizer.json` or GGUF BPE, chat templates, streaming decode.
 //! - [`layers`], [`llama3`], [`qwen2`], [`qwen3`]: the networks.
-//! - [`model`]: a loaded model; [`generate`], [`sampler`], [`perplexity`]: what runs it.
+//! - [`model`]: a loaded model; [`generate`], [`sampler`], [`perplexity`]: what runs it;
+//!   [`chat`]: a multi-turn conversation over one KV cache.
 
+pub mod chat;
 pub mod config;
 pub mod error;
 pub mod generate;

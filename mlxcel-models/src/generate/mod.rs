@@ -92,6 +92,9 @@ pub enum StopReason {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct GenerationStats {
     pub prompt_tokens: usize,
+    /// Of `prompt_tokens`, those whose keys and values were already cached from an earlier
+    /// turn ([`generate_in`]): not run again. The prefill rate counts only the others.
+    pub prompt_tokens_reused: usize,
     pub generated_tokens: usize,
     pub prefill_seconds: f64,
     pub prefill_tokens_per_second: f64,
@@ -290,14 +293,106 @@ fn build_greedy_step(
     })
 }
 
+/// A model's KV caches and the tokens whose keys and values they hold, kept between
+/// generations so that a conversation's next turn runs only the tokens the cache lacks
+/// ([`generate_in`]).
+pub struct KvContext {
+    caches: Vec<Box<dyn KvCache>>,
+    tokens: Vec<u32>,
+    kv: KvConfig,
+}
+
+impl KvContext {
+    /// Empty caches of `kv`'s mode for `model`.
+    pub fn new(model: &Model, kv: &KvConfig) -> Result<KvContext> {
+        Ok(KvContext {
+            caches: model.new_caches(kv)?,
+            tokens: Vec::new(),
+            kv: kv.clone(),
+        })
+    }
+
+    /// The tokens the caches hold, in order.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Bytes the caches hold (as stored).
+    pub fn cache_bytes(&self) -> usize {
+        self.caches.iter().map(|c| c.bytes()).sum()
+    }
+
+    /// The cache mode.
+    pub fn kv(&self) -> &KvConfig {
+        &self.kv
+    }
+
+    /// Drops every cached token (new, empty caches).
+    pub fn clear(&mut self, model: &Model) -> Result<()> {
+        self.caches = model.new_caches(&self.kv)?;
+        self.tokens.clear();
+        Ok(())
+    }
+
+    /// Keeps the longest cached prefix of `prompt` that leaves at least its last token to run
+    /// (the next logits come from running it), cutting the caches back to it. Returns how many
+    /// tokens are kept. Where a cache cannot cut exactly (`KvCache::truncate`), it starts over
+    /// with empty caches: slower, with the same results.
+    fn reuse_prefix(&mut self, model: &Model, prompt: &[u32]) -> Result<usize> {
+        let same = self
+            .tokens
+            .iter()
+            .zip(prompt)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(prompt.len().saturating_sub(1));
+        if same < self.tokens.len() {
+            let cut = self.caches.iter_mut().try_for_each(|c| c.truncate(same));
+            if let Err(e) = cut {
+                tracing::info!("starting the KV cache over ({e})");
+                self.clear(model)?;
+                return Ok(0);
+            }
+            self.tokens.truncate(same);
+        }
+        Ok(same)
+    }
+}
+
 /// Generates from `prompt` token ids, calling `on_text` with each newly decoded piece.
 pub fn generate(
     model: &Model,
     prompt: &[u32],
     params: &GenerateParams,
+    on_text: impl FnMut(&str),
+) -> Result<Generation> {
+    let mut ctx = KvContext::new(model, &params.kv)?;
+    generate_in(model, &mut ctx, prompt, params, on_text)
+}
+
+/// [`generate`] over the caches of `ctx`: the longest prefix of `prompt` they already hold
+/// is reused (the statistics' `prompt_tokens_reused`), the rest is prefilled, and afterwards
+/// `ctx` holds the prompt and the generated tokens that were run through the model (all but
+/// possibly the last). `params.kv` is not read: the caches are `ctx`'s.
+pub fn generate_in(
+    model: &Model,
+    ctx: &mut KvContext,
+    prompt: &[u32],
+    params: &GenerateParams,
     mut on_text: impl FnMut(&str),
 ) -> Result<Generation> {
-    let mut caches = model.new_caches(&params.kv)?;
+    if prompt.is_empty() {
+        return Err(crate::error::ModelError::Tokenizer(
+            "the prompt is empty".into(),
+        ));
+    }
+    if params.prompt_fill == PromptFill::RandomKv && !ctx.tokens.is_empty() {
+        return Err(crate::error::ModelError::Unsupported(
+            "random-kv prompt fill needs empty caches".into(),
+        ));
+    }
+    let reused = ctx.reuse_prefix(model, prompt)?;
+    let caches = &mut ctx.caches;
     memory::reset_peak_memory()?;
     let ignore_eos = params.ignore_eos || model.synthetic;
     let mut sampler = Sampler::new(params.sampling.clone());
@@ -323,17 +418,17 @@ pub fn generate(
     };
     let t0 = Instant::now();
     let mut logits = match params.prompt_fill {
-        PromptFill::Model => prefill(model, prompt, &mut caches, params.prefill_chunk)?,
+        PromptFill::Model => prefill(model, &prompt[reused..], caches, params.prefill_chunk)?,
         PromptFill::RandomKv => {
             let (head, last) = prompt.split_at(prompt.len().saturating_sub(1));
             fill_random(
                 model,
-                &mut caches,
+                caches,
                 head.len(),
                 params.prefill_chunk,
                 params.sampling.seed,
             )?;
-            prefill(model, last, &mut caches, 1)?
+            prefill(model, last, caches, 1)?
         }
     };
     let prefill_s = t0.elapsed().as_secs_f64();
@@ -372,7 +467,7 @@ pub fn generate(
                 // Queue the following step before waiting for this one.
                 if out.len() + 1 < params.max_tokens {
                     queued = Some(steps.queue(
-                        || build_greedy_step(model, &pending, &mut caches, clock, threaded),
+                        || build_greedy_step(model, &pending, caches, clock, threaded),
                         &mut submitter,
                     )?);
                 } else {
@@ -435,14 +530,14 @@ pub fn generate(
                 queued = Some(steps.queue(
                     || {
                         let token = Array::from_slice(&[tok], &[1])?;
-                        build_greedy_step(model, &token, &mut caches, clock, threaded)
+                        build_greedy_step(model, &token, caches, clock, threaded)
                     },
                     &mut submitter,
                 )?);
             }
         } else {
             logits = steps.step(
-                || model.forward(&[tok], &mut caches, true),
+                || model.forward(&[tok], caches, true),
                 |next| Ok(next.astype(Dtype::F32)?.to_vec::<f32>()?),
             )?;
         }
@@ -452,6 +547,18 @@ pub fn generate(
     let decode_s = t1.elapsed().as_secs_f64();
     let appends = mlxcel_core::kv::buffer::append_copies();
     let n = out.len();
+    // What the caches now hold: the prompt, then the generated tokens that were run (the
+    // pipelined loop runs each token as it is read, the other loop all but the last).
+    let held = caches.first().map_or(0, |c| c.len());
+    let ran: Vec<u32> = prompt.iter().chain(&out).copied().collect();
+    if held > ran.len() || caches.iter().any(|c| c.len() != held) {
+        return Err(crate::error::ModelError::Unsupported(format!(
+            "internal: the KV caches hold {held} positions for {} tokens run",
+            ran.len()
+        )));
+    }
+    ctx.tokens = ran[..held].to_vec();
+    let caches = &ctx.caches;
     let half = step_times.len() / 2;
     let steady = if step_times.len() >= 4 {
         (step_times.len() - half) as f64
@@ -476,9 +583,10 @@ pub fn generate(
     let stats = GenerationStats {
         decode_steady_tokens_per_second: steady,
         prompt_tokens: prompt.len(),
+        prompt_tokens_reused: reused,
         generated_tokens: n,
         prefill_seconds: prefill_s,
-        prefill_tokens_per_second: prompt.len() as f64 / prefill_s.max(1e-9),
+        prefill_tokens_per_second: (prompt.len() - reused) as f64 / prefill_s.max(1e-9),
         decode_seconds: decode_s,
         // The first token comes from the prefill logits: n tokens took n-1 decode steps.
         decode_tokens_per_second: n.saturating_sub(1) as f64 / decode_s.max(1e-9),
