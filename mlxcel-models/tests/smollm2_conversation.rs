@@ -20,7 +20,7 @@ fn params(kv: &KvConfig, max: usize, pipelined: bool, stop: &[&str]) -> Generate
     GenerateParams {
         max_tokens: max,
         stop: stop.iter().map(|s| s.to_string()).collect(),
-        kv: kv.clone(),
+        kv: *kv,
         pipelined: Some(pipelined),
         ..Default::default()
     }

@@ -308,7 +308,7 @@ impl KvContext {
         Ok(KvContext {
             caches: model.new_caches(kv)?,
             tokens: Vec::new(),
-            kv: kv.clone(),
+            kv: *kv,
         })
     }
 
