@@ -8,13 +8,13 @@ use mlxcel_core::build_profile;
 use mlxcel_core::kv::KvMode;
 use mlxcel_core::mlx::graph_limits;
 use mlxcel_models::generate::{generate, GenerateParams, GenerationStats, PromptFill};
-use mlxcel_models::sampler::SamplingParams;
 use mlxcel_models::tokenizer::chat::{apply_chat_template, Message};
 use mlxcel_models::Model;
 use rand::{Rng, SeedableRng};
 
 use crate::kv_args::KvArgs;
 use crate::model_args::ModelArgs;
+use crate::sampling_args::SamplingArgs;
 
 #[derive(Args, Debug)]
 pub struct GenerateArgs {
@@ -37,26 +37,8 @@ pub struct GenerateArgs {
     /// Maximum number of new tokens.
     #[arg(long, default_value_t = 256)]
     pub max_tokens: usize,
-    /// Sampling temperature; 0 = greedy.
-    #[arg(long, default_value_t = 0.0)]
-    pub temp: f32,
-    /// Keep only the K most likely tokens (0 = off).
-    #[arg(long, default_value_t = 0)]
-    pub top_k: usize,
-    /// Nucleus sampling: keep the smallest set with this total probability (1 = off).
-    #[arg(long, default_value_t = 1.0)]
-    pub top_p: f32,
-    /// Keep tokens at least this fraction as likely as the best one (0 = off).
-    #[arg(long, default_value_t = 0.0)]
-    pub min_p: f32,
-    /// Penalize tokens seen in the last --repeat-last-n tokens (1 = off).
-    #[arg(long, default_value_t = 1.0)]
-    pub repeat_penalty: f32,
-    #[arg(long, default_value_t = 64)]
-    pub repeat_last_n: usize,
-    /// Random seed for sampling (and random prompts).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
     /// Stop when this text appears (repeatable).
     #[arg(long)]
     pub stop: Vec<String>,
@@ -244,7 +226,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             if n == 0 {
                 bail!("--prompt-tokens must be at least 1");
             }
-            let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
+            let mut rng = rand::rngs::StdRng::seed_from_u64(args.sampling.seed);
             let vocab = model.config().vocab_size as u32;
             (0..n).map(|_| rng.gen_range(0..vocab)).collect()
         }
@@ -277,15 +259,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         stop: args.stop.clone(),
         prefill_chunk: args.prefill_chunk,
         ignore_eos: args.ignore_eos,
-        sampling: SamplingParams {
-            temperature: args.temp,
-            top_k: args.top_k,
-            top_p: args.top_p,
-            min_p: args.min_p,
-            repetition_penalty: args.repeat_penalty,
-            repetition_window: args.repeat_last_n,
-            seed: args.seed,
-        },
+        sampling: args.sampling.params(),
         kv,
         pipelined: None,
         submit_thread: None,

@@ -3,6 +3,7 @@
 mod allocator;
 mod bench;
 mod bench_gemv;
+mod chat;
 mod generate;
 mod host_profile;
 mod info;
@@ -11,6 +12,7 @@ mod model_args;
 mod niah;
 mod perplexity;
 mod recommend;
+mod sampling_args;
 
 use clap::{Parser, Subcommand};
 
@@ -29,6 +31,9 @@ enum Command {
     Info(info::InfoArgs),
     /// Generate text from a prompt (streams to stdout).
     Generate(generate::GenerateArgs),
+    /// A conversation over stdin (one message per line), replies streamed to stdout; one KV
+    /// cache serves every turn, so each turn runs only its new tokens.
+    Chat(chat::ChatArgs),
     /// Perplexity over non-overlapping windows of a text; with --kv, KLD of each KV mode
     /// against the fp16 cache on the same windows.
     Perplexity(perplexity::PerplexityArgs),
@@ -71,6 +76,7 @@ fn main() {
     let result = match cli.command {
         Command::Info(args) => info::run(&args),
         Command::Generate(args) => generate::run(&args),
+        Command::Chat(args) => chat::run(&args),
         Command::Perplexity(args) => perplexity::run(&args),
         Command::Niah(args) => niah::run(&args),
         Command::Bench(args) => bench::run(&args),

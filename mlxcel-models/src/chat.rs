@@ -108,8 +108,13 @@ impl<'m> ChatSession<'m> {
 fn chat_tokenizer(model: &Model) -> Result<&Tokenizer> {
     model.tokenizer.as_ref().ok_or_else(|| {
         ModelError::Unsupported(format!(
-            "{} has no tokenizer (synthetic weights): a conversation needs text",
-            model.description
+            "{} has no tokenizer ({}): a conversation needs text",
+            model.description,
+            if model.synthetic {
+                "synthetic weights"
+            } else {
+                "none came with its weights"
+            }
         ))
     })
 }
