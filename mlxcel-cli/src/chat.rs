@@ -85,6 +85,7 @@ pub fn run(args: &ChatArgs) -> Result<()> {
         prefill_chunk: args.prefill_chunk,
         sampling: args.sampling.params(),
         kv,
+        on_prefill: Some(crate::progress::prefill_bar("prefill")),
         ..Default::default()
     };
     let mode = kv.mode.name();

@@ -1,6 +1,6 @@
 //! `mlxcel generate`: stream a completion for a prompt.
 
-use std::io::Write;
+use std::io::{Read, Write};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -25,6 +25,11 @@ pub struct GenerateArgs {
     /// The prompt (sent through the model's chat template unless --no-chat-template).
     #[arg(long, short = 'p')]
     pub prompt: Option<String>,
+    /// Read the prompt from this file (`-`: stdin), for prompts longer than a command line
+    /// takes (a long document: Linux caps one argument at 128 KiB). With --prompt too, the
+    /// message is the file's text, a blank line, then --prompt (a document, then a question).
+    #[arg(long, value_name = "PATH")]
+    pub prompt_file: Option<std::path::PathBuf>,
     /// Use N random prompt tokens instead of --prompt (required for synthetic models).
     #[arg(long)]
     pub prompt_tokens: Option<usize>,
@@ -215,13 +220,51 @@ fn print_profile(s: &GenerationStats) {
     );
 }
 
+/// The text of `path` (`-`: stdin), with an error that names the file.
+fn read_prompt_file(path: &std::path::Path) -> Result<String> {
+    let bytes = if path.as_os_str() == "-" {
+        let mut b = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut b)
+            .context("--prompt-file -: reading stdin")?;
+        b
+    } else {
+        std::fs::read(path).with_context(|| format!("--prompt-file {}", path.display()))?
+    };
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "--prompt-file {}: not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    if text.trim().is_empty() {
+        bail!("--prompt-file {}: the file is empty", path.display());
+    }
+    Ok(text)
+}
+
 pub fn run(args: &GenerateArgs) -> Result<()> {
     crate::host_profile::check()?;
     // Before the model loads: MLX reads its graph limits when the GPU is first used.
     let graph_limit = graph_limits::lift_for_compressed_kv(args.kv.config()?.mode != KvMode::FP16);
+    // The prompt file first: a missing file fails before seconds of model loading.
+    if args.prompt_tokens.is_some() && (args.prompt.is_some() || args.prompt_file.is_some()) {
+        bail!("--prompt-tokens replaces the prompt: give it without --prompt / --prompt-file");
+    }
+    let prompt_text = match &args.prompt_file {
+        Some(path) => {
+            let doc = read_prompt_file(path)?;
+            Some(match &args.prompt {
+                Some(p) => format!("{doc}\n\n{p}"),
+                None => doc,
+            })
+        }
+        None => args.prompt.clone(),
+    };
     let model = Model::load(args.model.model.as_deref(), &args.model.load_options())?;
     let kv = args.kv.config_for(model.config().head_dim)?;
-    let prompt_ids: Vec<u32> = match (&args.prompt, args.prompt_tokens) {
+    let prompt_ids: Vec<u32> = match (&prompt_text, args.prompt_tokens) {
         (_, Some(n)) => {
             if n == 0 {
                 bail!("--prompt-tokens must be at least 1");
@@ -231,7 +274,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             (0..n).map(|_| rng.gen_range(0..vocab)).collect()
         }
         (Some(_), None) if args.prompt_fill == PromptFillArg::RandomKv => {
-            bail!("--prompt-fill random-kv replaces the prompt with random keys and values: use it with --prompt-tokens, not --prompt")
+            bail!("--prompt-fill random-kv replaces the prompt with random keys and values: use it with --prompt-tokens, not --prompt / --prompt-file")
         }
         (Some(p), None) => {
             let tok = model
@@ -252,7 +295,9 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             };
             tok.encode(&text)?
         }
-        (None, None) => bail!("give --prompt TEXT (or --prompt-tokens N for random token ids)"),
+        (None, None) => bail!(
+            "give --prompt TEXT or --prompt-file PATH (or --prompt-tokens N for random token ids)"
+        ),
     };
     let params = GenerateParams {
         max_tokens: args.max_tokens,
@@ -271,6 +316,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         step_ab: None,
         on_steady_decode: crate::host_profile::requested()
             .then_some(crate::host_profile::start_now),
+        on_prefill: Some(crate::progress::prefill_bar("prefill")),
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout();

@@ -11,6 +11,7 @@ mod kv_args;
 mod model_args;
 mod niah;
 mod perplexity;
+mod progress;
 mod recommend;
 mod sampling_args;
 

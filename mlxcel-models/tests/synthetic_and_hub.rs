@@ -338,7 +338,7 @@ fn random_kv_fill_gives_the_caches_a_prefill_would() {
         // 40 positions in chunks of 16 (16 + 16 + 8): every cache holds all of them.
         let attend = |seed: u64| {
             let mut caches = model.new_caches(&kv).unwrap();
-            fill_random(&model, &mut caches, 40, 16, seed).unwrap();
+            fill_random(&model, &mut caches, 40, 16, seed, None).unwrap();
             assert!(caches.iter().all(|c| c.len() == 40), "{mode}");
             let cfg = model.config();
             let q = random::normal(

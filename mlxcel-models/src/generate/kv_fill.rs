@@ -29,13 +29,14 @@ pub enum PromptFill {
 /// dtype) to every layer's cache, `chunk` positions per append. After each chunk one query
 /// per layer attends over the cache and is evaluated: the caches have no eval of their own,
 /// and this forces every pending append (as a prefill chunk's logits do), so temporaries
-/// stay one chunk large. Deterministic in `seed`.
+/// stay one chunk large. Deterministic in `seed`. `progress` hears after each chunk.
 pub fn fill_random(
     model: &Model,
     caches: &mut [Box<dyn KvCache>],
     len: usize,
     chunk: usize,
     seed: u64,
+    progress: Option<&super::Progress>,
 ) -> Result<()> {
     let cfg = model.config();
     let (hq, hkv, d) = (
@@ -62,6 +63,9 @@ pub fn fill_random(
         }
         eval_all(&probes.iter().collect::<Vec<_>>())?;
         start += l as usize;
+        if let Some(p) = progress {
+            p.report(start, len);
+        }
     }
     Ok(())
 }

@@ -26,6 +26,28 @@ pub use step_ab::{StepAbArm, StepAbStats, STEP_AB, STEP_AB_BLOCK};
 pub use steps::StepTimeline;
 use steps::{device_clock_stats, mean_of_second_half, step_percentiles, StepRecorder, Submitter};
 
+/// A callback `(positions done, positions in all)` as a prefill (or a random-kv fill)
+/// advances, called once per chunk after the chunk was evaluated: long prompts take seconds
+/// to minutes, and a caller may show how far they got.
+#[derive(Clone)]
+pub struct Progress(std::sync::Arc<dyn Fn(usize, usize) + Send + Sync>);
+
+impl Progress {
+    pub fn new(f: impl Fn(usize, usize) + Send + Sync + 'static) -> Progress {
+        Progress(std::sync::Arc::new(f))
+    }
+
+    fn report(&self, done: usize, total: usize) {
+        (self.0)(done, total)
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
+}
+
 /// Generation settings.
 #[derive(Debug, Clone)]
 pub struct GenerateParams {
@@ -58,6 +80,8 @@ pub struct GenerateParams {
     /// first step's JIT compiles behind it): where a diagnostic that should see steady decoding
     /// only starts (the CLI's host sampler, `MLXCEL_HOST_PROFILE`).
     pub on_steady_decode: Option<fn()>,
+    /// Told how far the prefill (or the random-kv fill) of the uncached prompt got.
+    pub on_prefill: Option<Progress>,
 }
 
 impl Default for GenerateParams {
@@ -75,6 +99,7 @@ impl Default for GenerateParams {
             prompt_fill: PromptFill::Model,
             step_ab: None,
             on_steady_decode: None,
+            on_prefill: None,
         }
     }
 }
@@ -196,19 +221,25 @@ pub struct Generation {
 }
 
 /// Runs the prompt through the model in chunks; returns the last position's logits (f32,
-/// on the host).
+/// on the host). `progress` hears after each chunk.
 pub fn prefill(
     model: &Model,
     prompt: &[u32],
     caches: &mut [Box<dyn KvCache>],
     chunk: usize,
+    progress: Option<&Progress>,
 ) -> Result<Vec<f32>> {
     let chunk = chunk.max(1);
     let mut last = None;
+    let mut done = 0;
     for piece in prompt.chunks(chunk) {
         let logits = model.forward(piece, caches, true)?;
         logits.eval()?;
         last = Some(logits);
+        done += piece.len();
+        if let Some(p) = progress {
+            p.report(done, prompt.len());
+        }
     }
     let logits =
         last.ok_or_else(|| crate::error::ModelError::Tokenizer("the prompt is empty".into()))?;
@@ -418,7 +449,13 @@ pub fn generate_in(
     };
     let t0 = Instant::now();
     let mut logits = match params.prompt_fill {
-        PromptFill::Model => prefill(model, &prompt[reused..], caches, params.prefill_chunk)?,
+        PromptFill::Model => prefill(
+            model,
+            &prompt[reused..],
+            caches,
+            params.prefill_chunk,
+            params.on_prefill.as_ref(),
+        )?,
         PromptFill::RandomKv => {
             let (head, last) = prompt.split_at(prompt.len().saturating_sub(1));
             fill_random(
@@ -427,8 +464,9 @@ pub fn generate_in(
                 head.len(),
                 params.prefill_chunk,
                 params.sampling.seed,
+                params.on_prefill.as_ref(),
             )?;
-            prefill(model, last, caches, 1)?
+            prefill(model, last, caches, 1, None)?
         }
     };
     let prefill_s = t0.elapsed().as_secs_f64();
