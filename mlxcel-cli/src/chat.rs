@@ -17,14 +17,16 @@ use crate::model_args::ModelArgs;
 use crate::sampling_args::SamplingArgs;
 
 /// Lines that are commands rather than messages.
-const HELP: &str = "/reset forgets the conversation, /stats shows the context and the KV \
-                    cache, /help shows this, /quit (or end of input) leaves";
+const HELP: &str = "\"\"\" opens and closes a message of several lines; /reset forgets the \
+                    conversation, /stats shows the context and the KV cache, /help shows this, \
+                    /quit (or end of input) leaves";
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Each line read from stdin is one message; the reply streams to stdout \
-    (prompts and notes go to stderr, so `mlxcel chat < questions.txt > answers.txt` works). \
-    Commands: /reset, /stats, /help, /quit.\n\nEvery turn renders the whole conversation with the \
+    after_help = "Each line read from stdin is one message, or the lines between two \"\"\" \
+    marks (pasted text, a document); the reply streams to stdout (prompts and notes go to \
+    stderr, so `mlxcel chat < questions.txt > answers.txt` works). Commands: /reset, /stats, \
+    /help, /quit.\n\nEvery turn renders the whole conversation with the \
     model's chat template and runs only the tokens the KV cache does not hold yet, so a long \
     conversation does not pay its history again; replies are those of a fresh `generate` over \
     the same transcript. The cache is in --kv's mode for the whole conversation."
@@ -53,6 +55,60 @@ pub struct ChatArgs {
     /// the prefill and decode speeds, the context's length and the KV cache's size.
     #[arg(long)]
     pub profile: bool,
+}
+
+/// Opens and closes a message of several lines (pasted text, a piped document).
+const BLOCK: &str = "\"\"\"";
+
+/// The next message from `lines`: one line, or the lines between a line opening with `"""`
+/// and one closing with it (joined by newlines, the marks removed). `None` at the end of the
+/// input; an error where it ends inside a block.
+fn next_message(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    interactive: bool,
+) -> Result<Option<String>> {
+    let mut read = || -> Result<Option<String>> {
+        match lines.next() {
+            None => Ok(None),
+            Some(l) => Ok(Some(
+                l.context("reading stdin")?
+                    .trim_end_matches('\r')
+                    .to_string(),
+            )),
+        }
+    };
+    let Some(first) = read()? else {
+        return Ok(None);
+    };
+    let Some(opened) = first.trim_start().strip_prefix(BLOCK) else {
+        return Ok(Some(first));
+    };
+    if let Some(inner) = opened.trim_end().strip_suffix(BLOCK) {
+        return Ok(Some(inner.to_string()));
+    }
+    // The marks' own lines add no empty first or last line.
+    let mut parts: Vec<String> = Vec::new();
+    if !opened.trim().is_empty() {
+        parts.push(opened.to_string());
+    }
+    loop {
+        if interactive {
+            eprint!(". ");
+            let _ = std::io::stderr().flush();
+        }
+        let Some(line) = read()? else {
+            bail!("the input ended inside a {BLOCK} block");
+        };
+        match line.trim_end().strip_suffix(BLOCK) {
+            Some(last) => {
+                if !last.trim().is_empty() {
+                    parts.push(last.to_string());
+                }
+                return Ok(Some(parts.join("\n")));
+            }
+            None => parts.push(line),
+        }
+    }
 }
 
 fn turn_summary(s: &GenerationStats, context: usize, cache_bytes: usize, mode: &str) -> String {
@@ -104,9 +160,10 @@ pub fn run(args: &ChatArgs) -> Result<()> {
             eprint!("> ");
             let _ = std::io::stderr().flush();
         }
-        let Some(line) = lines.next() else { break };
-        let line = line.context("reading stdin")?;
-        let message = line.trim_end_matches('\r');
+        let Some(message) = next_message(&mut lines, interactive)? else {
+            break;
+        };
+        let message = message.as_str();
         match message.trim() {
             "" => continue,
             "/quit" | "/exit" => break,
@@ -160,4 +217,35 @@ pub fn run(args: &ChatArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_message;
+
+    fn messages(input: &str) -> anyhow::Result<Vec<String>> {
+        let mut lines = input.lines().map(|l| Ok(l.to_string()));
+        let mut out = Vec::new();
+        while let Some(m) = next_message(&mut lines, false)? {
+            out.push(m);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn lines_and_blocks_split_into_messages() {
+        let input = "one\r\n\"\"\"\nfirst line\n  second\n\"\"\"\n\"\"\"inline\"\"\"\n\"\"\"opened\nclosed\"\"\"\ntwo";
+        assert_eq!(
+            messages(input).unwrap(),
+            [
+                "one",
+                "first line\n  second",
+                "inline",
+                "opened\nclosed",
+                "two"
+            ]
+        );
+        let err = messages("\"\"\"\nnever closed").unwrap_err().to_string();
+        assert!(err.contains("ended inside"), "{err}");
+    }
 }
