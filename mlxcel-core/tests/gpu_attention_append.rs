@@ -407,3 +407,70 @@ fn lazy_rescale_and_last_tile_masks_keep_the_attention_launches_within_parity() 
         );
     }
 }
+
+/// One decode step as the model takes it: the attention append where the cache offers it,
+/// else the append, then the attention.
+fn decode_step(
+    c: &mut SplitKvCache,
+    (q, k, v): &(mlxcel_core::Array, mlxcel_core::Array, mlxcel_core::Array),
+    scale: f32,
+    rope: &RopeSpec,
+) -> mlxcel_core::Array {
+    if let Some(o) = c.append_attend_rope_flat(q, k, v, scale, rope).unwrap() {
+        return o;
+    }
+    c.append_rope(k, v, rope).unwrap();
+    c.attend_rope_flat(q, scale, rope).unwrap()
+}
+
+/// A conversation's next turn cuts the cache back (`KvCache::truncate`, `mlxcel chat`) after
+/// decode steps that wrote into it (in place on CUDA), then decodes again: every step after
+/// the cut must attend and store as a cache that never held the dropped positions, bit for
+/// bit. On CUDA the steps take the fused launches and in-place writes, on the CPU (CI) the
+/// split paths.
+#[test]
+fn decode_steps_after_a_truncation_equal_a_cache_that_never_held_the_dropped_positions() {
+    let mut r =
+        rng("decode_steps_after_a_truncation_equal_a_cache_that_never_held_the_dropped_positions");
+    let mut steps_checked = 0;
+    for (nq, nkv, d, trad, prefill) in [
+        (32usize, 8usize, 128usize, false, 207i32),
+        (28, 4, 64, true, 1001),
+    ] {
+        let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
+        let scale = 1.0 / (d as f32).sqrt();
+        for mode in [
+            "turbo4",
+            "turbo4-asym",
+            "int8",
+            "fp16+int8",
+            "fp16",
+            "turbo3",
+            "turbo2",
+        ] {
+            let (mut a, mut b) = twin_caches(&mut r, mode, nkv, d, prefill);
+            let kept = step_inputs(&mut r, nq, nkv, d);
+            decode_step(&mut a, &kept, scale, &rope);
+            decode_step(&mut b, &kept, scale, &rope);
+            // Two steps that the cut drops again.
+            for _ in 0..2 {
+                let dropped = step_inputs(&mut r, nq, nkv, d);
+                decode_step(&mut a, &dropped, scale, &rope);
+            }
+            a.truncate(prefill as usize + 1).unwrap();
+            assert_eq!(a.len(), b.len());
+            for step in 0..2 {
+                let next = step_inputs(&mut r, nq, nkv, d);
+                let got = decode_step(&mut a, &next, scale, &rope);
+                let want = decode_step(&mut b, &next, scale, &rope);
+                let len = prefill + 2 + step;
+                assert_eq!((a.len(), b.len()), (len as usize, len as usize));
+                let case = format!("{mode} {nq}:{nkv}:{d} after the cut, step {step}");
+                assert_same_bits(&case, "the output", &got, &want);
+                assert_same_stored(&case, &a, &b, len);
+                steps_checked += 1;
+            }
+        }
+    }
+    assert_eq!(steps_checked, 28, "2 shapes x 7 modes x 2 steps");
+}
