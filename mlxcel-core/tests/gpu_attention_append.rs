@@ -472,5 +472,9 @@ fn decode_steps_after_a_truncation_equal_a_cache_that_never_held_the_dropped_pos
             }
         }
     }
+    eprintln!(
+        "truncation: {steps_checked} steps after the cut bit-identical to a cache without the dropped positions ({:?})",
+        KernelBackend::current()
+    );
     assert_eq!(steps_checked, 28, "2 shapes x 7 modes x 2 steps");
 }
