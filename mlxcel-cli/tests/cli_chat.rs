@@ -2,26 +2,15 @@
 //! into the mlxcel cache): replies on stdout, per-turn numbers on stderr, the second turn
 //! reusing the first's cache; a model without a tokenizer is refused with a reason.
 
-use std::io::Write;
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 fn chat(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mlxcel"))
-        .arg("chat")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let mut all = vec!["chat"];
+    all.extend_from_slice(args);
+    common::mlxcel_with_stdin(&all, Some(input))
 }
 
 /// The numbers in a `--profile` line: (prompt tokens, reused).

@@ -2,24 +2,14 @@
 //! the same text on the command line (with --prompt appended after a blank line), and a bad
 //! file is refused with its name.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::process::Output;
 
 fn generate(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mlxcel"))
-        .args(["generate", "--max-tokens", "1", "--json"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(s) = stdin {
-        input.write_all(s.as_bytes()).unwrap();
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
+    let mut all = vec!["generate", "--max-tokens", "1", "--json"];
+    all.extend_from_slice(args);
+    common::mlxcel_with_stdin(&all, stdin)
 }
 
 fn prompt_ids(out: &Output) -> Vec<u64> {
