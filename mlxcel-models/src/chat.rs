@@ -70,14 +70,8 @@ impl<'m> ChatSession<'m> {
         let mut messages = self.messages.clone();
         messages.push(Message::new("user", user));
         let ids = self.transcript(&messages)?;
-        let out = match generate_in(self.model, &mut self.ctx, &ids, params, on_text) {
-            Ok(out) => out,
-            Err(e) => {
-                // Whatever the caches hold now, they are not known to match a transcript.
-                self.ctx.clear(self.model)?;
-                return Err(e);
-            }
-        };
+        // On an error generate_in empties the cache and the messages stay as they were.
+        let out = generate_in(self.model, &mut self.ctx, &ids, params, on_text)?;
         messages.push(Message::new("assistant", &out.text));
         self.messages = messages;
         Ok(out)

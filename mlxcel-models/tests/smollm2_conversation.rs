@@ -1,7 +1,8 @@
 //! Multi-turn conversations over one KV cache (`chat::ChatSession`, `generate::generate_in`)
 //! on the default model (SmolLM2-135M-Instruct, Q4_1 GGUF): a turn reuses what the cache
 //! holds and replies exactly as a fresh run over the same transcript; a reply cut by a stop
-//! string cuts the cache back; a cache that cannot be cut exactly starts over.
+//! string cuts the cache back; a cache that cannot be cut exactly starts over; a failed
+//! generation empties the context.
 
 mod common;
 
@@ -178,4 +179,11 @@ fn a_cache_that_cannot_be_cut_exactly_starts_over() {
     assert_eq!(g.stats.prompt_tokens_reused, held);
     let fresh = generate(&model, &longer, &p, |_| {}).unwrap();
     assert_eq!(g.tokens, fresh.tokens);
+
+    // A failed generation leaves no claim on the cache: the context is emptied.
+    assert!(!ctx.tokens().is_empty());
+    let err = generate_in(&model, &mut ctx, &[], &p, |_| {}).unwrap_err();
+    assert!(err.to_string().contains("empty"), "{err}");
+    assert!(ctx.tokens().is_empty());
+    assert_eq!(ctx.cache_bytes(), 0);
 }

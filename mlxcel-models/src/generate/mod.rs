@@ -404,8 +404,23 @@ pub fn generate(
 /// [`generate`] over the caches of `ctx`: the longest prefix of `prompt` they already hold
 /// is reused (the statistics' `prompt_tokens_reused`), the rest is prefilled, and afterwards
 /// `ctx` holds the prompt and the generated tokens that were run through the model (all but
-/// possibly the last). `params.kv` is not read: the caches are `ctx`'s.
+/// possibly the last). `params.kv` is not read: the caches are `ctx`'s. On an error `ctx` is
+/// emptied (what its caches hold is then unknown).
 pub fn generate_in(
+    model: &Model,
+    ctx: &mut KvContext,
+    prompt: &[u32],
+    params: &GenerateParams,
+    on_text: impl FnMut(&str),
+) -> Result<Generation> {
+    let out = generate_in_unguarded(model, ctx, prompt, params, on_text);
+    if out.is_err() {
+        ctx.clear(model)?;
+    }
+    out
+}
+
+fn generate_in_unguarded(
     model: &Model,
     ctx: &mut KvContext,
     prompt: &[u32],
