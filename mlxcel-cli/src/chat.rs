@@ -12,6 +12,7 @@ use mlxcel_models::chat::ChatSession;
 use mlxcel_models::generate::{GenerateParams, GenerationStats};
 use mlxcel_models::Model;
 
+use crate::generate::mb;
 use crate::kv_args::KvArgs;
 use crate::model_args::ModelArgs;
 use crate::sampling_args::SamplingArgs;
@@ -114,7 +115,7 @@ fn next_message(
 fn turn_summary(s: &GenerationStats, context: usize, cache_bytes: usize, mode: &str) -> String {
     format!(
         "[prompt {} tokens: {} reused from the cache, {} run in {:.3} s; reply {} tokens at \
-         {:.1} tok/s (stop: {:?}); context {context} tokens, KV cache {:.1} MB ({mode})]",
+         {:.1} tok/s (stop: {:?}); context {context} tokens, KV cache {} ({mode})]",
         s.prompt_tokens,
         s.prompt_tokens_reused,
         s.prompt_tokens - s.prompt_tokens_reused,
@@ -122,7 +123,7 @@ fn turn_summary(s: &GenerationStats, context: usize, cache_bytes: usize, mode: &
         s.generated_tokens,
         s.decode_tokens_per_second,
         s.stop_reason,
-        cache_bytes as f64 / 1e6
+        mb(cache_bytes)
     )
 }
 
@@ -178,10 +179,10 @@ pub fn run(args: &ChatArgs) -> Result<()> {
             }
             "/stats" => {
                 eprintln!(
-                    "[{} messages; {} tokens cached, KV cache {:.1} MB ({mode})]",
+                    "[{} messages; {} tokens cached, KV cache {} ({mode})]",
                     session.messages().len(),
                     session.cached_tokens().len(),
-                    session.cache_bytes() as f64 / 1e6
+                    mb(session.cache_bytes())
                 );
                 continue;
             }

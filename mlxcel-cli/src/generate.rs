@@ -69,7 +69,8 @@ pub struct GenerateArgs {
     pub json: bool,
 }
 
-fn mb(b: usize) -> String {
+/// Bytes as megabytes for the profile lines (`chat` prints its KV cache the same way).
+pub(crate) fn mb(b: usize) -> String {
     format!("{:.1} MB", b as f64 / 1e6)
 }
 

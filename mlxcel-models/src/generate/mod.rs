@@ -353,11 +353,6 @@ impl KvContext {
         self.caches.iter().map(|c| c.bytes()).sum()
     }
 
-    /// The cache mode.
-    pub fn kv(&self) -> &KvConfig {
-        &self.kv
-    }
-
     /// Drops every cached token (new, empty caches).
     pub fn clear(&mut self, model: &Model) -> Result<()> {
         self.caches = model.new_caches(&self.kv)?;
