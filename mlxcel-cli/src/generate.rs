@@ -318,6 +318,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         on_steady_decode: crate::host_profile::requested()
             .then_some(crate::host_profile::start_now),
         on_prefill: Some(crate::progress::prefill_bar("prefill")),
+        cancel: None,
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout();

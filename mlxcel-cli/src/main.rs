@@ -14,6 +14,7 @@ mod perplexity;
 mod progress;
 mod recommend;
 mod sampling_args;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -35,6 +36,9 @@ enum Command {
     /// A conversation over stdin (one message per line), replies streamed to stdout; one KV
     /// cache serves every turn, so each turn runs only its new tokens.
     Chat(chat::ChatArgs),
+    /// An OpenAI-compatible HTTP server (chat and text completions, streaming) over one
+    /// model and one KV cache that each request's prompt reuses as far as it matches.
+    Serve(serve::ServeArgs),
     /// Perplexity over non-overlapping windows of a text; with --kv, KLD of each KV mode
     /// against the fp16 cache on the same windows.
     Perplexity(perplexity::PerplexityArgs),
@@ -78,6 +82,7 @@ fn main() {
         Command::Info(args) => info::run(&args),
         Command::Generate(args) => generate::run(&args),
         Command::Chat(args) => chat::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Perplexity(args) => perplexity::run(&args),
         Command::Niah(args) => niah::run(&args),
         Command::Bench(args) => bench::run(&args),

@@ -187,3 +187,48 @@ fn a_cache_that_cannot_be_cut_exactly_starts_over() {
     assert!(ctx.tokens().is_empty());
     assert_eq!(ctx.cache_bytes(), 0);
 }
+
+#[test]
+fn a_cancelled_generation_stops_early_and_leaves_a_usable_cache() {
+    // What `mlxcel serve` does when a client goes away: the flag is set from the text
+    // callback, the loop stops at the next token, and the context holds what ran, so the next
+    // request on it replies as a fresh run would. Both loops: the pipelined one has a step
+    // queued when it stops.
+    use mlxcel_models::generate::{Cancel, StopReason};
+    let model = load();
+    let kv = KvConfig::new(KvMode::parse("turbo4").unwrap());
+    for pipelined in [true, false] {
+        let tk = model.tokenizer.as_ref().unwrap();
+        let prompt = tk.encode("Count from one to one hundred:").unwrap();
+        let cancel = Cancel::new();
+        let p = GenerateParams {
+            cancel: Some(cancel.clone()),
+            ..params(&kv, 64, pipelined, &[])
+        };
+        let mut ctx = KvContext::new(&model, &kv).unwrap();
+        let mut pieces = 0;
+        let g = generate_in(&model, &mut ctx, &prompt, &p, |_| {
+            pieces += 1;
+            if pieces == 3 {
+                cancel.cancel();
+            }
+        })
+        .unwrap();
+        assert_eq!(g.stats.stop_reason, StopReason::Cancelled, "{:?}", g.text);
+        assert!(
+            (3..=5).contains(&g.tokens.len()),
+            "stopped after {} tokens",
+            g.tokens.len()
+        );
+        let ran: Vec<u32> = prompt.iter().chain(&g.tokens).copied().collect();
+        let held = ctx.tokens();
+        assert!(held.len() + 1 >= ran.len() && held == &ran[..held.len()]);
+
+        let free = params(&kv, 12, pipelined, &[]);
+        let again = generate_in(&model, &mut ctx, &prompt, &free, |_| {}).unwrap();
+        assert_eq!(again.stats.prompt_tokens_reused, prompt.len() - 1);
+        let fresh = generate(&model, &prompt, &free, |_| {}).unwrap();
+        assert_eq!(again.tokens, fresh.tokens, "pipelined {pipelined}");
+        assert!(fresh.tokens.len() > 5, "{:?}", fresh.text);
+    }
+}

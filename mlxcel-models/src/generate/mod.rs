@@ -42,6 +42,27 @@ impl Progress {
     }
 }
 
+/// Asks a running generation to stop after its current decode step (`StopReason::Cancelled`):
+/// a server's client that went away should not keep the model busy until `max_tokens`. The
+/// tokens generated so far stay in the result and in the `KvContext`, as with any other stop.
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Cancel {
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Stops the generation at its next decode step (safe from any thread).
+    pub fn cancel(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 impl std::fmt::Debug for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Progress(..)")
@@ -82,6 +103,8 @@ pub struct GenerateParams {
     pub on_steady_decode: Option<fn()>,
     /// Told how far the prefill (or the random-kv fill) of the uncached prompt got.
     pub on_prefill: Option<Progress>,
+    /// Checked once per generated token; when set the generation ends there.
+    pub cancel: Option<Cancel>,
 }
 
 impl Default for GenerateParams {
@@ -100,6 +123,7 @@ impl Default for GenerateParams {
             step_ab: None,
             on_steady_decode: None,
             on_prefill: None,
+            cancel: None,
         }
     }
 }
@@ -111,6 +135,8 @@ pub enum StopReason {
     Eos,
     StopString,
     MaxTokens,
+    /// [`GenerateParams::cancel`] was set.
+    Cancelled,
 }
 
 /// Numbers for `--profile`.
@@ -569,6 +595,10 @@ fn generate_in_unguarded(
             }
         }
         if out.len() >= params.max_tokens {
+            break;
+        }
+        if params.cancel.as_ref().is_some_and(Cancel::is_cancelled) {
+            stop_reason = StopReason::Cancelled;
             break;
         }
         if pipelined {
