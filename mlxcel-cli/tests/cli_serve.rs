@@ -268,3 +268,29 @@ fn bad_requests_are_refused_by_name_and_disconnects_stop_the_generation() {
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["choices"][0]["finish_reason"], "length");
 }
+
+#[test]
+fn an_api_key_guards_the_v1_endpoints() {
+    let server = Server::start(&["--api-key", "sesame"]);
+    let models = format!("{}/models", server.url);
+    let status = |auth: Option<&str>| {
+        let mut r = ureq::get(&models);
+        if let Some(a) = auth {
+            r = r.set("authorization", a);
+        }
+        match r.call() {
+            Ok(r) => r.status(),
+            Err(ureq::Error::Status(c, r)) => {
+                let v: Value = r.into_json().unwrap();
+                assert!(v["error"]["message"].as_str().unwrap().contains("API key"));
+                c
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(status(None), 401);
+    assert_eq!(status(Some("Bearer wrong")), 401);
+    assert_eq!(status(Some("Bearer sesame")), 200);
+    let health = server.url.trim_end_matches("/v1").to_string() + "/health";
+    assert_eq!(ureq::get(&health).call().unwrap().status(), 200);
+}

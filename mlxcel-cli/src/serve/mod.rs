@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -52,6 +53,11 @@ pub struct ServeArgs {
     /// authentication).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
+    /// Require this key from clients (`Authorization: Bearer KEY`, what OpenAI clients send
+    /// as their API key) on every /v1 endpoint; /health stays open. Without it anyone who can
+    /// reach the port can use the model.
+    #[arg(long, env = "MLXCEL_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
     /// Port to listen on (0 picks a free one; the address is printed at start).
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
@@ -74,6 +80,7 @@ pub struct ServeArgs {
 
 struct AppState {
     jobs: mpsc::Sender<Request>,
+    api_key: Option<String>,
     defaults: Defaults,
     model_id: String,
     created: u64,
@@ -123,8 +130,18 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             .clone()
             .unwrap_or_else(|| "SmolLM2-135M-Instruct".to_string())
     });
+    if args.api_key.as_deref() == Some("") {
+        bail!("--api-key must not be empty");
+    }
+    if args.api_key.is_none() && !is_loopback(&args.host) {
+        tracing::warn!(
+            "listening on {} without --api-key: anyone who can reach the port can use the model",
+            args.host
+        );
+    }
     let state = Arc::new(AppState {
         jobs,
+        api_key: args.api_key.clone(),
         defaults: Defaults {
             max_tokens: args.max_tokens,
             sampling: args.sampling.clone(),
@@ -134,11 +151,14 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         created: now_secs(),
         next_id: AtomicU64::new(0),
     });
-    let app = Router::new()
-        .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+    let v1 = Router::new()
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/completions", post(completions))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_key));
+    let app = Router::new()
+        .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+        .merge(v1)
         .fallback(|| async {
             error_response(&ApiError {
                 status: 404,
@@ -167,6 +187,38 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         );
         axum::serve(listener, app).await.context("serving HTTP")
     })
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Refuses a /v1 request without the server's key (when it has one) with OpenAI's 401.
+async fn require_key(
+    State(st): State<Arc<AppState>>,
+    req: axum::extract::Request,
+    next: Next,
+) -> Response {
+    if let Some(key) = &st.api_key {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if given != Some(key.as_str()) {
+            return error_response(&ApiError {
+                status: 401,
+                message: "this server needs an API key: send `Authorization: Bearer <key>` \
+                          with the key given to `mlxcel serve --api-key`"
+                    .into(),
+                param: None,
+            });
+        }
+    }
+    next.run(req).await
 }
 
 async fn models(State(st): State<Arc<AppState>>) -> Json<Value> {
