@@ -12,7 +12,7 @@ use std::sync::mpsc;
 
 use anyhow::{anyhow, Result};
 use mlxcel_models::generate::{
-    generate_in, Cancel, GenerateParams, Generation, KvContext, StopReason,
+    generate_in, Cancel, GenerateParams, Generation, KvContext, Progress, StopReason,
 };
 use mlxcel_models::sampler::SamplingParams;
 use mlxcel_models::tokenizer::chat::{apply_chat_template, Message};
@@ -212,6 +212,19 @@ fn finish_reason(stop: StopReason) -> &'static str {
     }
 }
 
+/// Logs a long prefill's progress every few seconds, so that the server's log says what it is
+/// doing during a minute-long prompt rather than nothing.
+fn prefill_log() -> Progress {
+    let last = std::sync::Mutex::new(std::time::Instant::now());
+    Progress::new(move |done, total| {
+        let Ok(mut last) = last.lock() else { return };
+        if done < total && last.elapsed().as_secs_f64() >= 5.0 {
+            tracing::info!("prefill: {done} of {total} prompt tokens");
+            *last = std::time::Instant::now();
+        }
+    })
+}
+
 fn serve_one(model: &Model, ctx: &mut KvContext, kv: KvConfig, prefill_chunk: usize, req: Request) {
     let Request { job, events } = req;
     if events.is_closed() {
@@ -238,6 +251,7 @@ fn serve_one(model: &Model, ctx: &mut KvContext, kv: KvConfig, prefill_chunk: us
         sampling: job.sampling.clone(),
         kv,
         cancel: Some(cancel.clone()),
+        on_prefill: Some(prefill_log()),
         ..Default::default()
     };
     let out: mlxcel_models::Result<Generation> = generate_in(model, ctx, &ids, &params, |piece| {
