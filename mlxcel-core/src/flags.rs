@@ -1350,7 +1350,9 @@ pub const OTHER_VARS: &[&str] = &[
     QMV_NOMATH_LEVEL_VAR,
     TURBO_SEED,
     // Read by crates built on this one (mlxcel-models' STEP_AB and STEP_AB_BLOCK, the CLI's
-    // host_profile::ENV), by the build script, by tests and by the benchmark scripts.
+    // host_profile::ENV and `serve --api-key`'s MLXCEL_API_KEY), by the build script, by tests
+    // and by the benchmark scripts.
+    "MLXCEL_API_KEY",
     "MLXCEL_BIN",
     "MLXCEL_CACHE_DIR",
     "MLXCEL_HOST_PROFILE",
