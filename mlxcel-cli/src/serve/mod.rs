@@ -292,10 +292,16 @@ async fn respond(st: Arc<AppState>, kind: Kind, job: Result<Job, ApiError>) -> R
     if st.jobs.send(Request { job, events: tx }).is_err() {
         return error_response(&gone);
     }
+    // The worker dropped the request's events without a result (a panic; the log has it).
+    let dropped = ApiError {
+        status: 500,
+        message: "the request ended without a result; the server's log says why".into(),
+        param: None,
+    };
     match rx.recv().await {
         Some(Event::Started) => {}
         Some(Event::Failed(e)) => return error_response(&e),
-        Some(_) | None => return error_response(&gone),
+        Some(_) | None => return error_response(&dropped),
     }
     let id = st.new_id(match kind {
         Kind::Chat => "chatcmpl",
@@ -326,7 +332,7 @@ async fn respond(st: Arc<AppState>, kind: Kind, job: Result<Job, ApiError>) -> R
                 return Json(v).into_response();
             }
             Some(Event::Failed(e)) => return error_response(&e),
-            Some(Event::Started) | None => return error_response(&gone),
+            Some(Event::Started) | None => return error_response(&dropped),
         }
     }
 }
@@ -392,7 +398,7 @@ fn sse(head: Head, rx: UnboundedReceiver<Event>, include_usage: bool) -> Respons
             Some(Event::Started) | None => {
                 let e = ApiError {
                     status: 500,
-                    message: "the model thread stopped during the reply".into(),
+                    message: "the reply ended without a result; the server's log says why".into(),
                     param: None,
                 };
                 return Some((head.event(&e.body()), None));

@@ -116,7 +116,19 @@ pub fn start(config: WorkerConfig) -> Result<(mpsc::Sender<Request>, ModelInfo)>
                 return;
             }
             for req in jobs_rx {
-                serve_one(&model, &mut ctx, kv, config.prefill_chunk, req);
+                // A panic is a bug, but one request's bug should not take the server down:
+                // its handler sees its events end (a 500), and the cache, whose state is then
+                // unknown, starts over.
+                let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    serve_one(&model, &mut ctx, kv, config.prefill_chunk, req)
+                }));
+                if served.is_err() {
+                    tracing::error!("a request panicked; the KV cache starts over");
+                    if let Err(e) = ctx.clear(&model) {
+                        tracing::error!("the KV cache could not be renewed ({e}); stopping");
+                        return;
+                    }
+                }
             }
         })?;
     let info = ready_rx
