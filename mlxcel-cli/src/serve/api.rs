@@ -82,8 +82,8 @@ pub struct Common {
     pub repetition_penalty: Option<f32>,
     pub seed: Option<u64>,
     pub stop: Option<Stop>,
-    #[serde(default)]
-    pub stream: bool,
+    /// `null` as well as absent (some clients send every field).
+    pub stream: Option<bool>,
     pub stream_options: Option<StreamOptions>,
     pub n: Option<u64>,
     pub presence_penalty: Option<f32>,
@@ -285,7 +285,7 @@ impl Common {
             default_max_tokens: defaults.max_tokens,
             sampling,
             stop,
-            stream: self.stream,
+            stream: self.stream == Some(true),
             include_usage: self.stream_options.is_some_and(|o| o.include_usage),
         })
     }
@@ -444,7 +444,7 @@ mod tests {
             r#"{"model":"x","messages":[{"role":"developer","content":"Be brief."},
             {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]}],
             "temperature":0,"max_tokens":7,"stop":"\n","seed":3,"stream":true,
-            "stream_options":{"include_usage":true},"user":"ignored","n":1}"#,
+            "stream_options":{"include_usage":true},"user":"ignored","n":1,"top_k":null}"#,
         )
         .unwrap();
         match &job.prompt {
@@ -519,6 +519,9 @@ mod tests {
     fn completion_prompts_take_text_or_token_ids() {
         let d = defaults();
         let job = |b: &str| parse::<CompletionRequest>(b.as_bytes())?.into_job(&d);
+        // Clients that send every field send nulls.
+        let nulls = job(r#"{"prompt":"x","stream":null,"stop":null,"n":null,"max_tokens":null}"#);
+        assert!(!nulls.unwrap().stream);
         assert!(matches!(
             job(r#"{"prompt":"Once"}"#).unwrap().prompt,
             JobPrompt::Text(t) if t == "Once"
