@@ -294,3 +294,56 @@ fn an_api_key_guards_the_v1_endpoints() {
     let health = server.url.trim_end_matches("/v1").to_string() + "/health";
     assert_eq!(ureq::get(&health).call().unwrap().status(), 200);
 }
+
+#[test]
+fn kv_slots_keep_alternating_conversations_warm() {
+    // With one slot this fails: A's second turn reuses only the opening B shares with it.
+    let server = Server::start(&["--kv-slots", "2", "--kv", "turbo4"]);
+    let system = json!({"role": "system", "content": "You are a helpful assistant."});
+    let ask = |messages: Value| {
+        let (status, v) = server.post(
+            "/chat/completions",
+            &json!({"messages": messages, "temperature": 0, "max_tokens": 12}),
+        );
+        assert_eq!(status, 200, "{v}");
+        let reply = v["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let usage = &v["usage"];
+        (
+            reply,
+            usage["prompt_tokens"].as_u64().unwrap(),
+            usage["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap(),
+        )
+    };
+    let first = |q: &str| ask(json!([system, {"role": "user", "content": q}]));
+    let second = |q: &str, r: &str, q2: &str| {
+        ask(json!([system, {"role": "user", "content": q},
+            {"role": "assistant", "content": r}, {"role": "user", "content": q2}]))
+    };
+    let (qa, qb, qc) = (QUESTION, "Name a prime number.", "What colour is grass?");
+    let (ra, pa, _) = first(qa);
+    let (rb, pb, cb) = first(qb);
+    // B shares only the opening with A: it took the empty slot, so A's history stays.
+    assert!(cb < pa, "B reused {cb} of A's {pa}");
+    let (_, _, ca2) = second(qa, &ra, "And of Italy?");
+    assert!(
+        ca2 >= pa,
+        "A's second turn reused {ca2}; its first prompt had {pa}"
+    );
+    // A third conversation takes the least recently used slot (B's): B starts over.
+    let _ = first(qc);
+    let (_, _, cb2) = second(qb, &rb, "And another one?");
+    assert!(
+        cb2 < pb,
+        "B's second turn reused {cb2} after eviction (its first prompt: {pb})"
+    );
+    assert!(
+        server.log_shows("in slot 1", 1),
+        "{}",
+        server.log.lock().unwrap()
+    );
+}

@@ -3,6 +3,7 @@
 //! KV cache kept between requests (`worker`: one model thread, requests in arrival order).
 
 mod api;
+mod slots;
 mod worker;
 
 use std::convert::Infallible;
@@ -36,10 +37,10 @@ use worker::{Event, Job, Request, WorkerConfig};
     after_help = "Endpoints: POST /v1/chat/completions, POST /v1/completions (text or \
     token ids), GET /v1/models, GET /health. Requests may stream (\"stream\": true, server-sent \
     events as OpenAI sends them). Requests run one at a time, in arrival order, on one model \
-    and one KV cache in --kv's mode; each reuses the longest prefix of its prompt that the \
-    cache already holds (a conversation's earlier turns, a shared system prompt), reported as \
-    usage.prompt_tokens_details.cached_tokens, and its reply equals that of a fresh run over \
-    the same prompt. A request's sampling fields override the options below; without a seed \
+    and one KV cache in --kv's mode (or --kv-slots of them); each reuses the longest prefix of \
+    its prompt that the cache already holds (a conversation's earlier turns, a shared system \
+    prompt), reported as usage.prompt_tokens_details.cached_tokens, and its reply equals that \
+    of a fresh run over the same prompt. A request's sampling fields override the options below; without a seed \
     each request draws its own. Fields mlxcel cannot honour (n > 1, penalties other than \
     repetition_penalty, tools, logprobs, images) get a 400 that names them. A client that \
     disconnects stops its generation at the next token."
@@ -76,6 +77,12 @@ pub struct ServeArgs {
     /// Prompt tokens per prefill step (bounds memory on long prompts).
     #[arg(long, default_value_t = 512)]
     pub prefill_chunk: usize,
+    /// KV caches kept at once: each request goes to the one that holds most of its prompt
+    /// (a conversation's history), else to an empty or the least recently used one, so N
+    /// conversations can alternate without paying their history again. Each costs the memory
+    /// of what it caches (a compressed --kv holds more of them).
+    #[arg(long, default_value_t = 1)]
+    pub kv_slots: usize,
 }
 
 struct AppState {
@@ -115,6 +122,9 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     if args.prefill_chunk == 0 {
         bail!("--prefill-chunk must be at least 1");
     }
+    if args.kv_slots == 0 {
+        bail!("--kv-slots must be at least 1");
+    }
     // Before the model loads: MLX reads its graph limits when the GPU is first used.
     graph_limits::lift_for_compressed_kv(args.kv.config()?.mode != KvMode::FP16);
     let kv_args = args.kv.clone();
@@ -122,6 +132,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         model: args.model.model.clone(),
         load: args.model.load_options(),
         prefill_chunk: args.prefill_chunk,
+        slots: args.kv_slots,
         kv_for_head_dim: Box::new(move |d| kv_args.config_for(d)),
     })?;
     let model_id = args.served_name.clone().unwrap_or_else(|| {
@@ -181,8 +192,12 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             .await
             .with_context(|| format!("listening on {addr}"))?;
         let bound = listener.local_addr()?;
+        let slots = match args.kv_slots {
+            1 => String::new(),
+            n => format!(", {n} slots"),
+        };
         eprintln!(
-            "mlxcel serve: {} (KV cache {}, context {} tokens) at http://{bound}/v1",
+            "mlxcel serve: {} (KV cache {}{slots}, context {} tokens) at http://{bound}/v1",
             info.description, info.kv_mode, info.context
         );
         axum::serve(listener, app).await.context("serving HTTP")

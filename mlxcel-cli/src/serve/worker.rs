@@ -20,6 +20,7 @@ use mlxcel_models::{KvConfig, LoadOptions, Model};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::api::{ApiError, Usage};
+use super::slots::Slots;
 
 /// What a request asks to run through the model.
 #[derive(Debug, Clone)]
@@ -80,6 +81,8 @@ pub struct WorkerConfig {
     pub model: Option<String>,
     pub load: LoadOptions,
     pub prefill_chunk: usize,
+    /// How many KV caches to keep (`slots`).
+    pub slots: usize,
     /// The KV cache's configuration for the model's head_dim (known once it has loaded).
     pub kv_for_head_dim: Box<dyn Fn(usize) -> Result<KvConfig> + Send>,
 }
@@ -97,10 +100,13 @@ pub fn start(config: WorkerConfig) -> Result<(mpsc::Sender<Request>, ModelInfo)>
                 .and_then(|model| {
                     let kv = (config.kv_for_head_dim)(model.config().head_dim)
                         .map_err(|e| format!("{e:#}"))?;
-                    let ctx = KvContext::new(&model, &kv).map_err(|e| format!("{e:#}"))?;
-                    Ok((model, kv, ctx))
+                    let contexts = (0..config.slots.max(1))
+                        .map(|_| KvContext::new(&model, &kv))
+                        .collect::<mlxcel_models::Result<Vec<_>>>()
+                        .map_err(|e| format!("{e:#}"))?;
+                    Ok((model, kv, Slots::new(contexts)))
                 });
-            let (model, kv, mut ctx) = match loaded {
+            let (model, kv, mut slots) = match loaded {
                 Ok(x) => x,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -120,12 +126,12 @@ pub fn start(config: WorkerConfig) -> Result<(mpsc::Sender<Request>, ModelInfo)>
                 // its handler sees its events end (a 500), and the cache, whose state is then
                 // unknown, starts over.
                 let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    serve_one(&model, &mut ctx, kv, config.prefill_chunk, req)
+                    serve_one(&model, &mut slots, kv, config.prefill_chunk, req)
                 }));
                 if served.is_err() {
-                    tracing::error!("a request panicked; the KV cache starts over");
-                    if let Err(e) = ctx.clear(&model) {
-                        tracing::error!("the KV cache could not be renewed ({e}); stopping");
+                    tracing::error!("a request panicked; the KV caches start over");
+                    if let Err(e) = slots.iter_mut().try_for_each(|c| c.clear(&model)) {
+                        tracing::error!("the KV caches could not be renewed ({e}); stopping");
                         return;
                     }
                 }
@@ -237,7 +243,7 @@ fn prefill_log() -> Progress {
     })
 }
 
-fn serve_one(model: &Model, ctx: &mut KvContext, kv: KvConfig, prefill_chunk: usize, req: Request) {
+fn serve_one(model: &Model, slots: &mut Slots, kv: KvConfig, prefill_chunk: usize, req: Request) {
     let Request { job, events } = req;
     if events.is_closed() {
         tracing::info!("request dropped before it started (the client went away)");
@@ -255,6 +261,8 @@ fn serve_one(model: &Model, ctx: &mut KvContext, kv: KvConfig, prefill_chunk: us
         }
     };
     let _ = events.send(Event::Started);
+    let n_slots = slots.len();
+    let (slot, ctx) = slots.take(&ids);
     let cancel = Cancel::new();
     let params = GenerateParams {
         max_tokens,
@@ -274,8 +282,13 @@ fn serve_one(model: &Model, ctx: &mut KvContext, kv: KvConfig, prefill_chunk: us
     match out {
         Ok(g) => {
             let s = &g.stats;
+            let at = if n_slots > 1 {
+                format!(" in slot {slot}")
+            } else {
+                String::new()
+            };
             tracing::info!(
-                "prompt {} tokens ({} from the cache), {} generated at {:.1} tok/s, stop: {:?}",
+                "prompt {} tokens ({} from the cache{at}), {} generated at {:.1} tok/s, stop: {:?}",
                 s.prompt_tokens,
                 s.prompt_tokens_reused,
                 s.generated_tokens,
