@@ -125,6 +125,21 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     if args.kv_slots == 0 {
         bail!("--kv-slots must be at least 1");
     }
+    if args.api_key.as_deref() == Some("") {
+        bail!("--api-key must not be empty");
+    }
+    if args.api_key.is_none() && !is_loopback(&args.host) {
+        tracing::warn!(
+            "listening on {} without --api-key: anyone who can reach the port can use the model",
+            args.host
+        );
+    }
+    // The port is taken before the model loads, so that a port in use fails at once rather
+    // than after minutes of loading.
+    let addr = format!("{}:{}", args.host, args.port);
+    let listener =
+        std::net::TcpListener::bind(&addr).with_context(|| format!("listening on {addr}"))?;
+    listener.set_nonblocking(true)?;
     // Before the model loads: MLX reads its graph limits when the GPU is first used.
     graph_limits::lift_for_compressed_kv(args.kv.config()?.mode != KvMode::FP16);
     let kv_args = args.kv.clone();
@@ -141,15 +156,6 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             .clone()
             .unwrap_or_else(|| "SmolLM2-135M-Instruct".to_string())
     });
-    if args.api_key.as_deref() == Some("") {
-        bail!("--api-key must not be empty");
-    }
-    if args.api_key.is_none() && !is_loopback(&args.host) {
-        tracing::warn!(
-            "listening on {} without --api-key: anyone who can reach the port can use the model",
-            args.host
-        );
-    }
     let state = Arc::new(AppState {
         jobs,
         api_key: args.api_key.clone(),
@@ -187,10 +193,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         .build()
         .context("starting the HTTP runtime")?;
     runtime.block_on(async {
-        let addr = format!("{}:{}", args.host, args.port);
-        let listener = tokio::net::TcpListener::bind(&addr)
-            .await
-            .with_context(|| format!("listening on {addr}"))?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         let bound = listener.local_addr()?;
         let slots = match args.kv_slots {
             1 => String::new(),
