@@ -40,6 +40,10 @@ pub struct ChatArgs {
     /// System message that opens the conversation (kept by /reset).
     #[arg(long)]
     pub system: Option<String>,
+    /// Extra chat-template variables as a JSON object, e.g. '{"enable_thinking": false}'
+    /// (Qwen3: no reasoning block).
+    #[arg(long, value_name = "JSON", value_parser = crate::template_vars::parse)]
+    pub chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
     /// Most new tokens per reply.
     #[arg(long, default_value_t = 512)]
     pub max_tokens: usize,
@@ -135,7 +139,8 @@ pub fn run(args: &ChatArgs) -> Result<()> {
     }
     let model = Model::load(args.model.model.as_deref(), &args.model.load_options())?;
     let kv = args.kv.config_for(model.config().head_dim)?;
-    let mut session = ChatSession::new(&model, &kv, args.system.as_deref())?;
+    let mut session = ChatSession::new(&model, &kv, args.system.as_deref())?
+        .with_template_vars(args.chat_template_kwargs.clone().unwrap_or_default());
     let params = GenerateParams {
         max_tokens: args.max_tokens,
         stop: args.stop.clone(),

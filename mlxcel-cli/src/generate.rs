@@ -8,7 +8,7 @@ use mlxcel_core::build_profile;
 use mlxcel_core::kv::KvMode;
 use mlxcel_core::mlx::graph_limits;
 use mlxcel_models::generate::{generate, GenerateParams, GenerationStats, PromptFill};
-use mlxcel_models::tokenizer::chat::{apply_chat_template, Message};
+use mlxcel_models::tokenizer::chat::{apply_chat_template_with, Message};
 use mlxcel_models::Model;
 use rand::{Rng, SeedableRng};
 
@@ -39,6 +39,10 @@ pub struct GenerateArgs {
     /// Send the prompt as raw text, without the chat template.
     #[arg(long)]
     pub no_chat_template: bool,
+    /// Extra chat-template variables as a JSON object, e.g. '{"enable_thinking": false}'
+    /// (Qwen3: no reasoning block).
+    #[arg(long, value_name = "JSON", value_parser = crate::template_vars::parse, conflicts_with = "no_chat_template")]
+    pub chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
     /// Maximum number of new tokens.
     #[arg(long, default_value_t = 256)]
     pub max_tokens: usize,
@@ -292,7 +296,11 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
                     msgs.push(Message::new("system", s));
                 }
                 msgs.push(Message::new("user", p));
-                apply_chat_template(tok, &msgs)?
+                apply_chat_template_with(
+                    tok,
+                    &msgs,
+                    &args.chat_template_kwargs.clone().unwrap_or_default(),
+                )?
             };
             tok.encode(&text)?
         }

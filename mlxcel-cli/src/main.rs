@@ -15,6 +15,7 @@ mod progress;
 mod recommend;
 mod sampling_args;
 mod serve;
+mod template_vars;
 
 use clap::{Parser, Subcommand};
 

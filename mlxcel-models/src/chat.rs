@@ -12,7 +12,7 @@
 use crate::error::{ModelError, Result};
 use crate::generate::{generate_in, GenerateParams, Generation, KvContext};
 use crate::model::{KvConfig, Model};
-use crate::tokenizer::chat::{apply_chat_template, Message};
+use crate::tokenizer::chat::{apply_chat_template_with, Message};
 use crate::tokenizer::Tokenizer;
 
 /// A conversation: its messages and the KV cache of its transcript.
@@ -21,6 +21,7 @@ pub struct ChatSession<'m> {
     ctx: KvContext,
     system: Option<String>,
     messages: Vec<Message>,
+    template_vars: serde_json::Map<String, serde_json::Value>,
 }
 
 impl<'m> ChatSession<'m> {
@@ -40,9 +41,20 @@ impl<'m> ChatSession<'m> {
             ctx: KvContext::new(model, kv)?,
             system: system.map(str::to_owned),
             messages: Vec::new(),
+            template_vars: serde_json::Map::new(),
         };
         s.open();
         Ok(s)
+    }
+
+    /// Extra chat-template variables for every turn (e.g. `enable_thinking: false` for
+    /// Qwen3; `tokenizer::chat::apply_chat_template_with`).
+    pub fn with_template_vars(
+        mut self,
+        vars: serde_json::Map<String, serde_json::Value>,
+    ) -> ChatSession<'m> {
+        self.template_vars = vars;
+        self
     }
 
     fn open(&mut self) {
@@ -55,7 +67,11 @@ impl<'m> ChatSession<'m> {
     /// The token ids of the transcript with `messages`, ending in the assistant's turn.
     fn transcript(&self, messages: &[Message]) -> Result<Vec<u32>> {
         let tok = chat_tokenizer(self.model)?;
-        tok.encode(&apply_chat_template(tok, messages)?)
+        tok.encode(&apply_chat_template_with(
+            tok,
+            messages,
+            &self.template_vars,
+        )?)
     }
 
     /// Sends `user`'s message and generates the reply (streamed through `on_text`), which

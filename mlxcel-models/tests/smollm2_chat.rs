@@ -65,3 +65,36 @@ fn tokenizer_round_trips_text_and_streams_whole_characters() {
     assert_eq!(streamed, text);
     assert!(tok.is_eos(tok.token_to_id("<|im_end|>").unwrap()));
 }
+
+#[test]
+fn extra_template_variables_reach_the_template_and_cannot_replace_its_own() {
+    use mlxcel_models::tokenizer::chat::apply_chat_template_with;
+    let mut tok = tokenizer();
+    // A template that reads a variable as Qwen3's does (`enable_thinking`).
+    tok.chat_template = Some(
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}\
+         {% if add_generation_prompt %}<assistant>{% if enable_thinking is defined and \
+         enable_thinking is false %}<think></think>{% endif %}{% endif %}"
+            .into(),
+    );
+    let msgs = [Message::new("user", "Hi")];
+    let extra = |v: Value| v.as_object().unwrap().clone();
+    let plain = apply_chat_template(&tok, &msgs).unwrap();
+    assert_eq!(plain, "<user>Hi<assistant>");
+    let off = apply_chat_template_with(
+        &tok,
+        &msgs,
+        &extra(serde_json::json!({"enable_thinking": false})),
+    );
+    assert_eq!(off.unwrap(), "<user>Hi<assistant><think></think>");
+    let on = apply_chat_template_with(
+        &tok,
+        &msgs,
+        &extra(serde_json::json!({"enable_thinking": true})),
+    );
+    assert_eq!(on.unwrap(), plain);
+    let err = apply_chat_template_with(&tok, &msgs, &extra(serde_json::json!({"messages": []})))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`messages`"), "{err}");
+}

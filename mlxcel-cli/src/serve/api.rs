@@ -103,6 +103,9 @@ pub struct Common {
 #[derive(Deserialize, Debug)]
 pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
+    /// Extra chat-template variables (vLLM's and SGLang's name for them), e.g.
+    /// `{"enable_thinking": false}` for Qwen3.
+    pub chat_template_kwargs: Option<serde_json::Map<String, Value>>,
     #[serde(flatten)]
     pub common: Common,
 }
@@ -349,7 +352,16 @@ impl ChatRequest {
             };
             messages.push((role.to_string(), message_text(i, m.content)?));
         }
-        self.common.job(JobPrompt::Chat(messages), defaults)
+        let extra = self.chat_template_kwargs.unwrap_or_default();
+        if let Some(name) = extra.keys().find(|k| {
+            mlxcel_models::tokenizer::chat::RESERVED_TEMPLATE_VARIABLES.contains(&k.as_str())
+        }) {
+            return Err(ApiError::bad_request(
+                Some("chat_template_kwargs"),
+                format!("`chat_template_kwargs` may not set `{name}`: mlxcel sets it"),
+            ));
+        }
+        self.common.job(JobPrompt::Chat(messages, extra), defaults)
     }
 }
 
@@ -444,17 +456,21 @@ mod tests {
             r#"{"model":"x","messages":[{"role":"developer","content":"Be brief."},
             {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]}],
             "temperature":0,"max_tokens":7,"stop":"\n","seed":3,"stream":true,
-            "stream_options":{"include_usage":true},"user":"ignored","n":1,"top_k":null}"#,
+            "stream_options":{"include_usage":true},"user":"ignored","n":1,"top_k":null,
+            "chat_template_kwargs":{"enable_thinking":false}}"#,
         )
         .unwrap();
         match &job.prompt {
-            JobPrompt::Chat(m) => assert_eq!(
-                m,
-                &[
-                    ("system".to_string(), "Be brief.".to_string()),
-                    ("user".to_string(), "Hi there".to_string())
-                ]
-            ),
+            JobPrompt::Chat(m, extra) => {
+                assert_eq!(
+                    m,
+                    &[
+                        ("system".to_string(), "Be brief.".to_string()),
+                        ("user".to_string(), "Hi there".to_string())
+                    ]
+                );
+                assert_eq!(extra["enable_thinking"], false);
+            }
             other => panic!("{other:?}"),
         }
         assert_eq!(job.max_tokens, Some(7));
@@ -489,6 +505,10 @@ mod tests {
                 "stop",
             ),
             (r#"{"messages":[]}"#, "messages"),
+            (
+                r#"{"messages":[{"role":"user","content":"a"}],"chat_template_kwargs":{"messages":1}}"#,
+                "chat_template_kwargs",
+            ),
             (
                 r#"{"messages":[{"role":"tool","content":"a"}]}"#,
                 "messages",

@@ -15,7 +15,7 @@ use mlxcel_models::generate::{
     generate_in, Cancel, GenerateParams, Generation, KvContext, Progress, StopReason,
 };
 use mlxcel_models::sampler::SamplingParams;
-use mlxcel_models::tokenizer::chat::{apply_chat_template, Message};
+use mlxcel_models::tokenizer::chat::{apply_chat_template_with, Message};
 use mlxcel_models::{KvConfig, LoadOptions, Model};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -25,8 +25,12 @@ use super::slots::Slots;
 /// What a request asks to run through the model.
 #[derive(Debug, Clone)]
 pub enum JobPrompt {
-    /// (role, text) pairs, rendered with the model's chat template.
-    Chat(Vec<(String, String)>),
+    /// (role, text) pairs, rendered with the model's chat template and these extra template
+    /// variables.
+    Chat(
+        Vec<(String, String)>,
+        serde_json::Map<String, serde_json::Value>,
+    ),
     /// Raw text, tokenized as is.
     Text(String),
     /// Token ids.
@@ -171,7 +175,7 @@ fn prompt_ids(model: &Model, prompt: &JobPrompt) -> Result<Vec<u32>, ApiError> {
         JobPrompt::Text(text) => tokenizer()?
             .encode(text)
             .map_err(|e| ApiError::bad_request(Some("prompt"), format!("{e}")))?,
-        JobPrompt::Chat(messages) => {
+        JobPrompt::Chat(messages, extra) => {
             let tok = tokenizer()?;
             if tok.chat_template.is_none() {
                 return Err(ApiError::bad_request(
@@ -186,7 +190,7 @@ fn prompt_ids(model: &Model, prompt: &JobPrompt) -> Result<Vec<u32>, ApiError> {
                 .iter()
                 .map(|(role, text)| Message::new(role, text))
                 .collect();
-            let text = apply_chat_template(tok, &msgs)
+            let text = apply_chat_template_with(tok, &msgs, extra)
                 .map_err(|e| ApiError::bad_request(Some("messages"), format!("{e}")))?;
             tok.encode(&text)
                 .map_err(|e| ApiError::bad_request(Some("messages"), format!("{e}")))?
