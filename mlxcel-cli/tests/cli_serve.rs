@@ -347,3 +347,28 @@ fn kv_slots_keep_alternating_conversations_warm() {
         server.log.lock().unwrap()
     );
 }
+
+#[test]
+fn a_reply_without_text_is_cancelled_too_when_its_client_leaves() {
+    // Synthetic weights have no tokenizer: their replies send no text, so only the worker's
+    // watcher can notice the closed connection.
+    let cfg = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../mlxcel-models/tests/fixtures/tiny/llama3/config.json");
+    let server = Server::start(&["--model", &format!("synthetic:{}", cfg.display())]);
+    let agent = ureq::AgentBuilder::new()
+        .timeout_read(Duration::from_millis(500))
+        .build();
+    let r = agent
+        .post(&format!("{}/completions", server.url))
+        .send_json(json!({"prompt": [1, 2, 3, 4, 5], "max_tokens": 4000, "temperature": 0}));
+    assert!(
+        r.is_err(),
+        "a 4000-token reply came back within the timeout"
+    );
+    assert!(
+        server.log_shows("stop: Cancelled", 60),
+        "{}",
+        server.log.lock().unwrap()
+    );
+    assert!(!server.log.lock().unwrap().contains("4000 generated"));
+}

@@ -8,7 +8,8 @@
 //! prefix the cache holds and cuts it back where the new prompt diverges, so a follow-up turn
 //! costs only its new tokens, and its reply is that of a fresh run over the same prompt.
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 
 use anyhow::{anyhow, Result};
 use mlxcel_models::generate::{
@@ -278,11 +279,29 @@ fn serve_one(model: &Model, slots: &mut Slots, kv: KvConfig, prefill_chunk: usiz
         on_prefill: Some(prefill_log()),
         ..Default::default()
     };
+    // The text callback notices a closed connection only when it has text to send; the
+    // watcher also covers replies without text (token-id prompts on synthetic weights) and a
+    // client that leaves during the prefill (the generation then stops at its first token).
+    let finished = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (events, cancel, finished) = (events.clone(), cancel.clone(), finished.clone());
+        std::thread::spawn(move || {
+            while !finished.load(Ordering::Relaxed) {
+                if events.is_closed() {
+                    cancel.cancel();
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        })
+    };
     let out: mlxcel_models::Result<Generation> = generate_in(model, ctx, &ids, &params, |piece| {
         if events.send(Event::Text(piece.to_string())).is_err() {
             cancel.cancel();
         }
     });
+    finished.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
     match out {
         Ok(g) => {
             let s = &g.stats;
