@@ -38,7 +38,8 @@ enum Command {
     /// cache serves every turn, so each turn runs only its new tokens.
     Chat(chat::ChatArgs),
     /// An OpenAI-compatible HTTP server (chat and text completions, streaming) over one
-    /// model and one KV cache that each request's prompt reuses as far as it matches.
+    /// model; its KV cache (or --kv-slots caches) is reused by each request as far as the
+    /// prompt matches what it holds.
     Serve(serve::ServeArgs),
     /// Perplexity over non-overlapping windows of a text; with --kv, KLD of each KV mode
     /// against the fp16 cache on the same windows.

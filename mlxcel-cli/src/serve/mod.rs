@@ -50,8 +50,8 @@ pub struct ServeArgs {
     pub model: ModelArgs,
     #[command(flatten)]
     pub kv: KvArgs,
-    /// Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface, with no
-    /// authentication).
+    /// Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface, open to
+    /// anyone who can reach it unless --api-key is given).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// Require this key from clients (`Authorization: Bearer KEY`, what OpenAI clients send
