@@ -279,9 +279,9 @@ fn serve_one(model: &Model, slots: &mut Slots, kv: KvConfig, prefill_chunk: usiz
         on_prefill: Some(prefill_log()),
         ..Default::default()
     };
-    // The text callback notices a closed connection only when it has text to send; the
-    // watcher also covers replies without text (token-id prompts on synthetic weights) and a
-    // client that leaves during the prefill (the generation then stops at its first token).
+    // One way to notice a client that left, for every reply: the watcher polls the channel,
+    // so replies without text (token-id prompts on synthetic weights) and a client that leaves
+    // during the prefill (the generation then stops at its first token) are covered too.
     let finished = Arc::new(AtomicBool::new(false));
     let watcher = {
         let (events, cancel, finished) = (events.clone(), cancel.clone(), finished.clone());
@@ -296,9 +296,8 @@ fn serve_one(model: &Model, slots: &mut Slots, kv: KvConfig, prefill_chunk: usiz
         })
     };
     let out: mlxcel_models::Result<Generation> = generate_in(model, ctx, &ids, &params, |piece| {
-        if events.send(Event::Text(piece.to_string())).is_err() {
-            cancel.cancel();
-        }
+        // A failed send means the client left; the watcher cancels.
+        let _ = events.send(Event::Text(piece.to_string()));
     });
     finished.store(true, Ordering::Relaxed);
     let _ = watcher.join();
