@@ -44,8 +44,11 @@ pub struct KvArgs {
 
 /// The number of boundary layers at each end: `arg`, else `MLXCEL_KV_BOUNDARY_LAYERS`, else
 /// [`DEFAULT_BOUNDARY_LAYERS`].
-pub fn boundary_layers(arg: Option<usize>) -> usize {
-    arg.unwrap_or_else(|| flags::kv_boundary_layers(DEFAULT_BOUNDARY_LAYERS))
+pub fn boundary_layers(arg: Option<usize>) -> Result<usize> {
+    match arg {
+        Some(n) => Ok(n),
+        None => Ok(flags::kv_boundary_layers(DEFAULT_BOUNDARY_LAYERS)?),
+    }
 }
 
 /// The boundary layers' mode for the cache mode `mode`: [`boundary_override`], else
@@ -83,7 +86,7 @@ impl KvArgs {
         };
         Ok(KvConfig {
             mode,
-            boundary_layers: boundary_layers(self.kv_boundary_layers),
+            boundary_layers: boundary_layers(self.kv_boundary_layers)?,
             boundary_mode: boundary_mode(self.kv_boundary_type.as_deref(), mode)?,
         })
     }

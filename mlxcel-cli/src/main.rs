@@ -69,7 +69,10 @@ fn main() {
         .init();
     // A mistyped or retired `MLXCEL_*` switch would otherwise leave an A/B measuring the
     // default on both sides without a word.
-    for line in mlxcel_core::flags::unread_env_vars() {
+    for line in mlxcel_core::flags::unread_env_vars()
+        .into_iter()
+        .chain(mlxcel_core::flags::unclear_env_flag_values())
+    {
         tracing::warn!("{line}");
     }
     // `mlxcel --recommend-quant ...` is the same as `mlxcel recommend-quant ...`.

@@ -84,7 +84,7 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         num_layers: cfg.num_layers,
         num_kv_heads: cfg.num_kv_heads,
         head_dim: cfg.head_dim,
-        boundary_layers: crate::kv_args::boundary_layers(args.kv_boundary_layers),
+        boundary_layers: crate::kv_args::boundary_layers(args.kv_boundary_layers)?,
         boundary_mode: crate::kv_args::boundary_override(args.kv_boundary_type.as_deref())?,
         fused_int8r: int8r_fused_available(),
     };

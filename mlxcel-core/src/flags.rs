@@ -12,6 +12,7 @@
 //! that changes a variable after start-up (tests flipping paths in one process) calls
 //! [`reload`] afterwards.
 
+use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
@@ -67,10 +68,7 @@ impl Flag {
     /// The value as the environment says it now.
     fn read_env(&self) -> bool {
         match std::env::var(self.name) {
-            Ok(v) => !matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "0" | "false" | "off" | "no"
-            ),
+            Ok(v) => !OFF_WORDS.contains(&v.trim().to_ascii_lowercase().as_str()),
             Err(_) => self.default,
         }
     }
@@ -1294,12 +1292,26 @@ pub const MMA_FTZ: Flag = Flag {
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
 /// The number of first and last layers kept as boundary layers in turbo modes: the value of
-/// `MLXCEL_KV_BOUNDARY_LAYERS` if set and valid, else `default`.
-pub fn kv_boundary_layers(default: usize) -> usize {
-    std::env::var(KV_BOUNDARY_LAYERS)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
+/// `MLXCEL_KV_BOUNDARY_LAYERS` if set, else `default`. A value that is not a whole number is an
+/// error rather than the default: the count changes the cache's quality and size.
+pub fn kv_boundary_layers(default: usize) -> Result<usize> {
+    Ok(whole_number_var(KV_BOUNDARY_LAYERS)?.unwrap_or(default as u64) as usize)
+}
+
+/// The value of the numeric variable `name`: `None` when unset or empty, an error naming the
+/// variable and its value when it is not a whole number.
+fn whole_number_var(name: &'static str) -> Result<Option<u64>> {
+    match std::env::var(name) {
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => v.trim().parse().map(Some).map_err(|_| {
+            Error::invalid(name, format!("expected a whole number (e.g. 2), got {v:?}"))
+        }),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(Error::invalid(
+            name,
+            format!("expected a whole number, got {v:?}"),
+        )),
+    }
 }
 
 /// The boundary layers' cache mode in turbo modes (e.g. `fp16+turbo4`, `fp16+int8`, `fp16`,
@@ -1311,12 +1323,10 @@ pub const KV_BOUNDARY_TYPE: &str = "MLXCEL_KV_BOUNDARY_TYPE";
 /// how much a result depends on the particular random rotation.
 pub const TURBO_SEED: &str = "MLXCEL_TURBO_SEED";
 
-/// The value of `MLXCEL_TURBO_SEED`, or 0.
-pub fn turbo_seed_offset() -> u64 {
-    std::env::var(TURBO_SEED)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+/// The value of `MLXCEL_TURBO_SEED`, or 0; an error when it is set to something other than a
+/// whole number (the seed changes every turbo cache's rotation, so it is never guessed).
+pub fn turbo_seed_offset() -> Result<u64> {
+    Ok(whole_number_var(TURBO_SEED)?.unwrap_or(0))
 }
 
 /// Decode steps to capture for `ncu --profile-from-start off` (`first,count`, e.g. `8,2`):
@@ -1449,6 +1459,42 @@ pub fn unread_vars<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Vec<Str
     out
 }
 
+/// The values a boolean flag reads as off; any other value reads as on.
+const OFF_WORDS: [&str; 4] = ["0", "false", "off", "no"];
+/// The values a boolean flag reads as on without a warning.
+const ON_WORDS: [&str; 4] = ["1", "true", "on", "yes"];
+
+/// A warning for each boolean flag of [`ALL`] among `vars` (name, value) whose value is neither
+/// an on word nor an off word (e.g. `MLXCEL_FUSED_DECODE=disable`, which reads as on): an A/B
+/// would otherwise measure the default on both sides without a word.
+pub fn unclear_flag_values<N: AsRef<str>, V: AsRef<str>>(
+    vars: impl IntoIterator<Item = (N, V)>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, value) in vars {
+        let (name, value) = (name.as_ref(), value.as_ref());
+        if find(name).is_none() {
+            continue;
+        }
+        let word = value.trim().to_ascii_lowercase();
+        if !OFF_WORDS.contains(&word.as_str()) && !ON_WORDS.contains(&word.as_str()) {
+            out.push(format!(
+                "{name}={value:?} reads as on: a switch takes 1/true/on/yes or 0/false/off/no"
+            ));
+        }
+    }
+    out
+}
+
+/// [`unclear_flag_values`] over the process environment.
+pub fn unclear_env_flag_values() -> Vec<String> {
+    let mut vars: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
+        .collect();
+    vars.sort();
+    unclear_flag_values(vars)
+}
+
 /// [`unread_vars`] over the process environment.
 pub fn unread_env_vars() -> Vec<String> {
     let mut names: Vec<String> = std::env::vars_os()
@@ -1561,6 +1607,42 @@ mod tests {
     /// Known names pass; a retired flag says what it was; a typo names the closest flag; a
     /// name far from every known one points at `mlxcel info`; non-mlxcel names are ignored.
     #[test]
+    fn unclear_switch_values_are_named_and_clear_ones_are_not() {
+        let out = unclear_flag_values([
+            ("MLXCEL_FUSED_DECODE", "disable"),
+            ("MLXCEL_FOLD_MERGE", " Off "),
+            ("MLXCEL_MMA_FTZ", "YES"),
+            ("MLXCEL_KV_BOUNDARY_LAYERS", "abc"),
+            ("PATH", "/bin"),
+            ("MLXCEL_INPLACE_APPEND", ""),
+        ]);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert!(
+            out[0].starts_with("MLXCEL_FUSED_DECODE=\"disable\" reads as on"),
+            "{out:?}"
+        );
+        assert!(
+            out[1].starts_with("MLXCEL_INPLACE_APPEND=\"\" reads as on"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn numeric_variables_refuse_what_is_not_a_whole_number() {
+        // Process-wide environment: names only this test sets.
+        let name = "MLXCEL_TEST_WHOLE_NUMBER_VAR";
+        std::env::set_var(name, " 3 ");
+        assert_eq!(whole_number_var(name).unwrap(), Some(3));
+        std::env::set_var(name, "");
+        assert_eq!(whole_number_var(name).unwrap(), None);
+        std::env::set_var(name, "two");
+        let e = whole_number_var(name).unwrap_err().to_string();
+        assert!(e.contains(name) && e.contains("\"two\""), "{e}");
+        std::env::remove_var(name);
+        assert_eq!(whole_number_var(name).unwrap(), None);
+    }
+
+    #[test]
     fn unread_vars_are_named_with_the_reason() {
         let out = unread_vars([
             "MLXCEL_FUSED_DECODE",
@@ -1625,6 +1707,7 @@ mod tests {
             "MLXCEL_NO_SUCH_FLAG",
             "MLXCEL_TEST_KEPT_FLAG",
             "MLXCEL_TEST_KEPT_VAR",
+            "MLXCEL_TEST_WHOLE_NUMBER_VAR",
             "MLXCEL_FUSED_DECOD",
             "MLXCEL_SOMETHING_ELSE_ENTIRELY",
         ];

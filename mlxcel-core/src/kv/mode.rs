@@ -356,7 +356,7 @@ pub fn is_boundary(spec: &CacheSpec, i: usize) -> bool {
 pub fn make_caches(spec: &CacheSpec) -> Result<Vec<Box<dyn KvCache>>> {
     spec.mode.validate(spec.head_dim)?;
     check_boundary_mode(spec.boundary_mode)?;
-    let seed_offset = crate::flags::turbo_seed_offset() * 2;
+    let seed_offset = crate::flags::turbo_seed_offset()?.wrapping_mul(2);
     (0..spec.num_layers)
         .map(|i| {
             let mode = if is_boundary(spec, i) {
