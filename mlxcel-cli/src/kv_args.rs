@@ -3,7 +3,9 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use mlxcel_core::flags;
-use mlxcel_core::kv::mode::{check_boundary_mode, default_boundary_mode, DEFAULT_BOUNDARY_LAYERS};
+use mlxcel_core::kv::mode::{
+    check_boundary_mode, default_boundary_mode, BoundaryLayers, DEFAULT_BOUNDARY_LAYERS,
+};
 use mlxcel_core::kv::KvMode;
 use mlxcel_models::KvConfig;
 
@@ -24,10 +26,11 @@ pub struct KvArgs {
     /// Value storage (fp16, int8, int8r, turbo2, turbo3, turbo4, turbo4-delegated).
     #[arg(long, value_name = "TYPE", requires = "cache_type_k")]
     pub cache_type_v: Option<String>,
-    /// First and last N layers keep a near-lossless cache in turbo modes (fp16 keys, see
-    /// --kv-boundary-type) [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
-    #[arg(long, value_name = "N")]
-    pub kv_boundary_layers: Option<usize>,
+    /// Layers that keep a near-lossless cache in turbo modes (fp16 keys, see
+    /// --kv-boundary-type): N at each end, or FIRST,LAST (e.g. 2,0: the first two only)
+    /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
+    #[arg(long, value_name = "N|FIRST,LAST", value_parser = BoundaryLayers::parse)]
+    pub kv_boundary_layers: Option<BoundaryLayers>,
     /// Cache of the boundary layers in turbo modes. The defaults keep their keys exact.
     /// fp16+turbo4 (the default for turbo4, turbo3 and turbo2): fp16 keys and turbo4 values,
     /// 322 of fp16+int8's 386 bytes per position and head at head_dim 128; turbo4 at 128K 1.98x
@@ -44,7 +47,7 @@ pub struct KvArgs {
 
 /// The number of boundary layers at each end: `arg`, else `MLXCEL_KV_BOUNDARY_LAYERS`, else
 /// [`DEFAULT_BOUNDARY_LAYERS`].
-pub fn boundary_layers(arg: Option<usize>) -> Result<usize> {
+pub fn boundary_layers(arg: Option<BoundaryLayers>) -> Result<BoundaryLayers> {
     match arg {
         Some(n) => Ok(n),
         None => Ok(flags::kv_boundary_layers(DEFAULT_BOUNDARY_LAYERS)?),
@@ -98,17 +101,17 @@ impl KvArgs {
         }
         let c = self.config()?;
         let mut warnings = c.mode.validate(head_dim)?;
-        if c.mode.has_turbo() && c.boundary_layers > 0 {
+        if c.mode.has_turbo() && !c.boundary_layers.is_none() {
             warnings.extend(c.boundary_mode.validate(head_dim)?);
         }
         for w in warnings {
             tracing::warn!("{w}");
         }
-        if c.mode.has_turbo() && c.boundary_layers > 0 {
+        if c.mode.has_turbo() && !c.boundary_layers.is_none() {
             // Logged at info (shown by default): the boundary storage changes both speed and
             // quality, so a run should say which it used.
             tracing::info!(
-                "{}: boundary layers (the first and last {}) store {} (--kv-boundary-type, --kv-boundary-layers)",
+                "{}: boundary layers ({}) store {} (--kv-boundary-type, --kv-boundary-layers)",
                 c.mode.name(),
                 c.boundary_layers,
                 c.boundary_mode.sides_name()

@@ -26,10 +26,10 @@ pub struct RecommendArgs {
     /// else the machine's available memory (/proc/meminfo).
     #[arg(long)]
     pub memory_gb: Option<f64>,
-    /// First and last N layers keep a near-lossless cache in turbo modes
+    /// Layers that keep a near-lossless cache in turbo modes: N at each end, or FIRST,LAST
     /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2].
-    #[arg(long, value_name = "N")]
-    pub kv_boundary_layers: Option<usize>,
+    #[arg(long, value_name = "N|FIRST,LAST", value_parser = mlxcel_core::kv::mode::BoundaryLayers::parse)]
+    pub kv_boundary_layers: Option<mlxcel_core::kv::mode::BoundaryLayers>,
     /// Cache of the boundary layers: fp16+turbo4 (fp16 keys, turbo4 values), fp16+int8 (fp16
     /// keys, int8 values), fp16, int8, int8r or fp16+int8r (speed and quality of each in
     /// docs/kv-cache.md) [env: MLXCEL_KV_BOUNDARY_TYPE] [default: fp16+turbo4 for turbo4 / turbo3
@@ -125,7 +125,7 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         }
     };
     println!(
-        "boundary  turbo modes keep the first and last {} layers in {ends} (--kv-boundary-layers, --kv-boundary-type)",
+        "boundary  turbo modes keep boundary layers ({}) in {ends} (--kv-boundary-layers, --kv-boundary-type)",
         shape.boundary_layers
     );
     if shape.boundary_mode.is_some_and(|m| m.k != SideFormat::Fp16) {

@@ -13,6 +13,7 @@
 //! [`reload`] afterwards.
 
 use crate::error::{Error, Result};
+use crate::kv::mode::BoundaryLayers;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
@@ -1288,14 +1289,23 @@ pub const MMA_FTZ: Flag = Flag {
     slot: 32,
 };
 
-/// Boundary layers at each end in turbo modes (numeric; see [`kv_boundary_layers`]).
+/// Boundary layers in turbo modes (`N` at each end, or `FIRST,LAST`; see
+/// [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
-/// The number of first and last layers kept as boundary layers in turbo modes: the value of
-/// `MLXCEL_KV_BOUNDARY_LAYERS` if set, else `default`. A value that is not a whole number is an
-/// error rather than the default: the count changes the cache's quality and size.
-pub fn kv_boundary_layers(default: usize) -> Result<usize> {
-    Ok(whole_number_var(KV_BOUNDARY_LAYERS)?.unwrap_or(default as u64) as usize)
+/// The layers kept as boundary layers in turbo modes: the value of `MLXCEL_KV_BOUNDARY_LAYERS`
+/// if set, else `default`. A value that does not parse is an error rather than the default:
+/// the boundary layers change the cache's quality and size.
+pub fn kv_boundary_layers(default: BoundaryLayers) -> Result<BoundaryLayers> {
+    match std::env::var(KV_BOUNDARY_LAYERS) {
+        Ok(v) if v.trim().is_empty() => Ok(default),
+        Ok(v) => BoundaryLayers::parse(&v).map_err(|e| Error::invalid(KV_BOUNDARY_LAYERS, e)),
+        Err(std::env::VarError::NotPresent) => Ok(default),
+        Err(std::env::VarError::NotUnicode(v)) => Err(Error::invalid(
+            KV_BOUNDARY_LAYERS,
+            format!("expected N or FIRST,LAST, got {v:?}"),
+        )),
+    }
 }
 
 /// The value of the numeric variable `name`: `None` when unset or empty, an error naming the

@@ -8,8 +8,8 @@ use common::{randn, rng};
 use mlxcel_core::attention::{attend_with, AttentionPath};
 use mlxcel_core::kv::delegated::{DelegatedSide, FOLD_BLOCK, HOT_WINDOW};
 use mlxcel_core::kv::int8::Int8Side;
-use mlxcel_core::kv::mode::is_boundary;
 use mlxcel_core::kv::mode::new_side;
+use mlxcel_core::kv::mode::{is_boundary, BoundaryLayers};
 use mlxcel_core::kv::side::KvSide;
 use mlxcel_core::kv::turbo::codec::TurboCodec;
 use mlxcel_core::kv::turbo::pack::{pack, packed_bytes, unpack};
@@ -418,7 +418,7 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         mode: KvMode::parse("turbo4").unwrap(),
         num_layers: 6,
         head_dim: 64,
-        boundary_layers: 2,
+        boundary_layers: BoundaryLayers::both(2),
         boundary_mode: KvMode::FP16,
     };
     let caches = make_caches(&spec).unwrap();
@@ -428,6 +428,43 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         vec!["fp16", "fp16", "turbo4", "turbo4", "fp16", "fp16"]
     );
     assert!(is_boundary(&spec, 5) && !is_boundary(&spec, 2));
+    // The ends counted apart: `2,0` keeps only the first two, `1,2` one first and two last.
+    for (ends, want) in [
+        (
+            "2,0",
+            ["fp16", "fp16", "turbo4", "turbo4", "turbo4", "turbo4"],
+        ),
+        (
+            "1,2",
+            ["fp16", "turbo4", "turbo4", "turbo4", "fp16", "fp16"],
+        ),
+        ("0,0", ["turbo4"; 6]),
+        ("4,4", ["fp16"; 6]),
+    ] {
+        let ends = BoundaryLayers::parse(ends).unwrap();
+        let names: Vec<String> = make_caches(&CacheSpec {
+            boundary_layers: ends,
+            ..spec
+        })
+        .unwrap()
+        .iter()
+        .map(|c| c.mode_name())
+        .collect();
+        assert_eq!(names, want, "{ends}");
+        let n = want.iter().filter(|m| **m == "fp16").count();
+        assert_eq!(ends.count(6), n, "{ends}");
+    }
+    for bad in ["", "two", "2,", ",1", "1,2,3", "-1"] {
+        let e = BoundaryLayers::parse(bad).unwrap_err();
+        assert!(
+            e.contains("FIRST,LAST") && e.contains(&format!("{bad:?}")),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        BoundaryLayers::parse(" 3 ").unwrap(),
+        BoundaryLayers::both(3)
+    );
     let int8 = CacheSpec {
         mode: KvMode::parse("int8").unwrap(),
         ..spec
@@ -440,7 +477,7 @@ fn modes_parse_validate_and_keep_boundary_layers_fp16() {
         "no boundary layers for int8"
     );
     let none = CacheSpec {
-        boundary_layers: 0,
+        boundary_layers: BoundaryLayers::NONE,
         ..spec
     };
     assert!(make_caches(&none)
@@ -496,7 +533,7 @@ fn cache_of(
         mode: KvMode::parse(mode).unwrap(),
         num_layers: 1,
         head_dim: d,
-        boundary_layers: 0,
+        boundary_layers: BoundaryLayers::NONE,
         boundary_mode: mlxcel_core::kv::mode::FP16_INT8_ENDS,
     };
     let mut c = make_caches(&spec).unwrap().pop().unwrap();

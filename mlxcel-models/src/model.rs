@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use mlxcel_core::kv::mode::{default_boundary_mode, DEFAULT_BOUNDARY_LAYERS};
+use mlxcel_core::kv::mode::{default_boundary_mode, BoundaryLayers, DEFAULT_BOUNDARY_LAYERS};
 use mlxcel_core::kv::{make_caches, CacheSpec, KvCache, KvMode};
 use mlxcel_core::Array;
 
@@ -39,8 +39,8 @@ impl Default for LoadOptions {
 #[derive(Debug, Clone, Copy)]
 pub struct KvConfig {
     pub mode: KvMode,
-    /// First and last layers kept in `boundary_mode` in turbo modes.
-    pub boundary_layers: usize,
+    /// The layers kept in `boundary_mode` in turbo modes.
+    pub boundary_layers: BoundaryLayers,
     /// fp16+turbo4 (the default for quantized keys), fp16+int8 (the default for fp16 keys), fp16,
     /// int8, int8r or fp16+int8r (`mode::check_boundary_mode`, `mode::default_boundary_mode`).
     pub boundary_mode: KvMode,

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use mlxcel_core::kv::mode::BoundaryLayers;
 use mlxcel_core::Dtype;
 use mlxcel_models::generate::{generate, GenerateParams, StopReason};
 use mlxcel_models::loader::resolve::{hub_model_dir, ModelSource};
@@ -123,7 +124,7 @@ fn a_step_ab_run_gives_the_plain_tokens_and_both_arms() {
             // 24; session 37 ran this test twice on CUDA with an fp16 cache: equal once,
             // parted at token 18 once).
             kv: mlxcel_models::model::KvConfig {
-                boundary_layers: 0,
+                boundary_layers: BoundaryLayers::NONE,
                 ..mlxcel_models::model::KvConfig::new(
                     mlxcel_core::kv::KvMode::parse("int8").unwrap(),
                 )
@@ -173,7 +174,7 @@ fn pipelined_greedy_decoding_matches_the_synchronous_loop() {
                 max_tokens: 10,
                 prefill_chunk: 8,
                 kv: mlxcel_models::model::KvConfig {
-                    boundary_layers: 0,
+                    boundary_layers: BoundaryLayers::NONE,
                     ..mlxcel_models::model::KvConfig::new(
                         mlxcel_core::kv::KvMode::parse(kv).unwrap(),
                     )
@@ -312,7 +313,7 @@ fn random_kv_fill_gives_the_caches_a_prefill_would() {
     let prompt: Vec<u32> = (0..41).map(|i| (i * 13) % 256).collect();
     for mode in ["fp16", "int8", "turbo4", "turbo3-asym"] {
         let kv = KvConfig {
-            boundary_layers: 1,
+            boundary_layers: BoundaryLayers::both(1),
             ..KvConfig::new(KvMode::parse(mode).unwrap())
         };
         let run = |fill: PromptFill| {

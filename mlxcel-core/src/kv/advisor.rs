@@ -23,7 +23,7 @@
 //!   it comes right after turbo4-asym (128K: 1.70x fp16's decode speed, session 15);
 //!   elsewhere it is attended by dequantizing the whole cache each step, so it is left out.
 
-use super::mode::{default_boundary_mode, KvMode};
+use super::mode::{default_boundary_mode, BoundaryLayers, KvMode};
 
 /// What the advice needs to know about the model's cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,8 +31,8 @@ pub struct CacheShape {
     pub num_layers: usize,
     pub num_kv_heads: usize,
     pub head_dim: usize,
-    /// First and last layers kept in `boundary_mode` in turbo modes.
-    pub boundary_layers: usize,
+    /// The layers kept in `boundary_mode` in turbo modes.
+    pub boundary_layers: BoundaryLayers,
     /// The boundary layers' cache (see `mode::check_boundary_mode`); `None`: each mode's default
     /// (`mode::default_boundary_mode`: fp16+turbo4 for quantized keys, fp16+int8 for fp16 keys).
     pub boundary_mode: Option<KvMode>,
@@ -76,7 +76,7 @@ pub fn quality_order(shape: &CacheShape) -> Vec<&'static str> {
 }
 
 /// Bytes a cache of `mode` holds at `context` positions (K and V, every layer; turbo modes
-/// keep `boundary_layers` layers of `boundary_mode` at each end, as `make_caches` does).
+/// keep `boundary_layers` in `boundary_mode`, as `make_caches` does).
 pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
     let per_layer = |m: KvMode| {
         2.0 * (shape.num_kv_heads * shape.head_dim * context) as f64
@@ -84,7 +84,7 @@ pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
             / 8.0
     };
     let boundary = if mode.has_turbo() {
-        (2 * shape.boundary_layers).min(shape.num_layers)
+        shape.boundary_layers.count(shape.num_layers)
     } else {
         0
     };
@@ -215,7 +215,7 @@ mod tests {
         num_layers: 32,
         num_kv_heads: 8,
         head_dim: 128,
-        boundary_layers: 2,
+        boundary_layers: BoundaryLayers::both(2),
         boundary_mode: Some(KvMode::FP16),
         fused_int8r: false,
     };

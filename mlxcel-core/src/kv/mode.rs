@@ -250,14 +250,76 @@ pub struct CacheSpec {
     pub mode: KvMode,
     pub num_layers: usize,
     pub head_dim: usize,
-    /// First and last layers kept in `boundary_mode` in turbo modes.
-    pub boundary_layers: usize,
+    /// The layers kept in `boundary_mode` in turbo modes.
+    pub boundary_layers: BoundaryLayers,
     /// The boundary layers' mode ([`check_boundary_mode`]; default [`default_boundary_mode`]).
     pub boundary_mode: KvMode,
 }
 
-/// Default number of boundary layers at each end in turbo modes.
-pub const DEFAULT_BOUNDARY_LAYERS: usize = 2;
+/// Which layers a turbo cache keeps in its boundary mode: the first `first` and the last
+/// `last` of the model's layers. The two ends are separate counts because they do not matter
+/// alike: the first layers carry the large key channels that a 4-bit codec loses most on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoundaryLayers {
+    pub first: usize,
+    pub last: usize,
+}
+
+impl BoundaryLayers {
+    /// `n` layers at each end.
+    pub const fn both(n: usize) -> BoundaryLayers {
+        BoundaryLayers { first: n, last: n }
+    }
+
+    /// No boundary layers: every layer takes the cache's own mode.
+    pub const NONE: BoundaryLayers = BoundaryLayers::both(0);
+
+    /// Parses `N` (N at each end) or `FIRST,LAST`, as `--kv-boundary-layers` takes them.
+    pub fn parse(s: &str) -> std::result::Result<BoundaryLayers, String> {
+        let count = |v: &str| {
+            v.trim().parse::<usize>().map_err(|_| {
+                format!("expected N (layers at each end) or FIRST,LAST (e.g. 2 or 2,0), got {s:?}")
+            })
+        };
+        match s.split_once(',') {
+            Some((a, b)) => Ok(BoundaryLayers {
+                first: count(a)?,
+                last: count(b)?,
+            }),
+            None => Ok(BoundaryLayers::both(count(s)?)),
+        }
+    }
+
+    /// Whether layer `layer` of `num_layers` is a boundary layer.
+    pub fn contains(&self, layer: usize, num_layers: usize) -> bool {
+        layer < self.first || layer + self.last >= num_layers
+    }
+
+    /// How many of `num_layers` layers are boundary layers (the ends may overlap).
+    pub fn count(&self, num_layers: usize) -> usize {
+        (self.first + self.last).min(num_layers)
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.first == 0 && self.last == 0
+    }
+}
+
+impl fmt::Display for BoundaryLayers {
+    /// `the first 2 and last 2`, `the first 2`, `the last 1` or `none`: how a log line names
+    /// them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.first, self.last) {
+            (0, 0) => f.write_str("none"),
+            (a, 0) => write!(f, "the first {a}"),
+            (0, b) => write!(f, "the last {b}"),
+            (a, b) => write!(f, "the first {a} and last {b}"),
+        }
+    }
+}
+
+/// Default boundary layers in turbo modes.
+pub const DEFAULT_BOUNDARY_LAYERS: BoundaryLayers = BoundaryLayers::both(2);
 
 /// Boundary layers of fp16 keys and int8 values (`fp16+int8`): the default for the turbo modes
 /// whose keys are fp16 (turbo4-asym, turbo3-asym, turbo2-asym, turbo4-delegated), and for every
@@ -348,8 +410,7 @@ pub fn new_side(f: SideFormat, head_dim: usize, seed: u64) -> Result<Box<dyn KvS
 
 /// Whether layer `i` is a boundary layer (kept in `spec.boundary_mode`) under `spec`.
 pub fn is_boundary(spec: &CacheSpec, i: usize) -> bool {
-    spec.mode.has_turbo()
-        && (i < spec.boundary_layers || i + spec.boundary_layers >= spec.num_layers)
+    spec.mode.has_turbo() && spec.boundary_layers.contains(i, spec.num_layers)
 }
 
 /// One empty cache per layer.
