@@ -249,6 +249,13 @@ void array_eval(const Array& a) {
   x.eval();
 }
 
+bool array_is_row_contiguous(const Array& a) {
+  // The flags are set when the array is computed, so evaluate first.
+  mx::array x = a.inner;
+  x.eval();
+  return x.flags().row_contiguous;
+}
+
 void array_copy_to(const Array& a, rust::Slice<uint8_t> dst) {
   // Wait for the array itself first: an array queued by async_eval waits on its own event.
   // Only a strided array gets a contiguous copy, and that copy is a new eval whose wait

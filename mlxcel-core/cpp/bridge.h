@@ -92,6 +92,7 @@ size_t array_graph_nodes(const Array& a);
 size_t array_buffer_id(const Array& a);
 bool array_is_scheduled(const Array& a);
 void array_eval(const Array& a);
+bool array_is_row_contiguous(const Array& a);
 void array_copy_to(const Array& a, rust::Slice<uint8_t> dst);
 rust::String array_to_string(const Array& a);
 

@@ -1145,13 +1145,24 @@ fn paired_tables_give_the_same_bits_or_are_refused() {
             bits(p.dequantize(Dtype::F16).unwrap()) == bits(q.dequantize(Dtype::F16).unwrap()),
             "MLX dequantize n={n} k={k} g={g}"
         );
-        // MLX's CUDA quantized_matmul has no kernel for these small shapes (H200, MLX 0.32.4:
-        // "No implementation for problem shape: 3x48x384x1"); the CPU's runs them.
-        if KernelBackend::current() != Some(KernelBackend::Cuda) {
-            let x = f16_array(&randn(&mut r, 3 * k), &[3, k as i32]);
+        // What MLX's ops get is row-contiguous: its CUDA `quantized_matmul` has no kernel for
+        // strided scales or biases ("No implementation for problem shape", which sessions 44-59
+        // took for a limit of small shapes, and which failed every CUDA prefill), while the CPU
+        // takes any strides, so this check is what fails here.
+        let w = p.untiled().unwrap();
+        for (name, a) in [("words", &*w), ("scales", &*s), ("biases", &*b)] {
+            assert!(
+                a.is_row_contiguous().unwrap(),
+                "untiled {name} n={n} k={k} g={g} strided"
+            );
+        }
+        // MLX's matmul over the untiled arrays: 3 rows (its GEMV kernel on CUDA) and 16 (its
+        // matmul kernels, as a prefill chunk takes them), the bits of MLX's layout.
+        for rows in [3, 16] {
+            let x = f16_array(&randn(&mut r, rows * k), &[rows as i32, k as i32]);
             assert!(
                 bits(p.matmul(&x, true).unwrap()) == bits(q.matmul(&x, true).unwrap()),
-                "MLX matmul n={n} k={k} g={g}"
+                "MLX matmul rows={rows} n={n} k={k} g={g}"
             );
         }
         assert!(tile_tables16(&q).is_err(), "pairs of words in MLX's layout");

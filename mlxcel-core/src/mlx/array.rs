@@ -176,6 +176,14 @@ impl Array {
         super::submit::exclusive(|| ffi::array_eval(self.raw())).op("eval")
     }
 
+    /// Evaluates the array and says whether its elements are stored row-contiguously. MLX's
+    /// CUDA kernels refuse some strided inputs (its `quantized_matmul` has no kernel for strided
+    /// scales or biases) where the CPU backend takes any strides, so code that builds views for
+    /// such ops checks them with this on every backend.
+    pub fn is_row_contiguous(&self) -> Result<bool> {
+        super::submit::exclusive(|| ffi::array_is_row_contiguous(self.raw())).op("eval")
+    }
+
     /// Evaluates and copies the elements out in row-major order. `T` must be the array's
     /// dtype (use [`Array::astype`] first to convert).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {

@@ -56,6 +56,7 @@ pub(crate) mod bridge {
         fn array_buffer_id(a: &Array) -> Result<usize>;
         fn array_is_scheduled(a: &Array) -> bool;
         fn array_eval(a: &Array) -> Result<()>;
+        fn array_is_row_contiguous(a: &Array) -> Result<bool>;
         fn array_copy_to(a: &Array, dst: &mut [u8]) -> Result<()>;
         fn array_to_string(a: &Array) -> Result<String>;
 

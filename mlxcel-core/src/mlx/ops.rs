@@ -510,7 +510,8 @@ impl Quantized {
                     .w
                     .reshape(&[n / 16, words / 16, 16, 16])?
                     .transpose(&[0, 2, 1, 3])?
-                    .reshape(&[n, words])?;
+                    .reshape(&[n, words])?
+                    .contiguous()?;
                 Ok(Cow::Owned(w))
             }
         }
@@ -530,8 +531,11 @@ impl Quantized {
             .reshape(&[n / 16, tiles, kg / tiles, 8, 2, 2])?
             .transpose(&[0, 4, 3, 1, 2, 5])?
             .reshape(&[n, kg, 2])?;
-        let scales = pairs.slice_axis(2, 0, 1)?.reshape(&[n, kg])?;
-        let biases = pairs.slice_axis(2, 1, 2)?.reshape(&[n, kg])?;
+        // Row-contiguous copies: the slices alone are views with a stride of 2, which MLX's
+        // CUDA `quantized_matmul` has no kernel for ("No implementation for problem shape"),
+        // so every prefill through it failed there with paired tables (session 60).
+        let scales = pairs.slice_axis(2, 0, 1)?.reshape(&[n, kg])?.contiguous()?;
+        let biases = pairs.slice_axis(2, 1, 2)?.reshape(&[n, kg])?.contiguous()?;
         Ok((Cow::Owned(scales), Cow::Owned(biases)))
     }
 
