@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use mlxcel_core::flags;
 use mlxcel_core::kv::mode::{
-    check_boundary_mode, default_boundary_mode, BoundaryLayers, DEFAULT_BOUNDARY_LAYERS,
+    check_boundary_mode, default_boundary_layers, default_boundary_mode, BoundaryLayers,
 };
 use mlxcel_core::kv::KvMode;
 use mlxcel_models::KvConfig;
@@ -27,8 +27,10 @@ pub struct KvArgs {
     #[arg(long, value_name = "TYPE", requires = "cache_type_k")]
     pub cache_type_v: Option<String>,
     /// Layers that keep a near-lossless cache in turbo modes (fp16 keys, see
-    /// --kv-boundary-type): N at each end, or FIRST,LAST (e.g. 2,0: the first two only)
-    /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2]
+    /// --kv-boundary-type): N at each end, or FIRST,LAST (e.g. 2,0: the first two only).
+    /// Default: 3,0 for turbo4 / turbo3 / turbo2 (on three models the third first layer
+    /// protects turbo4 more than the last two, with one fp16-key layer fewer: ADR 0028), 2 for
+    /// the -asym modes and turbo4-delegated [env: MLXCEL_KV_BOUNDARY_LAYERS]
     #[arg(long, value_name = "N|FIRST,LAST", value_parser = BoundaryLayers::parse)]
     pub kv_boundary_layers: Option<BoundaryLayers>,
     /// Cache of the boundary layers in turbo modes. The defaults keep their keys exact.
@@ -45,12 +47,12 @@ pub struct KvArgs {
     pub kv_boundary_type: Option<String>,
 }
 
-/// The number of boundary layers at each end: `arg`, else `MLXCEL_KV_BOUNDARY_LAYERS`, else
-/// [`DEFAULT_BOUNDARY_LAYERS`].
-pub fn boundary_layers(arg: Option<BoundaryLayers>) -> Result<BoundaryLayers> {
+/// The boundary layers the user chose: `arg`, else `MLXCEL_KV_BOUNDARY_LAYERS`, else `None`
+/// (each mode's [`default_boundary_layers`]).
+pub fn boundary_layers(arg: Option<BoundaryLayers>) -> Result<Option<BoundaryLayers>> {
     match arg {
-        Some(n) => Ok(n),
-        None => Ok(flags::kv_boundary_layers(DEFAULT_BOUNDARY_LAYERS)?),
+        Some(n) => Ok(Some(n)),
+        None => Ok(flags::kv_boundary_layers()?),
     }
 }
 
@@ -89,7 +91,8 @@ impl KvArgs {
         };
         Ok(KvConfig {
             mode,
-            boundary_layers: boundary_layers(self.kv_boundary_layers)?,
+            boundary_layers: boundary_layers(self.kv_boundary_layers)?
+                .unwrap_or_else(|| default_boundary_layers(mode)),
             boundary_mode: boundary_mode(self.kv_boundary_type.as_deref(), mode)?,
         })
     }
@@ -181,6 +184,46 @@ mod tests {
             boundary_for(Some("fp16+int8"), KvMode::parse("turbo3").unwrap()).unwrap(),
             KvMode::parse("fp16+int8").unwrap()
         );
+    }
+
+    /// Without --kv-boundary-layers (and MLXCEL_KV_BOUNDARY_LAYERS), quantized keys keep their
+    /// first three layers and fp16 keys their first and last two (ADR 0028); the option, in
+    /// either spelling, wins for every mode.
+    #[test]
+    fn boundary_layer_counts_default_by_key_format() {
+        if std::env::var_os(mlxcel_core::flags::KV_BOUNDARY_LAYERS).is_some() {
+            return; // the variable overrides the defaults this test is about
+        }
+        let args = |kv: &str, layers: Option<&str>| {
+            use clap::Parser;
+            #[derive(Parser)]
+            struct Cli {
+                #[command(flatten)]
+                kv: super::KvArgs,
+            }
+            let mut argv = vec!["t", "--kv", kv];
+            if let Some(l) = layers {
+                argv.extend(["--kv-boundary-layers", l]);
+            }
+            Cli::try_parse_from(argv).unwrap().kv.config().unwrap()
+        };
+        let both = |a, b| super::BoundaryLayers { first: a, last: b };
+        for (mode, want) in [
+            ("turbo4", both(3, 0)),
+            ("turbo3", both(3, 0)),
+            ("turbo2", both(3, 0)),
+            ("turbo4-asym", both(2, 2)),
+            ("turbo3-asym", both(2, 2)),
+            ("turbo4-delegated", both(2, 2)),
+        ] {
+            assert_eq!(args(mode, None).boundary_layers, want, "{mode}");
+            assert_eq!(args(mode, Some("1")).boundary_layers, both(1, 1), "{mode}");
+            assert_eq!(
+                args(mode, Some("0,4")).boundary_layers,
+                both(0, 4),
+                "{mode}"
+            );
+        }
     }
 
     /// Without --kv-boundary-type (and MLXCEL_KV_BOUNDARY_TYPE), quantized keys get fp16+turbo4

@@ -6,7 +6,9 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use mlxcel_core::kv::advisor::{advise, CacheShape, FP16_PREFERRED_MAX_CONTEXT, HEADROOM};
-use mlxcel_core::kv::mode::{default_boundary_mode, int8r_fused_available, SideFormat};
+use mlxcel_core::kv::mode::{
+    default_boundary_layers, default_boundary_mode, int8r_fused_available, SideFormat,
+};
 use mlxcel_core::kv::KvMode;
 use mlxcel_core::mlx::device::{self, DeviceKind};
 use mlxcel_models::model::inspect;
@@ -27,7 +29,8 @@ pub struct RecommendArgs {
     #[arg(long)]
     pub memory_gb: Option<f64>,
     /// Layers that keep a near-lossless cache in turbo modes: N at each end, or FIRST,LAST
-    /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 2].
+    /// [env: MLXCEL_KV_BOUNDARY_LAYERS] [default: 3,0 for turbo4 / turbo3 / turbo2, 2 for the
+    /// -asym modes].
     #[arg(long, value_name = "N|FIRST,LAST", value_parser = mlxcel_core::kv::mode::BoundaryLayers::parse)]
     pub kv_boundary_layers: Option<mlxcel_core::kv::mode::BoundaryLayers>,
     /// Cache of the boundary layers: fp16+turbo4 (fp16 keys, turbo4 values), fp16+int8 (fp16
@@ -112,22 +115,29 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         gb(budget_bytes),
         100.0 * HEADROOM
     );
-    // Without a choice, each mode's default: named from `default_boundary_mode` itself.
-    let ends = match shape.boundary_mode {
-        Some(ends) => ends.sides_name(),
-        None => {
-            let of = |m: &str| KvMode::parse(m).map(|m| default_boundary_mode(m).sides_name());
-            format!(
-                "{} (turbo4, turbo3, turbo2) or {} (the -asym modes)",
-                of("turbo4")?,
-                of("turbo4-asym")?
-            )
-        }
+    // Without a choice, each mode's default: named from `default_boundary_layers` and
+    // `default_boundary_mode` themselves.
+    let ends_of = |m: &str| -> Result<String> {
+        let m = KvMode::parse(m)?;
+        let layers = shape
+            .boundary_layers
+            .unwrap_or_else(|| default_boundary_layers(m));
+        let storage = shape
+            .boundary_mode
+            .unwrap_or_else(|| default_boundary_mode(m));
+        Ok(format!("{layers} layers in {}", storage.sides_name()))
     };
-    println!(
-        "boundary  turbo modes keep boundary layers ({}) in {ends} (--kv-boundary-layers, --kv-boundary-type)",
-        shape.boundary_layers
-    );
+    let (quantized_keys, fp16_keys) = (ends_of("turbo4")?, ends_of("turbo4-asym")?);
+    if quantized_keys == fp16_keys {
+        println!(
+            "boundary  turbo modes keep {quantized_keys} (--kv-boundary-layers, --kv-boundary-type)"
+        );
+    } else {
+        println!(
+            "boundary  turbo4 / turbo3 / turbo2 keep {quantized_keys}; the -asym modes {fp16_keys} \
+             (--kv-boundary-layers, --kv-boundary-type)"
+        );
+    }
     if shape.boundary_mode.is_some_and(|m| m.k != SideFormat::Fp16) {
         // 8-bit keys: the speed is int8r's, the quality cost depends on the model (ADR 0012).
         println!(

@@ -1293,14 +1293,17 @@ pub const MMA_FTZ: Flag = Flag {
 /// [`kv_boundary_layers`]).
 pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 
-/// The layers kept as boundary layers in turbo modes: the value of `MLXCEL_KV_BOUNDARY_LAYERS`
-/// if set, else `default`. A value that does not parse is an error rather than the default:
-/// the boundary layers change the cache's quality and size.
-pub fn kv_boundary_layers(default: BoundaryLayers) -> Result<BoundaryLayers> {
+/// The layers kept as boundary layers in turbo modes as `MLXCEL_KV_BOUNDARY_LAYERS` sets them;
+/// `None` when unset (each mode's default, `kv::mode::default_boundary_layers`). A value that
+/// does not parse is an error rather than the default: the boundary layers change the cache's
+/// quality and size.
+pub fn kv_boundary_layers() -> Result<Option<BoundaryLayers>> {
     match std::env::var(KV_BOUNDARY_LAYERS) {
-        Ok(v) if v.trim().is_empty() => Ok(default),
-        Ok(v) => BoundaryLayers::parse(&v).map_err(|e| Error::invalid(KV_BOUNDARY_LAYERS, e)),
-        Err(std::env::VarError::NotPresent) => Ok(default),
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => BoundaryLayers::parse(&v)
+            .map(Some)
+            .map_err(|e| Error::invalid(KV_BOUNDARY_LAYERS, e)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
         Err(std::env::VarError::NotUnicode(v)) => Err(Error::invalid(
             KV_BOUNDARY_LAYERS,
             format!("expected N or FIRST,LAST, got {v:?}"),

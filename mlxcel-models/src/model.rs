@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use mlxcel_core::kv::mode::{default_boundary_mode, BoundaryLayers, DEFAULT_BOUNDARY_LAYERS};
+use mlxcel_core::kv::mode::{default_boundary_layers, default_boundary_mode, BoundaryLayers};
 use mlxcel_core::kv::{make_caches, CacheSpec, KvCache, KvMode};
 use mlxcel_core::Array;
 
@@ -47,11 +47,12 @@ pub struct KvConfig {
 }
 
 impl KvConfig {
-    /// `mode` with the default boundary layers (two at each end, in [`default_boundary_mode`]).
+    /// `mode` with its default boundary layers ([`default_boundary_layers`], in
+    /// [`default_boundary_mode`]).
     pub fn new(mode: KvMode) -> KvConfig {
         KvConfig {
             mode,
-            boundary_layers: DEFAULT_BOUNDARY_LAYERS,
+            boundary_layers: default_boundary_layers(mode),
             boundary_mode: default_boundary_mode(mode),
         }
     }

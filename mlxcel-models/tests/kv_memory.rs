@@ -26,13 +26,14 @@ fn decode_peak_memory_shows_the_compression() {
     let fp16_per_pos = layers * 2 * kvh * d * 2;
     for (mode, per_pos) in [
         ("fp16", fp16_per_pos),
-        // 26 turbo4 layers (K and V: 32 B of nibbles + 2 B norm per head vector) + 4 boundary
-        // layers of fp16 keys and turbo4 values (turbo4's default ends, ADR 0027).
+        // 27 turbo4 layers (K and V: 32 B of nibbles + 2 B norm per head vector) + 3 boundary
+        // layers (the first three, ADR 0028) of fp16 keys and turbo4 values (ADR 0027).
         (
             "turbo4",
-            26 * 2 * kvh * (32 + 2) + 4 * kvh * (d * 2 + 32 + 2),
+            27 * 2 * kvh * (32 + 2) + 3 * kvh * (d * 2 + 32 + 2),
         ),
-        // turbo4-asym keeps fp16+int8 ends (int8 values: d bytes + one fp16 scale per vector).
+        // turbo4-asym keeps the first and last two layers in fp16+int8 (int8 values: d bytes +
+        // one fp16 scale per vector).
         (
             "turbo4-asym",
             26 * kvh * (d * 2 + 32 + 2) + 4 * kvh * (d * 2 + d + 2),

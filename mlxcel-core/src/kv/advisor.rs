@@ -23,7 +23,7 @@
 //!   it comes right after turbo4-asym (128K: 1.70x fp16's decode speed, session 15);
 //!   elsewhere it is attended by dequantizing the whole cache each step, so it is left out.
 
-use super::mode::{default_boundary_mode, BoundaryLayers, KvMode};
+use super::mode::{default_boundary_layers, default_boundary_mode, BoundaryLayers, KvMode};
 
 /// What the advice needs to know about the model's cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,8 +31,10 @@ pub struct CacheShape {
     pub num_layers: usize,
     pub num_kv_heads: usize,
     pub head_dim: usize,
-    /// The layers kept in `boundary_mode` in turbo modes.
-    pub boundary_layers: BoundaryLayers,
+    /// The layers kept in `boundary_mode` in turbo modes; `None`: each mode's default
+    /// (`mode::default_boundary_layers`: the first 3 for quantized keys, the first and last 2
+    /// for fp16 keys).
+    pub boundary_layers: Option<BoundaryLayers>,
     /// The boundary layers' cache (see `mode::check_boundary_mode`); `None`: each mode's default
     /// (`mode::default_boundary_mode`: fp16+turbo4 for quantized keys, fp16+int8 for fp16 keys).
     pub boundary_mode: Option<KvMode>,
@@ -84,7 +86,10 @@ pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
             / 8.0
     };
     let boundary = if mode.has_turbo() {
-        shape.boundary_layers.count(shape.num_layers)
+        shape
+            .boundary_layers
+            .unwrap_or_else(|| default_boundary_layers(mode))
+            .count(shape.num_layers)
     } else {
         0
     };
@@ -215,7 +220,7 @@ mod tests {
         num_layers: 32,
         num_kv_heads: 8,
         head_dim: 128,
-        boundary_layers: BoundaryLayers::both(2),
+        boundary_layers: None,
         boundary_mode: Some(KvMode::FP16),
         fused_int8r: false,
     };
@@ -230,25 +235,33 @@ mod tests {
             kv_bytes(int8, &LLAMA8B, 1),
             2.0 * 32.0 * 8.0 * (128.0 + 2.0)
         );
-        // turbo4: 4 fp16 boundary layers plus 28 at 4 bits + an fp16 norm per vector.
+        // turbo4: its 3 boundary layers (the first three, ADR 0028) in fp16 plus 29 at 4 bits +
+        // an fp16 norm per vector.
         let t4 = KvMode::parse("turbo4").unwrap();
-        let want = 4.0 * 2.0 * 8.0 * 256.0 + 28.0 * 2.0 * 8.0 * (64.0 + 2.0);
+        let want = 3.0 * 2.0 * 8.0 * 256.0 + 29.0 * 2.0 * 8.0 * (64.0 + 2.0);
         assert_eq!(kv_bytes(t4, &LLAMA8B, 1), want);
         assert_eq!(kv_bytes(t4, &LLAMA8B, 1000), 1000.0 * want);
-        // int8 boundary layers: 4 layers of 128 + 2 bytes per vector instead of 256.
+        // The first and last two on request: 4 layers.
+        let both_2 = CacheShape {
+            boundary_layers: Some(BoundaryLayers::both(2)),
+            ..LLAMA8B
+        };
+        let want = 4.0 * 2.0 * 8.0 * 256.0 + 28.0 * 2.0 * 8.0 * (64.0 + 2.0);
+        assert_eq!(kv_bytes(t4, &both_2, 1), want);
+        // int8 boundary layers: 128 + 2 bytes per vector instead of 256.
         let int8_ends = CacheShape {
             boundary_mode: Some(int8),
             ..LLAMA8B
         };
-        let want = 4.0 * 2.0 * 8.0 * (128.0 + 2.0) + 28.0 * 2.0 * 8.0 * (64.0 + 2.0);
+        let want = 3.0 * 2.0 * 8.0 * (128.0 + 2.0) + 29.0 * 2.0 * 8.0 * (64.0 + 2.0);
         assert_eq!(kv_bytes(t4, &int8_ends, 1), want);
-        // The defaults: turbo4's ends hold fp16 keys (256 bytes) and turbo4 values (64 + 2);
-        // turbo4-asym's fp16 keys and int8 values (128 + 2).
+        // The defaults: turbo4's 3 ends hold fp16 keys (256 bytes) and turbo4 values (64 + 2);
+        // turbo4-asym's 4 ends fp16 keys and int8 values (128 + 2).
         let default_ends = CacheShape {
             boundary_mode: None,
             ..LLAMA8B
         };
-        let want = 4.0 * 8.0 * (256.0 + 66.0) + 28.0 * 2.0 * 8.0 * 66.0;
+        let want = 3.0 * 8.0 * (256.0 + 66.0) + 29.0 * 2.0 * 8.0 * 66.0;
         assert_eq!(kv_bytes(t4, &default_ends, 1), want);
         let asym = KvMode::parse("turbo4-asym").unwrap();
         let want = 4.0 * 8.0 * (256.0 + 130.0) + 28.0 * 8.0 * (256.0 + 66.0);

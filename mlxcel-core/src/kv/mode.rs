@@ -318,8 +318,29 @@ impl fmt::Display for BoundaryLayers {
     }
 }
 
-/// Default boundary layers in turbo modes.
-pub const DEFAULT_BOUNDARY_LAYERS: BoundaryLayers = BoundaryLayers::both(2);
+/// The first two and last two layers: the boundary layers of the turbo modes whose keys are fp16
+/// (turbo4-asym, turbo3-asym, turbo2-asym, turbo4-delegated), and of every turbo mode until
+/// session 60. For these modes the boundary layers differ from the rest only in their values
+/// (int8 against 2-4 bits), so their count moves little: turbo4-asym's KLD with the first three
+/// instead was -4.5% on SmolLM2 and +5.2% on Qwen2.5-Coder-0.5B (ADR 0028).
+pub const FIRST_2_LAST_2: BoundaryLayers = BoundaryLayers::both(2);
+
+/// The first three layers: the boundary layers of the turbo modes whose keys are quantized
+/// (turbo4, turbo3, turbo2) since session 60 (ADR 0028). On three models the third first layer
+/// protects turbo4 more than the last two do (KLD -2.7% SmolLM2, -24.8% Qwen2.5-Coder-0.5B, -3.6%
+/// Qwen2.5-Coder-1.5B against the first 2 and last 2), with one layer of fp16 keys fewer: on an
+/// H100 turbo4's 128K step 3.83 -> 3.77 ms (2.07x -> 2.10x fp16).
+pub const FIRST_3: BoundaryLayers = BoundaryLayers { first: 3, last: 0 };
+
+/// The boundary layers a turbo mode keeps unless told otherwise (`--kv-boundary-layers`):
+/// [`FIRST_3`] where its keys are quantized, else [`FIRST_2_LAST_2`].
+pub fn default_boundary_layers(mode: KvMode) -> BoundaryLayers {
+    if mode.k.is_turbo() {
+        FIRST_3
+    } else {
+        FIRST_2_LAST_2
+    }
+}
 
 /// Boundary layers of fp16 keys and int8 values (`fp16+int8`): the default for the turbo modes
 /// whose keys are fp16 (turbo4-asym, turbo3-asym, turbo2-asym, turbo4-delegated), and for every
