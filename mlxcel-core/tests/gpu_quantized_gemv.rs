@@ -1161,8 +1161,7 @@ fn paired_tables_give_the_same_bits_or_are_refused() {
         // group as long as the row (g >= k) makes MLX pick its sm90 kernel, which it compiles at
         // run time against CUDA headers the device payload lacks (`crt/mma.h`, session 60); no
         // model has such groups, so that shape checks 3 rows only there.
-        let sm90 =
-            KernelBackend::current() == Some(KernelBackend::Cuda) && g as usize >= k as usize;
+        let sm90 = KernelBackend::current() == Some(KernelBackend::Cuda) && g as usize >= k;
         for rows in if sm90 { &[3][..] } else { &[3, 16][..] } {
             let rows = *rows;
             let x = f16_array(&randn(&mut r, rows * k), &[rows as i32, k as i32]);
