@@ -1298,33 +1298,33 @@ pub const KV_BOUNDARY_LAYERS: &str = "MLXCEL_KV_BOUNDARY_LAYERS";
 /// does not parse is an error rather than the default: the boundary layers change the cache's
 /// quality and size.
 pub fn kv_boundary_layers() -> Result<Option<BoundaryLayers>> {
-    match std::env::var(KV_BOUNDARY_LAYERS) {
-        Ok(v) if v.trim().is_empty() => Ok(None),
-        Ok(v) => BoundaryLayers::parse(&v)
-            .map(Some)
-            .map_err(|e| Error::invalid(KV_BOUNDARY_LAYERS, e)),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(v)) => Err(Error::invalid(
-            KV_BOUNDARY_LAYERS,
-            format!("expected N or FIRST,LAST, got {v:?}"),
-        )),
-    }
+    parsed_var(KV_BOUNDARY_LAYERS, BoundaryLayers::parse)
 }
 
-/// The value of the numeric variable `name`: `None` when unset or empty, an error naming the
-/// variable and its value when it is not a whole number.
-fn whole_number_var(name: &'static str) -> Result<Option<u64>> {
-    match std::env::var(name) {
-        Ok(v) if v.trim().is_empty() => Ok(None),
-        Ok(v) => v.trim().parse().map(Some).map_err(|_| {
-            Error::invalid(name, format!("expected a whole number (e.g. 2), got {v:?}"))
-        }),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(v)) => Err(Error::invalid(
-            name,
-            format!("expected a whole number, got {v:?}"),
-        )),
+/// The value of the variable `name` through `parse`: `None` when unset or empty, an error
+/// naming the variable (and `parse`'s message, which names the value) when it does not parse.
+fn parsed_var<T>(
+    name: &'static str,
+    parse: impl Fn(&str) -> std::result::Result<T, String>,
+) -> Result<Option<T>> {
+    let v = match std::env::var(name) {
+        Ok(v) => v,
+        Err(std::env::VarError::NotPresent) => return Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => v.to_string_lossy().into_owned(),
+    };
+    if v.trim().is_empty() {
+        return Ok(None);
     }
+    parse(&v).map(Some).map_err(|e| Error::invalid(name, e))
+}
+
+/// [`parsed_var`] of a whole number.
+fn whole_number_var(name: &'static str) -> Result<Option<u64>> {
+    parsed_var(name, |v| {
+        v.trim()
+            .parse()
+            .map_err(|_| format!("expected a whole number (e.g. 2), got {v:?}"))
+    })
 }
 
 /// The boundary layers' cache mode in turbo modes (e.g. `fp16+turbo4`, `fp16+int8`, `fp16`,

@@ -353,9 +353,7 @@ impl ChatRequest {
             messages.push((role.to_string(), message_text(i, m.content)?));
         }
         let extra = self.chat_template_kwargs.unwrap_or_default();
-        if let Some(name) = extra.keys().find(|k| {
-            mlxcel_models::tokenizer::chat::RESERVED_TEMPLATE_VARIABLES.contains(&k.as_str())
-        }) {
+        if let Some(name) = mlxcel_models::tokenizer::chat::reserved_variable(&extra) {
             return Err(ApiError::bad_request(
                 Some("chat_template_kwargs"),
                 format!("`chat_template_kwargs` may not set `{name}`: mlxcel sets it"),

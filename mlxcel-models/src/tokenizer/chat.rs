@@ -40,6 +40,15 @@ pub const RESERVED_TEMPLATE_VARIABLES: [&str; 4] = [
     "eos_token",
 ];
 
+/// The first of `extra`'s names that the renderer sets itself
+/// ([`RESERVED_TEMPLATE_VARIABLES`]), if any.
+pub fn reserved_variable(extra: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+    extra
+        .keys()
+        .map(String::as_str)
+        .find(|k| RESERVED_TEMPLATE_VARIABLES.contains(k))
+}
+
 /// [`apply_chat_template`] with extra template variables, as HF's `apply_chat_template(...,
 /// **kwargs)` takes them: e.g. `enable_thinking: false` for Qwen3's template, which then
 /// opens the reply with an empty reasoning block. Variables the template does not use change
@@ -50,10 +59,7 @@ pub fn apply_chat_template_with(
     messages: &[Message],
     extra: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<String> {
-    if let Some(name) = extra
-        .keys()
-        .find(|k| RESERVED_TEMPLATE_VARIABLES.contains(&k.as_str()))
-    {
+    if let Some(name) = reserved_variable(extra) {
         return Err(ModelError::Template(format!(
             "the template variable `{name}` is set by mlxcel and cannot be passed"
         )));
