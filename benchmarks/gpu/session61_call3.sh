@@ -9,7 +9,7 @@
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session61_call3.sh
 set -uo pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-if [[ "$GPU" == *H200* ]]; then exec bash benchmarks/gpu/session61_call1.sh; fi
+if [[ "$GPU" == *H200* ]]; then SKIP_PAIRED=1 exec bash benchmarks/gpu/session61_call1.sh; fi
 R=/tmp/s61c3
 rm -rf "$R" && mkdir -p "$R"
 trap 'tar czf "${OUT:-/tmp}/s61c3.tgz" -C "$R" .' EXIT
