@@ -202,7 +202,7 @@ pub fn run(a: &GemvBench) -> Result<()> {
             "not on CUDA: mlxcel's GEMV kernels are CUDA-only, timing MLX's quantized_matmul alone"
         );
     }
-    let copy_bw = copy_roofline()?;
+    let copy_bw = copy_roofline(1024)?;
     eprintln!(
         "copy roofline: {:.3} TB/s (read + write, 1 GiB fp16 copy)",
         copy_bw / 1e12
