@@ -26,6 +26,16 @@ call_dir() {
   trap "tar czf \"\${OUT:-/tmp}/$1.tgz\" -C \"$R\" ." EXIT
 }
 
+# `table_if_h200 [ENV=VALUE...]`: on an H200 (the card issue 5 names) replaces this script with
+# session61_call1.sh's H200 branch, the issue's end-to-end table, with the given settings;
+# elsewhere prints the card and returns.
+table_if_h200() {
+  local gpu
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "card: $gpu; binaries $(cat .devcarry/bin/COMMIT 2>/dev/null)"
+  if [[ "$gpu" == *H200* ]]; then exec env SKIP_PAIRED=1 "$@" bash benchmarks/gpu/session61_call1.sh; fi
+}
+
 # `timed NEED TAG KV CTX [ENV=VALUE...]`: `run`, unless fewer than NEED seconds are left of
 # $BUDGET (seconds since the script started; default 520), so a device call's results come
 # back before its time limit.

@@ -8,12 +8,10 @@
 #   xz -df .devcarry/bin/mlxcel.xz .devcarry/bin/tests/*.xz; chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session61_call3.sh
 set -uo pipefail
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-if [[ "$GPU" == *H200* ]]; then SKIP_PAIRED=1 exec bash benchmarks/gpu/session61_call1.sh; fi
-R=/tmp/s61c3
-rm -rf "$R" && mkdir -p "$R"
-trap 'tar czf "${OUT:-/tmp}/s61c3.tgz" -C "$R" .' EXIT
-echo "card: $GPU; binaries $(cat .devcarry/bin/COMMIT 2>/dev/null)"
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+table_if_h200
+call_dir s61c3
 nvidia-smi --query-gpu=name,clocks.max.memory,clocks.max.sm --format=csv,noheader
 timeout "${BENCH_TIMEOUT:-420}" .devcarry/bin/mlxcel bench attention --out "$R/bench-attention" \
   > "$R/bench-attention.out" 2> "$R/bench-attention.err"

@@ -5,12 +5,10 @@
 #   xz -df .devcarry/bin/mlxcel.xz .devcarry/bin/tests/*.xz; chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session61_call4.sh
 set -uo pipefail
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-if [[ "$GPU" == *H200* ]]; then SKIP_PAIRED=1 exec bash benchmarks/gpu/session61_call1.sh; fi
-R=/tmp/s61c4
-rm -rf "$R" && mkdir -p "$R"
-trap 'tar czf "${OUT:-/tmp}/s61c4.tgz" -C "$R" .' EXIT
-echo "card: $GPU; binaries $(cat .devcarry/bin/COMMIT 2>/dev/null)"
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+table_if_h200
+call_dir s61c4
 timeout 200 .devcarry/bin/mlxcel bench attention --contexts 4096,32768,131072 \
   --modes fp16,int8,turbo4-asym,turbo4,turbo3,turbo2 --shapes 32:8:128 --split-modes none \
   --out "$R/bench-attention" > "$R/bench-attention.out" 2> "$R/bench-attention.err"

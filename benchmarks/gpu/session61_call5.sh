@@ -7,12 +7,10 @@
 #   xz -df .devcarry/bin/mlxcel.xz .devcarry/bin/tests/*.xz; chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session61_call5.sh
 set -uo pipefail
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-if [[ "$GPU" == *H200* ]]; then SKIP_PAIRED=1 exec bash benchmarks/gpu/session61_call1.sh; fi
-R=/tmp/s61c5
-rm -rf "$R" && mkdir -p "$R"
-trap 'tar czf "${OUT:-/tmp}/s61c5.tgz" -C "$R" .' EXIT
-echo "card: $GPU; binaries $(cat .devcarry/bin/COMMIT 2>/dev/null)"
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+table_if_h200
+call_dir s61c5
 for fmc in 1 1000000; do
   MLXCEL_FOLD_MAX_CONTEXT=$fmc timeout 100 .devcarry/bin/mlxcel bench attention --contexts 32768,131072 \
     --modes turbo4 --shapes 32:8:128 --split-modes none --copy-mib 256 \

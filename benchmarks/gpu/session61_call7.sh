@@ -5,6 +5,6 @@
 #   xz -df .devcarry/bin/mlxcel.xz .devcarry/bin/tests/*.xz; chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session61_call7.sh
 set -uo pipefail
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-echo "card: $GPU"
-if [[ "$GPU" == *H200* ]]; then BUDGET=450 SKIP_PAIRED=1 exec bash benchmarks/gpu/session61_call1.sh; fi
+# shellcheck source=benchmarks/gpu/e2e_run.sh
+. benchmarks/gpu/e2e_run.sh
+table_if_h200 BUDGET="${BUDGET:-450}"
