@@ -14,6 +14,7 @@ use mlxcel_core::kv::mode::new_side;
 use mlxcel_core::kv::turbo::rotation::{K_SEED, V_SEED};
 use mlxcel_core::kv::KvMode;
 use mlxcel_core::mlx::array::eval_all;
+use mlxcel_core::mlx::kernel::KernelBackend;
 use mlxcel_core::mlx::{device, random};
 use mlxcel_core::{Array, Dtype};
 
@@ -207,6 +208,15 @@ fn run_attention(a: &AttentionBench) -> Result<()> {
         "--copy-mib: 1 to 4095 MiB, got {}",
         a.copy_mib
     );
+    if KernelBackend::current() != Some(KernelBackend::Cuda) {
+        // Said up front: the defaults are sized for a GPU, and nothing else would tell a CPU
+        // user why the first rows take minutes or why no row says "fused".
+        eprintln!(
+            "not on CUDA: the fused decode kernels are CUDA-only, so every mode runs its split \
+             path here; the default sweep (contexts up to 128K, 50 calls each) is sized for a GPU \
+             and takes hours on a CPU (try --contexts 1024,4096 --iters 5 --copy-mib 64)"
+        );
+    }
     let copy_bw = copy_roofline(a.copy_mib)?;
     eprintln!(
         "copy roofline: {:.3} TB/s (read + write, {} MiB fp16 copy)",

@@ -6,6 +6,8 @@
 
 use std::process::Command;
 
+use mlxcel_core::mlx::kernel::KernelBackend;
+
 fn bench(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_mlxcel"))
         .args(["bench", "attention"])
@@ -72,6 +74,9 @@ fn small_sweep_writes_both_tables() {
             .collect();
         assert!(bytes[2] < bytes[3] && bytes[3] < bytes[0], "{bytes:?}");
     }
+    // Off CUDA the run says why no row is fused and that the defaults are sized for a GPU.
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    assert_eq!(err.contains("not on CUDA"), !on_cuda, "{err}");
     let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
     assert!(md.starts_with("Copy roofline (8 MiB"), "{md}");
     assert_eq!(
