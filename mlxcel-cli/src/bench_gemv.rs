@@ -180,6 +180,9 @@ pub fn run(a: &GemvBench) -> Result<()> {
     if a.group <= 0 || gemvs.iter().any(|g| g.k % a.group as usize != 0) {
         bail!("--group {}: must divide every K of the model", a.group);
     }
+    if a.iters == 0 {
+        bail!("--iters: at least 1");
+    }
     let schedules = a
         .schedules
         .iter()

@@ -1,4 +1,4 @@
-//! `mlxcel bench attention` on the CPU: a small sweep writes a CSV and a markdown table with a
+//! `mlxcel bench attention` (and `bench gemv`'s option checks) on the CPU: a small sweep writes a CSV and a markdown table with a
 //! row per (shape, context, mode, path), the fp16 SDPA row first in each group, and values the
 //! columns promise (positive times, ratios of 1 for the SDPA row); bad values of its options
 //! fail before any measurement with an error naming the option. On the CPU every mode takes a
@@ -9,8 +9,12 @@ use std::process::Command;
 use mlxcel_core::mlx::kernel::KernelBackend;
 
 fn bench(args: &[&str]) -> std::process::Output {
+    bench_what("attention", args)
+}
+
+fn bench_what(what: &str, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_mlxcel"))
-        .args(["bench", "attention"])
+        .args(["bench", what])
         .args(args)
         .output()
         .unwrap()
@@ -104,6 +108,28 @@ fn bad_options_name_themselves() {
         (vec!["--copy-mib", "5000"], "--copy-mib"),
     ] {
         let out = bench(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(says) && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("copy roofline:"),
+            "{args:?} measured before failing: {err}"
+        );
+    }
+}
+
+#[test]
+fn gemv_bad_options_name_themselves() {
+    for (args, says) in [
+        (vec!["--iters", "0"], "--iters: at least 1"),
+        (vec!["--model", "4096:14336"], "--model \"4096:14336\""),
+        (vec!["--group", "7"], "--group 7"),
+        (vec!["--schedules", "ring:x"], "\"ring:x\""),
+    ] {
+        let out = bench_what("gemv", &args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(
