@@ -6,9 +6,7 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use mlxcel_core::kv::advisor::{advise, CacheShape, FP16_PREFERRED_MAX_CONTEXT, HEADROOM};
-use mlxcel_core::kv::mode::{
-    default_boundary_layers, default_boundary_mode, int8r_fused_available, SideFormat,
-};
+use mlxcel_core::kv::mode::{int8r_fused_available, SideFormat};
 use mlxcel_core::kv::KvMode;
 use mlxcel_core::mlx::device::{self, DeviceKind};
 use mlxcel_models::model::inspect;
@@ -115,16 +113,9 @@ pub fn run(args: &RecommendArgs) -> Result<()> {
         gb(budget_bytes),
         100.0 * HEADROOM
     );
-    // Without a choice, each mode's default: named from `default_boundary_layers` and
-    // `default_boundary_mode` themselves.
+    // Without a choice, each mode's default, as the size estimates resolve it.
     let ends_of = |m: &str| -> Result<String> {
-        let m = KvMode::parse(m)?;
-        let layers = shape
-            .boundary_layers
-            .unwrap_or_else(|| default_boundary_layers(m));
-        let storage = shape
-            .boundary_mode
-            .unwrap_or_else(|| default_boundary_mode(m));
+        let (layers, storage) = shape.boundary_for(KvMode::parse(m)?);
         Ok(format!("{layers} layers in {}", storage.sides_name()))
     };
     let (quantized_keys, fp16_keys) = (ends_of("turbo4")?, ends_of("turbo4-asym")?);

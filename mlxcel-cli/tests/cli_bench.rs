@@ -107,17 +107,7 @@ fn bad_options_name_themselves() {
         (vec!["--iters", "0"], "--iters"),
         (vec!["--copy-mib", "5000"], "--copy-mib"),
     ] {
-        let out = bench(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(
-            err.contains(says) && !err.contains("panicked"),
-            "{args:?}: {err}"
-        );
-        assert!(
-            !err.contains("copy roofline:"),
-            "{args:?} measured before failing: {err}"
-        );
+        fails_before_measuring("attention", &args, says);
     }
 }
 
@@ -129,16 +119,22 @@ fn gemv_bad_options_name_themselves() {
         (vec!["--group", "7"], "--group 7"),
         (vec!["--schedules", "ring:x"], "\"ring:x\""),
     ] {
-        let out = bench_what("gemv", &args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(
-            err.contains(says) && !err.contains("panicked"),
-            "{args:?}: {err}"
-        );
-        assert!(
-            !err.contains("copy roofline:"),
-            "{args:?} measured before failing: {err}"
-        );
+        fails_before_measuring("gemv", &args, says);
     }
+}
+
+/// `mlxcel bench WHAT ARGS` exits with status 1 and an error containing `says`, without a panic
+/// and before measuring anything (no copy roofline printed).
+fn fails_before_measuring(what: &str, args: &[&str], says: &str) {
+    let out = bench_what(what, args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(
+        err.contains(says) && !err.contains("panicked"),
+        "{args:?}: {err}"
+    );
+    assert!(
+        !err.contains("copy roofline:"),
+        "{args:?} measured before failing: {err}"
+    );
 }

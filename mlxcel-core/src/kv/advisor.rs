@@ -77,6 +77,19 @@ pub fn quality_order(shape: &CacheShape) -> Vec<&'static str> {
     order
 }
 
+impl CacheShape {
+    /// The boundary layers `mode` keeps and their cache: the shape's choices where it has them,
+    /// else the mode's defaults ([`default_boundary_layers`], [`default_boundary_mode`]).
+    pub fn boundary_for(&self, mode: KvMode) -> (BoundaryLayers, KvMode) {
+        (
+            self.boundary_layers
+                .unwrap_or_else(|| default_boundary_layers(mode)),
+            self.boundary_mode
+                .unwrap_or_else(|| default_boundary_mode(mode)),
+        )
+    }
+}
+
 /// Bytes a cache of `mode` holds at `context` positions (K and V, every layer; turbo modes
 /// keep `boundary_layers` in `boundary_mode`, as `make_caches` does).
 pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
@@ -85,17 +98,12 @@ pub fn kv_bytes(mode: KvMode, shape: &CacheShape, context: usize) -> f64 {
             * m.bits_per_element(shape.head_dim)
             / 8.0
     };
+    let (layers, ends) = shape.boundary_for(mode);
     let boundary = if mode.has_turbo() {
-        shape
-            .boundary_layers
-            .unwrap_or_else(|| default_boundary_layers(mode))
-            .count(shape.num_layers)
+        layers.count(shape.num_layers)
     } else {
         0
     };
-    let ends = shape
-        .boundary_mode
-        .unwrap_or_else(|| default_boundary_mode(mode));
     boundary as f64 * per_layer(ends) + (shape.num_layers - boundary) as f64 * per_layer(mode)
 }
 
