@@ -381,6 +381,8 @@ fn main() {
     }
     println!("cargo:rerun-if-changed=cpp/bridge.h");
     println!("cargo:rerun-if-changed=cpp/bridge.cc");
+    println!("cargo:rerun-if-changed=cpp/kernel_disk_cache.h");
+    println!("cargo:rerun-if-changed=cpp/kernel_disk_cache.cc");
     println!("cargo:rerun-if-changed=src/mlx/ffi.rs");
     println!("cargo:rerun-if-changed=build_support/link_args.rs");
 
@@ -397,6 +399,7 @@ fn main() {
 
     cxx_build::bridge("src/mlx/ffi.rs")
         .file("cpp/bridge.cc")
+        .file("cpp/kernel_disk_cache.cc")
         .include(&mlx.include)
         .include("cpp")
         .std("c++20")

@@ -2,6 +2,7 @@
 // types (slices, u8 codes) to MLX types and calls one MLX function; no logic lives here
 // except the graph walk of array_graph_nodes, which needs MLX's per-array internals.
 #include "mlxcel-core/cpp/bridge.h"
+#include "mlxcel-core/cpp/kernel_disk_cache.h"
 
 #include <dlfcn.h>
 
@@ -535,6 +536,12 @@ std::unique_ptr<KernelFn> metal_kernel_new(rust::Str name, rust::Vec<rust::Strin
 }
 
 namespace {
+// kernel_call's last disk-cache note on this thread (take_kernel_cache_note).
+std::string& kernel_cache_note() {
+  thread_local std::string note;
+  return note;
+}
+
 // FNV-1a over everything MLX 0.32's CUDA custom-kernel primitive holds besides what the
 // kernel object fixes (name, header, body, contiguity, shared memory): what build_kernel
 // (backend/cuda/custom_kernel.cpp) makes the text and name from (template argument names
@@ -585,7 +592,8 @@ std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs,
                                       rust::Slice<const rust::Str> template_names,
                                       rust::Slice<const uint8_t> template_kinds,
                                       I32s template_values, float init_value, bool has_init_value,
-                                      bool verbose, bool cache_primitive) {
+                                      bool verbose, bool cache_primitive,
+                                      bool disk_cache) {
   if (grid.size() != 3 || threadgroup.size() != 3) {
     throw std::invalid_argument("[mlxcel] kernel grid and threadgroup must have 3 entries");
   }
@@ -645,7 +653,32 @@ std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs,
   if (cacheable && !out->items.empty() && out->items[0].has_primitive()) {
     k.primitives.emplace(key, out->items[0].primitive_ptr());
   }
+  // A new instantiation (or, without the primitive cache, every launch): put its compiled
+  // module where MLX reads it, before MLX evaluates the launch (kernel_disk_cache.h).
+  kernel_cache_note().clear();
+  if (disk_cache && k.is_cuda && !out->items.empty()) {
+    kernel_cache_note() = kcache::ensure_cached(out->items[0]);
+  }
   return out;
+}
+
+rust::String take_kernel_cache_note() {
+  rust::String s(kernel_cache_note());
+  kernel_cache_note().clear();
+  return s;
+}
+
+NvrtcOutcome nvrtc_compile_check(rust::Str source, rust::Str name_expr, rust::Str arch,
+                                 rust::Vec<rust::String> include_dirs, rust::Str nvrtc_lib) {
+  std::vector<std::string> dirs;
+  for (const auto& d : include_dirs) dirs.emplace_back(std::string(d));
+  auto c = kcache::nvrtc_compile(std::string(source), std::string(name_expr), std::string(arch),
+                                 dirs, std::string(nvrtc_lib));
+  return NvrtcOutcome{c.ok, rust::String(c.lowered), c.image.size(), rust::String(c.log)};
+}
+
+rust::String kernel_module_image_path(rust::Str dir, rust::Str module) {
+  return rust::String(kcache::module_image_path(std::string(dir), std::string(module)));
 }
 
 // ---- random ---------------------------------------------------------------------------------

@@ -167,7 +167,13 @@ std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs,
                                       rust::Slice<const rust::Str> template_names,
                                       rust::Slice<const uint8_t> template_kinds,
                                       I32s template_values, float init_value, bool has_init_value,
-                                      bool verbose, bool cache_primitive);
+                                      bool verbose, bool cache_primitive,
+                                      bool disk_cache);
+rust::String take_kernel_cache_note();
+struct NvrtcOutcome;
+NvrtcOutcome nvrtc_compile_check(rust::Str source, rust::Str name_expr, rust::Str arch,
+                                 rust::Vec<rust::String> include_dirs, rust::Str nvrtc_lib);
+rust::String kernel_module_image_path(rust::Str dir, rust::Str module);
 
 // random
 void random_seed(uint64_t seed);

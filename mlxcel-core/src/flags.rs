@@ -556,6 +556,19 @@ pub const KERNEL_PRIMITIVE_CACHE: Flag = Flag {
     slot: 16,
 };
 
+/// Each CUDA custom-kernel instantiation compiled once per machine, not once per process:
+/// mlxcel compiles MLX's own kernel text with NVRTC and writes the image into MLX's PTX
+/// cache under the module name MLX looks up (`cpp/kernel_disk_cache.h`), which MLX reads but
+/// never writes for custom kernels. Without it every process spent ~16 s in NVRTC before its
+/// second decode token (H100, session 62). When 0, mlxcel writes nothing (files already
+/// there are still read by MLX: clear `$MLX_PTX_CACHE_DIR` or `<temp>/mlx` for a cold A/B).
+pub const KERNEL_DISK_CACHE: Flag = Flag {
+    name: "MLXCEL_KERNEL_DISK_CACHE",
+    default: true,
+    doc: "CUDA custom kernels compiled once per machine into MLX's PTX cache (0 = MLX compiles each in every process)",
+    slot: 78,
+};
+
 /// CUDA kernel text handed to MLX as `#include`s of files written once per content
 /// (`mlx::kernel::include_stubs`) instead of inline: MLX rebuilds and hashes the text it is
 /// given on every launch. When 0, the full (compacted) text goes inline.
@@ -1536,6 +1549,7 @@ pub const ALL: &[Flag] = &[
     MMA_LUT_V,
     MMA_LUT_IMM,
     KERNEL_PRIMITIVE_CACHE,
+    KERNEL_DISK_CACHE,
     KERNEL_FILES,
     FUSED_ROPE,
     FUSED_KV_APPEND,

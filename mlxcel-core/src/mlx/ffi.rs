@@ -8,6 +8,14 @@
 
 #[cxx::bridge(namespace = "mlxcel")]
 pub(crate) mod bridge {
+    /// What [`nvrtc_compile_check`] got from NVRTC.
+    struct NvrtcOutcome {
+        ok: bool,
+        lowered: String,
+        image_len: usize,
+        log: String,
+    }
+
     unsafe extern "C++" {
         include!("mlxcel-core/cpp/bridge.h");
 
@@ -222,7 +230,22 @@ pub(crate) mod bridge {
             has_init_value: bool,
             verbose: bool,
             cache_primitive: bool,
+            disk_cache: bool,
         ) -> Result<UniquePtr<ArrayVec>>;
+        /// Why the last `kernel_call` with `disk_cache` on this thread could not put its
+        /// module in MLX's PTX cache ("" when it did, or had nothing to do); cleared by the call.
+        fn take_kernel_cache_note() -> String;
+        /// NVRTC on an MLX-style kernel text with mlxcel's stand-in for MLX's device header
+        /// (`cpp/kernel_disk_cache.h`): the lowered name, the image's size, NVRTC's log.
+        fn nvrtc_compile_check(
+            source: &str,
+            name_expr: &str,
+            arch: &str,
+            include_dirs: Vec<String>,
+            nvrtc_lib: &str,
+        ) -> NvrtcOutcome;
+        /// Where MLX looks for a module's compiled image in cache directory `dir`.
+        fn kernel_module_image_path(dir: &str, module: &str) -> String;
 
         // ---- random ---------------------------------------------------------------------
         fn random_seed(seed: u64) -> Result<()>;

@@ -466,8 +466,14 @@ impl CustomKernel {
             launch.init_value.is_some(),
             launch.verbose,
             crate::flags::KERNEL_PRIMITIVE_CACHE.enabled(),
+            crate::flags::KERNEL_DISK_CACHE.enabled(),
         )
         .op("custom kernel launch")?;
+        let note = ffi::take_kernel_cache_note();
+        if !note.is_empty() {
+            // MLX compiles the module in memory as before: slower, same results.
+            tracing::warn!(kernel = %self.spec.name, "kernel disk cache: {note}");
+        }
         from_array_vec(&out, "custom kernel launch")
     }
 }

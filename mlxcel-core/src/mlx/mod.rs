@@ -1,7 +1,7 @@
 //! The safe MLX API. One module per concern:
 //! [`array`] (the handle, construction, read-back), [`dtype`], [`ops`] (math, shapes,
 //! quantization), [`fast`] (fused MLX kernels: RMSNorm, RoPE, SDPA), [`kernel`] (custom
-//! CUDA/Metal kernels), [`io`] (safetensors, GGUF), [`device`], [`graph_limits`] (MLX's CUDA graph commit limits), [`memory`],
+//! CUDA/Metal kernels), [`kernel_cache`] (their compiled images on disk), [`io`] (safetensors, GGUF), [`device`], [`graph_limits`] (MLX's CUDA graph commit limits), [`memory`],
 //! [`random`], [`submit`] (the decode loop's submit thread).
 //!
 //! MLX is lazy: ops build a graph and nothing runs until [`Array::eval`] (or a read-back).
@@ -17,6 +17,7 @@ pub(crate) mod ffi;
 pub mod graph_limits;
 pub mod io;
 pub mod kernel;
+pub mod kernel_cache;
 pub mod memory;
 pub mod ops;
 pub mod random;

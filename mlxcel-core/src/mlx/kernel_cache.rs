@@ -1,0 +1,70 @@
+//! The disk cache of compiled CUDA custom kernels (`MLXCEL_KERNEL_DISK_CACHE`, on by
+//! default): each instantiation is compiled once per machine, not once per process.
+//!
+//! MLX 0.32 compiles a `fast::cuda_kernel` with NVRTC at its first launch in each process
+//! and keeps the result in memory only; it does read its PTX cache directory
+//! (`$MLX_PTX_CACHE_DIR`, else `<temp>/mlx/<version>/ptx`) for every module it builds. At a
+//! new instantiation the bridge (`cpp/kernel_disk_cache.{h,cc}`) compiles MLX's own text for
+//! it and writes the image there under the module name MLX will look up, before MLX
+//! evaluates the launch. On an H100 this removed ~16 s of NVRTC from every `mlxcel
+//! generate` after the first on a machine (session 62's results).
+//!
+//! MLX's generated text includes its device header, which exists only inside libmlx; the
+//! bridge compiles against a stand-in that declares what the generated signature names
+//! (element types; `Shape` / `Strides`, laid out as MLX's). The functions here let tests
+//! compile MLX-shaped texts through that same path on a machine without a GPU.
+
+use std::path::{Path, PathBuf};
+
+use super::ffi::bridge as ffi;
+use crate::error::{Error, Result};
+
+/// What NVRTC made of a kernel text.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The kernel's lowered (C++-mangled) name, as written to the cache's names file.
+    pub lowered: String,
+    /// Bytes of the image (a cubin for an `sm_` target, PTX for `compute_`).
+    pub image_len: usize,
+    /// NVRTC's log (warnings).
+    pub log: String,
+}
+
+/// Compiles `source` (an MLX-generated kernel text) the way the disk cache does: MLX's
+/// NVRTC options, the stand-in device header, `include_dirs` (CUDA's headers, CCCL), for
+/// `arch` (e.g. `sm_90a`). `nvrtc` is the library to load (`None`: the one MLX loaded, else
+/// `libnvrtc.so.13` from the loader's path). An error carries NVRTC's log.
+pub fn nvrtc_compile(
+    source: &str,
+    kernel: &str,
+    arch: &str,
+    include_dirs: &[PathBuf],
+    nvrtc: Option<&Path>,
+) -> Result<Compiled> {
+    let dirs = include_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    let lib = nvrtc.map(|p| p.display().to_string()).unwrap_or_default();
+    let out = ffi::nvrtc_compile_check(source, kernel, arch, dirs, &lib);
+    if !out.ok {
+        return Err(Error::invalid(
+            "kernel disk cache",
+            format!("NVRTC could not compile {kernel} for {arch}: {}", out.log),
+        ));
+    }
+    Ok(Compiled {
+        lowered: out.lowered,
+        image_len: out.image_len,
+        log: out.log,
+    })
+}
+
+/// The file MLX reads a module's compiled image from, in cache directory `dir` (module names
+/// longer than 245 characters become nested folders, as MLX names them).
+pub fn module_image_path(dir: &Path, module: &str) -> PathBuf {
+    PathBuf::from(ffi::kernel_module_image_path(
+        &dir.display().to_string(),
+        module,
+    ))
+}
