@@ -471,10 +471,21 @@ impl CustomKernel {
         .op("custom kernel launch")?;
         let note = ffi::take_kernel_cache_note();
         if !note.is_empty() {
-            // MLX compiles the module in memory as before: slower, same results.
-            tracing::warn!(kernel = %self.spec.name, "kernel disk cache: {note}");
+            report_cache_note(&self.spec.name, &note);
         }
         from_array_vec(&out, "custom kernel launch")
+    }
+}
+
+/// A kernel the disk cache could not write (`MLXCEL_KERNEL_DISK_CACHE`): MLX compiles it in
+/// memory as before (slower, same results). The first such note is a warning; later ones are
+/// debug lines, since one cause (e.g. an unwritable cache folder) repeats for every kernel.
+fn report_cache_note(kernel: &str, note: &str) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!(kernel, "kernel disk cache: {note} (MLX compiles it in this process)");
+    } else {
+        tracing::debug!(kernel, "kernel disk cache: {note}");
     }
 }
 
