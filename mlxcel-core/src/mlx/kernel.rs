@@ -483,7 +483,10 @@ impl CustomKernel {
 fn report_cache_note(kernel: &str, note: &str) {
     static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        tracing::warn!(kernel, "kernel disk cache: {note} (MLX compiles it in this process)");
+        tracing::warn!(
+            kernel,
+            "kernel disk cache: {note} (MLX compiles it in this process)"
+        );
     } else {
         tracing::debug!(kernel, "kernel disk cache: {note}");
     }
