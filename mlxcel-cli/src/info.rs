@@ -12,6 +12,7 @@ use mlxcel_core::flags;
 use mlxcel_core::kernels::selftest;
 use mlxcel_core::mlx::device::{self, DeviceKind};
 use mlxcel_core::mlx::kernel::KernelBackend;
+use mlxcel_core::mlx::kernel_cache;
 use mlxcel_core::mlx::memory;
 use serde::Serialize;
 
@@ -73,7 +74,26 @@ struct Info {
     active_memory_bytes: usize,
     peak_memory_bytes: usize,
     kernel_check: Option<KernelCheck>,
+    kernel_cache: KernelCache,
     switches: Vec<Switch>,
+}
+
+/// MLX's compiled-kernel folder and the images mlxcel put there (ADR 0029).
+#[derive(Serialize)]
+struct KernelCache {
+    dir: String,
+    mlxcel_images: usize,
+    mlxcel_image_bytes: u64,
+}
+
+fn kernel_cache() -> KernelCache {
+    let dir = kernel_cache::ptx_cache_dir();
+    let (n, bytes) = kernel_cache::images_in(&dir);
+    KernelCache {
+        dir: dir.display().to_string(),
+        mlxcel_images: n,
+        mlxcel_image_bytes: bytes,
+    }
 }
 
 fn switches() -> Vec<Switch> {
@@ -131,6 +151,7 @@ fn collect(kernel_check: bool) -> Result<Info> {
         active_memory_bytes: memory::active_memory()?,
         peak_memory_bytes: memory::peak_memory()?,
         kernel_check,
+        kernel_cache: kernel_cache(),
         switches: switches(),
     })
 }
@@ -199,6 +220,13 @@ fn print_text(info: &Info) {
     println!(
         "memory        active {} B, peak {} B",
         info.active_memory_bytes, info.peak_memory_bytes
+    );
+    let kc = &info.kernel_cache;
+    println!(
+        "kernel cache  {} ({} mlxcel kernel images, {:.1} MiB; CUDA only)",
+        kc.dir,
+        kc.mlxcel_images,
+        kc.mlxcel_image_bytes as f64 / (1024.0 * 1024.0)
     );
     println!("switches      (0 turns a fast path off; see docs/usage.md)");
     for s in &info.switches {

@@ -54,6 +54,31 @@ enum Command {
     RecommendQuant(recommend::RecommendArgs),
 }
 
+/// On CUDA, with `MLX_PTX_CACHE_DIR` unset, points MLX's compiled-kernel cache (MLX's own
+/// kernels and the images mlxcel writes there, ADR 0029) at a folder in mlxcel's cache instead
+/// of the temporary folder, which a reboot may empty (then the next run compiles everything
+/// again: ~50 s on an H100). Runs before anything compiles (MLX reads the variable once) and
+/// before other threads exist. A folder that cannot be made leaves MLX's default.
+fn keep_compiled_kernels() {
+    use mlxcel_core::mlx::kernel::KernelBackend;
+    if std::env::var_os("MLX_PTX_CACHE_DIR").is_some()
+        || KernelBackend::current() != Some(KernelBackend::Cuda)
+    {
+        return;
+    }
+    let dir = mlxcel_core::mlx::kernel_cache::lasting_dir(
+        &mlxcel_models::loader::resolve::cache_dir(),
+        &mlxcel_core::mlx::device::mlx_version(),
+    );
+    match std::fs::create_dir_all(&dir) {
+        Ok(()) => std::env::set_var("MLX_PTX_CACHE_DIR", &dir),
+        Err(e) => tracing::debug!(
+            "compiled kernels stay in MLX's temporary folder: cannot create {}: {e}",
+            dir.display()
+        ),
+    }
+}
+
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -75,6 +100,7 @@ fn main() {
     {
         tracing::warn!("{line}");
     }
+    keep_compiled_kernels();
     // `mlxcel --recommend-quant ...` is the same as `mlxcel recommend-quant ...`.
     let cli = Cli::parse_from(std::env::args_os().enumerate().map(|(i, a)| {
         if i == 1 && a == "--recommend-quant" {

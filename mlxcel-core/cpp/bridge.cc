@@ -677,6 +677,8 @@ NvrtcOutcome nvrtc_compile_check(rust::Str source, rust::Str name_expr, rust::St
   return NvrtcOutcome{c.ok, rust::String(c.lowered), c.image.size(), rust::String(c.log)};
 }
 
+rust::String kernel_ptx_cache_dir() { return rust::String(kcache::ptx_cache_dir_path()); }
+
 rust::String kernel_module_image_path(rust::Str dir, rust::Str module) {
   return rust::String(kcache::module_image_path(std::string(dir), std::string(module)));
 }

@@ -174,6 +174,7 @@ struct NvrtcOutcome;
 NvrtcOutcome nvrtc_compile_check(rust::Str source, rust::Str name_expr, rust::Str arch,
                                  rust::Vec<rust::String> include_dirs, rust::Str nvrtc_lib);
 rust::String kernel_module_image_path(rust::Str dir, rust::Str module);
+rust::String kernel_ptx_cache_dir();
 
 // random
 void random_seed(uint64_t seed);

@@ -206,6 +206,8 @@ fs::path ptx_cache_dir() {
 
 const char* utils_header() { return kUtils; }
 
+std::string ptx_cache_dir_path() { return ptx_cache_dir().string(); }
+
 std::string module_image_path(const std::string& dir, const std::string& module) {
   constexpr size_t max_len = 245;
   fs::path p = dir;

@@ -49,6 +49,9 @@ Compiled nvrtc_compile(const std::string& source, const std::string& name_expr,
 // The header text compiled in place of MLX's "mlx/backend/cuda/device/utils.cuh".
 const char* utils_header();
 
+// MLX's PTX cache folder, as MLX picks it: $MLX_PTX_CACHE_DIR, else <temp>/mlx/<version>/ptx.
+std::string ptx_cache_dir_path();
+
 // `<dir>/<module>.ptx` as MLX names it (names over 245 characters become nested folders).
 std::string module_image_path(const std::string& dir, const std::string& module);
 

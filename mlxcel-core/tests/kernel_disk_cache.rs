@@ -242,3 +242,23 @@ fn module_images_are_named_as_mlx_reads_them() {
             .join(format!("{}.ptx", "x".repeat(55)))
     );
 }
+
+#[test]
+fn images_are_counted_by_mlx_s_custom_kernel_prefix_and_the_lasting_folder_holds_the_version() {
+    use mlxcel_core::mlx::kernel_cache::{images_in, lasting_dir};
+    let dir = std::env::temp_dir().join(format!("mlxcel-kcache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("custom_kernel_a_1_ff.ptx"), [0u8; 100]).unwrap();
+    std::fs::write(dir.join("custom_kernel_a_1_ff.txt"), b"names").unwrap();
+    std::fs::write(dir.join("custom_kernel_b_2_ee.ptx"), [0u8; 50]).unwrap();
+    // MLX's own kernels: not mlxcel's.
+    std::fs::write(dir.join("binary_ops_add.ptx"), [0u8; 999]).unwrap();
+    assert_eq!(images_in(&dir), (2, 150));
+    assert_eq!(images_in(&dir.join("missing")), (0, 0));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        lasting_dir(Path::new("/home/u/.cache/mlxcel"), "0.32.4"),
+        Path::new("/home/u/.cache/mlxcel/mlx-ptx/0.32.4")
+    );
+}

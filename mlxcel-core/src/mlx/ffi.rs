@@ -246,6 +246,8 @@ pub(crate) mod bridge {
         ) -> NvrtcOutcome;
         /// Where MLX looks for a module's compiled image in cache directory `dir`.
         fn kernel_module_image_path(dir: &str, module: &str) -> String;
+        /// MLX's PTX cache folder: `$MLX_PTX_CACHE_DIR`, else `<temp>/mlx/<version>/ptx`.
+        fn kernel_ptx_cache_dir() -> String;
 
         // ---- random ---------------------------------------------------------------------
         fn random_seed(seed: u64) -> Result<()>;

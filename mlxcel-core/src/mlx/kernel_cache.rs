@@ -68,3 +68,35 @@ pub fn module_image_path(dir: &Path, module: &str) -> PathBuf {
         module,
     ))
 }
+
+/// MLX's PTX cache folder, where the images go: `$MLX_PTX_CACHE_DIR`, else
+/// `<temp>/mlx/<version>/ptx` (MLX's own rule, read the way MLX reads it).
+pub fn ptx_cache_dir() -> PathBuf {
+    PathBuf::from(ffi::kernel_ptx_cache_dir())
+}
+
+/// The images mlxcel wrote in `dir` (MLX names custom-kernel modules `custom_kernel_*`; its
+/// own kernels have other names): how many, and their bytes. Zero for a missing folder.
+pub fn images_in(dir: &Path) -> (usize, u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (0, 0);
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("custom_kernel_") && n.ends_with(".ptx")
+        })
+        .fold((0, 0), |(k, b), e| {
+            (k + 1, b + e.metadata().map(|m| m.len()).unwrap_or(0))
+        })
+}
+
+/// The folder the `mlxcel` binary points MLX's PTX cache at when `MLX_PTX_CACHE_DIR` is unset:
+/// `<mlxcel cache>/mlx-ptx/<MLX version>`. MLX's default lies in the temporary folder, which a
+/// reboot may empty, and then the first run compiles MLX's kernels and mlxcel's again (~50 s on
+/// an H100, session 62). The MLX version is in the name because module names do not hold it.
+pub fn lasting_dir(mlxcel_cache: &Path, mlx_version: &str) -> PathBuf {
+    mlxcel_cache.join("mlx-ptx").join(mlx_version)
+}
