@@ -246,12 +246,14 @@ bool array_is_scheduled(const Array& a) {
 }
 
 void array_eval(const Array& a) {
+  kcache::wait_pending();
   mx::array x = a.inner;
   x.eval();
 }
 
 bool array_is_row_contiguous(const Array& a) {
   // The flags are set when the array is computed, so evaluate first.
+  kcache::wait_pending();
   mx::array x = a.inner;
   x.eval();
   return x.flags().row_contiguous;
@@ -262,6 +264,7 @@ void array_copy_to(const Array& a, rust::Slice<uint8_t> dst) {
   // Only a strided array gets a contiguous copy, and that copy is a new eval whose wait
   // covers everything queued on the stream since (in the pipelined decode loop: the whole
   // next step, which is what made the loop wait a full step for each token).
+  kcache::wait_pending();
   mx::array c = a.inner;
   c.eval();
   if (!c.flags().row_contiguous) {
@@ -276,6 +279,7 @@ void array_copy_to(const Array& a, rust::Slice<uint8_t> dst) {
 }
 
 rust::String array_to_string(const Array& a) {
+  kcache::wait_pending();
   std::ostringstream os;
   os << a.inner;
   return rust::String(os.str());
@@ -294,8 +298,16 @@ ArrayPtr array_vec_get(const ArrayVec& v, size_t i) {
   if (i >= v.items.size()) throw std::out_of_range("[mlxcel] ArrayVec index out of range");
   return wrap(v.items[i]);
 }
-void eval_all(const ArrayVec& v) { mx::eval(v.items); }
-void async_eval_all(const ArrayVec& v) { mx::async_eval(v.items); }
+// Every evaluation first waits for the kernel disk cache's queued compiles (kernel_disk_cache.h):
+// MLX then finds their images instead of compiling them itself.
+void eval_all(const ArrayVec& v) {
+  kcache::wait_pending();
+  mx::eval(v.items);
+}
+void async_eval_all(const ArrayVec& v) {
+  kcache::wait_pending();
+  mx::async_eval(v.items);
+}
 
 // ---- elementwise, reductions, shapes ---------------------------------------------------
 
@@ -663,9 +675,10 @@ std::unique_ptr<ArrayVec> kernel_call(const KernelFn& k, const ArrayVec& inputs,
 }
 
 rust::String take_kernel_cache_note() {
-  rust::String s(kernel_cache_note());
+  std::string note = kernel_cache_note();
   kernel_cache_note().clear();
-  return s;
+  if (note.empty()) note = kcache::take_failure();
+  return rust::String(note);
 }
 
 NvrtcOutcome nvrtc_compile_check(rust::Str source, rust::Str name_expr, rust::Str arch,
@@ -676,6 +689,16 @@ NvrtcOutcome nvrtc_compile_check(rust::Str source, rust::Str name_expr, rust::St
                                  dirs, std::string(nvrtc_lib));
   return NvrtcOutcome{c.ok, rust::String(c.lowered), c.image.size(), rust::String(c.log)};
 }
+
+void kernel_cache_queue(rust::Str name, rust::Str source, rust::Str image, rust::Str arch,
+                        rust::Vec<rust::String> include_dirs, rust::Str nvrtc_lib) {
+  std::vector<std::string> dirs;
+  for (const auto& d : include_dirs) dirs.emplace_back(std::string(d));
+  kcache::queue_compile(std::string(name), std::string(source), std::string(image),
+                        std::string(arch), std::move(dirs), std::string(nvrtc_lib));
+}
+void kernel_cache_wait() { kcache::wait_pending(); }
+rust::String kernel_cache_take_failure() { return rust::String(kcache::take_failure()); }
 
 rust::String kernel_ptx_cache_dir() { return rust::String(kcache::ptx_cache_dir_path()); }
 
@@ -831,6 +854,7 @@ void save_safetensors(rust::Str path, rust::Vec<rust::String> names, const Array
   for (size_t i = 0; i < meta_keys.size(); ++i) {
     meta.emplace(std::string(meta_keys[i]), std::string(meta_values[i]));
   }
+  kcache::wait_pending();
   mx::save_safetensors(std::string(path), to_map(names, arrays), meta);
 }
 
@@ -848,6 +872,7 @@ void save_gguf(rust::Str path, rust::Vec<rust::String> names, const ArrayVec& ar
   for (size_t i = 0; i < meta_array_keys.size(); ++i) {
     meta.emplace(std::string(meta_array_keys[i]), meta_arrays.items[i]);
   }
+  kcache::wait_pending();
   mx::save_gguf(std::string(path), to_map(names, arrays), meta);
 }
 

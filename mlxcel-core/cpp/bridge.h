@@ -175,6 +175,10 @@ NvrtcOutcome nvrtc_compile_check(rust::Str source, rust::Str name_expr, rust::St
                                  rust::Vec<rust::String> include_dirs, rust::Str nvrtc_lib);
 rust::String kernel_module_image_path(rust::Str dir, rust::Str module);
 rust::String kernel_ptx_cache_dir();
+void kernel_cache_queue(rust::Str name, rust::Str source, rust::Str image, rust::Str arch,
+                        rust::Vec<rust::String> include_dirs, rust::Str nvrtc_lib);
+void kernel_cache_wait();
+rust::String kernel_cache_take_failure();
 
 // random
 void random_seed(uint64_t seed);

@@ -4,12 +4,18 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
+#include <functional>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <thread>
 #include <unordered_set>
 
 #include "mlx/fast_primitives.h"
@@ -278,41 +284,68 @@ Compiled nvrtc_compile(const std::string& source, const std::string& name_expr,
   return c;
 }
 
-std::string ensure_cached(const mx::array& out) {
-  if (!out.has_primitive()) return "the launch's output has no primitive";
-  const auto& prim = out.primitive();
-  if (std::strcmp(prim.name(), "CustomKernel") != 0) {
-    return std::string("the launch's primitive is ") + prim.name() + ", not CustomKernel";
-  }
-  auto state = static_cast<const mx::fast::CustomKernel&>(prim).state();
-  const std::string& name = std::get<0>(state);
-  const std::string& source = std::get<1>(state);
-  if (std::get<8>(state)) return "";  // precompiled: nothing for NVRTC to do
-  char hash[24];
-  std::snprintf(hash, sizeof hash, "%zx", std::hash<std::string>{}(source));
-  std::string module = name + "_" + hash;
+namespace {
 
-  // Each module once per process; a second thread asking for the same one waits for the first.
-  static std::mutex m;
-  static auto* done = new std::unordered_set<std::string>;
-  std::lock_guard<std::mutex> g(m);
-  if (done->count(module)) return "";
-  fs::path dir = ptx_cache_dir();
-  fs::path image = module_image_path(dir.string(), module);
-  std::error_code ec;
-  if (fs::exists(image, ec)) {
-    done->insert(module);
-    return "";
+// Compiles run on worker threads so that the instantiations one graph needs (12 for a decode
+// step) compile side by side; wait_pending() holds every evaluation until they are written.
+// The pool is leaked on purpose (its threads may outlive static destruction at exit).
+struct Pool {
+  std::mutex m;
+  std::condition_variable work, idle;
+  std::deque<std::function<void()>> jobs;
+  size_t unfinished = 0;
+  std::atomic<size_t> pending{0};
+  std::vector<std::string> failures;
+  bool started = false;
+};
+
+Pool& pool() {
+  static auto* p = new Pool;
+  return *p;
+}
+
+void worker(Pool* p) {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock<std::mutex> l(p->m);
+      p->work.wait(l, [p] { return !p->jobs.empty(); });
+      job = std::move(p->jobs.front());
+      p->jobs.pop_front();
+    }
+    job();
+    std::lock_guard<std::mutex> l(p->m);
+    if (--p->unfinished == 0) {
+      p->pending.store(0);
+      p->idle.notify_all();
+    }
   }
-  const Nvrtc& n = nvrtc("");
-  if (!n.why.empty()) return n.why;
-  std::string why;
-  std::string arch = device_arch(why);
-  if (arch.empty()) return why;
+}
+
+void submit(std::function<void()> job) {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> l(p.m);
+  if (!p.started) {
+    // NVRTC is thread-safe across programs; a compile takes one core and ~0.2-0.5 GB.
+    unsigned n = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+    for (unsigned i = 0; i < n; ++i) std::thread(worker, &p).detach();
+    p.started = true;
+  }
+  p.jobs.push_back(std::move(job));
+  ++p.unfinished;
+  p.pending.store(p.unfinished);
+  p.work.notify_one();
+}
+
+// Compiles `source` and writes MLX's two files for `module`; "" or why not.
+std::string compile_and_write(const std::string& name, const std::string& source,
+                              const fs::path& image, const std::string& arch,
+                              const std::vector<std::string>& include_dirs,
+                              const std::string& nvrtc_lib) {
   std::string kernel = "mlx::core::cu::" + name;
-  Compiled c = nvrtc_compile(source, kernel, arch, mlx_include_dirs(), "");
-  done->insert(module);  // tried: a failure is reported once, and MLX compiles it itself
+  Compiled c = nvrtc_compile(source, kernel, arch, include_dirs, nvrtc_lib);
   if (!c.ok) return "compiling " + name + " for the disk cache failed: " + c.log;
+  std::error_code ec;
   fs::create_directories(image.parent_path(), ec);
   fs::path txt = image;
   txt.replace_extension(".txt");
@@ -320,6 +353,71 @@ std::string ensure_cached(const mx::array& out) {
   if (!write_atomic(txt, kernel + "\t" + c.lowered + "\n") || !write_atomic(image, c.image)) {
     return "cannot write the compiled kernel to " + image.string();
   }
+  return "";
+}
+
+} // namespace
+
+void queue_compile(std::string name, std::string source, std::string image, std::string arch,
+                   std::vector<std::string> include_dirs, std::string nvrtc_lib) {
+  submit([name = std::move(name), source = std::move(source), image = std::move(image),
+          arch = std::move(arch), dirs = std::move(include_dirs), lib = std::move(nvrtc_lib)] {
+    std::string why = compile_and_write(name, source, image, arch, dirs, lib);
+    if (!why.empty()) {
+      Pool& p = pool();
+      std::lock_guard<std::mutex> l(p.m);
+      p.failures.push_back(std::move(why));
+    }
+  });
+}
+
+void wait_pending() {
+  Pool& p = pool();
+  if (p.pending.load(std::memory_order_acquire) == 0) return;
+  std::unique_lock<std::mutex> l(p.m);
+  p.idle.wait(l, [&p] { return p.unfinished == 0; });
+}
+
+std::string take_failure() {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> l(p.m);
+  if (p.failures.empty()) return "";
+  std::string f = std::move(p.failures.front());
+  p.failures.erase(p.failures.begin());
+  return f;
+}
+
+std::string ensure_cached(const mx::array& out) {
+  if (!out.has_primitive()) return "the launch's output has no primitive";
+  const auto& prim = out.primitive();
+  if (std::strcmp(prim.name(), "CustomKernel") != 0) {
+    return std::string("the launch's primitive is ") + prim.name() + ", not CustomKernel";
+  }
+  auto state = static_cast<const mx::fast::CustomKernel&>(prim).state();
+  std::string name = std::get<0>(state);
+  std::string source = std::get<1>(state);
+  if (std::get<8>(state)) return "";  // precompiled: nothing for NVRTC to do
+  char hash[24];
+  std::snprintf(hash, sizeof hash, "%zx", std::hash<std::string>{}(source));
+  std::string module = name + "_" + hash;
+
+  // Each module once per process.
+  static std::mutex m;
+  static auto* done = new std::unordered_set<std::string>;
+  std::lock_guard<std::mutex> g(m);
+  if (done->count(module)) return "";
+  done->insert(module);  // tried: a failure is reported once, and MLX compiles it itself
+  fs::path image = module_image_path(ptx_cache_dir().string(), module);
+  std::error_code ec;
+  if (fs::exists(image, ec)) return "";
+  const Nvrtc& n = nvrtc("");
+  if (!n.why.empty()) return n.why;
+  // The device and include paths once, here on the launching thread.
+  static std::string arch_why;
+  static const std::string arch = device_arch(arch_why);
+  if (arch.empty()) return arch_why;
+  static const std::vector<std::string> include_dirs = mlx_include_dirs();
+  queue_compile(std::move(name), std::move(source), image.string(), arch, include_dirs, "");
   return "";
 }
 

@@ -56,9 +56,21 @@ std::string ptx_cache_dir_path();
 std::string module_image_path(const std::string& dir, const std::string& module);
 
 // For the output of a CUDA custom-kernel launch that MLX has just built: makes sure MLX's
-// PTX cache holds the compiled module (compiling it here when missing). Returns "" when the
-// module is cached or was written, else why it was not (the launch goes on: MLX compiles
-// it in memory itself, as it always did).
+// PTX cache will hold the compiled module. A missing module is compiled on a worker thread
+// (up to 8 at once); wait_pending() must run before MLX evaluates anything (the bridge's eval
+// entry points call it). Returns "" when the module is cached or queued, else why not (the
+// launch goes on: MLX compiles it in memory itself, as it always did).
 std::string ensure_cached(const mlx::core::array& out);
+
+// Queues the compile of kernel `mlx::core::cu::<name>` in `source` for `arch`, written as MLX
+// reads a module: `image` (a .ptx path) and the names file beside it.
+void queue_compile(std::string name, std::string source, std::string image, std::string arch,
+                   std::vector<std::string> include_dirs, std::string nvrtc_lib);
+
+// Blocks until every queued compile has written its files (or failed). Cheap when none is.
+void wait_pending();
+
+// A queued compile's failure not yet reported ("" when none), oldest first.
+std::string take_failure();
 
 } // namespace mlxcel::kcache

@@ -262,3 +262,75 @@ fn images_are_counted_by_mlx_s_custom_kernel_prefix_and_the_lasting_folder_holds
         Path::new("/home/u/.cache/mlxcel/mlx-ptx/0.32.4")
     );
 }
+
+#[test]
+fn queued_compiles_run_side_by_side_and_write_mlx_s_two_files() {
+    use mlxcel_core::mlx::kernel_cache::{queue_compile, take_failure, wait};
+    let (nvrtc, include) = tk();
+    let dir = std::env::temp_dir().join(format!("mlxcel-kcache-queue-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let names: Vec<String> = (0..6).map(|i| format!("custom_kernel_q{i}")).collect();
+    let started = std::time::Instant::now();
+    for (i, name) in names.iter().enumerate() {
+        let text = mlx_text(
+            name,
+            "",
+            &[In("x", "float", true, false, false)],
+            &[("out", "float")],
+            &format!("  constexpr int K = {i};\n"),
+            "out[threadIdx.x] = x[threadIdx.x % x_shape[0]] * K;\n",
+        );
+        // A nested folder that does not exist yet: the worker makes it.
+        let image = module_image_path(&dir.join("nested"), &format!("{name}_{i:x}"));
+        queue_compile(name, &text, &image, "sm_90a", include, Some(nvrtc));
+    }
+    // One that fails: reported through take_failure, the others still written.
+    let broken = mlx_text(
+        "custom_kernel_qbad",
+        "",
+        &[In("x", "float", false, false, false)],
+        &[("out", "float")],
+        "",
+        "out[0] = not_declared_anywhere;\n",
+    );
+    queue_compile(
+        "custom_kernel_qbad",
+        &broken,
+        &module_image_path(&dir, "custom_kernel_qbad_0"),
+        "sm_90a",
+        include,
+        Some(nvrtc),
+    );
+    wait();
+    let waited = started.elapsed();
+    for (i, name) in names.iter().enumerate() {
+        let image = module_image_path(&dir.join("nested"), &format!("{name}_{i:x}"));
+        let bytes = std::fs::read(&image).unwrap_or_else(|e| panic!("{}: {e}", image.display()));
+        assert!(
+            bytes.starts_with(b"\x7fELF"),
+            "{} is no cubin",
+            image.display()
+        );
+        // MLX's names file: `<kernel name>\t<lowered name>` per line.
+        let names_file = std::fs::read_to_string(image.with_extension("txt")).unwrap();
+        let (kernel, lowered) = names_file.trim_end().split_once('\t').unwrap();
+        assert_eq!(kernel, format!("mlx::core::cu::{name}"));
+        assert!(lowered.starts_with("_ZN3mlx4core2cu"), "{lowered}");
+    }
+    assert!(!module_image_path(&dir, "custom_kernel_qbad_0").exists());
+    let failure = take_failure().expect("the broken kernel's failure");
+    assert!(
+        failure.contains("custom_kernel_qbad") && failure.contains("not_declared_anywhere"),
+        "{failure}"
+    );
+    assert_eq!(take_failure(), None);
+    // No temporary files left beside the images.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.join("nested"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    eprintln!("7 queued compiles in {waited:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

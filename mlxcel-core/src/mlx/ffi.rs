@@ -246,6 +246,18 @@ pub(crate) mod bridge {
         ) -> NvrtcOutcome;
         /// Where MLX looks for a module's compiled image in cache directory `dir`.
         fn kernel_module_image_path(dir: &str, module: &str) -> String;
+        /// The disk cache's worker pool: queue a compile of `mlx::core::cu::<name>` written
+        /// as MLX's module files at `image`; wait for every queued one; take a failure ("").
+        fn kernel_cache_queue(
+            name: &str,
+            source: &str,
+            image: &str,
+            arch: &str,
+            include_dirs: Vec<String>,
+            nvrtc_lib: &str,
+        );
+        fn kernel_cache_wait();
+        fn kernel_cache_take_failure() -> String;
         /// MLX's PTX cache folder: `$MLX_PTX_CACHE_DIR`, else `<temp>/mlx/<version>/ptx`.
         fn kernel_ptx_cache_dir() -> String;
 

@@ -100,3 +100,33 @@ pub fn images_in(dir: &Path) -> (usize, u64) {
 pub fn lasting_dir(mlxcel_cache: &Path, mlx_version: &str) -> PathBuf {
     mlxcel_cache.join("mlx-ptx").join(mlx_version)
 }
+
+/// Queues a compile on the disk cache's worker pool, as a new instantiation does: kernel
+/// `mlx::core::cu::<name>` of `source`, written as MLX's module files (`image`, a `.ptx` path
+/// from [`module_image_path`], and the names file beside it). [`wait`] blocks until every queued
+/// compile is done; [`take_failure`] returns their failures, one per call.
+pub fn queue_compile(
+    name: &str,
+    source: &str,
+    image: &Path,
+    arch: &str,
+    include_dirs: &[PathBuf],
+    nvrtc: Option<&Path>,
+) {
+    let dirs = include_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    let lib = nvrtc.map(|p| p.display().to_string()).unwrap_or_default();
+    ffi::kernel_cache_queue(name, source, &image.display().to_string(), arch, dirs, &lib);
+}
+
+/// Blocks until the queued compiles have written their files (every evaluation does this first).
+pub fn wait() {
+    ffi::kernel_cache_wait();
+}
+
+/// A queued compile's failure, oldest first; `None` when there is none left.
+pub fn take_failure() -> Option<String> {
+    Some(ffi::kernel_cache_take_failure()).filter(|s| !s.is_empty())
+}
