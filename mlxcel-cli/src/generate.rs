@@ -355,6 +355,16 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     if args.profile {
         print_profile(&out.stats);
         eprintln!("MLX graph limit    {}", graph_limit.describe());
+        let k = mlxcel_core::mlx::kernel_cache::stats();
+        if k.compiled > 0 {
+            eprintln!(
+                "kernel compiles    {} mlxcel kernels compiled for this GPU ({:.1} s of compiling, up to 8 at once; {:.1} s waited), kept in {} for later runs",
+                k.compiled,
+                k.compile_seconds,
+                k.waited_seconds,
+                mlxcel_core::mlx::kernel_cache::ptx_cache_dir().display()
+            );
+        }
     }
     if let Some(samples) = host_profile? {
         eprintln!(

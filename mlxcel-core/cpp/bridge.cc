@@ -245,15 +245,19 @@ bool array_is_scheduled(const Array& a) {
   return a.inner.status() != mx::array::Status::unscheduled;
 }
 
+// Whether evaluating `a` may launch kernels not launched yet (only then must the kernel disk
+// cache's queued compiles be waited for: an evaluated or already queued array launches none).
+bool unscheduled(const mx::array& a) { return a.status() == mx::array::Status::unscheduled; }
+
 void array_eval(const Array& a) {
-  kcache::wait_pending();
+  if (unscheduled(a.inner)) kcache::wait_pending();
   mx::array x = a.inner;
   x.eval();
 }
 
 bool array_is_row_contiguous(const Array& a) {
   // The flags are set when the array is computed, so evaluate first.
-  kcache::wait_pending();
+  if (unscheduled(a.inner)) kcache::wait_pending();
   mx::array x = a.inner;
   x.eval();
   return x.flags().row_contiguous;
@@ -264,7 +268,8 @@ void array_copy_to(const Array& a, rust::Slice<uint8_t> dst) {
   // Only a strided array gets a contiguous copy, and that copy is a new eval whose wait
   // covers everything queued on the stream since (in the pipelined decode loop: the whole
   // next step, which is what made the loop wait a full step for each token).
-  kcache::wait_pending();
+  // (A strided array's contiguous copy below is MLX's own kernel: nothing to wait for.)
+  if (unscheduled(a.inner)) kcache::wait_pending();
   mx::array c = a.inner;
   c.eval();
   if (!c.flags().row_contiguous) {
@@ -279,7 +284,7 @@ void array_copy_to(const Array& a, rust::Slice<uint8_t> dst) {
 }
 
 rust::String array_to_string(const Array& a) {
-  kcache::wait_pending();
+  if (unscheduled(a.inner)) kcache::wait_pending();
   std::ostringstream os;
   os << a.inner;
   return rust::String(os.str());
@@ -300,12 +305,20 @@ ArrayPtr array_vec_get(const ArrayVec& v, size_t i) {
 }
 // Every evaluation first waits for the kernel disk cache's queued compiles (kernel_disk_cache.h):
 // MLX then finds their images instead of compiling them itself.
+void wait_for_compiles(const ArrayVec& v) {
+  for (const auto& a : v.items) {
+    if (unscheduled(a)) {
+      kcache::wait_pending();
+      return;
+    }
+  }
+}
 void eval_all(const ArrayVec& v) {
-  kcache::wait_pending();
+  wait_for_compiles(v);
   mx::eval(v.items);
 }
 void async_eval_all(const ArrayVec& v) {
-  kcache::wait_pending();
+  wait_for_compiles(v);
   mx::async_eval(v.items);
 }
 
@@ -698,6 +711,11 @@ void kernel_cache_queue(rust::Str name, rust::Str source, rust::Str image, rust:
                         std::string(arch), std::move(dirs), std::string(nvrtc_lib));
 }
 void kernel_cache_wait() { kcache::wait_pending(); }
+rust::Vec<uint64_t> kernel_cache_stats() {
+  rust::Vec<uint64_t> v;
+  for (auto x : kcache::stats()) v.push_back(x);
+  return v;
+}
 rust::String kernel_cache_take_failure() { return rust::String(kcache::take_failure()); }
 
 rust::String kernel_ptx_cache_dir() { return rust::String(kcache::ptx_cache_dir_path()); }

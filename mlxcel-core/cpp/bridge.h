@@ -178,6 +178,7 @@ rust::String kernel_ptx_cache_dir();
 void kernel_cache_queue(rust::Str name, rust::Str source, rust::Str image, rust::Str arch,
                         rust::Vec<rust::String> include_dirs, rust::Str nvrtc_lib);
 void kernel_cache_wait();
+rust::Vec<uint64_t> kernel_cache_stats();
 rust::String kernel_cache_take_failure();
 
 // random

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -297,7 +299,15 @@ struct Pool {
   std::atomic<size_t> pending{0};
   std::vector<std::string> failures;
   bool started = false;
+  // Compiles finished, their summed wall time and the time evaluations waited (ns).
+  std::atomic<uint64_t> compiled{0}, compile_ns{0}, wait_ns{0};
 };
+
+uint64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 Pool& pool() {
   static auto* p = new Pool;
@@ -313,7 +323,10 @@ void worker(Pool* p) {
       job = std::move(p->jobs.front());
       p->jobs.pop_front();
     }
+    uint64_t t0 = now_ns();
     job();
+    p->compile_ns += now_ns() - t0;
+    ++p->compiled;
     std::lock_guard<std::mutex> l(p->m);
     if (--p->unfinished == 0) {
       p->pending.store(0);
@@ -374,8 +387,15 @@ void queue_compile(std::string name, std::string source, std::string image, std:
 void wait_pending() {
   Pool& p = pool();
   if (p.pending.load(std::memory_order_acquire) == 0) return;
+  uint64_t t0 = now_ns();
   std::unique_lock<std::mutex> l(p.m);
   p.idle.wait(l, [&p] { return p.unfinished == 0; });
+  p.wait_ns += now_ns() - t0;
+}
+
+std::array<uint64_t, 3> stats() {
+  Pool& p = pool();
+  return {p.compiled.load(), p.compile_ns.load(), p.wait_ns.load()};
 }
 
 std::string take_failure() {

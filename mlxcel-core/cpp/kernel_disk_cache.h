@@ -23,6 +23,8 @@
 // by-value `Shape` / `Strides` parameter types laid out as MLX's (10 entries each).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -69,6 +71,10 @@ void queue_compile(std::string name, std::string source, std::string image, std:
 
 // Blocks until every queued compile has written its files (or failed). Cheap when none is.
 void wait_pending();
+
+// Compiles done in this process, their summed wall time (ns) and the time evaluations spent
+// waiting for them (ns).
+std::array<uint64_t, 3> stats();
 
 // A queued compile's failure not yet reported ("" when none), oldest first.
 std::string take_failure();

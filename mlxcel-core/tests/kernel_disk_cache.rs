@@ -303,6 +303,17 @@ fn queued_compiles_run_side_by_side_and_write_mlx_s_two_files() {
     );
     wait();
     let waited = started.elapsed();
+    // The profile's counters: this test's seven compiles (other tests of this binary queue none).
+    let stats = mlxcel_core::mlx::kernel_cache::stats();
+    assert_eq!(stats.compiled, 7, "{stats:?}");
+    assert!(
+        stats.compile_seconds > 0.0 && stats.waited_seconds > 0.0,
+        "{stats:?}"
+    );
+    assert!(
+        stats.waited_seconds <= waited.as_secs_f64() + 1e-3,
+        "{stats:?}"
+    );
     for (i, name) in names.iter().enumerate() {
         let image = module_image_path(&dir.join("nested"), &format!("{name}_{i:x}"));
         let bytes = std::fs::read(&image).unwrap_or_else(|e| panic!("{}: {e}", image.display()));

@@ -257,6 +257,8 @@ pub(crate) mod bridge {
             nvrtc_lib: &str,
         );
         fn kernel_cache_wait();
+        /// Compiles done, their summed wall time (ns), time evaluations waited for them (ns).
+        fn kernel_cache_stats() -> Vec<u64>;
         fn kernel_cache_take_failure() -> String;
         /// MLX's PTX cache folder: `$MLX_PTX_CACHE_DIR`, else `<temp>/mlx/<version>/ptx`.
         fn kernel_ptx_cache_dir() -> String;

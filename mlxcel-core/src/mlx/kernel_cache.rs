@@ -130,3 +130,25 @@ pub fn wait() {
 pub fn take_failure() -> Option<String> {
     Some(ffi::kernel_cache_take_failure()).filter(|s| !s.is_empty())
 }
+
+/// What the disk cache compiled in this process.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CompileStats {
+    /// Kernel instantiations compiled (and written) here.
+    pub compiled: u64,
+    /// Their compile times summed (they run up to 8 at once).
+    pub compile_seconds: f64,
+    /// Time evaluations spent waiting for them.
+    pub waited_seconds: f64,
+}
+
+/// The disk cache's compiles so far in this process.
+pub fn stats() -> CompileStats {
+    let v = ffi::kernel_cache_stats();
+    let s = |i: usize| v.get(i).copied().unwrap_or(0);
+    CompileStats {
+        compiled: s(0),
+        compile_seconds: s(1) as f64 * 1e-9,
+        waited_seconds: s(2) as f64 * 1e-9,
+    }
+}
