@@ -8,7 +8,7 @@
 # parallel pass ~3-5 s (the slowest single compile plus the prefill's); the --profile line
 # `kernel compiles` says how long the compiles took in sum and how long evaluations waited.
 #   xz -df .devcarry/bin/mlxcel.xz .devcarry/bin/tests/*.xz; chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
-#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session62_call5.sh
+#   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session62_call6.sh
 set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
