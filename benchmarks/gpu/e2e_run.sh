@@ -18,6 +18,17 @@ run() {
     "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' ' ')"
 }
 
+# `gen TAG KV CTX [ENV=VALUE...]`: one generate of 16 tokens after a real prefill of CTX tokens
+# (4096-token chunks) into $R/TAG-KV-CTX.{json,err}; prints its wall time, prefill and decode
+# lines, and how many kernel disk cache warnings it logged (session 62's calls).
+gen() {
+  local tag=$1 kv=$2 ctx=$3 t0=$SECONDS rc; shift 3
+  env "$@" timeout "${GEN_TIMEOUT:-240}" .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" \
+    --max-tokens 16 --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json > "$R/$tag-$kv-$ctx.json" 2> "$R/$tag-$kv-$ctx.err"
+  rc=$?
+  echo "$tag $kv $ctx ($*): rc=$rc wall $((SECONDS - t0)) s | $(grep -E '^(prefill|decode  |decode \(2nd)' "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' '|') disk-cache warnings: $(grep -c 'kernel disk cache' "$R/$tag-$kv-$ctx.err")"
+}
+
 # `call_dir NAME`: this device call's result folder, R=/tmp/NAME (emptied), packed into
 # $OUT/NAME.tgz when the script exits (the device tool brings back at most 8 files).
 call_dir() {

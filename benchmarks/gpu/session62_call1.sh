@@ -15,14 +15,6 @@ set -uo pipefail
 . benchmarks/gpu/e2e_run.sh
 call_dir s62c1
 echo "card: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); binaries $(cat .devcarry/bin/COMMIT 2>/dev/null)"
-# `gen TAG KV CTX [ENV=VALUE...]`: one generate of 16 tokens after a real prefill of CTX tokens.
-gen() {
-  local tag=$1 kv=$2 ctx=$3 t0=$SECONDS rc; shift 3
-  env "$@" timeout 200 .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" \
-    --max-tokens 16 --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json > "$R/$tag-$kv-$ctx.json" 2> "$R/$tag-$kv-$ctx.err"
-  rc=$?
-  echo "$tag $kv $ctx ($*): rc=$rc wall $((SECONDS - t0)) s | $(grep -E '^(prefill|decode  )' "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' '|') disk-cache warnings: $(grep -c 'kernel disk cache' "$R/$tag-$kv-$ctx.err")"
-}
 gen off1 fp16 1024 MLXCEL_KERNEL_DISK_CACHE=0
 gen off2 fp16 1024 MLXCEL_KERNEL_DISK_CACHE=0
 gen on1 fp16 1024

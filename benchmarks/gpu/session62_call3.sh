@@ -15,13 +15,6 @@ set -uo pipefail
 . benchmarks/gpu/e2e_run.sh
 call_dir s62c3
 echo "card: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); binaries $(cat .devcarry/bin/COMMIT 2>/dev/null)"
-gen() {
-  local tag=$1 kv=$2 ctx=$3 t0=$SECONDS rc; shift 3
-  env "$@" timeout 240 .devcarry/bin/mlxcel generate --model synthetic:llama3-8b-4bit --prompt-tokens "$ctx" \
-    --max-tokens 16 --ignore-eos --profile --prefill-chunk 4096 --kv "$kv" --json > "$R/$tag-$kv-$ctx.json" 2> "$R/$tag-$kv-$ctx.err"
-  rc=$?
-  echo "$tag $kv $ctx ($*): rc=$rc wall $((SECONDS - t0)) s | $(grep -E '^(prefill|decode  |decode \(2nd)' "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' '|') disk-cache warnings: $(grep -c 'kernel disk cache' "$R/$tag-$kv-$ctx.err")"
-}
 gen warm fp16 1024
 for kv in turbo4 turbo4-asym int8; do gen warm "$kv" 4096; done
 for kv in fp16 turbo4 turbo4-asym int8; do gen r1 "$kv" 32768; done
