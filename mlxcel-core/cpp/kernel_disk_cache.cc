@@ -212,8 +212,6 @@ fs::path ptx_cache_dir() {
 
 } // namespace
 
-const char* utils_header() { return kUtils; }
-
 std::string ptx_cache_dir_path() { return ptx_cache_dir().string(); }
 
 std::string module_image_path(const std::string& dir, const std::string& module) {

@@ -48,9 +48,6 @@ Compiled nvrtc_compile(const std::string& source, const std::string& name_expr,
                        const std::string& arch, const std::vector<std::string>& include_dirs,
                        const std::string& nvrtc_lib);
 
-// The header text compiled in place of MLX's "mlx/backend/cuda/device/utils.cuh".
-const char* utils_header();
-
 // MLX's PTX cache folder, as MLX picks it: $MLX_PTX_CACHE_DIR, else <temp>/mlx/<version>/ptx.
 std::string ptx_cache_dir_path();
 
