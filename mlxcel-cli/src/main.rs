@@ -57,7 +57,7 @@ enum Command {
 /// On CUDA, with `MLX_PTX_CACHE_DIR` unset, points MLX's compiled-kernel cache (MLX's own
 /// kernels and the images mlxcel writes there, ADR 0029) at a folder in mlxcel's cache instead
 /// of the temporary folder, which a reboot may empty (then the next run compiles everything
-/// again: ~50 s on an H100). Runs before anything compiles (MLX reads the variable once) and
+/// again: ~50 s on an H100); one folder per MLX version and GPU architecture. Runs before anything compiles (MLX reads the variable once) and
 /// before other threads exist. A folder that cannot be made leaves MLX's default.
 fn keep_compiled_kernels() {
     use mlxcel_core::mlx::kernel::KernelBackend;
@@ -66,9 +66,20 @@ fn keep_compiled_kernels() {
     {
         return;
     }
+    use mlxcel_core::mlx::device::{self, DeviceKind};
+    // MLX reports the GPU's architecture ("sm_90"); without it, MLX's default stays.
+    let arch = device::device_info(DeviceKind::Gpu, 0)
+        .ok()
+        .and_then(|info| info.into_iter().find(|(k, _)| k == "architecture"))
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    let Some(arch) = arch else {
+        return;
+    };
     let dir = mlxcel_core::mlx::kernel_cache::lasting_dir(
         &mlxcel_models::loader::resolve::cache_dir(),
-        &mlxcel_core::mlx::device::mlx_version(),
+        &device::mlx_version(),
+        &arch,
     );
     match std::fs::create_dir_all(&dir) {
         Ok(()) => std::env::set_var("MLX_PTX_CACHE_DIR", &dir),

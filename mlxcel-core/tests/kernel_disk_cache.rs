@@ -244,7 +244,7 @@ fn module_images_are_named_as_mlx_reads_them() {
 }
 
 #[test]
-fn images_are_counted_by_mlx_s_custom_kernel_prefix_and_the_lasting_folder_holds_the_version() {
+fn images_are_counted_by_mlx_s_custom_kernel_prefix_and_the_lasting_folder_names_version_and_gpu() {
     use mlxcel_core::mlx::kernel_cache::{images_in, lasting_dir};
     let dir = std::env::temp_dir().join(format!("mlxcel-kcache-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -258,8 +258,8 @@ fn images_are_counted_by_mlx_s_custom_kernel_prefix_and_the_lasting_folder_holds
     assert_eq!(images_in(&dir.join("missing")), (0, 0));
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(
-        lasting_dir(Path::new("/home/u/.cache/mlxcel"), "0.32.4"),
-        Path::new("/home/u/.cache/mlxcel/mlx-ptx/0.32.4")
+        lasting_dir(Path::new("/home/u/.cache/mlxcel"), "0.32.4", "sm_90"),
+        Path::new("/home/u/.cache/mlxcel/mlx-ptx/0.32.4/sm_90")
     );
 }
 

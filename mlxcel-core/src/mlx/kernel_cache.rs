@@ -94,11 +94,16 @@ pub fn images_in(dir: &Path) -> (usize, u64) {
 }
 
 /// The folder the `mlxcel` binary points MLX's PTX cache at when `MLX_PTX_CACHE_DIR` is unset:
-/// `<mlxcel cache>/mlx-ptx/<MLX version>`. MLX's default lies in the temporary folder, which a
-/// reboot may empty, and then the first run compiles MLX's kernels and mlxcel's again (~50 s on
-/// an H100, session 62). The MLX version is in the name because module names do not hold it.
-pub fn lasting_dir(mlxcel_cache: &Path, mlx_version: &str) -> PathBuf {
-    mlxcel_cache.join("mlx-ptx").join(mlx_version)
+/// `<mlxcel cache>/mlx-ptx/<MLX version>/<GPU architecture>`. MLX's default lies in the
+/// temporary folder, which a reboot may empty, and then the first run compiles MLX's kernels and
+/// mlxcel's again (~50 s on an H100, session 62). Neither MLX's module names nor mlxcel's hold
+/// the MLX version or the GPU's architecture, and a home folder may be shared by machines with
+/// other GPUs (an image built for sm_90a does not load on sm_80): both go into the path.
+pub fn lasting_dir(mlxcel_cache: &Path, mlx_version: &str, gpu_arch: &str) -> PathBuf {
+    mlxcel_cache
+        .join("mlx-ptx")
+        .join(mlx_version)
+        .join(gpu_arch)
 }
 
 /// Queues a compile on the disk cache's worker pool, as a new instantiation does: kernel
