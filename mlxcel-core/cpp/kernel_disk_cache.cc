@@ -322,10 +322,19 @@ void worker(Pool* p) {
       p->jobs.pop_front();
     }
     uint64_t t0 = now_ns();
-    job();
+    // An exception must not leave a detached thread (that would end the process).
+    std::string failure;
+    try {
+      job();
+    } catch (const std::exception& e) {
+      failure = std::string("kernel disk cache worker: ") + e.what();
+    } catch (...) {
+      failure = "kernel disk cache worker: unknown error";
+    }
     p->compile_ns += now_ns() - t0;
     ++p->compiled;
     std::lock_guard<std::mutex> l(p->m);
+    if (!failure.empty()) p->failures.push_back(std::move(failure));
     if (--p->unfinished == 0) {
       p->pending.store(0);
       p->idle.notify_all();
@@ -405,7 +414,23 @@ std::string take_failure() {
   return f;
 }
 
+namespace {
+std::string ensure_cached_impl(const mx::array& out);
+}
+
 std::string ensure_cached(const mx::array& out) {
+  // Nothing here may fail the launch: any error becomes a note, and MLX compiles as before.
+  try {
+    return ensure_cached_impl(out);
+  } catch (const std::exception& e) {
+    return std::string("kernel disk cache: ") + e.what();
+  } catch (...) {
+    return "kernel disk cache: unknown error";
+  }
+}
+
+namespace {
+std::string ensure_cached_impl(const mx::array& out) {
   if (!out.has_primitive()) return "the launch's output has no primitive";
   const auto& prim = out.primitive();
   if (std::strcmp(prim.name(), "CustomKernel") != 0) {
@@ -438,5 +463,6 @@ std::string ensure_cached(const mx::array& out) {
   queue_compile(std::move(name), std::move(source), image.string(), arch, include_dirs, "");
   return "";
 }
+} // namespace
 
 } // namespace mlxcel::kcache
