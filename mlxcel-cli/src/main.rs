@@ -66,14 +66,11 @@ fn keep_compiled_kernels() {
     {
         return;
     }
-    use mlxcel_core::mlx::device::{self, DeviceKind};
+    use mlxcel_core::mlx::device;
     // MLX reports the GPU's architecture ("sm_90"); without it, MLX's default stays.
-    let arch = device::device_info(DeviceKind::Gpu, 0)
-        .ok()
-        .and_then(|info| info.into_iter().find(|(k, _)| k == "architecture"))
-        .map(|(_, v)| v)
-        .filter(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
-    let Some(arch) = arch else {
+    let Some(arch) = device::gpu_architecture()
+        .filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    else {
         return;
     };
     let dir = mlxcel_core::mlx::kernel_cache::lasting_dir(

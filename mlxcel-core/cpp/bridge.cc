@@ -303,8 +303,8 @@ ArrayPtr array_vec_get(const ArrayVec& v, size_t i) {
   if (i >= v.items.size()) throw std::out_of_range("[mlxcel] ArrayVec index out of range");
   return wrap(v.items[i]);
 }
-// Every evaluation first waits for the kernel disk cache's queued compiles (kernel_disk_cache.h):
-// MLX then finds their images instead of compiling them itself.
+// An evaluation that may launch new kernels first waits for the kernel disk cache's queued
+// compiles (kernel_disk_cache.h): MLX then finds their images instead of compiling them itself.
 void wait_for_compiles(const ArrayVec& v) {
   for (const auto& a : v.items) {
     if (unscheduled(a)) {
@@ -696,19 +696,15 @@ rust::String take_kernel_cache_note() {
 
 NvrtcOutcome nvrtc_compile_check(rust::Str source, rust::Str name_expr, rust::Str arch,
                                  rust::Vec<rust::String> include_dirs, rust::Str nvrtc_lib) {
-  std::vector<std::string> dirs;
-  for (const auto& d : include_dirs) dirs.emplace_back(std::string(d));
   auto c = kcache::nvrtc_compile(std::string(source), std::string(name_expr), std::string(arch),
-                                 dirs, std::string(nvrtc_lib));
+                                 to_strings(include_dirs), std::string(nvrtc_lib));
   return NvrtcOutcome{c.ok, rust::String(c.lowered), c.image.size(), rust::String(c.log)};
 }
 
 void kernel_cache_queue(rust::Str name, rust::Str source, rust::Str image, rust::Str arch,
                         rust::Vec<rust::String> include_dirs, rust::Str nvrtc_lib) {
-  std::vector<std::string> dirs;
-  for (const auto& d : include_dirs) dirs.emplace_back(std::string(d));
   kcache::queue_compile(std::string(name), std::string(source), std::string(image),
-                        std::string(arch), std::move(dirs), std::string(nvrtc_lib));
+                        std::string(arch), to_strings(include_dirs), std::string(nvrtc_lib));
 }
 void kernel_cache_wait() { kcache::wait_pending(); }
 rust::Vec<uint64_t> kernel_cache_stats() {

@@ -10,10 +10,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <deque>
-#include <functional>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -45,6 +45,9 @@ struct Nvrtc {
   int (*ptx)(Prog, char*);
   int (*destroy)(Prog*);
   const char* (*error)(int);
+  // Optional (NVRTC 11.2+): the architectures it can emit SASS for.
+  int (*num_archs)(int*) = nullptr;
+  int (*archs)(int*) = nullptr;
   std::string why;  // non-empty: not loaded, and why
 };
 
@@ -78,6 +81,8 @@ Nvrtc load_nvrtc(const std::string& lib) {
             sym(h, "nvrtcGetPTX", n.ptx) && sym(h, "nvrtcDestroyProgram", n.destroy) &&
             sym(h, "nvrtcGetErrorString", n.error);
   if (!ok) n.why = "the NVRTC library lacks a function this cache calls";
+  sym(h, "nvrtcGetNumSupportedArchs", n.num_archs);
+  sym(h, "nvrtcGetSupportedArchs", n.archs);
   return n;
 }
 
@@ -151,7 +156,7 @@ std::vector<std::string> mlx_include_dirs() {
 
 // The device's NVRTC target as MLX picks it: "sm_XYa" (cubin) when NVRTC lists the
 // architecture, else "compute_XYa" (PTX); the "a" suffix from compute capability 9 on.
-std::string device_arch(std::string& why) {
+std::string device_arch(const Nvrtc& n, std::string& why) {
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (!cuda) cuda = dlopen("libcuda.so.1", RTLD_NOW);
   int (*init)(unsigned) = nullptr;
@@ -170,18 +175,12 @@ std::string device_arch(std::string& why) {
     why = "the CUDA driver did not report the device's compute capability";
     return "";
   }
-  int (*count)(int*) = nullptr;
-  int (*archs)(int*) = nullptr;
   bool sass = false;
-  void* h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_NOLOAD);
-  if (!h) h = dlopen("libnvrtc.so.12", RTLD_NOW | RTLD_NOLOAD);
-  if (h && sym(h, "nvrtcGetNumSupportedArchs", count) && sym(h, "nvrtcGetSupportedArchs", archs)) {
-    int k = 0;
-    if (count(&k) == 0 && k > 0) {
-      std::vector<int> list(k);
-      if (archs(list.data()) == 0) {
-        for (int a : list) sass = sass || a == major * 10 + minor;
-      }
+  int k = 0;
+  if (n.num_archs && n.archs && n.num_archs(&k) == 0 && k > 0) {
+    std::vector<int> list(k);
+    if (n.archs(list.data()) == 0) {
+      sass = std::find(list.begin(), list.end(), major * 10 + minor) != list.end();
     }
   }
   char buf[32];
@@ -292,10 +291,12 @@ namespace {
 struct Pool {
   std::mutex m;
   std::condition_variable work, idle;
-  std::deque<std::function<void()>> jobs;
-  size_t unfinished = 0;
-  std::atomic<size_t> pending{0};
-  std::vector<std::string> failures;
+  // A job returns why it failed ("" when it did not).
+  std::deque<std::function<std::string()>> jobs;
+  std::deque<std::string> failures;
+  // Both changed under `m`; atomic so that the hot paths (every evaluation, every launch's
+  // note) can read them without the lock.
+  std::atomic<size_t> unfinished{0}, failure_count{0};
   bool started = false;
   // Compiles finished, their summed wall time and the time evaluations waited (ns).
   std::atomic<uint64_t> compiled{0}, compile_ns{0}, wait_ns{0};
@@ -314,7 +315,7 @@ Pool& pool() {
 
 void worker(Pool* p) {
   for (;;) {
-    std::function<void()> job;
+    std::function<std::string()> job;
     {
       std::unique_lock<std::mutex> l(p->m);
       p->work.wait(l, [p] { return !p->jobs.empty(); });
@@ -325,7 +326,7 @@ void worker(Pool* p) {
     // An exception must not leave a detached thread (that would end the process).
     std::string failure;
     try {
-      job();
+      failure = job();
     } catch (const std::exception& e) {
       failure = std::string("kernel disk cache worker: ") + e.what();
     } catch (...) {
@@ -334,15 +335,15 @@ void worker(Pool* p) {
     p->compile_ns += now_ns() - t0;
     ++p->compiled;
     std::lock_guard<std::mutex> l(p->m);
-    if (!failure.empty()) p->failures.push_back(std::move(failure));
-    if (--p->unfinished == 0) {
-      p->pending.store(0);
-      p->idle.notify_all();
+    if (!failure.empty()) {
+      p->failures.push_back(std::move(failure));
+      ++p->failure_count;
     }
+    if (--p->unfinished == 0) p->idle.notify_all();
   }
 }
 
-void submit(std::function<void()> job) {
+void submit(std::function<std::string()> job) {
   Pool& p = pool();
   std::lock_guard<std::mutex> l(p.m);
   if (!p.started) {
@@ -353,7 +354,6 @@ void submit(std::function<void()> job) {
   }
   p.jobs.push_back(std::move(job));
   ++p.unfinished;
-  p.pending.store(p.unfinished);
   p.work.notify_one();
 }
 
@@ -382,18 +382,13 @@ void queue_compile(std::string name, std::string source, std::string image, std:
                    std::vector<std::string> include_dirs, std::string nvrtc_lib) {
   submit([name = std::move(name), source = std::move(source), image = std::move(image),
           arch = std::move(arch), dirs = std::move(include_dirs), lib = std::move(nvrtc_lib)] {
-    std::string why = compile_and_write(name, source, image, arch, dirs, lib);
-    if (!why.empty()) {
-      Pool& p = pool();
-      std::lock_guard<std::mutex> l(p.m);
-      p.failures.push_back(std::move(why));
-    }
+    return compile_and_write(name, source, image, arch, dirs, lib);
   });
 }
 
 void wait_pending() {
   Pool& p = pool();
-  if (p.pending.load(std::memory_order_acquire) == 0) return;
+  if (p.unfinished.load() == 0) return;
   uint64_t t0 = now_ns();
   std::unique_lock<std::mutex> l(p.m);
   p.idle.wait(l, [&p] { return p.unfinished == 0; });
@@ -407,26 +402,13 @@ std::array<uint64_t, 3> stats() {
 
 std::string take_failure() {
   Pool& p = pool();
+  if (p.failure_count.load() == 0) return "";
   std::lock_guard<std::mutex> l(p.m);
   if (p.failures.empty()) return "";
   std::string f = std::move(p.failures.front());
-  p.failures.erase(p.failures.begin());
+  p.failures.pop_front();
+  --p.failure_count;
   return f;
-}
-
-namespace {
-std::string ensure_cached_impl(const mx::array& out);
-}
-
-std::string ensure_cached(const mx::array& out) {
-  // Nothing here may fail the launch: any error becomes a note, and MLX compiles as before.
-  try {
-    return ensure_cached_impl(out);
-  } catch (const std::exception& e) {
-    return std::string("kernel disk cache: ") + e.what();
-  } catch (...) {
-    return "kernel disk cache: unknown error";
-  }
 }
 
 namespace {
@@ -448,8 +430,8 @@ std::string ensure_cached_impl(const mx::array& out) {
   static std::mutex m;
   static auto* done = new std::unordered_set<std::string>;
   std::lock_guard<std::mutex> g(m);
-  if (done->count(module)) return "";
-  done->insert(module);  // tried: a failure is reported once, and MLX compiles it itself
+  // Tried once: a failure is reported once, and MLX compiles that module itself.
+  if (!done->insert(module).second) return "";
   fs::path image = module_image_path(ptx_cache_dir().string(), module);
   std::error_code ec;
   if (fs::exists(image, ec)) return "";
@@ -457,12 +439,23 @@ std::string ensure_cached_impl(const mx::array& out) {
   if (!n.why.empty()) return n.why;
   // The device and include paths once, here on the launching thread.
   static std::string arch_why;
-  static const std::string arch = device_arch(arch_why);
+  static const std::string arch = device_arch(n, arch_why);
   if (arch.empty()) return arch_why;
   static const std::vector<std::string> include_dirs = mlx_include_dirs();
   queue_compile(std::move(name), std::move(source), image.string(), arch, include_dirs, "");
   return "";
 }
 } // namespace
+
+std::string ensure_cached(const mx::array& out) {
+  // Nothing here may fail the launch: any error becomes a note, and MLX compiles as before.
+  try {
+    return ensure_cached_impl(out);
+  } catch (const std::exception& e) {
+    return std::string("kernel disk cache: ") + e.what();
+  } catch (...) {
+    return "kernel disk cache: unknown error";
+  }
+}
 
 } // namespace mlxcel::kcache

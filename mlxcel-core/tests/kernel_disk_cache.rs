@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use mlxcel_core::mlx::kernel_cache::{module_image_path, nvrtc_compile};
+use mlxcel_core::mlx::kernel_cache::{module_image_path, nvrtc_compile, Compiled};
 
 /// Pinned so that every run compiles with the same NVRTC.
 const WHEELS: [&str; 3] = [
@@ -129,14 +129,37 @@ fn mlx_text(
     s
 }
 
+/// A kernel of one float input `x` (no shape parameters) and one float output `out`.
+fn float_kernel(name: &str, body: &str) -> String {
+    mlx_text(
+        name,
+        "",
+        &[In("x", "float", false, false, false)],
+        &[("out", "float")],
+        "",
+        body,
+    )
+}
+
 fn tk() -> (&'static Path, &'static [PathBuf]) {
     let t = toolkit();
     (&t.nvrtc, &t.include)
 }
 
+/// `text`'s kernel `mlx::core::cu::<name>` compiled for `arch` with the PyPI toolkit.
+fn compile(text: &str, name: &str, arch: &str) -> mlxcel_core::Result<Compiled> {
+    let (nvrtc, include) = tk();
+    nvrtc_compile(
+        text,
+        &format!("mlx::core::cu::{name}"),
+        arch,
+        include,
+        Some(nvrtc),
+    )
+}
+
 #[test]
 fn mlx_shaped_argmax_kernel_compiles_to_a_cubin_with_the_stand_in_header() {
-    let (nvrtc, include) = tk();
     // The real argmax kernel (fp16 logits) as MLX generates it: it reads x_shape, x_ndim and
     // slot_marker_shape, passed by value as MLX's Shape.
     let text = mlx_text(
@@ -151,9 +174,8 @@ fn mlx_shaped_argmax_kernel_compiles_to_a_cubin_with_the_stand_in_header() {
         "  constexpr int SLOT_WORDS = 8;\n  using T_x = __half;\n",
         include_str!("../src/kernels/cuda/argmax.cu"),
     );
-    let kernel = "mlx::core::cu::custom_kernel_mlxcel_argmax_token_8_float16";
-    let c = nvrtc_compile(&text, kernel, "sm_90a", include, Some(nvrtc))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let kernel = "custom_kernel_mlxcel_argmax_token_8_float16";
+    let c = compile(&text, kernel, "sm_90a").unwrap_or_else(|e| panic!("{e}"));
     // A C++-mangled name inside mlx::core::cu, as MLX's own compile would look it up.
     assert!(
         c.lowered.starts_with("_ZN3mlx4core2cu") && c.lowered.contains("argmax_token"),
@@ -163,13 +185,12 @@ fn mlx_shaped_argmax_kernel_compiles_to_a_cubin_with_the_stand_in_header() {
     // An ELF cubin of some size, not an empty or PTX image.
     assert!(c.image_len > 1000, "image of {} bytes", c.image_len);
     // PTX for a compute_ target (MLX's choice when NVRTC cannot emit SASS for the device).
-    let ptx = nvrtc_compile(&text, kernel, "compute_90a", include, Some(nvrtc)).unwrap();
+    let ptx = compile(&text, kernel, "compute_90a").unwrap();
     assert!(ptx.image_len > 1000);
 }
 
 #[test]
 fn shape_and_strides_parameters_are_indexed_as_mlx_passes_them() {
-    let (nvrtc, include) = tk();
     // Strides are 64-bit; Shape entries 32-bit; both indexable with a runtime index, the
     // size() of MLX's arrays too.
     let text = mlx_text(
@@ -180,36 +201,19 @@ fn shape_and_strides_parameters_are_indexed_as_mlx_passes_them() {
         "  using T_a = __nv_bfloat16;\n",
         "const int i = threadIdx.x % a_ndim;\nout[0] = static_cast<float>(a[0]) + twice(a_shape[i]);\nn[0] = a_strides[i] + a_shape.size();\n",
     );
-    nvrtc_compile(
-        &text,
-        "mlx::core::cu::custom_kernel_shapes_bfloat16",
-        "sm_90a",
-        include,
-        Some(nvrtc),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    compile(&text, "custom_kernel_shapes_bfloat16", "sm_90a").unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
 fn a_text_that_does_not_compile_is_an_error_with_nvrtc_s_log() {
-    let (nvrtc, include) = tk();
-    let text = mlx_text(
+    let (_, include) = tk();
+    let text = float_kernel(
         "custom_kernel_broken",
-        "",
-        &[In("x", "float", false, false, false)],
-        &[("out", "float")],
-        "",
         "out[0] = helper_mlx_does_not_define(x[0]);\n",
     );
-    let err = nvrtc_compile(
-        &text,
-        "mlx::core::cu::custom_kernel_broken",
-        "sm_90a",
-        include,
-        Some(nvrtc),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = compile(&text, "custom_kernel_broken", "sm_90a")
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("helper_mlx_does_not_define") && err.contains("custom_kernel_broken"),
         "{err}"
@@ -285,14 +289,7 @@ fn queued_compiles_run_side_by_side_and_write_mlx_s_two_files() {
         queue_compile(name, &text, &image, "sm_90a", include, Some(nvrtc));
     }
     // One that fails: reported through take_failure, the others still written.
-    let broken = mlx_text(
-        "custom_kernel_qbad",
-        "",
-        &[In("x", "float", false, false, false)],
-        &[("out", "float")],
-        "",
-        "out[0] = not_declared_anywhere;\n",
-    );
+    let broken = float_kernel("custom_kernel_qbad", "out[0] = not_declared_anywhere;\n");
     queue_compile(
         "custom_kernel_qbad",
         &broken,

@@ -104,13 +104,22 @@ pub fn device_info(kind: DeviceKind, index: i32) -> Result<Vec<(String, String)>
 /// (thread-block clusters: 9) check it before they are built.
 pub fn gpu_compute_capability_major() -> Option<u32> {
     static MAJOR: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *MAJOR.get_or_init(|| {
-        device_info(DeviceKind::Gpu, 0)
-            .ok()?
-            .into_iter()
-            .find(|(k, _)| k == "compute_capability_major")
-            .and_then(|(_, v)| v.trim().parse().ok())
-    })
+    *MAJOR.get_or_init(|| gpu_info("compute_capability_major")?.trim().parse().ok())
+}
+
+/// The default GPU's architecture as MLX's CUDA backend names it (`architecture` in
+/// [`device_info`], e.g. `sm_90`); `None` without a GPU or where MLX does not report it.
+pub fn gpu_architecture() -> Option<String> {
+    gpu_info("architecture").filter(|v| !v.is_empty())
+}
+
+/// One property of GPU 0 from [`device_info`].
+fn gpu_info(key: &str) -> Option<String> {
+    device_info(DeviceKind::Gpu, 0)
+        .ok()?
+        .into_iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v)
 }
 
 /// Starts (`true`) or stops the CUDA profiler's capture range (`cuProfilerStart/Stop`), for

@@ -30,6 +30,17 @@ pub struct Compiled {
     pub log: String,
 }
 
+/// The include folders and the NVRTC library as the bridge takes them (an empty library path:
+/// the NVRTC MLX loaded).
+fn bridge_paths(include_dirs: &[PathBuf], nvrtc: Option<&Path>) -> (Vec<String>, String) {
+    let dirs = include_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    let lib = nvrtc.map(|p| p.display().to_string()).unwrap_or_default();
+    (dirs, lib)
+}
+
 /// Compiles `source` (an MLX-generated kernel text) the way the disk cache does: MLX's
 /// NVRTC options, the stand-in device header, `include_dirs` (CUDA's headers, CCCL), for
 /// `arch` (e.g. `sm_90a`). `nvrtc` is the library to load (`None`: the one MLX loaded, else
@@ -41,11 +52,7 @@ pub fn nvrtc_compile(
     include_dirs: &[PathBuf],
     nvrtc: Option<&Path>,
 ) -> Result<Compiled> {
-    let dirs = include_dirs
-        .iter()
-        .map(|d| d.display().to_string())
-        .collect();
-    let lib = nvrtc.map(|p| p.display().to_string()).unwrap_or_default();
+    let (dirs, lib) = bridge_paths(include_dirs, nvrtc);
     let out = ffi::nvrtc_compile_check(source, kernel, arch, dirs, &lib);
     if !out.ok {
         return Err(Error::invalid(
@@ -118,11 +125,7 @@ pub fn queue_compile(
     include_dirs: &[PathBuf],
     nvrtc: Option<&Path>,
 ) {
-    let dirs = include_dirs
-        .iter()
-        .map(|d| d.display().to_string())
-        .collect();
-    let lib = nvrtc.map(|p| p.display().to_string()).unwrap_or_default();
+    let (dirs, lib) = bridge_paths(include_dirs, nvrtc);
     ffi::kernel_cache_queue(name, source, &image.display().to_string(), arch, dirs, &lib);
 }
 
