@@ -45,7 +45,7 @@ fn small_sweep_writes_both_tables() {
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert_eq!(header.len(), 11, "{header:?}");
+    assert_eq!(header.len(), 12, "{header:?}");
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     // Per context: the SDPA row, then one row per mode (CPU: each mode's split path).
@@ -53,12 +53,17 @@ fn small_sweep_writes_both_tables() {
     for group in rows.chunks(4) {
         assert_eq!(group[0][col("path")], "mlx-sdpa", "{csv}");
         assert_eq!(group[0][col("speedup_vs_mlx_fp16_sdpa")], "1.000");
-        assert_eq!(group[0][col("speedup_after_build")], "1.000");
+        assert_eq!(group[0][col("speedup_pipelined")], "1.000");
         let modes: Vec<&str> = group.iter().map(|r| r[col("mode")]).collect();
         assert_eq!(modes, ["fp16", "fp16", "turbo4", "turbo4-asym"], "{csv}");
         for r in group {
             assert_eq!(r.len(), header.len(), "{r:?}");
-            for c in ["time_us", "speedup_vs_mlx_fp16_sdpa", "speedup_after_build"] {
+            for c in [
+                "time_us",
+                "speedup_vs_mlx_fp16_sdpa",
+                "pipelined_us",
+                "speedup_pipelined",
+            ] {
                 let v: f64 = r[col(c)].parse().unwrap();
                 assert!(v > 0.0 && v.is_finite(), "{c} = {v} in {r:?}");
             }
