@@ -143,32 +143,45 @@ pub(crate) fn time_calls(iters: usize, f: &dyn Fn(usize) -> Result<Array>) -> Re
 /// host to work ahead of the device.
 const PIPELINE_BATCH: usize = 5;
 
-/// Best of three wall times per call, the decode loop's way: `iters` calls built and handed to
-/// MLX's `async_eval` in batches of [`PIPELINE_BATCH`], so the host builds and encodes batch
-/// j + 1 while the device runs batch j. The time per call is then about the larger of the
-/// host's work and the device's, where [`time_calls`]' is their sum. Why: at contexts up to
-/// ~32K a fused call's kernel is shorter than its host work (graph build plus MLX's encoding
-/// of the launch), so the serial time measures the host (ADR 0030), while a decode step builds
-/// the next step as the device runs this one. Call after [`time_calls`] (its warm-up).
+/// Best of three wall times per call, the decode loop's way: each call's query is the previous
+/// call's output (`f(i, q)` builds call i on `q`; the first gets `q0`), so the calls run one
+/// after another on the device as a model's layers do, and they are handed to MLX's
+/// `async_eval` in batches of [`PIPELINE_BATCH`] as they are built, so the host builds and
+/// encodes batch j + 1 while the device runs batch j. The time per call is then about the
+/// larger of the host's work and the device's, where [`time_calls`]' is their sum. Why: at
+/// contexts up to ~32K a fused call's kernel is shorter than its host work (graph build plus
+/// MLX's encoding of the launch), so the serial time measures the host (ADR 0030), while a
+/// decode step builds the next step as the device runs this one. The chain matters: calls
+/// without a dependency share MLX's CUDA graphs as unordered nodes, and short kernels then
+/// overlap on the device (session 63 measured MLX's 8K SDPA at 18 us per call that way, against
+/// a 33 us kernel). Call after [`time_calls`] (its warm-up).
 pub(crate) fn time_calls_pipelined(
     iters: usize,
-    f: &dyn Fn(usize) -> Result<Array>,
+    q0: &Array,
+    f: &dyn Fn(usize, &Array) -> Result<Array>,
 ) -> Result<f64> {
+    let (shape, dtype) = (q0.shape(), q0.dtype());
     let mut best = f64::MAX;
     for _ in 0..3 {
         let t0 = Instant::now();
-        let mut outs = Vec::with_capacity(iters);
-        for start in (0..iters).step_by(PIPELINE_BATCH) {
-            let batch = (start..(start + PIPELINE_BATCH).min(iters))
-                .map(f)
-                .collect::<Result<Vec<_>>>()?;
-            async_eval_all(&batch.iter().collect::<Vec<_>>())?;
-            // Kept alive until the end: dropping an output early could free memory a later
-            // batch reuses while the device still writes it (MLX holds its own references,
-            // but the timing should not depend on that).
-            outs.extend(batch);
+        let mut q = q0.clone();
+        let mut batch = Vec::with_capacity(PIPELINE_BATCH);
+        for i in 0..iters {
+            let out = f(i, &q)?;
+            // The attention output has the query's shape and dtype on every path; the reshape
+            // is a view (no kernel) and the cast is only there should a path differ.
+            let mut next = out.reshape(&shape)?;
+            if next.dtype() != dtype {
+                next = next.astype(dtype)?;
+            }
+            batch.push(next.clone());
+            q = next;
+            if batch.len() == PIPELINE_BATCH || i + 1 == iters {
+                async_eval_all(&batch.iter().collect::<Vec<_>>())?;
+                batch.clear();
+            }
         }
-        eval_all(&outs.iter().collect::<Vec<_>>())?;
+        q.eval()?;
         device::synchronize()?;
         best = best.min(t0.elapsed().as_secs_f64() / iters as f64);
     }
@@ -280,9 +293,9 @@ fn run_attention(a: &AttentionBench) -> Result<()> {
                 Ok(dense_attention(&q, k, v, scale)?)
             })?;
             let sdpa = sdpa_t.wall;
-            let sdpa_piped = time_calls_pipelined(a.iters, &|i| {
+            let sdpa_piped = time_calls_pipelined(a.iters, &q, &|i, q| {
                 let (k, v) = &kv[i % copies];
-                Ok(dense_attention(&q, k, v, scale)?)
+                Ok(dense_attention(q, k, v, scale)?)
             })?;
             rows.push(Row {
                 shape: shape.clone(),
@@ -318,12 +331,12 @@ fn run_attention(a: &AttentionBench) -> Result<()> {
                     paths.push(AttentionPath::RotatedSdpa);
                 }
                 for path in paths {
-                    let call = |i: usize| -> Result<Array> {
+                    let call = |i: usize, q: &Array| -> Result<Array> {
                         let (k, v) = &sides[i % sides.len()];
-                        Ok(attend_with(path, &q, k.as_ref(), v.as_ref(), scale)?)
+                        Ok(attend_with(path, q, k.as_ref(), v.as_ref(), scale)?)
                     };
-                    let ct = time_calls(a.iters, &call)?;
-                    let piped = time_calls_pipelined(a.iters, &call)?;
+                    let ct = time_calls(a.iters, &|i| call(i, &q))?;
+                    let piped = time_calls_pipelined(a.iters, &q, &call)?;
                     let t = ct.wall;
                     let row = Row {
                         shape: shape.clone(),
