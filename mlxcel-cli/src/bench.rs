@@ -168,9 +168,14 @@ pub(crate) fn time_calls_pipelined(
         let mut batch = Vec::with_capacity(PIPELINE_BATCH);
         for i in 0..iters {
             let out = f(i, &q)?;
-            // The attention output has the query's shape and dtype on every path; the reshape
-            // is a view (no kernel) and the cast is only there should a path differ.
-            let mut next = out.reshape(&shape)?;
+            // The attention output has the query's shape and dtype on the fused path and MLX's
+            // SDPA; the reshape (a view) and the cast are only there should a path differ, and
+            // are skipped otherwise (each would be one more node of host work per call).
+            let mut next = if out.shape() == shape {
+                out
+            } else {
+                out.reshape(&shape)?
+            };
             if next.dtype() != dtype {
                 next = next.astype(dtype)?;
             }
