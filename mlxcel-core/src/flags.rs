@@ -633,6 +633,22 @@ pub const FOLD_MERGE: Flag = Flag {
     slot: 20,
 };
 
+/// With [`FOLD_MERGE`]: a tensor-core launch that would take more splits than the fold merges
+/// (16) is cut to 16 so that it folds, where the context is below the fold's limit and 16 splits
+/// still give ~90% of the SMs a CTA (`fold_split_cap` in kernels/decode_attention.rs). Which
+/// launches: kernels that fit two CTAs per SM with 8 KV heads, i.e. symmetric turbo2 at head_dim
+/// 64 (Llama-3.2-1B's shape: 33 splits at long contexts, 22 at 4K). Why: its calls were the
+/// slowest of the microbenchmark at D 64 and 4K (H100, session 63, ncu: 14.5 us with
+/// the separate merge against 9.2-9.8 for the other folded modes; every call also builds and
+/// encodes a second node). The same kernel folds for 16 splits everywhere else; the splits change
+/// the summation order (parity, not bit identity). 0 = the splits by occupancy alone.
+pub const FOLD_SPLIT_CAP: Flag = Flag {
+    name: "MLXCEL_FOLD_SPLIT_CAP",
+    default: true,
+    doc: "with MLXCEL_FOLD_MERGE: launches of more than 16 splits below MLXCEL_FOLD_MAX_CONTEXT cut to 16 so they fold, where 16 still fill ~90% of the SMs (symmetric turbo2 at head_dim 64; 0 = splits by occupancy)",
+    slot: 14,
+};
+
 /// With [`FOLD_MERGE`]: the fold's tail as one acquire-release ticket without fences, and the
 /// last CTA's merge in one round trip (each lane loads its split's statistics and every split's
 /// partial at once; at most 16 splits, the H200's count for 8 KV heads at any context). Why:
@@ -1554,6 +1570,7 @@ pub const ALL: &[Flag] = &[
     FUSED_ROPE,
     FUSED_KV_APPEND,
     FOLD_MERGE,
+    FOLD_SPLIT_CAP,
     LIFT_GRAPH_BYTES,
     MERGE_WARP,
     FUSED_NORM,

@@ -930,6 +930,72 @@ fn wide_plain_ctas_match_the_reference() {
     );
 }
 
+/// `MLXCEL_FOLD_SPLIT_CAP` cuts a launch that occupancy would give more than 16 splits to 16, so
+/// that it folds, below the fold's context limit where 16 splits per KV head still fill ~90% of
+/// the SMs. Symmetric turbo2 at head_dim 64 fits two CTAs per SM, so with 8 KV heads it takes 22
+/// splits at 4097 tokens and 33 from ~6K (unfolded, a separate merge launch) without the cap.
+/// With it: relative RMS < 1e-3 against the f32 split reference and against the flag off, GQA 4
+/// (Llama-3.2-1B's shape) and 8, contexts 4097 and 20000. The flag must change the outputs in
+/// some case (another summation order), else the cap did not apply and nothing was checked.
+/// On the CPU the call ends in MLX's "CUDA" error.
+#[test]
+fn split_cap_folds_turbo2_at_head_dim_64_within_parity() {
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let mut r = rng("split_cap_folds_turbo2_at_head_dim_64_within_parity");
+    let flag = "MLXCEL_FOLD_SPLIT_CAP";
+    let (mut checked, mut changed, mut worst) = (0, 0, 0f32);
+    for (hq, hkv, d) in [(32usize, 8usize, 64usize), (64, 8, 64)] {
+        for len in [4097usize, 20000] {
+            if !on_cuda && len > 4097 {
+                continue; // the CPU checks the error path only
+            }
+            let (k, v, q) = random_case(&mut r, "turbo2", (hq, hkv, d), len);
+            let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+            let scale = 1.0 / (d as f32).sqrt();
+            let run = |on: bool| {
+                set_flags(&[(flag, on)]);
+                fused_decode(&q, &kr, &vr, len, scale, None).and_then(|o| o.astype(Dtype::F32))
+            };
+            if !on_cuda {
+                let err = run(true).and_then(|o| o.eval()).unwrap_err().to_string();
+                assert!(err.contains("CUDA"), "{err}");
+                continue;
+            }
+            let case = format!("turbo2 hq={hq} hkv={hkv} d={d} len={len}");
+            let (base, got) = (run(false).unwrap(), run(true).unwrap());
+            assert!(!common::has_nan(&got), "{case}: unwritten (NaN) outputs");
+            let reference = f32_reference(&q, k.as_ref(), v.as_ref(), scale);
+            let (e_ref, e_base) = (rel_rms(&got, &reference), rel_rms(&got, &base));
+            let differing = differing_bits(
+                &base.to_vec::<f32>().unwrap(),
+                &got.to_vec::<f32>().unwrap(),
+            );
+            eprintln!("{flag} {case}: reference {e_ref:.2e}, off {e_base:.2e}, {differing} differing outputs");
+            assert!(
+                e_ref < 1e-3,
+                "{case}: relative RMS {e_ref} against the reference"
+            );
+            assert!(
+                e_base < 1e-3,
+                "{case}: relative RMS {e_base} against the flag off"
+            );
+            worst = worst.max(e_ref);
+            changed += usize::from(differing > 0);
+            checked += 1;
+        }
+    }
+    clear_flags(&[flag]);
+    if on_cuda {
+        assert!(
+            changed > 0,
+            "{flag}: no case changed with the flag: the cap never applied ({checked} cases)"
+        );
+        eprintln!(
+            "{flag}: {checked} cases on CUDA ({changed} changed), worst relative RMS {worst:.2e}"
+        );
+    }
+}
+
 /// `MLXCEL_MMA_LAZY_RESCALE` (the softmax's reference max moved only when a score passes it by
 /// 2^4, o rescaled only then) rounds P against another maximum: parity bound, over random keys
 /// (after the first tile a warp's maxima rarely pass the margin, so the rescale is left to the

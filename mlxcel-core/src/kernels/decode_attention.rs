@@ -539,6 +539,26 @@ fn fold_fits(b: usize, hkv: usize, len: usize, splits: usize) -> Result<bool> {
         && len < fold_max_context()?)
 }
 
+/// The tensor-core kernel's split count for a call that `splits` would not let fold: cut to
+/// [`FOLD_MAX_SPLITS`] where [`flags::FOLD_SPLIT_CAP`] is on, the fold would then apply, and the
+/// cut grid still gives at least 90% of the SMs a CTA; otherwise `splits`. Why the SM bound: a
+/// cut that left SMs idle (e.g. 4 KV heads: 64 CTAs for 132 SMs) would trade the merge launch
+/// for bandwidth, which this was not measured to be worth.
+fn fold_split_cap(b: usize, hkv: usize, len: usize, splits: usize) -> Result<usize> {
+    let fills = 10 * b * hkv * FOLD_MAX_SPLITS >= 9 * SMS;
+    Ok(
+        if flags::FOLD_SPLIT_CAP.enabled()
+            && splits > FOLD_MAX_SPLITS
+            && fills
+            && fold_fits(b, hkv, len, FOLD_MAX_SPLITS)?
+        {
+            FOLD_MAX_SPLITS
+        } else {
+            splits
+        },
+    )
+}
+
 /// Most splits the fold merges: its one-round-trip tail (`FTAIL_S` in
 /// `cuda/decode_attention_mma.cu`; 16 is the H200's split count for 8 KV heads at every
 /// context). Beyond it the tail takes three dependent passes: turbo4-asym's 49 splits at 32K
@@ -962,12 +982,16 @@ fn decode(
     let luts = mma_luts(k, v);
     let table = luts.0 || luts.1;
     let mma_shared = tensor_cores.then(|| mma_launch_shape(k.format, v.format, d, gqa, table));
-    let splits = split_override
-        .unwrap_or_else(|| match mma_shared {
-            Some((_, shared, warps)) => mma_num_splits_for(b, hkv, len, shared, warps, d),
-            None => num_splits(b, hkv, len),
-        })
-        .max(1);
+    let splits = match (split_override, mma_shared) {
+        (Some(s), _) => s.max(1),
+        (None, Some((_, shared, warps))) => fold_split_cap(
+            b,
+            hkv,
+            len,
+            mma_num_splits_for(b, hkv, len, shared, warps, d).max(1),
+        )?,
+        (None, None) => num_splits(b, hkv, len).max(1),
+    };
     let threads = mma_shared.map_or(THREADS, |(_, _, warps)| 32 * warps as i32);
     if splits > MAX_SPLITS {
         return Err(Error::invalid(
@@ -1169,15 +1193,36 @@ pub fn mma_pair(stages: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{
-        fold_fits, fold_inputs, length_marker, mma_deepest_same_occupancy, mma_launch_shape,
-        mma_luts_for, mma_num_splits_for, mma_pair, mma_qfirst1, mma_stage_bytes, mma_stages,
-        qkv_encode_tickets, TimingProbe, CTA_RESERVED_SHARED, FOLD_MAX_BH, FOLD_MAX_CONTEXT,
-        FOLD_MAX_SPLITS, FOLD_SLOTS, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES, MMA_WIDE_WARPS,
-        SM_SHARED_BYTES,
+        fold_fits, fold_inputs, fold_split_cap, length_marker, mma_deepest_same_occupancy,
+        mma_launch_shape, mma_luts_for, mma_num_splits_for, mma_pair, mma_qfirst1, mma_stage_bytes,
+        mma_stages, qkv_encode_tickets, TimingProbe, CTA_RESERVED_SHARED, FOLD_MAX_BH,
+        FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS, FOLD_SLOTS, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES,
+        MMA_WIDE_WARPS, SM_SHARED_BYTES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
     use crate::mlx::Array;
+
+    /// `MLXCEL_FOLD_SPLIT_CAP`: more than 16 splits become 16 below the fold's context limit
+    /// where 16 per KV head still give ~90% of the SMs a CTA (8 heads: 128 of 132); never at or
+    /// above the limit, never for 4 KV heads (64 CTAs), never more splits than asked for, and
+    /// nothing without the fold.
+    #[test]
+    fn splits_are_cut_to_the_fold_only_where_the_grid_stays_full() {
+        let on = flags::FOLD_SPLIT_CAP.enabled() && flags::FOLD_MERGE.enabled();
+        let limit = super::fold_max_context().unwrap();
+        let cap = |b, hkv, len, splits| fold_split_cap(b, hkv, len, splits).unwrap();
+        assert_eq!(cap(1, 8, 4096, 22), if on { FOLD_MAX_SPLITS } else { 22 });
+        assert_eq!(
+            cap(1, 8, limit - 1, 33),
+            if on { FOLD_MAX_SPLITS } else { 33 }
+        );
+        assert_eq!(cap(1, 8, limit, 33), 33);
+        assert_eq!(cap(1, 4, 4096, 33), 33);
+        assert_eq!(cap(2, 4, 4096, 33), if on { FOLD_MAX_SPLITS } else { 33 });
+        assert_eq!(cap(1, 8, 4096, 16), 16);
+        assert_eq!(cap(1, 8, 4096, 5), 5);
+    }
 
     /// QFIRST1 reaches every tensor-core kernel but turbo4-asym's (fp16 keys, turbo4 values),
     /// where session 21 measured it slower; with `MLXCEL_MMA_QFIRST1=0` none.
