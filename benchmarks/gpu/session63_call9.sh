@@ -7,8 +7,8 @@
 #   Prediction: -5 us of kernel time per layer (call 8: 14.56 -> 9.25 at 4K, 19.87 -> 14.27 at
 #   32K), ~-0.07 ms per step over its 13 layers of turbo2 (3 boundary layers keep fp16 keys).
 # - the modes at 4K, 32K and 128K against fp16 in the same run (one round).
-#   Prediction: the ratios below the 8B's (a 1B's weights are a smaller share of the step, so
-#   attention weighs more: higher at 32K and 128K), fp16 at 128K ~2 GB of cache per step.
+#   Prediction: the ratios above the 8B's at 32K and 128K (a 1B's weights are a smaller share
+#   of the step, so attention weighs more), fp16 at 128K ~4 GB of cache read per step.
 #   xz -df .devcarry/bin/mlxcel.xz .devcarry/bin/tests/*.xz; chmod +x .devcarry/bin/mlxcel .devcarry/bin/tests/* &&
 #   source .devcarry/mlx-cuda/activate.sh && bash benchmarks/gpu/session63_call9.sh
 set -uo pipefail
