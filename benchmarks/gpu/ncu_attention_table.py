@@ -64,12 +64,14 @@ def groups(launches):
     """Consecutive launches of one call type: ("copy" | "sdpa" | attention kernel name,
     {part: [us...]}), a fused group's separate merges counted with it."""
     out = []
+    # Whether a timed call's launch has been seen: the copy roofline runs first, and later
+    # `negative` launches belong to a mode's setup (the int8 encoder's, in f32), not to a call.
+    calls_began = False
     for name, us in launches:
         k = kind(name)
-        # The copy roofline runs first; later `negative` launches belong to a mode's setup (the
-        # int8 encoder's, in f32), not to a timed call.
-        if k is None or (k == "copy" and any(g[0] != "copy" for g in out)):
+        if k is None or (k == "copy" and calls_began):
             continue
+        calls_began = calls_began or k != "copy"
         key = name if k == "attention" else k
         part = "merge" if k == "merge" else ("lean" if "lean_reduction" in name else "main")
         if k == "merge":

@@ -57,8 +57,9 @@ enum Command {
 /// On CUDA, with `MLX_PTX_CACHE_DIR` unset, points MLX's compiled-kernel cache (MLX's own
 /// kernels and the images mlxcel writes there, ADR 0029) at a folder in mlxcel's cache instead
 /// of the temporary folder, which a reboot may empty (then the next run compiles everything
-/// again: ~50 s on an H100); one folder per MLX version and GPU architecture. Runs before anything compiles (MLX reads the variable once) and
-/// before other threads exist. A folder that cannot be made leaves MLX's default.
+/// again: ~50 s on an H100); one folder per MLX version and GPU architecture. Runs before
+/// anything compiles (MLX reads the variable once) and before other threads exist. A folder
+/// that cannot be made leaves MLX's default.
 fn keep_compiled_kernels() {
     use mlxcel_core::mlx::kernel::KernelBackend;
     if std::env::var_os("MLX_PTX_CACHE_DIR").is_some()
