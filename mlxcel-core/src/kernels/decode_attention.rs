@@ -545,7 +545,7 @@ fn fold_fits(b: usize, hkv: usize, len: usize, splits: usize) -> Result<bool> {
 /// cut that left SMs idle (e.g. 4 KV heads: 64 CTAs for 132 SMs) would trade the merge launch
 /// for bandwidth, which this was not measured to be worth.
 fn fold_split_cap(b: usize, hkv: usize, len: usize, splits: usize) -> Result<usize> {
-    let fills = 10 * b * hkv * FOLD_MAX_SPLITS >= 9 * SMS;
+    let fills = 100 * b * hkv * FOLD_MAX_SPLITS >= fold_split_cap_fill()? * SMS;
     Ok(
         if flags::FOLD_SPLIT_CAP.enabled()
             && splits > FOLD_MAX_SPLITS
@@ -557,6 +557,29 @@ fn fold_split_cap(b: usize, hkv: usize, len: usize, splits: usize) -> Result<usi
             splits
         },
     )
+}
+
+/// The share of the SMs (percent) that a cut to [`FOLD_MAX_SPLITS`] splits must still give a
+/// CTA for [`fold_split_cap`] to cut: numeric, default [`FOLD_SPLIT_CAP_FILL_DEFAULT`]. Why a
+/// variable: 4-KV-head models (Qwen2.5-7B) run 33 splits and a separate merge at D 128; `0`
+/// cuts them to 16 folded splits on 64 CTAs, the A/B that decides whether idle SMs cost more
+/// than the merge launch (`benchmarks/gpu/session64_call1.sh`).
+pub const FOLD_SPLIT_CAP_FILL: &str = "MLXCEL_FOLD_SPLIT_CAP_FILL";
+pub const FOLD_SPLIT_CAP_FILL_DEFAULT: usize = 90;
+
+/// [`FOLD_SPLIT_CAP_FILL`]'s value, [`FOLD_SPLIT_CAP_FILL_DEFAULT`] when unset; not a whole
+/// number from 0 to 100 is an error.
+fn fold_split_cap_fill() -> Result<usize> {
+    match flags::var(FOLD_SPLIT_CAP_FILL) {
+        Some(v) if !v.trim().is_empty() => match v.trim().parse::<usize>() {
+            Ok(p) if p <= 100 => Ok(p),
+            _ => Err(Error::invalid(
+                "fused decode",
+                format!("{FOLD_SPLIT_CAP_FILL}={v}: expected a percentage of SMs from 0 to 100"),
+            )),
+        },
+        _ => Ok(FOLD_SPLIT_CAP_FILL_DEFAULT),
+    }
 }
 
 /// Most splits the fold merges: its one-round-trip tail (`FTAIL_S` in
@@ -1196,8 +1219,8 @@ mod tests {
         fold_fits, fold_inputs, fold_split_cap, length_marker, mma_deepest_same_occupancy,
         mma_launch_shape, mma_luts_for, mma_num_splits_for, mma_pair, mma_qfirst1, mma_stage_bytes,
         mma_stages, qkv_encode_tickets, TimingProbe, CTA_RESERVED_SHARED, FOLD_MAX_BH,
-        FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS, FOLD_SLOTS, MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES,
-        MMA_WIDE_WARPS, SM_SHARED_BYTES,
+        FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS, FOLD_SLOTS, FOLD_SPLIT_CAP_FILL, MMA_MAX_STAGES,
+        MMA_PAIR_MIN_STAGES, MMA_WIDE_WARPS, SM_SHARED_BYTES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
@@ -1207,8 +1230,13 @@ mod tests {
     /// where 16 per KV head still give ~90% of the SMs a CTA (8 heads: 128 of 132); never at or
     /// above the limit, never for 4 KV heads (64 CTAs), never more splits than asked for, and
     /// nothing without the fold.
+    /// Held by the tests here that set `MLXCEL_*` variables of the fold, so that one test's
+    /// `flags::reload` never lands between another's settings and its checks.
+    static FOLD_ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn splits_are_cut_to_the_fold_only_where_the_grid_stays_full() {
+        let _env = FOLD_ENV.lock().unwrap_or_else(|e| e.into_inner());
         let on = flags::FOLD_SPLIT_CAP.enabled() && flags::FOLD_MERGE.enabled();
         let limit = super::fold_max_context().unwrap();
         let cap = |b, hkv, len, splits| fold_split_cap(b, hkv, len, splits).unwrap();
@@ -1382,11 +1410,56 @@ mod tests {
         assert_eq!(super::MMA_BODY.matches(decl.as_str()).count(), 1, "{decl}");
     }
 
+    /// `MLXCEL_FOLD_SPLIT_CAP_FILL`: at 0 the cut reaches 4 KV heads (64 CTAs), at 100 not even
+    /// 8 (128 of 132 SMs); a value that is not a percentage is an error naming the variable.
+    #[test]
+    fn split_cap_fill_moves_which_head_counts_are_cut() {
+        let _env = FOLD_ENV.lock().unwrap_or_else(|e| e.into_inner());
+        let fold = flags::FOLD_MERGE.name;
+        let cap_flag = flags::FOLD_SPLIT_CAP.name;
+        std::env::set_var(fold, "1");
+        std::env::set_var(cap_flag, "1");
+        std::env::remove_var(FOLD_MAX_CONTEXT);
+        let cap = |b, hkv, len, splits| fold_split_cap(b, hkv, len, splits);
+        std::env::set_var(FOLD_SPLIT_CAP_FILL, "0");
+        flags::reload();
+        assert_eq!(cap(1, 4, 4096, 33).unwrap(), FOLD_MAX_SPLITS);
+        assert_eq!(cap(1, 2, 4096, 66).unwrap(), FOLD_MAX_SPLITS);
+        assert_eq!(
+            cap(1, 4, 65536, 33).unwrap(),
+            33,
+            "at the fold's context limit"
+        );
+        std::env::set_var(FOLD_SPLIT_CAP_FILL, "100");
+        flags::reload();
+        assert_eq!(cap(1, 8, 4096, 22).unwrap(), 22);
+        assert_eq!(cap(2, 8, 4096, 22).unwrap(), FOLD_MAX_SPLITS);
+        for bad in ["101", "ninety", "-5"] {
+            std::env::set_var(FOLD_SPLIT_CAP_FILL, bad);
+            flags::reload();
+            let err = cap(1, 8, 4096, 22).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("{FOLD_SPLIT_CAP_FILL}={bad}")),
+                "{err}"
+            );
+        }
+        for v in [FOLD_SPLIT_CAP_FILL, fold, cap_flag] {
+            std::env::remove_var(v);
+        }
+        flags::reload();
+        assert_eq!(
+            cap(1, 4, 4096, 33).unwrap(),
+            33,
+            "the default fill leaves 4 KV heads alone"
+        );
+    }
+
     /// The fold applies below `MLXCEL_FOLD_MAX_CONTEXT` tokens (65536 when unset) and up to
     /// 16 splits, never with the flag off; a limit that is not a number is an error. (Set
     /// through the environment: a concurrent test's `flags::reload` then reads the same.)
     #[test]
     fn fold_applies_below_its_context_limit_and_up_to_16_splits() {
+        let _env = FOLD_ENV.lock().unwrap_or_else(|e| e.into_inner());
         let fold = flags::FOLD_MERGE.name;
         std::env::set_var(fold, "1");
         std::env::remove_var(FOLD_MAX_CONTEXT);
