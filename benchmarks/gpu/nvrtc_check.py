@@ -160,6 +160,8 @@ LOWBIT_VARIANTS = [DEFAULT_VARIANT, dict(DEFAULT_VARIANT, fold=True), dict(DEFAU
 
 # The fold's tail (MLXCEL_FOLD_TAIL, on by default): NVRTC_FTAIL=0 compiles the fenced one.
 FTAIL = os.environ.get("NVRTC_FTAIL", "1") != "0"
+# The fold's second round of partials (MLXCEL_FOLD_32, off; fold builds of 17-32 splits): NVRTC_FT32=1 compiles it.
+FT32 = os.environ.get("NVRTC_FT32", "0") == "1"
 # The timing probe (MLXCEL_ATTENTION_TIMING_PROBE): NVRTC_PROBE=1..3 compiles a probe build, 0 the kernel.
 PROBE = int(os.environ.get("NVRTC_PROBE", "0"))
 # The last split's fewer tiles per warp (MLXCEL_MMA_LIGHT_LAST: 2, mma_light_tiles); NVRTC_LIGHT=0 compiles equal splits.
@@ -201,7 +203,7 @@ def mma_consts(v, kf, vf, d, gqa, stages, warps, rot_q, rot_v, qt):
     return (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr int WARPS = {warps}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
             f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot_q)}; constexpr bool ROT_V = {b(rot_v)}; "
             f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
-            f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")
+            f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr bool FT32 = {b(fold == 'true' and FT32)}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")
 
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
 

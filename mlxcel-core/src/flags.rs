@@ -649,6 +649,20 @@ pub const FOLD_SPLIT_CAP: Flag = Flag {
     slot: 14,
 };
 
+/// With [`FOLD_MERGE`]: the fold also takes launches of 17-32 splits (`FT32` in
+/// `cuda/decode_attention_mma.cu`: the partials in two rounds of 16 loads, same order, same
+/// bits as the separate merge), and [`FOLD_SPLIT_CAP`] cuts more than 32 to 32 where 16 would
+/// leave SMs idle. Why: 4 KV heads at D 128 (Qwen2.5-7B, 28 / 4) run 22 splits at 4K and 33
+/// beyond on one wave of 12-warp CTAs, each call with a separate merge launch (its kernel and
+/// the host's node); cutting them to 16 folded splits instead leaves half the SMs idle.
+/// Off until measured on a GPU (`benchmarks/gpu/session64_call1.sh`).
+pub const FOLD_32: Flag = Flag {
+    name: "MLXCEL_FOLD_32",
+    default: false,
+    doc: "with MLXCEL_FOLD_MERGE: the fold takes up to 32 splits (two rounds of loads in its tail), and launches of more than 32 splits that 16 would not fill cut to 32 (4 KV heads at head_dim 128; 0 = at most 16)",
+    slot: 28,
+};
+
 /// With [`FOLD_MERGE`]: the fold's tail as one acquire-release ticket without fences, and the
 /// last CTA's merge in one round trip (each lane loads its split's statistics and every split's
 /// partial at once; at most 16 splits, the H200's count for 8 KV heads at any context). Why:
@@ -1571,6 +1585,7 @@ pub const ALL: &[Flag] = &[
     FUSED_KV_APPEND,
     FOLD_MERGE,
     FOLD_SPLIT_CAP,
+    FOLD_32,
     LIFT_GRAPH_BYTES,
     MERGE_WARP,
     FUSED_NORM,

@@ -996,6 +996,70 @@ fn split_cap_folds_turbo2_at_head_dim_64_within_parity() {
     }
 }
 
+/// `MLXCEL_FOLD_32`: launches of 17-32 splits fold, their partials summed in two rounds of the
+/// fold's tail. 4 KV heads at head_dim 128 (Qwen2.5-7B: 28 / 4, GQA 7) take 22 splits at 4097
+/// tokens: the same splits as with the flag off, merged by the separate kernel in the same order,
+/// so **the same bits**. At 20000 tokens occupancy gives 33 splits, cut to 32 with the flag:
+/// relative RMS < 1e-3 against the f32 split reference and against the flag off. turbo4,
+/// turbo4-asym and int8. On the CPU the call ends in MLX's "CUDA" error.
+#[test]
+fn fold_32_merges_up_to_32_splits_in_the_kernel() {
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let mut r = rng("fold_32_merges_up_to_32_splits_in_the_kernel");
+    let flag = "MLXCEL_FOLD_32";
+    let (mut checked, mut worst) = (0, 0f32);
+    for mode in ["turbo4", "turbo4-asym", "int8"] {
+        for len in [4097usize, 20000] {
+            if !on_cuda && len > 4097 {
+                continue; // the CPU checks the error path only
+            }
+            let (hq, hkv, d) = (28usize, 4usize, 128usize);
+            let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
+            let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+            let scale = 1.0 / (d as f32).sqrt();
+            let run = |on: bool| {
+                set_flags(&[(flag, on)]);
+                fused_decode(&q, &kr, &vr, len, scale, None).and_then(|o| o.astype(Dtype::F32))
+            };
+            if !on_cuda {
+                let err = run(true).and_then(|o| o.eval()).unwrap_err().to_string();
+                assert!(err.contains("CUDA"), "{err}");
+                continue;
+            }
+            let case = format!("{mode} hq={hq} hkv={hkv} d={d} len={len}");
+            let (base, got) = (run(false).unwrap(), run(true).unwrap());
+            assert!(!common::has_nan(&got), "{case}: unwritten (NaN) outputs");
+            let reference = f32_reference(&q, k.as_ref(), v.as_ref(), scale);
+            let (e_ref, e_base) = (rel_rms(&got, &reference), rel_rms(&got, &base));
+            let differing = differing_bits(
+                &base.to_vec::<f32>().unwrap(),
+                &got.to_vec::<f32>().unwrap(),
+            );
+            eprintln!("{flag} {case}: reference {e_ref:.2e}, off {e_base:.2e}, {differing} differing outputs");
+            assert!(
+                e_ref < 1e-3,
+                "{case}: relative RMS {e_ref} against the reference"
+            );
+            assert!(
+                e_base < 1e-3,
+                "{case}: relative RMS {e_base} against the flag off"
+            );
+            if len == 4097 {
+                assert_eq!(
+                    differing, 0,
+                    "{case}: the fold of the same splits must give the separate merge's bits"
+                );
+            }
+            worst = worst.max(e_ref);
+            checked += 1;
+        }
+    }
+    clear_flags(&[flag]);
+    if on_cuda {
+        eprintln!("{flag}: {checked} cases on CUDA, worst relative RMS {worst:.2e}");
+    }
+}
+
 /// `MLXCEL_MMA_LAZY_RESCALE` (the softmax's reference max moved only when a score passes it by
 /// 2^4, o rescaled only then) rounds P against another maximum: parity bound, over random keys
 /// (after the first tile a warp's maxima rarely pass the margin, so the rescale is left to the

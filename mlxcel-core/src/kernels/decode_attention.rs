@@ -535,8 +535,18 @@ fn slot_marker(slot: usize) -> Result<Array> {
 fn fold_fits(b: usize, hkv: usize, len: usize, splits: usize) -> Result<bool> {
     Ok(flags::FOLD_MERGE.enabled()
         && b * hkv <= FOLD_MAX_BH
-        && splits <= FOLD_MAX_SPLITS
+        && splits <= fold_split_limit()
         && len < fold_max_context()?)
+}
+
+/// Most splits the fold takes: [`FOLD_MAX_SPLITS`], or [`FOLD_MAX_SPLITS_2`] with
+/// [`flags::FOLD_32`] (the kernel's tail in two rounds, `FT32`).
+fn fold_split_limit() -> usize {
+    if flags::FOLD_32.enabled() {
+        FOLD_MAX_SPLITS_2
+    } else {
+        FOLD_MAX_SPLITS
+    }
 }
 
 /// The tensor-core kernel's split count for a call that `splits` would not let fold: cut to
@@ -544,19 +554,20 @@ fn fold_fits(b: usize, hkv: usize, len: usize, splits: usize) -> Result<bool> {
 /// cut grid still gives at least 90% of the SMs a CTA; otherwise `splits`. Why the SM bound: a
 /// cut that left SMs idle (e.g. 4 KV heads: 64 CTAs for 132 SMs) would trade the merge launch
 /// for bandwidth, which this was not measured to be worth.
+/// With [`flags::FOLD_32`], where 16 would not fill the SMs, more than 32 splits are cut to 32
+/// under the same rule (4 KV heads: 128 CTAs); 8 KV heads still cut to 16.
 fn fold_split_cap(b: usize, hkv: usize, len: usize, splits: usize) -> Result<usize> {
-    let fills = 100 * b * hkv * FOLD_MAX_SPLITS >= fold_split_cap_fill()? * SMS;
-    Ok(
-        if flags::FOLD_SPLIT_CAP.enabled()
-            && splits > FOLD_MAX_SPLITS
-            && fills
-            && fold_fits(b, hkv, len, FOLD_MAX_SPLITS)?
-        {
-            FOLD_MAX_SPLITS
-        } else {
-            splits
-        },
-    )
+    if !flags::FOLD_SPLIT_CAP.enabled() {
+        return Ok(splits);
+    }
+    let fill = fold_split_cap_fill()?;
+    for to in [FOLD_MAX_SPLITS, fold_split_limit()] {
+        let fills = 100 * b * hkv * to >= fill * SMS;
+        if splits > to && fills && fold_fits(b, hkv, len, to)? {
+            return Ok(to);
+        }
+    }
+    Ok(splits)
 }
 
 /// The share of the SMs (percent) that a cut to [`FOLD_MAX_SPLITS`] splits must still give a
@@ -587,6 +598,9 @@ fn fold_split_cap_fill() -> Result<usize> {
 /// context). Beyond it the tail takes three dependent passes: turbo4-asym's 49 splits at 32K
 /// cost 0.32 ms of device time per step folded (H200, session 31).
 pub const FOLD_MAX_SPLITS: usize = 16;
+/// Most splits the fold merges with [`flags::FOLD_32`]: two of the tail's rounds, one split's
+/// statistics per lane.
+pub const FOLD_MAX_SPLITS_2: usize = 32;
 
 /// The context length (tokens) from which the fold stops applying: numeric, default
 /// [`FOLD_MAX_CONTEXT_DEFAULT`]. Why: the fold trades device time (+0.05 ms per turbo4 step at
@@ -1164,6 +1178,9 @@ fn decode(
                     "FTAIL",
                     TemplateArg::Bool(fold && flags::FOLD_TAIL.enabled()),
                 )
+                // Only launches that need the second round build it: <= 16 splits keep their
+                // instantiation.
+                .template("FT32", TemplateArg::Bool(fold && splits > FOLD_MAX_SPLITS))
                 .template("PROBE", TemplateArg::Int(timing_probe()?.code())),
         )?;
         let token = if append.is_some() { outs.pop() } else { None };
@@ -1219,8 +1236,8 @@ mod tests {
         fold_fits, fold_inputs, fold_split_cap, length_marker, mma_deepest_same_occupancy,
         mma_launch_shape, mma_luts_for, mma_num_splits_for, mma_pair, mma_qfirst1, mma_stage_bytes,
         mma_stages, qkv_encode_tickets, TimingProbe, CTA_RESERVED_SHARED, FOLD_MAX_BH,
-        FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS, FOLD_SLOTS, FOLD_SPLIT_CAP_FILL, MMA_MAX_STAGES,
-        MMA_PAIR_MIN_STAGES, MMA_WIDE_WARPS, SM_SHARED_BYTES,
+        FOLD_MAX_CONTEXT, FOLD_MAX_SPLITS, FOLD_MAX_SPLITS_2, FOLD_SLOTS, FOLD_SPLIT_CAP_FILL,
+        MMA_MAX_STAGES, MMA_PAIR_MIN_STAGES, MMA_WIDE_WARPS, SM_SHARED_BYTES,
     };
     use crate::flags;
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
@@ -1246,7 +1263,12 @@ mod tests {
             if on { FOLD_MAX_SPLITS } else { 33 }
         );
         assert_eq!(cap(1, 8, limit, 33), 33);
-        assert_eq!(cap(1, 4, 4096, 33), 33);
+        let four_heads = if on && flags::FOLD_32.enabled() {
+            FOLD_MAX_SPLITS_2
+        } else {
+            33
+        };
+        assert_eq!(cap(1, 4, 4096, 33), four_heads);
         assert_eq!(cap(2, 4, 4096, 33), if on { FOLD_MAX_SPLITS } else { 33 });
         assert_eq!(cap(1, 8, 4096, 16), 16);
         assert_eq!(cap(1, 8, 4096, 5), 5);
@@ -1408,6 +1430,48 @@ mod tests {
     fn fold_split_limit_is_the_kernels_one_round_trip_limit() {
         let decl = format!("constexpr int FTAIL_S = {FOLD_MAX_SPLITS};");
         assert_eq!(super::MMA_BODY.matches(decl.as_str()).count(), 1, "{decl}");
+    }
+
+    /// `MLXCEL_FOLD_32`: the fold takes up to 32 splits, 4 KV heads' 33 are cut to 32 (128
+    /// CTAs) while 8 heads still cut to 16 and 2 heads (64 CTAs at 32) are left alone; off, 17
+    /// splits do not fold. The kernel's tail takes two rounds of its 16 loads, one split's
+    /// statistics per lane of a warp.
+    #[test]
+    fn fold_32_folds_up_to_32_splits_and_cuts_four_heads_to_32() {
+        let _env = FOLD_ENV.lock().unwrap_or_else(|e| e.into_inner());
+        assert_eq!(FOLD_MAX_SPLITS_2, 2 * FOLD_MAX_SPLITS);
+        assert!(FOLD_MAX_SPLITS_2 <= 32, "one split per lane of a warp");
+        let decl = "constexpr int FTAIL_MAX = FT32 ? 2 * FTAIL_S : FTAIL_S;";
+        assert_eq!(super::MMA_BODY.matches(decl).count(), 1, "{decl}");
+        let vars = [
+            flags::FOLD_32.name,
+            flags::FOLD_MERGE.name,
+            flags::FOLD_SPLIT_CAP.name,
+        ];
+        for v in vars {
+            std::env::set_var(v, "1");
+        }
+        std::env::remove_var(FOLD_SPLIT_CAP_FILL);
+        std::env::remove_var(FOLD_MAX_CONTEXT);
+        flags::reload();
+        assert!(fold_fits(1, 4, 4096, 22).unwrap());
+        assert!(fold_fits(1, 4, 32768, FOLD_MAX_SPLITS_2).unwrap());
+        assert!(!fold_fits(1, 4, 32768, FOLD_MAX_SPLITS_2 + 1).unwrap());
+        let cap = |b, hkv, len, splits| fold_split_cap(b, hkv, len, splits).unwrap();
+        assert_eq!(cap(1, 4, 32768, 33), FOLD_MAX_SPLITS_2);
+        assert_eq!(cap(1, 4, 4096, 22), 22, "folds as it is");
+        assert_eq!(cap(1, 8, 4096, 33), FOLD_MAX_SPLITS);
+        assert_eq!(cap(1, 8, 4096, 22), FOLD_MAX_SPLITS);
+        assert_eq!(cap(1, 2, 4096, 66), 66);
+        assert_eq!(cap(1, 4, 65536, 33), 33, "at the fold's context limit");
+        std::env::set_var(flags::FOLD_32.name, "0");
+        flags::reload();
+        assert!(!fold_fits(1, 4, 4096, 17).unwrap());
+        assert_eq!(cap(1, 4, 32768, 33), 33);
+        for v in vars {
+            std::env::remove_var(v);
+        }
+        flags::reload();
     }
 
     /// `MLXCEL_FOLD_SPLIT_CAP_FILL`: at 0 the cut reaches 4 KV heads (64 CTAs), at 100 not even

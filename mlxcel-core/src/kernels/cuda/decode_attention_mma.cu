@@ -1253,26 +1253,37 @@ if constexpr (FOLD) {
   // shuffles and each split's weight comes from its lane. The operations and their order are
   // split_stats' and the loop's below (max tree, then the weights, the denominator's tree, the
   // splits summed into parts s % MERGE_P in order): the same bits.
+  // FT32 (MLXCEL_FOLD_32): up to 2 x FTAIL_S splits, the lanes' statistics as before (one
+  // split per lane) and the partials in two rounds of FTAIL_S, the second loaded once the first
+  // is summed (both at once would hold 32 x QE floats per lane, growing the kernel's registers
+  // and with them the loop's). Why: 4 KV heads at D 128 (Qwen2.5-7B) run 22-33 splits on one
+  // wave of CTAs and a separate merge launch. Same splits, same order: the same bits.
   constexpr int FTAIL_S = 16;
-  if (FTAIL && S <= FTAIL_S) {
+  constexpr int FTAIL_MAX = FT32 ? 2 * FTAIL_S : FTAIL_S;
+  if (FTAIL && S <= FTAIL_MAX) {
     for (int g = warp; g < GQA; g += NW) {
       const float* mlb = ml + (head0 + g) * S * 2;
       const float* ob = o_part + (head0 + g) * S * D + lane * QE;
       float2 mls = make_float2(mlxcel_fd::neg_inf(), 0.0f);
       if (lane < S) mls = __ldcg(reinterpret_cast<const float2*>(mlb) + lane);
       float v[FTAIL_S][QE];
+      // Splits s0 .. s0 + FTAIL_S - 1 (those below S) into v.
+      auto load_round = [&](int s0) {
 #pragma unroll
-      for (int s = 0; s < FTAIL_S; ++s) {
-        if (s < S) {
-          if constexpr (QE == 4) {
-            const float4 t = __ldcg(reinterpret_cast<const float4*>(ob + static_cast<long long>(s) * D));
-            v[s][0] = t.x, v[s][1] = t.y, v[s][2] = t.z, v[s][3] = t.w;
-          } else {
-            const float2 t = __ldcg(reinterpret_cast<const float2*>(ob + static_cast<long long>(s) * D));
-            v[s][0] = t.x, v[s][1] = t.y;
+        for (int j = 0; j < FTAIL_S; ++j) {
+          const int s = s0 + j;
+          if (s < S) {
+            if constexpr (QE == 4) {
+              const float4 t = __ldcg(reinterpret_cast<const float4*>(ob + static_cast<long long>(s) * D));
+              v[j][0] = t.x, v[j][1] = t.y, v[j][2] = t.z, v[j][3] = t.w;
+            } else {
+              const float2 t = __ldcg(reinterpret_cast<const float2*>(ob + static_cast<long long>(s) * D));
+              v[j][0] = t.x, v[j][1] = t.y;
+            }
           }
         }
-      }
+      };
+      load_round(0);
       float M = fmaxf(mlxcel_fd::neg_inf(), mls.x);
       for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
       const float wt = lane < S ? mlxcel_fd::split_weight(mls.x, M) : 0.0f;
@@ -1285,15 +1296,26 @@ if constexpr (FOLD) {
 #pragma unroll
         for (int e = 0; e < QE; ++e) parts[p][e] = 0.0f;
       }
+      // v's splits (s0 + j) summed into parts (s0 + j) % MERGE_P, in order.
+      auto add_round = [&](int s0) {
 #pragma unroll
-      for (int s = 0; s < FTAIL_S; ++s) {
-        const float ws = __shfl_sync(0xffffffffu, wt, s);
-        if (s < S) {
+        for (int j = 0; j < FTAIL_S; ++j) {
+          const int s = s0 + j;
+          const float ws = __shfl_sync(0xffffffffu, wt, s);
+          if (s < S) {
 #pragma unroll
-          for (int e = 0; e < QE; ++e) {
-            float& acc = parts[s % mlxcel_fd::MERGE_P][e];
-            acc = ws != 0.0f ? fmaf(ws, v[s][e], acc) : acc;
+            for (int e = 0; e < QE; ++e) {
+              float& acc = parts[s % mlxcel_fd::MERGE_P][e];
+              acc = ws != 0.0f ? fmaf(ws, v[j][e], acc) : acc;
+            }
           }
+        }
+      };
+      add_round(0);
+      if constexpr (FT32) {
+        if (S > FTAIL_S) {
+          load_round(FTAIL_S);
+          add_round(FTAIL_S);
         }
       }
       float y[QE];
