@@ -1439,8 +1439,13 @@ mod tests {
     #[test]
     fn fold_32_folds_up_to_32_splits_and_cuts_four_heads_to_32() {
         let _env = FOLD_ENV.lock().unwrap_or_else(|e| e.into_inner());
-        assert_eq!(FOLD_MAX_SPLITS_2, 2 * FOLD_MAX_SPLITS);
-        assert!(FOLD_MAX_SPLITS_2 <= 32, "one split per lane of a warp");
+        const {
+            assert!(
+                FOLD_MAX_SPLITS_2 == 2 * FOLD_MAX_SPLITS,
+                "two rounds of the tail"
+            );
+            assert!(FOLD_MAX_SPLITS_2 <= 32, "one split per lane of a warp");
+        }
         let decl = "constexpr int FTAIL_MAX = FT32 ? 2 * FTAIL_S : FTAIL_S;";
         assert_eq!(super::MMA_BODY.matches(decl).count(), 1, "{decl}");
         let vars = [
