@@ -1408,6 +1408,7 @@ pub const OTHER_VARS: &[&str] = &[
     // Declared in mlxcel-core, by the code that reads them.
     crate::kernels::decode_attention::TIMING_PROBE,
     crate::kernels::decode_attention::FOLD_MAX_CONTEXT,
+    crate::kernels::decode_attention::FOLD_SPLIT_CAP_FILL,
     crate::kernels::quantized_gemv::SCHEDULE_VAR,
     CUDA_PROFILE_STEPS,
     KV_BOUNDARY_LAYERS,
