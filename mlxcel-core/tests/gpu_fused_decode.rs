@@ -944,41 +944,14 @@ fn split_cap_folds_turbo2_at_head_dim_64_within_parity() {
     let mut r = rng("split_cap_folds_turbo2_at_head_dim_64_within_parity");
     let flag = "MLXCEL_FOLD_SPLIT_CAP";
     let (mut checked, mut changed, mut worst) = (0, 0, 0f32);
-    for (hq, hkv, d) in [(32usize, 8usize, 64usize), (64, 8, 64)] {
+    for shape in [(32usize, 8usize, 64usize), (64, 8, 64)] {
         for len in [4097usize, 20000] {
             if !on_cuda && len > 4097 {
                 continue; // the CPU checks the error path only
             }
-            let (k, v, q) = random_case(&mut r, "turbo2", (hq, hkv, d), len);
-            let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
-            let scale = 1.0 / (d as f32).sqrt();
-            let run = |on: bool| {
-                set_flags(&[(flag, on)]);
-                fused_decode(&q, &kr, &vr, len, scale, None).and_then(|o| o.astype(Dtype::F32))
-            };
-            if !on_cuda {
-                let err = run(true).and_then(|o| o.eval()).unwrap_err().to_string();
-                assert!(err.contains("CUDA"), "{err}");
+            let Some((e_ref, differing)) = flag_case(&mut r, flag, "turbo2", shape, len) else {
                 continue;
-            }
-            let case = format!("turbo2 hq={hq} hkv={hkv} d={d} len={len}");
-            let (base, got) = (run(false).unwrap(), run(true).unwrap());
-            assert!(!common::has_nan(&got), "{case}: unwritten (NaN) outputs");
-            let reference = f32_reference(&q, k.as_ref(), v.as_ref(), scale);
-            let (e_ref, e_base) = (rel_rms(&got, &reference), rel_rms(&got, &base));
-            let differing = differing_bits(
-                &base.to_vec::<f32>().unwrap(),
-                &got.to_vec::<f32>().unwrap(),
-            );
-            eprintln!("{flag} {case}: reference {e_ref:.2e}, off {e_base:.2e}, {differing} differing outputs");
-            assert!(
-                e_ref < 1e-3,
-                "{case}: relative RMS {e_ref} against the reference"
-            );
-            assert!(
-                e_base < 1e-3,
-                "{case}: relative RMS {e_base} against the flag off"
-            );
+            };
             worst = worst.max(e_ref);
             changed += usize::from(differing > 0);
             checked += 1;
@@ -994,6 +967,54 @@ fn split_cap_folds_turbo2_at_head_dim_64_within_parity() {
             "{flag}: {checked} cases on CUDA ({changed} changed), worst relative RMS {worst:.2e}"
         );
     }
+}
+
+/// One case of a flag that may change the summation order: `fused_decode` over a random `mode`
+/// cache of `shape` (Hq, Hkv, D) and `len` positions with `flag` off, then on. On CUDA both are
+/// held to relative RMS < 1e-3 against each other and the flag on against the f32 split
+/// reference; returns that error and how many outputs differ in their bits. On the CPU the call
+/// must end in MLX's "CUDA" error: `None`.
+fn flag_case(
+    r: &mut rand::rngs::StdRng,
+    flag: &str,
+    mode: &str,
+    (hq, hkv, d): (usize, usize, usize),
+    len: usize,
+) -> Option<(f32, usize)> {
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    let (k, v, q) = random_case(r, mode, (hq, hkv, d), len);
+    let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
+    let scale = 1.0 / (d as f32).sqrt();
+    let run = |on: bool| {
+        set_flags(&[(flag, on)]);
+        fused_decode(&q, &kr, &vr, len, scale, None).and_then(|o| o.astype(Dtype::F32))
+    };
+    if !on_cuda {
+        let err = run(true).and_then(|o| o.eval()).unwrap_err().to_string();
+        assert!(err.contains("CUDA"), "{err}");
+        return None;
+    }
+    let case = format!("{mode} hq={hq} hkv={hkv} d={d} len={len}");
+    let (base, got) = (run(false).unwrap(), run(true).unwrap());
+    assert!(!common::has_nan(&got), "{case}: unwritten (NaN) outputs");
+    let reference = f32_reference(&q, k.as_ref(), v.as_ref(), scale);
+    let (e_ref, e_base) = (rel_rms(&got, &reference), rel_rms(&got, &base));
+    let differing = differing_bits(
+        &base.to_vec::<f32>().unwrap(),
+        &got.to_vec::<f32>().unwrap(),
+    );
+    eprintln!(
+        "{flag} {case}: reference {e_ref:.2e}, off {e_base:.2e}, {differing} differing outputs"
+    );
+    assert!(
+        e_ref < 1e-3,
+        "{case}: relative RMS {e_ref} against the reference"
+    );
+    assert!(
+        e_base < 1e-3,
+        "{case}: relative RMS {e_base} against the flag off"
+    );
+    Some((e_ref, differing))
 }
 
 /// `MLXCEL_FOLD_32`: launches of 17-32 splits fold, their partials summed in two rounds of the
@@ -1013,41 +1034,13 @@ fn fold_32_merges_up_to_32_splits_in_the_kernel() {
             if !on_cuda && len > 4097 {
                 continue; // the CPU checks the error path only
             }
-            let (hq, hkv, d) = (28usize, 4usize, 128usize);
-            let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
-            let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
-            let scale = 1.0 / (d as f32).sqrt();
-            let run = |on: bool| {
-                set_flags(&[(flag, on)]);
-                fused_decode(&q, &kr, &vr, len, scale, None).and_then(|o| o.astype(Dtype::F32))
-            };
-            if !on_cuda {
-                let err = run(true).and_then(|o| o.eval()).unwrap_err().to_string();
-                assert!(err.contains("CUDA"), "{err}");
+            let Some((e_ref, differing)) = flag_case(&mut r, flag, mode, (28, 4, 128), len) else {
                 continue;
-            }
-            let case = format!("{mode} hq={hq} hkv={hkv} d={d} len={len}");
-            let (base, got) = (run(false).unwrap(), run(true).unwrap());
-            assert!(!common::has_nan(&got), "{case}: unwritten (NaN) outputs");
-            let reference = f32_reference(&q, k.as_ref(), v.as_ref(), scale);
-            let (e_ref, e_base) = (rel_rms(&got, &reference), rel_rms(&got, &base));
-            let differing = differing_bits(
-                &base.to_vec::<f32>().unwrap(),
-                &got.to_vec::<f32>().unwrap(),
-            );
-            eprintln!("{flag} {case}: reference {e_ref:.2e}, off {e_base:.2e}, {differing} differing outputs");
-            assert!(
-                e_ref < 1e-3,
-                "{case}: relative RMS {e_ref} against the reference"
-            );
-            assert!(
-                e_base < 1e-3,
-                "{case}: relative RMS {e_base} against the flag off"
-            );
+            };
             if len == 4097 {
                 assert_eq!(
                     differing, 0,
-                    "{case}: the fold of the same splits must give the separate merge's bits"
+                    "{mode} len={len}: the fold of the same splits must give the separate merge's bits"
                 );
             }
             worst = worst.max(e_ref);

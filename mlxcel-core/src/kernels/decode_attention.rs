@@ -551,7 +551,8 @@ fn fold_split_limit() -> usize {
 
 /// The tensor-core kernel's split count for a call that `splits` would not let fold: cut to
 /// [`FOLD_MAX_SPLITS`] where [`flags::FOLD_SPLIT_CAP`] is on, the fold would then apply, and the
-/// cut grid still gives at least 90% of the SMs a CTA; otherwise `splits`. Why the SM bound: a
+/// cut grid still gives [`FOLD_SPLIT_CAP_FILL`] percent of the SMs a CTA (default 90);
+/// otherwise `splits`. Why the SM bound: a
 /// cut that left SMs idle (e.g. 4 KV heads: 64 CTAs for 132 SMs) would trade the merge launch
 /// for bandwidth, which this was not measured to be worth.
 /// With [`flags::FOLD_32`], where 16 would not fill the SMs, more than 32 splits are cut to 32
@@ -1243,14 +1244,14 @@ mod tests {
     use crate::kv::side::{FORMAT_FP16, FORMAT_INT8};
     use crate::mlx::Array;
 
-    /// `MLXCEL_FOLD_SPLIT_CAP`: more than 16 splits become 16 below the fold's context limit
-    /// where 16 per KV head still give ~90% of the SMs a CTA (8 heads: 128 of 132); never at or
-    /// above the limit, never for 4 KV heads (64 CTAs), never more splits than asked for, and
-    /// nothing without the fold.
     /// Held by the tests here that set `MLXCEL_*` variables of the fold, so that one test's
     /// `flags::reload` never lands between another's settings and its checks.
     static FOLD_ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+    /// `MLXCEL_FOLD_SPLIT_CAP`: more than 16 splits become 16 below the fold's context limit
+    /// where 16 per KV head still give ~90% of the SMs a CTA (8 heads: 128 of 132); never at or
+    /// above the limit, never for 4 KV heads (64 CTAs), never more splits than asked for, and
+    /// nothing without the fold.
     #[test]
     fn splits_are_cut_to_the_fold_only_where_the_grid_stays_full() {
         let _env = FOLD_ENV.lock().unwrap_or_else(|e| e.into_inner());
