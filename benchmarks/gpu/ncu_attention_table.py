@@ -26,26 +26,19 @@ next context.
 
 import argparse
 import csv
-import gzip
 import re
 import statistics
 import sys
 
+from step_budget import launches
+
 
 def read_launches(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        rows = [line for line in f if line.startswith('"')]
-    table = list(csv.reader(rows))
-    if len(table) < 3:
+    """(kernel name, us) of every launch, read by step_budget.py's reader (plain or .gz)."""
+    rows = [(name, us) for name, _, us in launches(path)]
+    if not rows:
         sys.exit(f"{path}: no launches in the ncu CSV")
-    head = table[0]
-    try:
-        ni, ti = head.index("Kernel Name"), head.index("gpu__time_duration.sum")
-    except ValueError as e:
-        sys.exit(f"{path}: expected columns 'Kernel Name' and 'gpu__time_duration.sum' ({e})")
-    # Row 1 holds the units (ns with --print-units base).
-    return [(r[ni], float(r[ti].replace(",", "")) / 1e3) for r in table[2:]]
+    return rows
 
 
 def kind(name):

@@ -13,9 +13,9 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benchmarks/gpu/ncu_attention_table.py")
 }
 
-/// One ncu raw-page row: the kernel's name and its duration in ns.
+/// One ncu raw-page row: its ID (unused), the kernel's name and its duration in ns.
 fn launch(name: &str, ns: u64) -> String {
-    format!("\"{name}\",\"{ns}\"")
+    format!("\"0\",\"{name}\",\"{ns}\"")
 }
 
 const COPY: &str =
@@ -32,8 +32,8 @@ const MERGE: &str = "mlx::custom_kernel_mlxcel_merge_splits_warp_128_128_t_float
 /// list fewer contexts than the launches hold.
 fn write_case(dir: &Path, contexts_in_csv: &[usize]) -> (PathBuf, PathBuf) {
     let mut rows = vec![
-        "\"Kernel Name\",\"gpu__time_duration.sum\"".to_string(),
-        "\"\",\"ns\"".to_string(),
+        "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"".to_string(),
+        "\"\",\"\",\"ns\"".to_string(),
     ];
     // The copy roofline: 1 MiB read + written in 1 us at the median (2.097 TB/s).
     for ns in [900, 1000, 5000] {

@@ -558,11 +558,14 @@ fn fold_split_limit() -> usize {
 /// With [`flags::FOLD_32`], where 16 would not fill the SMs, more than 32 splits are cut to 32
 /// under the same rule (4 KV heads: 128 CTAs); 8 KV heads still cut to 16.
 fn fold_split_cap(b: usize, hkv: usize, len: usize, splits: usize) -> Result<usize> {
-    if !flags::FOLD_SPLIT_CAP.enabled() {
+    // Every attention call passes here: the common launch (<= 16 splits) returns before the
+    // fill variable is looked up.
+    if !flags::FOLD_SPLIT_CAP.enabled() || splits <= FOLD_MAX_SPLITS {
         return Ok(splits);
     }
     let fill = fold_split_cap_fill()?;
-    for to in [FOLD_MAX_SPLITS, fold_split_limit()] {
+    let limit = fold_split_limit();
+    for to in std::iter::once(FOLD_MAX_SPLITS).chain((limit > FOLD_MAX_SPLITS).then_some(limit)) {
         let fills = 100 * b * hkv * to >= fill * SMS;
         if splits > to && fills && fold_fits(b, hkv, len, to)? {
             return Ok(to);
