@@ -655,10 +655,13 @@ pub const FOLD_SPLIT_CAP: Flag = Flag {
 /// leave SMs idle. Why: 4 KV heads at D 128 (Qwen2.5-7B, 28 / 4) run 22 splits at 4K and 33
 /// beyond on one wave of 12-warp CTAs, each call with a separate merge launch (its kernel and
 /// the host's node); cutting them to 16 folded splits instead leaves half the SMs idle.
-/// Off until measured on a GPU (`benchmarks/gpu/session64_call1.sh`).
+/// On since session 65 (ADR 0031; H100, 28:4:128, ncu): -1.4 to -2.4 us of kernel time per call
+/// at 4K-32K for turbo4, turbo4-asym and int8 (turbo4 14.02 -> 12.64 us at 4K, 20.29 -> 18.50 at
+/// 32K), -0.07 to -0.11 ms of host per Qwen2.5-7B step; bit-identical at 22 splits (4097 tokens).
+/// 0 = at most 16 splits fold, as before.
 pub const FOLD_32: Flag = Flag {
     name: "MLXCEL_FOLD_32",
-    default: false,
+    default: true,
     doc: "with MLXCEL_FOLD_MERGE: the fold takes up to 32 splits (two rounds of loads in its tail), and launches of more than 32 splits that 16 would not fill cut to 32 (4 KV heads at head_dim 128; 0 = at most 16)",
     slot: 28,
 };

@@ -553,8 +553,8 @@ fn fold_split_limit() -> usize {
 /// [`FOLD_MAX_SPLITS`] where [`flags::FOLD_SPLIT_CAP`] is on, the fold would then apply, and the
 /// cut grid still gives [`FOLD_SPLIT_CAP_FILL`] percent of the SMs a CTA (default 90);
 /// otherwise `splits`. Why the SM bound: a
-/// cut that left SMs idle (e.g. 4 KV heads: 64 CTAs for 132 SMs) would trade the merge launch
-/// for bandwidth, which this was not measured to be worth.
+/// cut that left SMs idle (e.g. 4 KV heads: 64 CTAs for 132 SMs) trades the merge launch for
+/// bandwidth: on an H100 it lost turbo4's 32K call to FOLD_32's 32 splits (ADR 0031).
 /// With [`flags::FOLD_32`], where 16 would not fill the SMs, more than 32 splits are cut to 32
 /// under the same rule (4 KV heads: 128 CTAs); 8 KV heads still cut to 16.
 fn fold_split_cap(b: usize, hkv: usize, len: usize, splits: usize) -> Result<usize> {
@@ -577,8 +577,8 @@ fn fold_split_cap(b: usize, hkv: usize, len: usize, splits: usize) -> Result<usi
 /// The share of the SMs (percent) that a cut to [`FOLD_MAX_SPLITS`] splits must still give a
 /// CTA for [`fold_split_cap`] to cut: numeric, default [`FOLD_SPLIT_CAP_FILL_DEFAULT`]. Why a
 /// variable: 4-KV-head models (Qwen2.5-7B) run 33 splits and a separate merge at D 128; `0`
-/// cuts them to 16 folded splits on 64 CTAs, the A/B that decides whether idle SMs cost more
-/// than the merge launch (`benchmarks/gpu/session64_call1.sh`).
+/// cuts them to 16 folded splits on 64 CTAs, for A/B runs against [`flags::FOLD_32`]'s 32
+/// (ADR 0031: faster at 4K-8K on an H100, slower for turbo4 at 32K).
 pub const FOLD_SPLIT_CAP_FILL: &str = "MLXCEL_FOLD_SPLIT_CAP_FILL";
 pub const FOLD_SPLIT_CAP_FILL_DEFAULT: usize = 90;
 
@@ -1516,25 +1516,27 @@ mod tests {
                 "{err}"
             );
         }
-        for v in [FOLD_SPLIT_CAP_FILL, fold, cap_flag] {
+        for v in [FOLD_SPLIT_CAP_FILL, fold, cap_flag, flags::FOLD_32.name] {
             std::env::remove_var(v);
         }
         flags::reload();
         assert_eq!(
             cap(1, 4, 4096, 33).unwrap(),
-            33,
-            "the default fill leaves 4 KV heads alone"
+            FOLD_MAX_SPLITS_2,
+            "the default fill never cuts 4 KV heads to 16; FOLD_32 (on by default) cuts them to 32"
         );
     }
 
     /// The fold applies below `MLXCEL_FOLD_MAX_CONTEXT` tokens (65536 when unset) and up to
-    /// 16 splits, never with the flag off; a limit that is not a number is an error. (Set
-    /// through the environment: a concurrent test's `flags::reload` then reads the same.)
+    /// 16 splits with `MLXCEL_FOLD_32=0` (32 with it: its own test), never with the flag off; a
+    /// limit that is not a number is an error. (Set through the environment: a concurrent
+    /// test's `flags::reload` then reads the same.)
     #[test]
     fn fold_applies_below_its_context_limit_and_up_to_16_splits() {
         let _env = FOLD_ENV.lock().unwrap_or_else(|e| e.into_inner());
         let fold = flags::FOLD_MERGE.name;
         std::env::set_var(fold, "1");
+        std::env::set_var(flags::FOLD_32.name, "0");
         std::env::remove_var(FOLD_MAX_CONTEXT);
         flags::reload();
         assert!(fold_fits(1, 8, 32768, 16).unwrap());
@@ -1558,6 +1560,7 @@ mod tests {
         flags::reload();
         assert!(!fold_fits(1, 8, 16, 1).unwrap());
         std::env::remove_var(fold);
+        std::env::remove_var(flags::FOLD_32.name);
         flags::reload();
     }
 
