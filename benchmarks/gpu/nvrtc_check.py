@@ -160,8 +160,9 @@ LOWBIT_VARIANTS = [DEFAULT_VARIANT, dict(DEFAULT_VARIANT, fold=True), dict(DEFAU
 
 # The fold's tail (MLXCEL_FOLD_TAIL, on by default): NVRTC_FTAIL=0 compiles the fenced one.
 FTAIL = os.environ.get("NVRTC_FTAIL", "1") != "0"
-# The fold's second round of partials (MLXCEL_FOLD_32, off; fold builds of 17-32 splits): NVRTC_FT32=1 compiles it.
-FT32 = os.environ.get("NVRTC_FT32", "0") == "1"
+# The fold's second round of partials (MLXCEL_FOLD_32, on since session 65; fold builds of 17-32 splits):
+# NVRTC_FT32=0 compiles the fold builds of at most 16 splits.
+FT32 = os.environ.get("NVRTC_FT32", "1") == "1"
 # The timing probe (MLXCEL_ATTENTION_TIMING_PROBE): NVRTC_PROBE=1..3 compiles a probe build, 0 the kernel.
 PROBE = int(os.environ.get("NVRTC_PROBE", "0"))
 # The last split's fewer tiles per warp (MLXCEL_MMA_LIGHT_LAST: 2, mma_light_tiles); NVRTC_LIGHT=0 compiles equal splits.

