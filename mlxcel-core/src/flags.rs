@@ -655,9 +655,10 @@ pub const FOLD_SPLIT_CAP: Flag = Flag {
 /// leave SMs idle. Why: 4 KV heads at D 128 (Qwen2.5-7B, 28 / 4) run 22 splits at 4K and 33
 /// beyond on one wave of 12-warp CTAs, each call with a separate merge launch (its kernel and
 /// the host's node); cutting them to 16 folded splits instead leaves half the SMs idle.
-/// On since session 65 (ADR 0031; H100, 28:4:128, ncu): -1.4 to -2.4 us of kernel time per call
-/// at 4K-32K for turbo4, turbo4-asym and int8 (turbo4 14.02 -> 12.64 us at 4K, 20.29 -> 18.50 at
-/// 32K), -0.07 to -0.11 ms of host per Qwen2.5-7B step; bit-identical at 22 splits (4097 tokens).
+/// On since session 65 (ADR 0031; H100, 28:4:128, ncu): -0.7 to -1.5 us of kernel time per call
+/// at 4K-32K for turbo4, turbo4-asym and int8 with the L2 kept as in a decode step (-1.4 to -2.4
+/// flushed; turbo4 at 32K 19.81 -> 18.40 us), -0.07 to -0.36 ms of host per Qwen2.5-7B step;
+/// bit-identical to the separate merge at the same split count (252 checks at up to 24 splits).
 /// 0 = at most 16 splits fold, as before.
 pub const FOLD_32: Flag = Flag {
     name: "MLXCEL_FOLD_32",

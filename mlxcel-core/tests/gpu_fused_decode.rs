@@ -1074,10 +1074,10 @@ fn last_tile_masks_match_the_reference() {
 /// the rotating ticket slots (a ticket left unreset would make a later call's merge run early
 /// or never). `MLXCEL_FOLD_SPLIT_CAP` is held off on both sides: with the fold on it cuts
 /// default split counts (33 -> 16 for fp16's 4-warp CTAs with 8 KV heads, 47 -> 32 with 4),
-/// another summation order, which its own test holds to the parity bound. The first full-suite
-/// run with `MLXCEL_FOLD_32=1` (session 65, H100) failed here without it (its message was cut
-/// off; by `fold_split_cap`, computed on the CPU, the two sides of the (3000, None) cases ran
-/// different split counts).
+/// another summation order, which its own test holds to the parity bound. Session 65 (H100):
+/// without the cap held off this failed with `MLXCEL_FOLD_32=1` (the message was cut off; by
+/// `fold_split_cap`, computed on the CPU, the two sides of the (3000, None) cases ran different
+/// split counts); with it, 252 checks, all bit-identical.
 /// On the CPU both end in MLX's "CUDA" error.
 #[test]
 fn folded_merge_is_bit_identical_to_the_warp_merge() {
