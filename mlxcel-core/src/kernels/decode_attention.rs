@@ -564,8 +564,8 @@ fn fold_split_cap(b: usize, hkv: usize, len: usize, splits: usize) -> Result<usi
         return Ok(splits);
     }
     let fill = fold_split_cap_fill()?;
-    let limit = fold_split_limit();
-    for to in std::iter::once(FOLD_MAX_SPLITS).chain((limit > FOLD_MAX_SPLITS).then_some(limit)) {
+    // 32 is tried only after 16; without FOLD_32, `fold_fits` refuses it.
+    for to in [FOLD_MAX_SPLITS, FOLD_MAX_SPLITS_2] {
         let fills = 100 * b * hkv * to >= fill * SMS;
         if splits > to && fills && fold_fits(b, hkv, len, to)? {
             return Ok(to);
@@ -604,7 +604,7 @@ fn fold_split_cap_fill() -> Result<usize> {
 pub const FOLD_MAX_SPLITS: usize = 16;
 /// Most splits the fold merges with [`flags::FOLD_32`]: two of the tail's rounds, one split's
 /// statistics per lane.
-pub const FOLD_MAX_SPLITS_2: usize = 32;
+pub const FOLD_MAX_SPLITS_2: usize = 2 * FOLD_MAX_SPLITS;
 
 /// The context length (tokens) from which the fold stops applying: numeric, default
 /// [`FOLD_MAX_CONTEXT_DEFAULT`]. Why: the fold trades device time (+0.05 ms per turbo4 step at
