@@ -335,6 +335,20 @@ budget_test() {
   gpu_test "$@"
 }
 
+# `suite_rest NAME DONE...`: the staged GPU test binary NAME but for the tests DONE (those that
+# already passed), one at a time, in what is left of $BUDGET, into $R/test-rest.txt; prints
+# its exit status (124: the time ran out) and each test's name, result and summary lines. A
+# fresh machine's NVRTC compiles make a whole suite longer than one call: the names that
+# printed ok go into DONE for the next call.
+suite_rest() {
+  local name=$1 left=$((${BUDGET:-520} - SECONDS)) skips=() t; shift
+  for t in "$@"; do skips+=(--skip "$t"); done
+  if ((left <= 60)); then echo "skipped the rest of $name (t=${SECONDS}s)"; return; fi
+  timeout "$left" ".devcarry/bin/tests/$name" --test-threads=1 --nocapture "${skips[@]}" > "$R/test-rest.txt" 2>&1
+  echo "rest of $name: rc=$? (limit ${left}s)"
+  grep -E "^test |^ok$|test result|panicked|cases|checks" "$R/test-rest.txt" | tail -60
+}
+
 # `bg_test TAG NAME SECONDS PATTERN [FILTER]`: gpu_test in the background, its line into
 # $R/bg-TAG.txt: a test whose GPU work is a few small launches between NVRTC compiles (CPU)
 # can overlap ncu sweeps. `bg_wait` waits for it and prints that line.

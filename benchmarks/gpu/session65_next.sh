@@ -21,12 +21,5 @@ if [ -z "${SKIP_FIRST:-}" ]; then
     budget_test gpu_fused_decode 240 "differing outputs|worst|panicked" "$t"
   done
 fi
-skips=()
-for t in "${FOLD_TESTS[@]}"; do skips+=(--skip "$t"); done
-left=$((BUDGET - SECONDS))
-if ((left > 60)); then
-  timeout "$left" .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture "${skips[@]}" > "$R/test-rest.txt" 2>&1
-  echo "rest of the suite rc=$? (limit ${left}s)"
-  grep -E "^test |test result|panicked" "$R/test-rest.txt" | tail -40
-fi
+suite_rest gpu_fused_decode "${FOLD_TESTS[@]}"
 echo "done at t=${SECONDS}s"

@@ -21,12 +21,6 @@ PASSED=(folded_merge_is_bit_identical_to_the_warp_merge fold_32_merges_up_to_32_
   hoisted_rescale_always_and_ftz_loops_are_bit_identical
   in_place_decode_appends_feed_the_fused_kernel_and_store_the_reference_codes
   last_tile_masks_match_the_reference)
-# shellcheck disable=SC2206
-PASSED+=(${SKIP:-})
-skips=()
-for t in "${PASSED[@]}"; do skips+=(--skip "$t"); done
-left=$((BUDGET - SECONDS))
-timeout "$left" .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture "${skips[@]}" > "$R/test-rest.txt" 2>&1
-echo "the suite's untested rest: rc=$? (limit ${left}s)"
-grep -E "^test |^ok$|test result|panicked|cases|checks" "$R/test-rest.txt" | tail -60
+# shellcheck disable=SC2086 # SKIP: names split on spaces
+suite_rest gpu_fused_decode "${PASSED[@]}" ${SKIP:-}
 echo "done at t=${SECONDS}s"
