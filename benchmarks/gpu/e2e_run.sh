@@ -44,7 +44,7 @@ table_if_h200() {
   local gpu
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
   echo "card: $gpu; binaries $(cat .devcarry/bin/COMMIT 2>/dev/null)"
-  if [[ "$gpu" == *H200* ]]; then exec env SKIP_PAIRED=1 "$@" bash benchmarks/gpu/session61_call1.sh; fi
+  if [[ "$gpu" == *H200* ]]; then exec env SKIP_PAIRED=1 "$@" bash benchmarks/gpu/sessions/session61_call1.sh; fi
 }
 
 # `timed NEED TAG KV CTX [ENV=VALUE...]`: `run`, unless fewer than NEED seconds are left of

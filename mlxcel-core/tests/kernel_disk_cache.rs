@@ -2,7 +2,7 @@
 //! a machine without a GPU: NVRTC compiles texts shaped as MLX 0.32's CUDA custom-kernel
 //! generator writes them (its device header replaced by mlxcel's stand-in) to sm_90a cubins.
 //! Whether MLX then loads those images, and the time it saves, only a GPU run shows
-//! (`benchmarks/gpu/session62_call2.sh`).
+//! (`benchmarks/gpu/sessions/session62_call2.sh`).
 //!
 //! NVRTC and CUDA's headers come from PyPI (`nvidia-cuda-nvrtc`, `nvidia-cuda-runtime`,
 //! `nvidia-cuda-cccl`, CUDA 13, ~65 MB), fetched once with `pip download` into the mlxcel
