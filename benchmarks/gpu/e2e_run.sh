@@ -29,6 +29,20 @@ gen() {
   echo "$tag $kv $ctx ($*): rc=$rc wall $((SECONDS - t0)) s | $(grep -E '^(prefill|decode  |decode \(2nd)' "$R/$tag-$kv-$ctx.err" | tr -s ' ' | tr '\n' '|') disk-cache warnings: $(grep -c 'kernel disk cache' "$R/$tag-$kv-$ctx.err")"
 }
 
+# `unpack_binaries` (run when this file is sourced): the binaries travel xz-packed in
+# .devcarry/bin (the device tool carries at most 64 MiB), and every device call replaces the
+# machine's .devcarry with the carried copy, so binaries a previous call unpacked are packed
+# again (session 67: a warm follow-up without the command line's `xz -d` exited 127). Unpacks
+# whatever is still packed; nothing to do when the command line already did it.
+unpack_binaries() {
+  local f
+  for f in .devcarry/bin/*.xz .devcarry/bin/tests/*.xz; do
+    [ -e "$f" ] || continue
+    xz -df "$f" && chmod +x "${f%.xz}"
+  done
+}
+unpack_binaries
+
 # `call_dir NAME`: this device call's result folder, R=/tmp/NAME (emptied), packed into
 # $OUT/NAME.tgz when the script exits (the device tool brings back at most 8 files).
 call_dir() {
