@@ -19,6 +19,9 @@ as the boundary layers'), in us from the launch's first warp entry:
   loop_end   median / max warp's loop end (max - median: the drain of the slowest warps)
   end        the last warp's partials stored (the launch's end, before the fold if any)
   stream     first (median) to loop_end (median): the streaming window
+  fold_last  (folded launches) the last CTA of KV head 0 knowing it is last: its ticket, after
+             every split's partials (`MLXCEL_TLF` lines, session 67)
+  fold_end   the same CTA's merged output stored: the launch's real end when it folds
 Why: session 32's probes put ~5.8 us of the 128K call over its bytes' copy time in the loop's
 "ramp and drain" without telling them apart (NOTES, "Next lever (after session 45)").
 """
@@ -29,9 +32,13 @@ import sys
 from collections import defaultdict
 
 LINE = re.compile(r"MLXCEL_TL (-?\d+(?: -?\d+){11})")
+# The fold's tail (one line per folded launch): len S NW t_last t_end (%globaltimer, ns).
+FOLD_LINE = re.compile(r"MLXCEL_TLF (\d+) (\d+) (\d+) (\d+) (\d+)")
 
 
-def read(paths):
+def read(paths, folds=None):
+    """The warp lines of `paths` (files, gzipped or not); with `folds` (a list), the fold lines
+    are appended to it."""
     rows = []
     for p in paths:
         # Archived runs are gzipped (*.json.gz).
@@ -40,7 +47,20 @@ def read(paths):
             for m in LINE.finditer(line):
                 v = [int(x) for x in m.group(1).split()]
                 rows.append(dict(zip("len S split NW warp count g0 g4 c1 c2 c3 c4".split(), v)))
+            if folds is not None:
+                for m in FOLD_LINE.finditer(line):
+                    folds.append(dict(zip("len S NW t_last t_end".split(), (int(x) for x in m.groups()))))
     return rows
+
+
+def fold_of(folds, ln, nw, t0):
+    """The fold line of the launch (ln, nw) whose first warp entered at t0: same length and CTA
+    width, its ticket within 200 us after t0 (launches of one kind are >= ~40 us apart, and a
+    fold ends after its launch's warps). (fold_last, fold_end) in us from t0; nan, nan if none."""
+    for f in folds:
+        if f["len"] == ln and f["NW"] == nw and 0 <= f["t_last"] - t0 < 200_000:
+            return (f["t_last"] - t0) / 1e3, (f["t_end"] - t0) / 1e3
+    return float("nan"), float("nan")
 
 
 def launches(rows):
@@ -103,22 +123,31 @@ def per_split(rows, min_len, nw):
 def main():
     if len(sys.argv) > 4 and sys.argv[1] == "--splits":
         return per_split(read(sys.argv[4:]), int(sys.argv[2]), int(sys.argv[3]))
-    rows = read(sys.argv[1:])
+    folds = []
+    rows = read(sys.argv[1:], folds)
     if not rows:
         sys.exit("no MLXCEL_TL lines (was MLXCEL_ATTENTION_TIMING_PROBE=timeline set, on CUDA?)")
     ns = ns_per_cycle(rows)
-    print(f"{len(rows)} warp lines; {ns:.4f} ns per cycle ({1 / ns:.3f} GHz)")
+    print(f"{len(rows)} warp lines, {len(folds)} fold lines; {ns:.4f} ns per cycle ({1 / ns:.3f} GHz)")
     kinds = defaultdict(list)
-    print("len NW splits warps | entry prologue first(med/max) loop_end(med/max) end stream | tiles per warp")
+    print("len NW splits warps | entry prologue first(med/max) loop_end(med/max) end stream | fold_last fold_end"
+          " | tiles per warp")
     for ln, nw, rs in launches(rows):
-        m = stamps(rs, min(r["g0"] for r in rs), ns)
+        t0 = min(r["g0"] for r in rs)
+        m = stamps(rs, t0, ns)
         m["stream"] = m["loop_end"] - m["first"]
+        m["fold_last"], m["fold_end"] = fold_of(folds, ln, nw, t0)
         kinds[nw].append(m)
         counts = sorted({r["count"] for r in rs})
         print(f"{ln} {nw} {rs[0]['S']} {len(rs)} | {m['entry']:.2f} {m['prologue']:.2f} {m['first']:.2f}/{m['first_max']:.2f} "
-              f"{m['loop_end']:.2f}/{m['loop_end_max']:.2f} {m['end']:.2f} {m['stream']:.2f} | {counts}")
+              f"{m['loop_end']:.2f}/{m['loop_end_max']:.2f} {m['end']:.2f} {m['stream']:.2f} | "
+              f"{m['fold_last']:.2f} {m['fold_end']:.2f} | {counts}")
     for nw, ms in sorted(kinds.items()):
-        med = {k: statistics.median(m[k] for m in ms) for k in ms[0]}
+        # Medians over the launches that have a value (nan: no first tile stamped, no fold).
+        med = {}
+        for k in ms[0]:
+            vals = [m[k] for m in ms if m[k] == m[k]]
+            med[k] = statistics.median(vals) if vals else float("nan")
         print(f"NW {nw}, medians of {len(ms)} launches (us): " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()))
 
 

@@ -655,6 +655,9 @@ pub enum TimingProbe {
     /// the prologue's barrier, its first tile's wait, the loop's end and the partials' stores,
     /// printed as `MLXCEL_TL` lines on stdout (KV head 0 of batch 0, every 16th context
     /// length) for `benchmarks/gpu/attn_timeline.py`: splits the loop's ramp from its drain.
+    /// A folded launch's last CTA (KV head 0) also prints one `MLXCEL_TLF` line: when it knew
+    /// it was last and when its merged output was stored, the part of the call the warp lines
+    /// end before (session 67).
     /// Outputs are attention; the stamps and the printing add a little time to the call.
     Timeline,
 }

@@ -1234,6 +1234,24 @@ if constexpr (FOLD) {
   __syncthreads();
   if (!last_cta) return;
   if constexpr (!FTAIL) __threadfence();
+  // TIMELINE: the fold's tail, which the MLXCEL_TL lines (stamped at the partials' stores) do not
+  // reach: %globaltimer when this CTA knows it is the last (after the ticket and its barrier) and
+  // when its merged output is stored (after a barrier: every warp's heads), printed by thread 0
+  // as one `MLXCEL_TLF len S NW t_last t_end` line per launch (same filter as the warp lines).
+  // Why: the fixed time per call (~10 us at 32K, session 67) includes this tail; the warp lines
+  // end before it.
+  unsigned long long tl_last = 0;
+  if constexpr (TIMELINE) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tl_last));
+  auto tl_fold_end = [&]() {
+    if constexpr (TIMELINE) {
+      __syncthreads();
+      if (tid == 0 && kvh == 0 && b == 0 && (len & 15) == 0) {
+        unsigned long long t_end;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_end));
+        printf("MLXCEL_TLF %d %d %d %llu %llu\n", len, S, NW, tl_last, t_end);
+      }
+    }
+  };
   // One warp per query head of the group merges it in registers with merge_splits_warp.cu's
   // arithmetic (mlxcel_fd::split_stats, finish_merge): splits s, s + MERGE_P, ... summed apart
   // in order, the parts in order, the inverse rotation on shuffles. No block barrier; the
@@ -1323,6 +1341,7 @@ if constexpr (FOLD) {
 #pragma unroll
       for (int e = 0; e < QE; ++e) out[(head0 + g) * D + lane * QE + e] = static_cast<T_q>(y[e]);
     }
+    tl_fold_end();
     return;
   }
   for (int g = warp; g < GQA; g += NW) {
@@ -1360,4 +1379,5 @@ if constexpr (FOLD) {
 #pragma unroll
     for (int e = 0; e < QE; ++e) out[(head0 + g) * D + lane * QE + e] = static_cast<T_q>(y[e]);
   }
+  tl_fold_end();
 }
