@@ -1765,8 +1765,10 @@ mod tests {
             // Set by build.rs for env!.
             "MLXCEL_MLX_LINKED_FROM",
             "MLXCEL_MLX_PINNED_VERSION",
-            // The timeline probe's output tag (`MLXCEL_TL ...` lines), not a variable.
+            // The timeline probe's output tags (`MLXCEL_TL ...` warp lines, `MLXCEL_TLF ...`
+            // fold lines), not variables.
             "MLXCEL_TL",
+            "MLXCEL_TLF",
             // Made up by tests.
             "MLXCEL_NO_SUCH_FLAG",
             "MLXCEL_TEST_KEPT_FLAG",
