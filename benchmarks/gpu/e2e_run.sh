@@ -64,12 +64,19 @@ table_if_h200() {
   if [[ "$gpu" == *H200* ]]; then exec env SKIP_PAIRED=1 "$@" bash benchmarks/gpu/sessions/session61_call1.sh; fi
 }
 
+# `have NEED WHAT...`: true when NEED seconds are still left of $BUDGET (seconds since the script
+# started; default 520); otherwise prints "skipped WHAT (t=...)" and fails. Every budget check of
+# the call scripts goes through it, so a device call's results come back before its time limit.
+have() {
+  local need=$1; shift
+  if ((SECONDS + need > ${BUDGET:-520})); then echo "skipped $* (t=${SECONDS}s)"; return 1; fi
+}
+
 # `timed NEED TAG KV CTX [ENV=VALUE...]`: `run`, unless fewer than NEED seconds are left of
-# $BUDGET (seconds since the script started; default 520), so a device call's results come
-# back before its time limit.
+# $BUDGET (`have`).
 timed() {
   local need=$1; shift
-  if ((SECONDS + need > ${BUDGET:-520})); then echo "skipped $* (t=${SECONDS}s)"; return; fi
+  have "$need" "$@" || return 0
   run "$@"
 }
 
@@ -348,7 +355,7 @@ gpu_test() {
 # `budget_test NAME SECONDS PATTERN [FILTER]`: gpu_test, unless it could run past $BUDGET (seconds
 # since the script started; default 520), so a device call's results come back in time.
 budget_test() {
-  if ((SECONDS + $2 > ${BUDGET:-520})); then echo "skipped $1 ${4:-} (t=${SECONDS}s)"; return; fi
+  have "$2" "$1" "${4:-}" || return 0
   gpu_test "$@"
 }
 
@@ -412,7 +419,7 @@ insitu_env() {
 insitu_schedules() {
   local s
   for s in "$@"; do
-    if ((SECONDS + 35 > BUDGET)); then echo "skipped in situ $s (t=${SECONDS}s)"; continue; fi
+    have 35 in situ "$s" || continue
     insitu_env "${s//:/-}" MLXCEL_QMV_SCHEDULE="$s"
   done
 }

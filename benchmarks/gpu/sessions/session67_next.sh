@@ -19,7 +19,7 @@ call_dir s67next
 e2e_setup "${BUDGET:-240}" 90
 budget_test gpu_attention_append 90 "bit-identical" timeline_probe_keeps_the_attention_launch_bit_identical
 for kv in turbo4-asym int8 turbo4; do
-  if ((SECONDS + 40 > BUDGET)); then echo "skipped timeline $kv (t=${SECONDS}s)"; continue; fi
+  have 40 timeline "$kv" || continue
   timeline tl "$kv" 32768
   python3 benchmarks/gpu/attn_timeline.py --splits 30000 12 "$R/tl-$kv-32768.json" > "$R/splits-$kv.txt" 2>&1
   cat "$R/splits-$kv.txt"
