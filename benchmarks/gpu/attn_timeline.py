@@ -36,10 +36,9 @@ LINE = re.compile(r"MLXCEL_TL (-?\d+(?: -?\d+){11})")
 FOLD_LINE = re.compile(r"MLXCEL_TLF (\d+) (\d+) (\d+) (\d+) (\d+)")
 
 
-def read(paths, folds=None):
-    """The warp lines of `paths` (files, gzipped or not); with `folds` (a list), the fold lines
-    are appended to it."""
-    rows = []
+def read(paths):
+    """The warp lines and the fold lines of `paths` (files, gzipped or not)."""
+    rows, folds = [], []
     for p in paths:
         # Archived runs are gzipped (*.json.gz).
         f = gzip.open(p, "rt", errors="replace") if p.endswith(".gz") else open(p, errors="replace")
@@ -47,10 +46,9 @@ def read(paths, folds=None):
             for m in LINE.finditer(line):
                 v = [int(x) for x in m.group(1).split()]
                 rows.append(dict(zip("len S split NW warp count g0 g4 c1 c2 c3 c4".split(), v)))
-            if folds is not None:
-                for m in FOLD_LINE.finditer(line):
-                    folds.append(dict(zip("len S NW t_last t_end".split(), (int(x) for x in m.groups()))))
-    return rows
+            for m in FOLD_LINE.finditer(line):
+                folds.append(dict(zip("len S NW t_last t_end".split(), (int(x) for x in m.groups()))))
+    return rows, folds
 
 
 def fold_of(folds, ln, nw, t0):
@@ -122,9 +120,8 @@ def per_split(rows, min_len, nw):
 
 def main():
     if len(sys.argv) > 4 and sys.argv[1] == "--splits":
-        return per_split(read(sys.argv[4:]), int(sys.argv[2]), int(sys.argv[3]))
-    folds = []
-    rows = read(sys.argv[1:], folds)
+        return per_split(read(sys.argv[4:])[0], int(sys.argv[2]), int(sys.argv[3]))
+    rows, folds = read(sys.argv[1:])
     if not rows:
         sys.exit("no MLXCEL_TL lines (was MLXCEL_ATTENTION_TIMING_PROBE=timeline set, on CUDA?)")
     ns = ns_per_cycle(rows)

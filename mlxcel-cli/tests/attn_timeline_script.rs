@@ -6,11 +6,20 @@
 //! device prints the real lines; here the arithmetic and the pairing are checked where CI sees
 //! them.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benchmarks/gpu/attn_timeline.py")
+}
+
+/// The script run on one probe-output file.
+fn run(file: &Path) -> Output {
+    Command::new("python3")
+        .arg(script())
+        .arg(file)
+        .output()
+        .unwrap()
 }
 
 /// A `%globaltimer`-like origin (ns).
@@ -56,11 +65,7 @@ fn stamps_and_the_folds_tail_land_on_their_own_launch() {
     let file = dir.join("tl-turbo4-asym-32768.json");
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
 
-    let out = Command::new("python3")
-        .arg(script())
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = run(&file);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -97,11 +102,7 @@ fn stamps_and_the_folds_tail_land_on_their_own_launch() {
     // A file without warp lines is refused with the probe's name.
     let empty = dir.join("empty.json");
     std::fs::write(&empty, "MLXCEL_TLF 32768 2 4 1 2\n").unwrap();
-    let out = Command::new("python3")
-        .arg(script())
-        .arg(&empty)
-        .output()
-        .unwrap();
+    let out = run(&empty);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("MLXCEL_ATTENTION_TIMING_PROBE=timeline"),
