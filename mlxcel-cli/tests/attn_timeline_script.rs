@@ -6,6 +6,8 @@
 //! device prints the real lines; here the arithmetic and the pairing are checked where CI sees
 //! them.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -43,9 +45,7 @@ fn launch(len: u64, t0: u64) -> Vec<String> {
 
 #[test]
 fn stamps_and_the_folds_tail_land_on_their_own_launch() {
-    let dir = std::env::temp_dir().join(format!("mlxcel-attn-timeline-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::fresh_dir("attn-timeline");
     let t1 = T0 + 1_000_000; // a second launch 1 ms later, at the next length
     let mut lines = vec!["some generated text".to_string()];
     lines.extend(launch(32768, T0));

@@ -3,6 +3,8 @@
 //! and the compressed modes' KV caches are smaller than fp16's (what the sweep exists to
 //! show next to the speed). Bad options are refused with a message.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -12,9 +14,7 @@ fn script() -> PathBuf {
 
 #[test]
 fn the_sweep_records_every_run_and_the_compression() {
-    let dir = std::env::temp_dir().join(format!("mlxcel-kv-sweep-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::fresh_dir("kv-sweep");
     let cfg = dir.join("config.json");
     std::fs::write(
         &cfg,

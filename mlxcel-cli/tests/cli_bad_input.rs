@@ -1,6 +1,8 @@
 //! Bad input to `mlxcel generate`: each case exits non-zero with a one-line error that
 //! names the file and the problem, and never panics.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -8,9 +10,7 @@ use mlxcel_core::mlx::io::save_gguf;
 use mlxcel_core::{Array, Dtype};
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mlxcel-cli-bad-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir(&format!("cli-bad-{name}"))
 }
 
 /// Runs `mlxcel generate --model <model>` and returns its stderr, asserting failure.

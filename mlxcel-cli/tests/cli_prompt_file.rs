@@ -29,8 +29,7 @@ fn prompt_ids(out: &Output) -> Vec<u64> {
 
 #[test]
 fn a_prompt_file_reads_as_the_same_text_on_the_command_line() {
-    let dir = std::env::temp_dir().join(format!("mlxcel-prompt-file-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::fresh_dir("prompt-file");
     let doc = "The keeper of the lighthouse wrote one word in the log: lantern.\nThen he slept.";
     let path = dir.join("doc.txt");
     std::fs::write(&path, doc).unwrap();
@@ -59,8 +58,7 @@ fn a_prompt_file_reads_as_the_same_text_on_the_command_line() {
 
 #[test]
 fn bad_prompt_files_are_refused_with_their_name() {
-    let dir = std::env::temp_dir().join(format!("mlxcel-prompt-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::fresh_dir("prompt-bad");
     let binary = dir.join("binary.txt");
     std::fs::write(&binary, [b'o', b'k', 0xff, 0xfe]).unwrap();
     let empty = dir.join("empty.txt");

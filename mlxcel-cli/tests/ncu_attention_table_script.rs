@@ -6,6 +6,8 @@
 //! not match the bench's rows. The device runs it on real exports (`attention_kernel_times.sh`);
 //! here its arithmetic and its pairing are checked where CI can see them.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -92,9 +94,7 @@ fn run(ncu: &Path, bench: &Path) -> std::process::Output {
 
 #[test]
 fn each_mode_gets_its_own_launches_and_ratios() {
-    let dir = std::env::temp_dir().join(format!("mlxcel-ncu-table-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::fresh_dir("ncu-table");
     let (ncu, bench) = write_case(&dir, &[4096, 131072]);
     let out = run(&ncu, &bench);
     let table = String::from_utf8_lossy(&out.stdout);
@@ -123,9 +123,7 @@ fn each_mode_gets_its_own_launches_and_ratios() {
 
 #[test]
 fn an_export_of_another_run_is_refused() {
-    let dir = std::env::temp_dir().join(format!("mlxcel-ncu-table-bad-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::fresh_dir("ncu-table-bad");
     // The launches hold two contexts, results.csv one.
     let (ncu, bench) = write_case(&dir, &[4096]);
     let out = run(&ncu, &bench);
