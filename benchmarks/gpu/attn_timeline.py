@@ -2,8 +2,13 @@
 `MLXCEL_ATTENTION_TIMING_PROBE=timeline` prints (`MLXCEL_TL` lines on mlxcel's stdout; KV head 0
 of batch 0, every 16th context length; `cuda/decode_attention_mma.cu`, PROBE 4).
 
-    python3 benchmarks/gpu/attn_timeline.py OUT.txt [OUT2.txt ...]
+    python3 benchmarks/gpu/attn_timeline.py [--min-len N] OUT.txt [OUT2.txt ...]
     python3 benchmarks/gpu/attn_timeline.py --splits MIN_LEN NW OUT.txt ...   # per split
+
+--min-len N keeps the launches at >= N positions. Why: a `--prompt-fill random-kv` run also
+stamps the fill's launches (every 4096 positions up to the context, back to back, no GEMVs
+between them; session 69 found them in the medians); `e2e_run.sh`'s `timeline` passes the
+context + 1, the decode steps alone.
 
 A line: len S split NW warp count g0 g4 c1 c2 c3 c4, where g0 / g4 are the warp's %globaltimer
 (ns) at entry and after the partials' stores, and c1..c4 its clock64 cycles from entry to the
@@ -20,8 +25,12 @@ as the boundary layers'), in us from the launch's first warp entry:
   end        the last warp's partials stored (the launch's end, before the fold if any)
   stream     first (median) to loop_end (median): the streaming window
   fold_last  (folded launches) the last CTA of KV head 0 knowing it is last: its ticket, after
-             every split's partials (`MLXCEL_TLF` lines, session 67)
-  fold_end   the same CTA's merged output stored: the launch's real end when it folds
+             every split's partials (`MLXCEL_TLF` lines, session 67). Under the probe this is
+             late by the warp lines' own printf: every CTA prints its 12 lines before taking its
+             ticket (session 69, H100: ~410 us after the last partials at 32K), so it dates the
+             fold's start, not the ticket's cost
+  fold_end   the same CTA's merged output stored
+  merge      fold_end - fold_last: the fold's merge alone (the kernel's own time; printf-free)
 Why: session 32's probes put ~5.8 us of the 128K call over its bytes' copy time in the loop's
 "ramp and drain" without telling them apart (NOTES, "Next lever (after session 45)").
 """
@@ -51,12 +60,15 @@ def read(paths):
     return rows, folds
 
 
-def fold_of(folds, ln, nw, t0):
+def fold_of(folds, ln, nw, t0, t_next):
     """The fold line of the launch (ln, nw) whose first warp entered at t0: same length and CTA
-    width, its ticket within 200 us after t0 (launches of one kind are >= ~40 us apart, and a
-    fold ends after its launch's warps). (fold_last, fold_end) in us from t0; nan, nan if none."""
+    width, its ticket after t0 and before t_next, the next launch of the same (ln, nw) (None: no
+    later one). Why a window to the next launch and not a fixed one: under the probe the ticket
+    comes after every CTA's printf (~410 us on an H100 at 32K, session 69), later than the warp
+    lines' end by far more than the launch itself lasts. (fold_last, fold_end) in us from t0;
+    nan, nan if none."""
     for f in folds:
-        if f["len"] == ln and f["NW"] == nw and 0 <= f["t_last"] - t0 < 200_000:
+        if f["len"] == ln and f["NW"] == nw and f["t_last"] >= t0 and (t_next is None or f["t_last"] < t_next):
             return (f["t_last"] - t0) / 1e3, (f["t_end"] - t0) / 1e3
     return float("nan"), float("nan")
 
@@ -121,24 +133,39 @@ def per_split(rows, min_len, nw):
 def main():
     if len(sys.argv) > 4 and sys.argv[1] == "--splits":
         return per_split(read(sys.argv[4:])[0], int(sys.argv[2]), int(sys.argv[3]))
-    rows, folds = read(sys.argv[1:])
+    args, min_len = sys.argv[1:], 0
+    if args[:1] == ["--min-len"]:
+        if len(args) < 2 or not args[1].isdigit():
+            sys.exit("--min-len takes a number of positions")
+        min_len, args = int(args[1]), args[2:]
+    rows, folds = read(args)
     if not rows:
         sys.exit("no MLXCEL_TL lines (was MLXCEL_ATTENTION_TIMING_PROBE=timeline set, on CUDA?)")
+    rows = [r for r in rows if r["len"] >= min_len]
+    folds = [f for f in folds if f["len"] >= min_len]
+    if not rows:
+        sys.exit(f"no MLXCEL_TL lines at >= {min_len} positions")
     ns = ns_per_cycle(rows)
     print(f"{len(rows)} warp lines, {len(folds)} fold lines; {ns:.4f} ns per cycle ({1 / ns:.3f} GHz)")
     kinds = defaultdict(list)
     print("len NW splits warps | entry prologue first(med/max) loop_end(med/max) end stream | fold_last fold_end"
-          " | tiles per warp")
-    for ln, nw, rs in launches(rows):
+          " merge | tiles per warp")
+    ls = launches(rows)
+    starts = defaultdict(list)  # (len, NW) -> the launches' first entries, in order
+    for ln, nw, rs in ls:
+        starts[(ln, nw)].append(min(r["g0"] for r in rs))
+    for ln, nw, rs in ls:
         t0 = min(r["g0"] for r in rs)
+        later = [t for t in starts[(ln, nw)] if t > t0]
         m = stamps(rs, t0, ns)
         m["stream"] = m["loop_end"] - m["first"]
-        m["fold_last"], m["fold_end"] = fold_of(folds, ln, nw, t0)
+        m["fold_last"], m["fold_end"] = fold_of(folds, ln, nw, t0, later[0] if later else None)
+        m["merge"] = m["fold_end"] - m["fold_last"]
         kinds[nw].append(m)
         counts = sorted({r["count"] for r in rs})
         print(f"{ln} {nw} {rs[0]['S']} {len(rs)} | {m['entry']:.2f} {m['prologue']:.2f} {m['first']:.2f}/{m['first_max']:.2f} "
               f"{m['loop_end']:.2f}/{m['loop_end_max']:.2f} {m['end']:.2f} {m['stream']:.2f} | "
-              f"{m['fold_last']:.2f} {m['fold_end']:.2f} | {counts}")
+              f"{m['fold_last']:.2f} {m['fold_end']:.2f} {m['merge']:.2f} | {counts}")
     for nw, ms in sorted(kinds.items()):
         # Medians over the launches that have a value (nan: no first tile stamped, no fold).
         med = {}

@@ -473,11 +473,12 @@ kernel_flag_ab() {
 
 # The attention launches' per-warp timeline (MLXCEL_ATTENTION_TIMING_PROBE=timeline, session 45):
 # one `run` (tag `tl...`: repeats_summary.py skips it) whose stdout, the .json file, also carries
-# the kernel's MLXCEL_TL lines; then attn_timeline.py's summary of them.
+# the kernel's MLXCEL_TL lines; then attn_timeline.py's summary of the decode steps' launches
+# (past the context: the random-kv fill's launches are stamped too).
 timeline() {
   local tag=$1 kv=$2 ctx=$3; shift 3
   FILL=random-kv TOKENS=${TOKENS:-40} run "$tag" "$kv" "$ctx" MLXCEL_ATTENTION_TIMING_PROBE=timeline "$@"
-  python3 benchmarks/gpu/attn_timeline.py "$R/$tag-$kv-$ctx.json" 2>&1 | grep -E "warp lines|medians|^no "
+  python3 benchmarks/gpu/attn_timeline.py --min-len $((ctx + 1)) "$R/$tag-$kv-$ctx.json" 2>&1 | grep -E "warp lines|medians|^no "
 }
 # `finish_call`: the runs' prompt ids replaced by a digest (strip_prompt_tokens.py), the medians of
 # the call's runs into $R/summary.md (and runs.csv), printed,

@@ -2,9 +2,10 @@
 //! `MLXCEL_ATTENTION_TIMING_PROBE=timeline`) on made-up probe output: it must group warp lines
 //! into launches, turn cycles into microseconds by the lines' own clock rate, place each stamp
 //! from the launch's first warp entry, and attach each folded launch's `MLXCEL_TLF` line (the
-//! last CTA's ticket and merged store) to that launch only: same length, same CTA width. The
-//! device prints the real lines; here the arithmetic and the pairing are checked where CI sees
-//! them.
+//! last CTA's ticket and merged store) to that launch only: same length, same CTA width, before
+//! the next launch of that length (under the probe the ticket comes hundreds of us late, after
+//! every CTA's printf). `--min-len` leaves out the random-kv fill's launches. The device prints
+//! the real lines; here the arithmetic and the pairing are checked where CI sees them.
 
 mod common;
 
@@ -15,10 +16,11 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benchmarks/gpu/attn_timeline.py")
 }
 
-/// The script run on one probe-output file.
-fn run(file: &Path) -> Output {
+/// The script run on one probe-output file, after `args`.
+fn run(args: &[&str], file: &Path) -> Output {
     Command::new("python3")
         .arg(script())
+        .args(args)
         .arg(file)
         .output()
         .unwrap()
@@ -48,13 +50,22 @@ fn stamps_and_the_folds_tail_land_on_their_own_launch() {
     let dir = common::fresh_dir("attn-timeline");
     let t1 = T0 + 1_000_000; // a second launch 1 ms later, at the next length
     let mut lines = vec!["some generated text".to_string()];
+    // A fill launch at 4096 positions, 0.5 ms before: --min-len 32768 leaves it out.
+    lines.extend(launch(4096, T0 - 500_000));
+    lines.push(format!(
+        "MLXCEL_TLF 4096 2 4 {} {}",
+        T0 - 480_000,
+        T0 - 479_000
+    ));
     lines.extend(launch(32768, T0));
-    // The first launch's fold: ticket 11.5 us, merged output stored 13.25 us after T0.
+    // The first launch's fold: ticket 411.5 us (late by the probe's printf, as on the device),
+    // merged output stored 413.25 us after T0; still before the next launch at that length.
     lines.push(format!(
         "MLXCEL_TLF 32768 2 4 {} {}",
-        T0 + 11_500,
-        T0 + 13_250
+        T0 + 411_500,
+        T0 + 413_250
     ));
+    lines.extend(launch(32768, T0 + 600_000));
     lines.extend(launch(32784, t1));
     // A fold line at the second launch's length but from 12-warp CTAs: not that launch's.
     lines.push(format!(
@@ -65,7 +76,7 @@ fn stamps_and_the_folds_tail_land_on_their_own_launch() {
     let file = dir.join("tl-turbo4-asym-32768.json");
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
 
-    let out = run(&file);
+    let out = run(&["--min-len", "32768"], &file);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -73,36 +84,49 @@ fn stamps_and_the_folds_tail_land_on_their_own_launch() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        text.contains("16 warp lines, 2 fold lines; 0.5000 ns per cycle"),
+        text.contains("24 warp lines, 2 fold lines; 0.5000 ns per cycle"),
         "{text}"
     );
     // entry: the last warp 0.7 us after the first; barrier: median entry 0.35 + 2; first tile
-    // 3.35 / 3.70; loop end 8.35 / 8.70; partials 10.70; stream 8.35 - 3.35; the fold 11.50 /
-    // 13.25.
-    assert!(
-        text.contains(
-            "32768 4 2 8 | 0.70 2.35 3.35/3.70 8.35/8.70 10.70 5.00 | 11.50 13.25 | [10]"
-        ),
-        "{text}"
-    );
-    assert!(
-        text.contains("32784 4 2 8 | 0.70 2.35 3.35/3.70 8.35/8.70 10.70 5.00 | nan nan | [10]"),
+    // 3.35 / 3.70; loop end 8.35 / 8.70; partials 10.70; stream 8.35 - 3.35; the fold 411.50 /
+    // 413.25, its merge 1.75.
+    let row = "4 2 8 | 0.70 2.35 3.35/3.70 8.35/8.70 10.70 5.00 |";
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains(row)).collect();
+    assert_eq!(
+        rows,
+        [
+            format!("32768 {row} 411.50 413.25 1.75 | [10]"),
+            // The same length 0.6 ms later: the fold line before it is not its own.
+            format!("32768 {row} nan nan nan | [10]"),
+            // Another length: the 12-warp fold line is not its own.
+            format!("32784 {row} nan nan nan | [10]"),
+        ],
         "{text}"
     );
     // The medians skip launches without a fold line.
     assert!(
-        text.contains("NW 4, medians of 2 launches (us): entry 0.70, prologue 2.35"),
+        text.contains("NW 4, medians of 3 launches (us): entry 0.70, prologue 2.35"),
         "{text}"
     );
     assert!(
-        text.contains("stream 5.00, fold_last 11.50, fold_end 13.25"),
+        text.contains("stream 5.00, fold_last 411.50, fold_end 413.25, merge 1.75"),
         "{text}"
     );
+
+    // Without --min-len the fill's launch counts, its fold attached to it alone.
+    let out = run(&[], &file);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("32 warp lines, 3 fold lines"), "{text}");
+    assert!(
+        text.contains(&format!("4096 {row} 20.00 21.00 1.00 | [10]")),
+        "{text}"
+    );
+    assert!(text.contains("NW 4, medians of 4 launches"), "{text}");
 
     // A file without warp lines is refused with the probe's name.
     let empty = dir.join("empty.json");
     std::fs::write(&empty, "MLXCEL_TLF 32768 2 4 1 2\n").unwrap();
-    let out = run(&empty);
+    let out = run(&[], &empty);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("MLXCEL_ATTENTION_TIMING_PROBE=timeline"),
