@@ -25,10 +25,10 @@ as the boundary layers'), in us from the launch's first warp entry:
   end        the last warp's partials stored (the launch's end, before the fold if any)
   stream     first (median) to loop_end (median): the streaming window
   fold_last  (folded launches) the last CTA of KV head 0 knowing it is last: its ticket, after
-             every split's partials (`MLXCEL_TLF` lines, session 67). Under the probe this is
-             late by the warp lines' own printf: every CTA prints its 12 lines before taking its
-             ticket (session 69, H100: ~410 us after the last partials at 32K), so it dates the
-             fold's start, not the ticket's cost
+             every split's partials (`MLXCEL_TLF` lines, session 67). Binaries before session
+             69's kernel change printed each CTA's 12 warp lines before its ticket, so there it
+             came ~410-450 us late (H100, 32K) and dates only the fold's start; since then the
+             warp lines are printed after the ticket (the last CTA's after its merge)
   fold_end   the same CTA's merged output stored
   merge      fold_end - fold_last: the fold's merge alone (the kernel's own time; printf-free)
 Why: session 32's probes put ~5.8 us of the 128K call over its bytes' copy time in the loop's

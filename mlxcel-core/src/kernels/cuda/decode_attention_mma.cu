@@ -1196,14 +1196,20 @@ tl_stamp(4);
 // TIMELINE: one line per warp of KV head 0 (batch 0) at every 16th context length (bounded
 // output: 16 splits x 12 warps per launch). The first wait is stamped in PAIR's loop only (the
 // default with the pair table); elsewhere, and for a warp without tiles, it prints -1.
-// Read with benchmarks/gpu/attn_timeline.py.
-if constexpr (TIMELINE) {
-  if (lane == 0 && kvh == 0 && b == 0 && (len & 15) == 0) {
-    printf("MLXCEL_TL %d %d %d %d %d %d %llu %llu %lld %lld %lld %lld\n", len, S, split, NW, warp, count, tl_g0,
-           tl_g4, tl_c[1] - tl_c[0], tl_c[2] == 0 ? -1LL : tl_c[2] - tl_c[0], tl_c[3] - tl_c[0],
-           tl_c[4] - tl_c[0]);
+// Read with benchmarks/gpu/attn_timeline.py. With FOLD the lines are printed after the CTA's
+// ticket (and by the last CTA after its merge). Why: device printf is slow (~410 us for a
+// launch's 192 lines on an H100, session 69); printed before the ticket, it delayed every
+// ticket and the fold's stamps measured the printf instead of the ticket's round trip.
+auto tl_print_warp = [&]() {
+  if constexpr (TIMELINE) {
+    if (lane == 0 && kvh == 0 && b == 0 && (len & 15) == 0) {
+      printf("MLXCEL_TL %d %d %d %d %d %d %llu %llu %lld %lld %lld %lld\n", len, S, split, NW, warp, count, tl_g0,
+             tl_g4, tl_c[1] - tl_c[0], tl_c[2] == 0 ? -1LL : tl_c[2] - tl_c[0], tl_c[3] - tl_c[0],
+             tl_c[4] - tl_c[0]);
+    }
   }
-}
+};
+if constexpr (!FOLD) tl_print_warp();
 
 // ---- FOLD: the split merge in this launch. The last CTA of each (batch, KV head) to finish
 // combines every split of its GQA heads and applies the inverse V rotation, writing `out`
@@ -1232,7 +1238,10 @@ if constexpr (FOLD) {
     if (last_cta) atomicExch(t, 0u);  // ready for the next call on this slot
   }
   __syncthreads();
-  if (!last_cta) return;
+  if (!last_cta) {
+    tl_print_warp();
+    return;
+  }
   if constexpr (!FTAIL) __threadfence();
   // TIMELINE: the fold's tail, which the MLXCEL_TL lines (stamped at the partials' stores) do not
   // reach: %globaltimer when this CTA knows it is the last (after the ticket and its barrier) and
@@ -1250,6 +1259,7 @@ if constexpr (FOLD) {
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_end));
         printf("MLXCEL_TLF %d %d %d %llu %llu\n", len, S, NW, tl_last, t_end);
       }
+      tl_print_warp();
     }
   };
   // One warp per query head of the group merges it in registers with merge_splits_warp.cu's
