@@ -1197,9 +1197,9 @@ tl_stamp(4);
 // output: 16 splits x 12 warps per launch). The first wait is stamped in PAIR's loop only (the
 // default with the pair table); elsewhere, and for a warp without tiles, it prints -1.
 // Read with benchmarks/gpu/attn_timeline.py. With FOLD the lines are printed after the CTA's
-// ticket (and by the last CTA after its merge). Why: device printf is slow (~410 us for a
-// launch's 192 lines on an H100, session 69); printed before the ticket, it delayed every
-// ticket and the fold's stamps measured the printf instead of the ticket's round trip.
+// ticket (and by the last CTA after its merge). Why: printed before the ticket, device printf
+// delayed every ticket (on an H100 the fold's ticket came ~410 us after the last partials were
+// stored, session 69), and the fold's stamps measured the printf, not the ticket's round trip.
 auto tl_print_warp = [&]() {
   if constexpr (TIMELINE) {
     if (lane == 0 && kvh == 0 && b == 0 && (len & 15) == 0) {
