@@ -151,15 +151,15 @@ def main():
     print("len NW splits warps | entry prologue first(med/max) loop_end(med/max) end stream | fold_last fold_end"
           " merge | tiles per warp")
     ls = launches(rows)
-    starts = defaultdict(list)  # (len, NW) -> the launches' first entries, in order
-    for ln, nw, rs in ls:
-        starts[(ln, nw)].append(min(r["g0"] for r in rs))
-    for ln, nw, rs in ls:
-        t0 = min(r["g0"] for r in rs)
-        later = [t for t in starts[(ln, nw)] if t > t0]
+    t0s = [min(r["g0"] for r in rs) for _, _, rs in ls]
+    for i, (ln, nw, rs) in enumerate(ls):
+        t0 = t0s[i]
+        # launches() lists each (len, NW)'s launches together, in time order: the next one, if
+        # of the same kind, bounds this launch's fold line.
+        t_next = t0s[i + 1] if i + 1 < len(ls) and ls[i + 1][:2] == (ln, nw) else None
         m = stamps(rs, t0, ns)
         m["stream"] = m["loop_end"] - m["first"]
-        m["fold_last"], m["fold_end"] = fold_of(folds, ln, nw, t0, later[0] if later else None)
+        m["fold_last"], m["fold_end"] = fold_of(folds, ln, nw, t0, t_next)
         m["merge"] = m["fold_end"] - m["fold_last"]
         kinds[nw].append(m)
         counts = sorted({r["count"] for r in rs})
