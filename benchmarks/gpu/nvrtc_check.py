@@ -176,6 +176,9 @@ FCP1 = "true" if os.environ.get("NVRTC_FCP1", "1") == "1" else "false"
 VZ = "true" if os.environ.get("NVRTC_VZ", "1") == "1" else "false"
 # The combine's weights once per (warp, head) (MLXCEL_MMA_COMBINE_W1, off); NVRTC_CW=1 compiles them.
 CW = "true" if os.environ.get("NVRTC_CW", "0") == "1" else "false"
+# V's rotation signs loaded with the merge's partials (MLXCEL_MERGE_SIGNS_FIRST, off; the fold
+# and merge_splits_warp.cu); NVRTC_MSF=1 compiles them.
+MSF = "true" if os.environ.get("NVRTC_MSF", "0") == "1" else "false"
 # The softmax's lazy rescale (MLXCEL_MMA_LAZY_RESCALE, on; with KT only); NVRTC_LAZY=0 compiles without it.
 LAZY = os.environ.get("NVRTC_LAZY", "1") == "1"
 # The pair loop's unmasked pairs (MLXCEL_MMA_MASK_LAST, on; with PAIR only); NVRTC_MASKL=0 compiles the masked pairs.
@@ -204,7 +207,7 @@ def mma_consts(v, kf, vf, d, gqa, stages, warps, rot_q, rot_v, qt):
     return (f"constexpr bool SWZ = {swz}; constexpr bool LUTK = {lutk}; constexpr bool LUTV = {lutv}; constexpr bool LUTI = {luti}; constexpr bool HOIST = {hoist}; constexpr bool RSALL = {rsall}; constexpr bool FTZ = {ftz}; constexpr bool QSWZ = {qswz}; constexpr bool FILLW = {fillw}; constexpr bool QFIRST = {qfirst}; constexpr bool QFIRST1 = {qfirst1}; constexpr bool KT = {kt}; constexpr bool PAIR = {pair}; constexpr int WARPS = {warps}; constexpr int LIGHT = {LIGHT_PER_WARP} * WARPS; constexpr bool RTAB = {RTAB}; constexpr bool QFIRST2 = {QFIRST2}; constexpr bool FCP1 = {FCP1}; constexpr bool VZ = {VZ}; constexpr bool CW = {CW}; constexpr bool LAZY = {b(LAZY and kt == 'true')}; constexpr bool MASKL = {b(MASKL and pair == 'true')}; constexpr bool VSEL = {VSEL}; constexpr int KFMT = {kf}; constexpr int VFMT = {vf}; constexpr int D = {d}; "
             f"constexpr int GQA = {gqa}; constexpr bool ROT_Q = {b(rot_q)}; constexpr bool ROT_V = {b(rot_v)}; "
             f"constexpr int STAGES = {stages}; constexpr bool ROPE_Q = {rope}; constexpr bool TRAD = {trad}; "
-            f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr bool FT32 = {b(fold == 'true' and FT32)}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")
+            f"constexpr bool FOLD = {fold}; constexpr bool FTAIL = {b(fold == 'true' and FTAIL)}; constexpr bool FT32 = {b(fold == 'true' and FT32)}; constexpr bool MSF = {MSF}; constexpr int PROBE = {PROBE}; using T_q = {qt};\n")
 
 SHAPE = "\nstruct Shape { int v[8]; __device__ int operator[](int i) const { return v[i]; } };\n"
 
@@ -375,7 +378,7 @@ def main():
     for d in (64, 128):
         for name, text in (("merge", merge), ("merge_warp", read("merge_splits_warp.cu"))):
             for group in sorted({min(d, 128), 32}):
-                consts = f"constexpr int D = {d}; constexpr int GROUP_V = {group}; constexpr bool ROT_V = true; using T_out = __half;\n"
+                consts = f"constexpr int D = {d}; constexpr int GROUP_V = {group}; constexpr bool ROT_V = true; constexpr bool MSF = {MSF}; using T_out = __half;\n"
                 src = (header + SHAPE +
                        "__global__ void m(const float* o_part, const Shape o_part_shape, const float* ml, const float* rot_v, __half* out) {\n"
                        + consts + text + "\n}\n")

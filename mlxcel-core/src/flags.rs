@@ -667,6 +667,21 @@ pub const FOLD_32: Flag = Flag {
     slot: 28,
 };
 
+/// The split merge (the fold's, in the tensor-core kernel, and `merge_splits_warp.cu`'s launch)
+/// loads V's rotation signs with its partials instead of where the inverse rotation uses them
+/// (`mlxcel_fd::merge_signs` in `cuda/decode_attention.cuh`). Why: read there, they add two
+/// dependent global round trips after the partials' one (NVRTC sm_90 SASS, session 70: s2 after
+/// the split weights' shuffles, s1 after the Walsh-Hadamard shuffles), on the critical path of
+/// the last CTA of each KV head (the fold) or of the merge launch; the session 69 timeline put
+/// the fold's merge at 1.2-1.7 us per 32K call. The same signs in the same operations:
+/// bit-identical. Changes only rotated-V formats (turbo values, int8r). Off until measured.
+pub const MERGE_SIGNS_FIRST: Flag = Flag {
+    name: "MLXCEL_MERGE_SIGNS_FIRST",
+    default: false,
+    doc: "split merges (fold and merge launch): V's rotation signs loaded with the partials (bit-identical; 1 = on)",
+    slot: 29,
+};
+
 /// With [`FOLD_MERGE`]: the fold's tail as one acquire-release ticket without fences, and the
 /// last CTA's merge in one round trip (each lane loads its split's statistics and every split's
 /// partial at once; at most 16 splits, the H200's count for 8 KV heads at any context). Why:
@@ -1636,6 +1651,7 @@ pub const ALL: &[Flag] = &[
     QMV_ALIGN128,
     QMV_NORM_LATE,
     FOLD_TAIL,
+    MERGE_SIGNS_FIRST,
     QKV_CLUSTER,
     FAST_ARGMAX,
     ATTN_APPEND,

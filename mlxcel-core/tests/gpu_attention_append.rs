@@ -328,10 +328,11 @@ fn first_two_ring_tiles_early_keep_the_attention_launches_bit_identical() {
     );
 }
 
-/// `MLXCEL_MMA_FCOPY1`, `MLXCEL_MMA_VZERO`, `MLXCEL_MMA_COMBINE_W1`, `MLXCEL_MMA_DEEP_PLAIN`
-/// and `MLXCEL_MMA_VSEL` (the ring refill's factor rows in one copy, masked V factors zeroed
-/// instead of selects, the combine's weights once per warp and head, a deeper ring for the
-/// kernels without the pair table, the V nibble interleave by bit selects) must each leave the
+/// `MLXCEL_MMA_FCOPY1`, `MLXCEL_MMA_VZERO`, `MLXCEL_MMA_COMBINE_W1`, `MLXCEL_MMA_DEEP_PLAIN`,
+/// `MLXCEL_MMA_VSEL` and `MLXCEL_MERGE_SIGNS_FIRST` (the ring refill's factor rows in one copy,
+/// masked V factors zeroed instead of selects, the combine's weights once per warp and head, a
+/// deeper ring for the kernels without the pair table, the V nibble interleave by bit selects,
+/// the fold's merge loading V's rotation signs with its partials) must each leave the
 /// attention append and the attention launch bit-identical:
 /// a short prefill at head_dim 128 (the new position in its warp's first tile, masked tokens
 /// after it) and a ~3K one at head_dim 64.
@@ -346,6 +347,7 @@ fn refill_softmax_and_combine_trims_keep_the_attention_launches_bit_identical() 
         "MLXCEL_MMA_COMBINE_W1",
         "MLXCEL_MMA_DEEP_PLAIN",
         "MLXCEL_MMA_VSEL",
+        "MLXCEL_MERGE_SIGNS_FIRST",
     ] {
         if !common::env_list_allows("MLXCEL_PARITY_FLAGS", flag) {
             continue;

@@ -1104,6 +1104,36 @@ fn folded_merge_is_bit_identical_to_the_warp_merge() {
     }
 }
 
+/// `MLXCEL_MERGE_SIGNS_FIRST` (the split merges load V's rotation signs with their partials)
+/// must give the default bits in both merges that read the signs: the fold's (its one-round
+/// tail up to 16 splits, the two-round one up to 32) and the warp merge launch (beyond the
+/// fold: 47 splits, one KV head, and 300 splits, past the 12 partials a warp loads ahead),
+/// for rotated V (turbo4, turbo4-asym, turbo3 on the CUDA-core kernel) and plain int8 V (the
+/// flag must change nothing there), head dims 64 and 128, GQA 4 and 7, two calls per case
+/// (the fold's rotating ticket slots). On the CPU both end in MLX's "CUDA" error.
+#[test]
+fn merge_signs_first_is_bit_identical() {
+    let checked = flag_bit_identity(
+        "merge_signs_first_is_bit_identical",
+        "MLXCEL_MERGE_SIGNS_FIRST",
+        &["turbo4", "turbo4-asym", "turbo3", "int8"],
+        &[(32, 8, 128), (7, 1, 64), (28, 4, 128), (12, 3, 64)],
+        &[
+            (1, None),
+            (17, Some(5)),
+            (3000, None),
+            (3000, Some(16)),
+            (5000, Some(24)),
+            (5000, Some(47)),
+            (5000, Some(300)),
+        ],
+        2,
+    );
+    if checked > 0 {
+        eprintln!("merge signs first: {checked} bit-identity checks on CUDA");
+    }
+}
+
 /// `MLXCEL_MERGE_WARP`: the warp merge must give the block merge's bits (same operations in
 /// the same order) for both kernels (turbo3 goes to the CUDA-core one), rotated and plain V,
 /// head dims 64 and 128, split counts within and beyond the partials it loads ahead (12 per

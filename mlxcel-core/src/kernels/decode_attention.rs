@@ -805,7 +805,8 @@ fn merge(
     let s = q.shape();
     let (b, hq) = (s[0] as usize, s[1] as usize);
     let group_v = group_of(v, d);
-    let (merge, threads) = if flags::MERGE_WARP.enabled() && merge_warp_fits(d, group_v) {
+    let warp_merge = flags::MERGE_WARP.enabled() && merge_warp_fits(d, group_v);
+    let (merge, threads) = if warp_merge {
         let kernel = cached_by_name(KernelBackend::Cuda, "merge_splits_warp", 0, || {
             merge_source("mlxcel_merge_splits_warp", MERGE_WARP)
         })?;
@@ -826,6 +827,15 @@ fn merge(
     .template("GROUP_V", TemplateArg::Int(group_v as i32))
     .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
     .template("T_out", TemplateArg::Dtype(q.dtype()));
+    // Only the warp merge reads MSF (the block merge keeps its one instantiation per shape).
+    let launch = if warp_merge {
+        launch.template(
+            "MSF",
+            TemplateArg::Bool(flags::MERGE_SIGNS_FIRST.enabled()),
+        )
+    } else {
+        launch
+    };
     merge
         .call(&launch)?
         .pop()
@@ -1188,6 +1198,10 @@ fn decode(
                 // Only launches that need the second round build it: <= 16 splits keep their
                 // instantiation.
                 .template("FT32", TemplateArg::Bool(fold && splits > FOLD_MAX_SPLITS))
+                .template(
+                    "MSF",
+                    TemplateArg::Bool(fold && flags::MERGE_SIGNS_FIRST.enabled()),
+                )
                 .template("PROBE", TemplateArg::Int(timing_probe()?.code())),
         )?;
         let token = if append.is_some() { outs.pop() } else { None };

@@ -333,10 +333,11 @@ __device__ __forceinline__ float2 split_stats(const float* mlb, int S, int lane,
 
 // The merged output of one head, lane l holding dims [l * QE, +QE): the MERGE_P parts summed
 // in order and divided by the denominator, then (ROT_V) brought back from V's stored basis:
-// x = s1 * H (s2 * y) / sqrt(GROUP_V) per rotation group (rot_v = s1; s2).
-template <int QE, int GROUP_V, bool ROT_V>
-__device__ __forceinline__ void finish_merge(const float (&parts)[MERGE_P][QE], float den, const float* rot_v, int lane,
-                                             float (&y)[QE]) {
+// x = s1 * H (s2 * y) / sqrt(GROUP_V) per rotation group, with s2(e) and s1(e) the signs of
+// the lane's element e (rot_v = s1; s2).
+template <int QE, int GROUP_V, bool ROT_V, typename S2, typename S1>
+__device__ __forceinline__ void finish_merge_by(const float (&parts)[MERGE_P][QE], float den, int lane, float (&y)[QE],
+                                                S2 s2, S1 s1) {
 #pragma unroll
   for (int e = 0; e < QE; ++e) {
     float t = 0.0f;
@@ -346,11 +347,51 @@ __device__ __forceinline__ void finish_merge(const float (&parts)[MERGE_P][QE], 
   }
   if constexpr (ROT_V) {
 #pragma unroll
-    for (int e = 0; e < QE; ++e) y[e] *= rot_v[GROUP_V + (lane * QE + e) % GROUP_V];
+    for (int e = 0; e < QE; ++e) y[e] *= s2(e);
     wht_warp<QE, GROUP_V>(y, lane);
 #pragma unroll
-    for (int e = 0; e < QE; ++e) y[e] = y[e] * rot_v[(lane * QE + e) % GROUP_V] * rsqrtf(static_cast<float>(GROUP_V));
+    for (int e = 0; e < QE; ++e) y[e] = y[e] * s1(e) * rsqrtf(static_cast<float>(GROUP_V));
   }
+}
+
+// finish_merge_by with the signs read from rot_v where they are used: after the parts are
+// summed (s2), and after the Walsh-Hadamard stages (s1).
+template <int QE, int GROUP_V, bool ROT_V>
+__device__ __forceinline__ void finish_merge(const float (&parts)[MERGE_P][QE], float den, const float* rot_v, int lane,
+                                             float (&y)[QE]) {
+  finish_merge_by<QE, GROUP_V, ROT_V>(
+      parts, den, lane, y, [&](int e) { return rot_v[GROUP_V + (lane * QE + e) % GROUP_V]; },
+      [&](int e) { return rot_v[(lane * QE + e) % GROUP_V]; });
+}
+
+// The signs of lane's dims that finish_merge reads from rot_v, loaded ahead (MLXCEL_MERGE_SIGNS_FIRST).
+// Why: read where they are used, they are two more dependent global round trips after the
+// merge's one round trip for the partials (SASS of the fold's tail, NVRTC sm_90, session 70:
+// the loads of s2 follow the split weights' shuffles, those of s1 the Walsh-Hadamard
+// shuffles), on the critical path of the last CTA (the fold) or of the merge launch.
+template <int QE>
+struct MergeSigns {
+  float s1[QE];
+  float s2[QE];
+};
+
+template <int QE, int GROUP_V>
+__device__ __forceinline__ MergeSigns<QE> merge_signs(const float* rot_v, int lane) {
+  MergeSigns<QE> sg;
+#pragma unroll
+  for (int e = 0; e < QE; ++e) {
+    sg.s2[e] = rot_v[GROUP_V + (lane * QE + e) % GROUP_V];
+    sg.s1[e] = rot_v[(lane * QE + e) % GROUP_V];
+  }
+  return sg;
+}
+
+// finish_merge with the signs merge_signs loaded: the same values in the same operations.
+template <int QE, int GROUP_V, bool ROT_V>
+__device__ __forceinline__ void finish_merge_signed(const float (&parts)[MERGE_P][QE], float den,
+                                                    const MergeSigns<QE>& sg, int lane, float (&y)[QE]) {
+  finish_merge_by<QE, GROUP_V, ROT_V>(
+      parts, den, lane, y, [&](int e) { return sg.s2[e]; }, [&](int e) { return sg.s1[e]; });
 }
 
 }  // namespace mlxcel_fd

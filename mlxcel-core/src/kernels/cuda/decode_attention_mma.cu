@@ -57,7 +57,8 @@
 // dynamic shared memory with the same formula). Inputs as decode_attention.cu, with q in
 // the model's dtype; outputs o_part [B, Hq, S, D] (unnormalized), ml [B, Hq, S, 2] (max in
 // natural-log units, sum), and with FOLD the merged, inverse-rotated out [B, Hq, 1, D] (the
-// section at the end; inputs rot_v, tickets, epoch_marker).
+// section at the end; inputs rot_v, tickets, epoch_marker). MSF (with FOLD and ROT_V): the
+// merge loads V's rotation signs with its partials (mlxcel_fd::merge_signs; bit-identical).
 constexpr int NT = 32 * WARPS;  // 4 warps, or 12 sharing one pair table (MLXCEL_MMA_WIDE)
 constexpr int NW = NT / 32;
 constexpr int DK = D / 4;  // K dims per lane per token
@@ -1292,6 +1293,10 @@ if constexpr (FOLD) {
     for (int g = warp; g < GQA; g += NW) {
       const float* mlb = ml + (head0 + g) * S * 2;
       const float* ob = o_part + (head0 + g) * S * D + lane * QE;
+      // MSF (MLXCEL_MERGE_SIGNS_FIRST): V's rotation signs in the same round trip as the
+      // partials (mlxcel_fd::merge_signs says why).
+      mlxcel_fd::MergeSigns<QE> sg;
+      if constexpr (MSF && ROT_V) sg = mlxcel_fd::merge_signs<QE, D>(rot_v, lane);
       float2 mls = make_float2(mlxcel_fd::neg_inf(), 0.0f);
       if (lane < S) mls = __ldcg(reinterpret_cast<const float2*>(mlb) + lane);
       float v[FTAIL_S][QE];
@@ -1347,7 +1352,8 @@ if constexpr (FOLD) {
         }
       }
       float y[QE];
-      mlxcel_fd::finish_merge<QE, D, ROT_V>(parts, den, rot_v, lane, y);
+      if constexpr (MSF && ROT_V) mlxcel_fd::finish_merge_signed<QE, D, ROT_V>(parts, den, sg, lane, y);
+      else mlxcel_fd::finish_merge<QE, D, ROT_V>(parts, den, rot_v, lane, y);
 #pragma unroll
       for (int e = 0; e < QE; ++e) out[(head0 + g) * D + lane * QE + e] = static_cast<T_q>(y[e]);
     }
@@ -1357,6 +1363,8 @@ if constexpr (FOLD) {
   for (int g = warp; g < GQA; g += NW) {
     const float* mlb = ml + (head0 + g) * S * 2;
     const float* ob = o_part + (head0 + g) * S * D + lane * QE;
+    mlxcel_fd::MergeSigns<QE> sg;
+    if constexpr (MSF && ROT_V) sg = mlxcel_fd::merge_signs<QE, D>(rot_v, lane);
     const float2 stats = mlxcel_fd::split_stats<4 * D, true>(mlb, S, lane, [](int, float) {});
     float parts[mlxcel_fd::MERGE_P][QE];
 #pragma unroll
@@ -1385,7 +1393,8 @@ if constexpr (FOLD) {
       }
     }
     float y[QE];
-    mlxcel_fd::finish_merge<QE, D, ROT_V>(parts, stats.y, rot_v, lane, y);
+    if constexpr (MSF && ROT_V) mlxcel_fd::finish_merge_signed<QE, D, ROT_V>(parts, stats.y, sg, lane, y);
+    else mlxcel_fd::finish_merge<QE, D, ROT_V>(parts, stats.y, rot_v, lane, y);
 #pragma unroll
     for (int e = 0; e < QE; ++e) out[(head0 + g) * D + lane * QE + e] = static_cast<T_q>(y[e]);
   }

@@ -46,7 +46,13 @@ auto load = [&](int s, float (&v)[QE]) {
     for (int e = 0; e < QE; ++e) v[e] = src[e];
   }
 };
-// 1. The first partials of this warp, in flight while the weights are computed.
+// 1. The first partials of this warp, in flight while the weights are computed; with MSF
+// (MLXCEL_MERGE_SIGNS_FIRST) warp 0 also loads V's rotation signs for step 4 here
+// (mlxcel_fd::merge_signs says why).
+mlxcel_fd::MergeSigns<QE> sg;
+if constexpr (MSF && ROT_V) {
+  if (warp == 0) sg = mlxcel_fd::merge_signs<QE, GROUP_V>(rot_v, lane);
+}
 float pre[PRE][QE];
 #pragma unroll
 for (int i = 0; i < PRE; ++i) {
@@ -92,6 +98,7 @@ for (int i = 0; i < P; ++i) {
   for (int e = 0; e < QE; ++e) parts[i][e] = part[i * D + lane * QE + e];
 }
 float y[QE];
-mlxcel_fd::finish_merge<QE, GROUP_V, ROT_V>(parts, den, rot_v, lane, y);
+if constexpr (MSF && ROT_V) mlxcel_fd::finish_merge_signed<QE, GROUP_V, ROT_V>(parts, den, sg, lane, y);
+else mlxcel_fd::finish_merge<QE, GROUP_V, ROT_V>(parts, den, rot_v, lane, y);
 #pragma unroll
 for (int e = 0; e < QE; ++e) out[static_cast<long long>(bh) * D + lane * QE + e] = static_cast<T_out>(y[e]);
