@@ -829,10 +829,7 @@ fn merge(
     .template("T_out", TemplateArg::Dtype(q.dtype()));
     // Only the warp merge reads MSF (the block merge keeps its one instantiation per shape).
     let launch = if warp_merge {
-        launch.template(
-            "MSF",
-            TemplateArg::Bool(flags::MERGE_SIGNS_FIRST.enabled()),
-        )
+        launch.template("MSF", TemplateArg::Bool(flags::MERGE_SIGNS_FIRST.enabled()))
     } else {
         launch
     };
