@@ -827,8 +827,9 @@ fn merge(
     .template("GROUP_V", TemplateArg::Int(group_v as i32))
     .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
     .template("T_out", TemplateArg::Dtype(q.dtype()));
-    // Only the warp merge reads MSF (the block merge keeps its one instantiation per shape).
-    let launch = if warp_merge {
+    // Only the warp merge reads MSF, and only for rotated V: the block merge and plain V keep
+    // their one instantiation per shape whatever the flag.
+    let launch = if warp_merge && v.rotation.is_some() {
         launch.template("MSF", TemplateArg::Bool(flags::MERGE_SIGNS_FIRST.enabled()))
     } else {
         launch
@@ -1195,9 +1196,13 @@ fn decode(
                 // Only launches that need the second round build it: <= 16 splits keep their
                 // instantiation.
                 .template("FT32", TemplateArg::Bool(fold && splits > FOLD_MAX_SPLITS))
+                // Rotated V only (the fold's merge reads no signs otherwise): plain V keeps its
+                // instantiation whatever the flag.
                 .template(
                     "MSF",
-                    TemplateArg::Bool(fold && flags::MERGE_SIGNS_FIRST.enabled()),
+                    TemplateArg::Bool(
+                        fold && v.rotation.is_some() && flags::MERGE_SIGNS_FIRST.enabled(),
+                    ),
                 )
                 .template("PROBE", TemplateArg::Int(timing_probe()?.code())),
         )?;
