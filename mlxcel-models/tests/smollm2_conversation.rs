@@ -1,6 +1,7 @@
 //! Multi-turn conversations over one KV cache (`chat::ChatSession`, `generate::generate_in`)
 //! on the default model (SmolLM2-135M-Instruct, Q4_1 GGUF): a turn reuses what the cache
-//! holds and replies exactly as a fresh run over the same transcript; a reply cut by a stop
+//! holds and replies as a fresh run over the same transcript (the same tokens, or tokens that
+//! part from them only at near ties: `assert_same_reply`); a reply cut by a stop
 //! string cuts the cache back; a cache that cannot be cut exactly starts over; a failed
 //! generation empties the context.
 
@@ -56,6 +57,64 @@ fn check_turn(
     fresh
 }
 
+/// How far below the top logit a reply token may sit, in a quantized cache mode, where a turn
+/// that reused the cache and a fresh run over the same transcript part ways. Why not exact
+/// equality: the two runs reach the same positions differently (the reused prefix came from
+/// earlier prefill chunks and decode steps, the fresh run prefills it at once), so the codec's
+/// rounding reaches their logits differently, and greedy decoding turns a small logit
+/// difference at a near tie into another token. On an AMD EPYC (session 70) a turbo4 reply after
+/// a cut-back cache parted from the fresh one where its token sat 0.056 below the top logit,
+/// and teacher-forced on, one later token sat 0.151 below (logits spanning tens); the same test
+/// in fp16 gave the same tokens. Earlier machines had matched exactly. A cache that kept stale
+/// positions or lost some changes what the model attends to, and the logits by whole units;
+/// which positions the cache holds is checked exactly (`check_turn`).
+const NEAR_TIE: f32 = 0.5;
+
+/// `got` (a reply over `prompt` after reusing a cache) must be `fresh`'s reply (a fresh run over
+/// `prompt`): in fp16 token for token; in a quantized mode the same tokens, or tokens that part
+/// from them only at near ties: teacher-forced with a new cache (`prompt`, then `got`'s tokens
+/// one at a time), every token of `got` within [`NEAR_TIE`] of the top logit. (The first token
+/// where the replies differ is the fresh run's own choice there, so `got`'s must nearly tie.)
+fn assert_same_reply(
+    model: &Model,
+    kv: &KvConfig,
+    prompt: &[u32],
+    got: &Generation,
+    fresh: &Generation,
+    label: &str,
+) {
+    if got.tokens == fresh.tokens {
+        return;
+    }
+    assert_ne!(
+        kv.mode,
+        KvMode::FP16,
+        "{label}: {:?} vs a fresh run's {:?}",
+        got.text,
+        fresh.text
+    );
+    let mut caches = model.new_caches(kv).unwrap();
+    let mut logits = common::logits_of(model, prompt, &mut caches);
+    let mut widest = 0.0f32;
+    for (i, &t) in got.tokens.iter().enumerate() {
+        let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let gap = top - logits[t as usize];
+        assert!(
+            gap <= NEAR_TIE,
+            "{label}: reply token {i} ({t}) sits {gap} below the top logit, teacher-forced; \
+             {:?} vs a fresh run's {:?}",
+            got.text,
+            fresh.text
+        );
+        widest = widest.max(gap);
+        logits = common::logits_of(model, &[t], &mut caches);
+    }
+    eprintln!(
+        "{label}: the reply parted from a fresh run's at near ties only (widest gap {widest:.4}): {:?} vs {:?}",
+        got.text, fresh.text
+    );
+}
+
 #[test]
 fn turns_reuse_the_cache_and_reply_as_a_fresh_run_over_the_transcript() {
     let model = load();
@@ -73,7 +132,7 @@ fn turns_reuse_the_cache_and_reply_as_a_fresh_run_over_the_transcript() {
         assert_eq!(g1.stats.prompt_tokens, t1.len());
         assert_eq!(g1.stats.prompt_tokens_reused, 0);
         let fresh1 = check_turn(&model, &session, &t1, &g1, &p);
-        assert_eq!(g1.tokens, fresh1.tokens, "{mode}: turn 1");
+        assert_same_reply(&model, &kv, &t1, &g1, &fresh1, &format!("{mode}: turn 1"));
         messages.push(Message::new("assistant", &g1.text));
 
         let q2 = "And the capital of Italy?";
@@ -92,11 +151,8 @@ fn turns_reuse_the_cache_and_reply_as_a_fresh_run_over_the_transcript() {
             t1.len()
         );
         let fresh2 = check_turn(&model, &session, &t2, &g2, &p);
-        assert_eq!(
-            g2.tokens, fresh2.tokens,
-            "{mode} pipelined {pipelined}: {:?} vs {:?}",
-            g2.text, fresh2.text
-        );
+        let label = format!("{mode} pipelined {pipelined}: turn 2");
+        assert_same_reply(&model, &kv, &t2, &g2, &fresh2, &label);
         assert_eq!(session.messages().len(), 5);
         assert!(session.cache_bytes() > 0);
 
@@ -144,7 +200,7 @@ fn a_reply_cut_by_a_stop_string_cuts_the_cache_back() {
     );
     assert!(g2.stats.prompt_tokens_reused > 0);
     let fresh = check_turn(&model, &session, &t2, &g2, &free);
-    assert_eq!(g2.tokens, fresh.tokens, "{:?} vs {:?}", g2.text, fresh.text);
+    assert_same_reply(&model, &kv, &t2, &g2, &fresh, "after the cut");
 }
 
 #[test]
@@ -169,7 +225,7 @@ fn a_cache_that_cannot_be_cut_exactly_starts_over() {
     let g = generate_in(&model, &mut ctx, &other, &p, |_| {}).unwrap();
     assert_eq!(g.stats.prompt_tokens_reused, 0, "the refusal starts over");
     let fresh = generate(&model, &other, &p, |_| {}).unwrap();
-    assert_eq!(g.tokens, fresh.tokens);
+    assert_same_reply(&model, &kv, &other, &g, &fresh, "started over");
 
     // A prompt extending what is cached reuses all of it.
     let mut longer = ctx.tokens().to_vec();
@@ -178,7 +234,7 @@ fn a_cache_that_cannot_be_cut_exactly_starts_over() {
     let g = generate_in(&model, &mut ctx, &longer, &p, |_| {}).unwrap();
     assert_eq!(g.stats.prompt_tokens_reused, held);
     let fresh = generate(&model, &longer, &p, |_| {}).unwrap();
-    assert_eq!(g.tokens, fresh.tokens);
+    assert_same_reply(&model, &kv, &longer, &g, &fresh, "extended");
 
     // A failed generation leaves no claim on the cache: the context is emptied.
     assert!(!ctx.tokens().is_empty());
@@ -228,7 +284,8 @@ fn a_cancelled_generation_stops_early_and_leaves_a_usable_cache() {
         let again = generate_in(&model, &mut ctx, &prompt, &free, |_| {}).unwrap();
         assert_eq!(again.stats.prompt_tokens_reused, prompt.len() - 1);
         let fresh = generate(&model, &prompt, &free, |_| {}).unwrap();
-        assert_eq!(again.tokens, fresh.tokens, "pipelined {pipelined}");
+        let label = format!("after a cancel, pipelined {pipelined}");
+        assert_same_reply(&model, &kv, &prompt, &again, &fresh, &label);
         assert!(fresh.tokens.len() > 5, "{:?}", fresh.text);
     }
 }

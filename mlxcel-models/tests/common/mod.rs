@@ -28,7 +28,7 @@ fn top_k(logits: &[f32], k: usize) -> Vec<(u32, f32)> {
         .collect()
 }
 
-fn logits_of(
+pub fn logits_of(
     model: &Model,
     ids: &[u32],
     caches: &mut [Box<dyn mlxcel_core::kv::KvCache>],
