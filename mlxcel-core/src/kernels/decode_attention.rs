@@ -827,10 +827,11 @@ fn merge(
     .template("GROUP_V", TemplateArg::Int(group_v as i32))
     .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
     .template("T_out", TemplateArg::Dtype(q.dtype()));
-    // Only the warp merge reads MSF, and only for rotated V: the block merge and plain V keep
-    // their one instantiation per shape whatever the flag.
-    let launch = if warp_merge && v.rotation.is_some() {
-        launch.template("MSF", TemplateArg::Bool(flags::MERGE_SIGNS_FIRST.enabled()))
+    // The warp merge reads MSF (the block merge does not), on only for rotated V: plain V keeps
+    // its one instantiation per shape whatever the flag.
+    let launch = if warp_merge {
+        let first = v.rotation.is_some() && flags::MERGE_SIGNS_FIRST.enabled();
+        launch.template("MSF", TemplateArg::Bool(first))
     } else {
         launch
     };
