@@ -674,11 +674,16 @@ pub const FOLD_32: Flag = Flag {
 /// the split weights' shuffles, s1 after the Walsh-Hadamard shuffles), on the critical path of
 /// the last CTA of each KV head (the fold) or of the merge launch; the session 69 timeline put
 /// the fold's merge at 1.2-1.7 us per 32K call. The same signs in the same operations:
-/// bit-identical. Changes only rotated-V formats (turbo values, int8r). Off until measured.
+/// bit-identical. Changes only rotated-V formats (turbo values, int8r). Session 71 (H100,
+/// d12bcac): 224 bit-identity checks (fold tails of 16 and 24 splits, warp merge at 47 and 300,
+/// turbo4/asym/turbo3/int8, D 64 and 128); the fold's merge at 32K turbo4-asym 1.66 -> 1.38 us
+/// (timeline medians of 96 launches); `MLXCEL_STEP_AB` device ms per step, off -> on: asym 32K
+/// 2.873 -> 2.865, turbo4 32K 2.554 -> 2.542, turbo4 128K 3.707 -> 3.693, asym 128K 5.599 ->
+/// 5.594. 0 = the signs read where the inverse rotation uses them.
 pub const MERGE_SIGNS_FIRST: Flag = Flag {
     name: "MLXCEL_MERGE_SIGNS_FIRST",
-    default: false,
-    doc: "split merges (fold and merge launch): V's rotation signs loaded with the partials (bit-identical; 1 = on)",
+    default: true,
+    doc: "split merges (fold and merge launch): V's rotation signs loaded with the partials (bit-identical; 0 = loaded where used)",
     slot: 29,
 };
 
