@@ -46,12 +46,55 @@ unpack_binaries() {
 }
 unpack_binaries
 
+# The compiled-kernel cache carried between device calls. Why: every call may start a fresh
+# machine, and a fresh machine compiles every kernel instantiation it meets with NVRTC (~2.4 s
+# each; session 71's fused bit-identity test ran out of 150 s on compiles alone, the parity
+# suite out of 360 s after 209 of its cases). The images of one call serve the next on any card
+# of the same compute capability and MLX version: MLX names each module after a hash of the
+# text it compiles, and our kernel texts include files named after a hash of their content
+# (`include_stubs`), so an edited kernel never meets a stale image. `ptx_cache_in` (run when
+# this file is sourced, on a GPU machine) points MLX's cache and ours at one folder per compute
+# capability and MLX version ($MLX_PTX_CACHE_DIR unless already set) and seeds it from
+# .devcarry/ptx-cache/<key>.tar.xz.NN, the parts an earlier call brought back; `ptx_cache_out`
+# (from call_dir's exit trap) packs that folder into $OUT as the same parts (15 MiB each: the
+# device tool brings back files of up to 16 MiB), when it holds images the seed did not. Keep
+# them for the next call with `cp <files_at>/ptx-*.tar.xz.* .devcarry/ptx-cache/` (after
+# removing the old parts). PTX_CACHE=0 leaves MLX's cache where the binaries put it.
+ptx_cache_key() {
+  local cap
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  [ -n "$cap" ] || return 1
+  echo "ptx-sm${cap}-mlx$(cat .devcarry/mlx-cuda/VERSION 2>/dev/null | tr -cd '0-9A-Za-z.')"
+}
+ptx_cache_in() {
+  [ -e /dev/nvidia0 ] && [ "${PTX_CACHE:-1}" = 1 ] || return 0
+  PTX_KEY=$(ptx_cache_key) || return 0
+  export MLX_PTX_CACHE_DIR=${MLX_PTX_CACHE_DIR:-/tmp/mlxcel-ptx/$PTX_KEY}
+  mkdir -p "$MLX_PTX_CACHE_DIR"
+  if compgen -G ".devcarry/ptx-cache/$PTX_KEY.tar.xz.*" > /dev/null; then
+    cat ".devcarry/ptx-cache/$PTX_KEY.tar.xz."* | tar xJf - -C "$MLX_PTX_CACHE_DIR" 2> /dev/null ||
+      echo "ptx cache: the carried parts did not unpack; compiling as usual"
+  fi
+  PTX_SEEDED=$(find "$MLX_PTX_CACHE_DIR" -type f | wc -l)
+  echo "ptx cache: $PTX_SEEDED files carried in ($MLX_PTX_CACHE_DIR)"
+}
+ptx_cache_out() {
+  [ -n "${PTX_KEY:-}" ] && [ -n "${OUT:-}" ] && [ -d "${MLX_PTX_CACHE_DIR:-}" ] || return 0
+  local n
+  n=$(find "$MLX_PTX_CACHE_DIR" -type f | wc -l)
+  ((n > ${PTX_SEEDED:-0})) || return 0
+  rm -f "$OUT/$PTX_KEY.tar.xz."*  # a smaller pack must not leave an earlier pack's last parts
+  tar cf - -C "$MLX_PTX_CACHE_DIR" . | xz -T0 -6 | split -b 15M -d - "$OUT/$PTX_KEY.tar.xz."
+  echo "ptx cache: $n files packed into $(find "$OUT" -maxdepth 1 -name "$PTX_KEY.tar.xz.*" | wc -l) parts"
+}
+ptx_cache_in
+
 # `call_dir NAME`: this device call's result folder, R=/tmp/NAME (emptied), packed into
 # $OUT/NAME.tgz when the script exits (the device tool brings back at most 8 files).
 call_dir() {
   R=/tmp/$1
   rm -rf "$R" && mkdir -p "$R"
-  trap "tar czf \"\${OUT:-/tmp}/$1.tgz\" -C \"$R\" ." EXIT
+  trap "tar czf \"\${OUT:-/tmp}/$1.tgz\" -C \"$R\" .; ptx_cache_out" EXIT
 }
 
 # `table_if_h200 [ENV=VALUE...]`: on an H200 (the card issue 5 names) replaces this script with
