@@ -66,22 +66,28 @@ ptx_cache_key() {
   [ -n "$cap" ] || return 1
   echo "ptx-sm${cap}-mlx$(cat .devcarry/mlx-cuda/VERSION 2>/dev/null | tr -cd '0-9A-Za-z.')"
 }
+ptx_cache_files() { find "$MLX_PTX_CACHE_DIR" -type f | wc -l; }
+# `ptx_cache_seed FROM`: unpacks the parts FROM/$PTX_KEY.tar.xz.* (if any) into the cache folder
+# and counts its files into PTX_SEEDED.
+ptx_cache_seed() {
+  if compgen -G "$1/$PTX_KEY.tar.xz.*" > /dev/null; then
+    cat "$1/$PTX_KEY.tar.xz."* | tar xJf - -C "$MLX_PTX_CACHE_DIR" 2> /dev/null ||
+      echo "ptx cache: the parts in $1 did not unpack; compiling as usual"
+  fi
+  PTX_SEEDED=$(ptx_cache_files)
+  echo "ptx cache: $PTX_SEEDED files seeded from $1 ($MLX_PTX_CACHE_DIR)"
+}
 ptx_cache_in() {
   [ -e /dev/nvidia0 ] && [ "${PTX_CACHE:-1}" = 1 ] || return 0
   PTX_KEY=$(ptx_cache_key) || return 0
   export MLX_PTX_CACHE_DIR=${MLX_PTX_CACHE_DIR:-/tmp/mlxcel-ptx/$PTX_KEY}
   mkdir -p "$MLX_PTX_CACHE_DIR"
-  if compgen -G ".devcarry/ptx-cache/$PTX_KEY.tar.xz.*" > /dev/null; then
-    cat ".devcarry/ptx-cache/$PTX_KEY.tar.xz."* | tar xJf - -C "$MLX_PTX_CACHE_DIR" 2> /dev/null ||
-      echo "ptx cache: the carried parts did not unpack; compiling as usual"
-  fi
-  PTX_SEEDED=$(find "$MLX_PTX_CACHE_DIR" -type f | wc -l)
-  echo "ptx cache: $PTX_SEEDED files carried in ($MLX_PTX_CACHE_DIR)"
+  ptx_cache_seed .devcarry/ptx-cache
 }
 ptx_cache_out() {
   [ -n "${PTX_KEY:-}" ] && [ -n "${OUT:-}" ] && [ -d "${MLX_PTX_CACHE_DIR:-}" ] || return 0
   local n
-  n=$(find "$MLX_PTX_CACHE_DIR" -type f | wc -l)
+  n=$(ptx_cache_files)
   ((n > ${PTX_SEEDED:-0})) || return 0
   rm -f "$OUT/$PTX_KEY.tar.xz."*  # a smaller pack must not leave an earlier pack's last parts
   tar cf - -C "$MLX_PTX_CACHE_DIR" . | xz -T0 -6 | split -b 15M -d - "$OUT/$PTX_KEY.tar.xz."

@@ -17,14 +17,12 @@ parity() {
   local t0=$SECONDS
   MLXCEL_MERGE_SIGNS_FIRST=1 timeout "$SECS" .devcarry/bin/tests/gpu_fused_decode --test-threads=1 --nocapture \
     fused_decode_matches_split_paths_or_falls_back > "$R/$1.txt" 2>&1
-  echo "$1: rc=$? $(grep -c 'relative RMS' "$R/$1.txt") cases in $((SECONDS - t0)) s; cache $(find "$MLX_PTX_CACHE_DIR" -type f | wc -l) files"
+  echo "$1: rc=$? $(grep -c 'relative RMS' "$R/$1.txt") cases in $((SECONDS - t0)) s; cache $(ptx_cache_files) files"
 }
 parity run1
 ptx_cache_out
 rm -rf "$MLX_PTX_CACHE_DIR" && mkdir -p "$MLX_PTX_CACHE_DIR"
-cat "$OUT/$PTX_KEY.tar.xz."* | tar xJf - -C "$MLX_PTX_CACHE_DIR"
-PTX_SEEDED=$(find "$MLX_PTX_CACHE_DIR" -type f | wc -l)
-echo "seeded from the parts: $PTX_SEEDED files"
+ptx_cache_seed "$OUT"  # what the next call's ptx_cache_in does with the parts kept
 parity run2
 diff <(grep -o '^[a-z0-9-]* hq=[0-9]* hkv=[0-9]* d=[0-9]* len=[0-9]* [a-z0-9-]*' "$R/run1.txt") \
   <(grep -o '^[a-z0-9-]* hq=[0-9]* hkv=[0-9]* d=[0-9]* len=[0-9]* [a-z0-9-]*' "$R/run2.txt" | head -n "$(grep -c 'relative RMS' "$R/run1.txt")") > /dev/null &&

@@ -791,6 +791,13 @@ pub fn merge_warp_fits(d: usize, group_v: usize) -> bool {
 /// `cuda/merge_splits_warp.cu`).
 const MAX_SPLITS: usize = 2048;
 
+/// Whether a split merge (the fold's, or the warp merge launch) loads V's rotation signs with
+/// its partials (`MLXCEL_MERGE_SIGNS_FIRST`, template `MSF`). Only a rotated V has signs to load:
+/// plain V keeps one instantiation per shape whatever the flag.
+fn merge_signs_first(v: &RawSide<'_>) -> bool {
+    v.rotation.is_some() && flags::MERGE_SIGNS_FIRST.enabled()
+}
+
 /// The split-merge launch shared by both kernels (`rot_v`: V's rotation signs), writing
 /// `out_shape` (the kernel writes `[B, Hq, D]` in memory order whatever shape is declared).
 fn merge(
@@ -827,11 +834,9 @@ fn merge(
     .template("GROUP_V", TemplateArg::Int(group_v as i32))
     .template("ROT_V", TemplateArg::Bool(v.rotation.is_some()))
     .template("T_out", TemplateArg::Dtype(q.dtype()));
-    // The warp merge reads MSF (the block merge does not), on only for rotated V: plain V keeps
-    // its one instantiation per shape whatever the flag.
+    // The warp merge reads MSF whatever ROT_V; the block merge does not read it.
     let launch = if warp_merge {
-        let first = v.rotation.is_some() && flags::MERGE_SIGNS_FIRST.enabled();
-        launch.template("MSF", TemplateArg::Bool(first))
+        launch.template("MSF", TemplateArg::Bool(merge_signs_first(v)))
     } else {
         launch
     };
@@ -1197,14 +1202,7 @@ fn decode(
                 // Only launches that need the second round build it: <= 16 splits keep their
                 // instantiation.
                 .template("FT32", TemplateArg::Bool(fold && splits > FOLD_MAX_SPLITS))
-                // Rotated V only (the fold's merge reads no signs otherwise): plain V keeps its
-                // instantiation whatever the flag.
-                .template(
-                    "MSF",
-                    TemplateArg::Bool(
-                        fold && v.rotation.is_some() && flags::MERGE_SIGNS_FIRST.enabled(),
-                    ),
-                )
+                .template("MSF", TemplateArg::Bool(fold && merge_signs_first(v)))
                 .template("PROBE", TemplateArg::Int(timing_probe()?.code())),
         )?;
         let token = if append.is_some() { outs.pop() } else { None };
