@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
-# Session 73, first call: on an H200, the issue's table (session71_h200.sh: table_if_h200, with
+# Session 73, first call: on an H200, the issue's table (e2e_run.sh's table_if_h200, with
 # 89017c1's MLXCEL_MERGE_SIGNS_FIRST default). On any other card, the GPU tests not yet run with
 # today's defaults: the rest of gpu_fused_decode (session 72 passed the parity suite and the six
 # named below) and gpu_attention_append, with the kernel cache seeded from .devcarry/ptx-cache.
 #   source .devcarry/mlx-cuda/activate.sh && BUDGET=480 bash benchmarks/gpu/sessions/session73_first.sh
 set -uo pipefail
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  exec bash benchmarks/gpu/sessions/session71_h200.sh
-fi
-nvidia-smi -L
 # shellcheck source=benchmarks/gpu/e2e_run.sh
 . benchmarks/gpu/e2e_run.sh
+table_if_h200 MLXCEL_MERGE_SIGNS_FIRST=1  # does not return on an H200
 call_dir s73tests
 BUDGET=${BUDGET:-480}
 # gpu_attention_append first: only its trims test has run with MLXCEL_MERGE_SIGNS_FIRST (session 71).
