@@ -422,6 +422,50 @@ suite_rest() {
   grep -E "^test |^ok$|test result|panicked|cases|checks" "$R/test-rest.txt" | tail -60
 }
 
+# `suite_parallel NAME JOBS DONE...`: suite_rest with JOBS tests at a time, each in its own
+# process (`--exact`), all stopped when $BUDGET runs out. Why: one test binary runs its tests one
+# at a time (they set process-wide MLXCEL_* flags), and on a warm H100 with the kernel cache each
+# took 17-160 s (session 73), so the two binaries' 38 tests need about an hour in one process,
+# two sessions' device budget. Each process gets its own
+# copy of the kernel cache: MLX 0.32 writes an image it compiled in place (an ofstream on the
+# final name; ours go through a rename), so a process reading it while another writes could load
+# half a file. The images they add are merged back after all have ended.
+# Per test, $R/par-NAME/TEST.txt; prints each test's exit status (124: stopped by the budget)
+# with its summary lines, then the names that passed (the next call's DONE).
+suite_parallel() {
+  local name=$1 jobs=$2 left=$((${BUDGET:-520} - SECONDS)) dir; shift 2
+  local bin=${TEST_BIN_DIR:-.devcarry/bin/tests}/$name
+  if ((left <= 60)); then echo "skipped the parallel rest of $name (t=${SECONDS}s)"; return; fi
+  dir=$R/par-$name
+  mkdir -p "$dir"
+  "$bin" --list 2> /dev/null | sed -n 's/: test$//p' | grep -vxF -f <(printf '%s\n' "$@" "") > "$dir/todo.txt"
+  PAR_BIN=$bin PAR_DIR=$dir PAR_END=$(($(date +%s) + left)) \
+    xargs -P "$jobs" -I{} bash -c 'par_one "$1"' _ {} < "$dir/todo.txt"
+  if [ -n "${MLX_PTX_CACHE_DIR:-}" ]; then
+    local c
+    for c in "$dir"/cache-*; do [ -d "$c" ] && cp -rn "$c"/. "$MLX_PTX_CACHE_DIR"/ && rm -rf "$c"; done
+  fi
+  echo "parallel rest of $name: $(wc -l < "$dir/todo.txt") tests, $jobs at a time, limit ${left}s"
+  sort "$dir/results.txt"
+  echo "passed: $(awk '$2 == "rc=0" {print $1}' "$dir/results.txt" | sort | tr '\n' ' ')"
+}
+# One test of suite_parallel (in xargs' shell: exported below). SECONDS restarts at 0 in each
+# shell, so the deadline travels as the clock's epoch second (PAR_END).
+par_one() {
+  local t=$1 left rc t0=$SECONDS cache=()
+  left=$((PAR_END - $(date +%s)))
+  if ((left <= 5)); then echo "$t rc=skipped" >> "$PAR_DIR/results.txt"; return; fi
+  if [ -n "${MLX_PTX_CACHE_DIR:-}" ]; then
+    cp -r "$MLX_PTX_CACHE_DIR" "$PAR_DIR/cache-$t"
+    cache=("MLX_PTX_CACHE_DIR=$PAR_DIR/cache-$t")
+  fi
+  env "${cache[@]}" timeout "$left" "$PAR_BIN" --exact "$t" \
+    --test-threads=1 --nocapture > "$PAR_DIR/$t.txt" 2>&1
+  rc=$?
+  echo "$t rc=$rc $((SECONDS - t0))s $(grep -E "panicked|cases|checks|steps" "$PAR_DIR/$t.txt" | tr '\n' ' ' | cut -c1-400)" >> "$PAR_DIR/results.txt"
+}
+export -f par_one
+
 # `bg_test TAG NAME SECONDS PATTERN [FILTER]`: gpu_test in the background, its line into
 # $R/bg-TAG.txt: a test whose GPU work is a few small launches between NVRTC compiles (CPU)
 # can overlap ncu sweeps. `bg_wait` waits for it and prints that line.
