@@ -425,7 +425,7 @@ suite_rest() {
 # `suite_parallel NAME JOBS DONE...`: suite_rest with JOBS tests at a time, each in its own
 # process (`--exact`), all stopped when $BUDGET runs out. Why: one test binary runs its tests one
 # at a time (they set process-wide MLXCEL_* flags), and on a warm H100 with the kernel cache each
-# took 17-160 s (session 73), so the two binaries' 38 tests need about an hour in one process,
+# took 17-160 s (session 73), so the two binaries' 36 tests need about an hour in one process,
 # two sessions' device budget. Each process gets its own
 # copy of the kernel cache: MLX 0.32 writes an image it compiled in place (an ofstream on the
 # final name; ours go through a rename), so a process reading it while another writes could load
@@ -443,7 +443,13 @@ suite_parallel() {
     xargs -P "$jobs" -I{} bash -c 'par_one "$1"' _ {} < "$dir/todo.txt"
   if [ -n "${MLX_PTX_CACHE_DIR:-}" ]; then
     local c
-    for c in "$dir"/cache-*; do [ -d "$c" ] && cp -rn "$c"/. "$MLX_PTX_CACHE_DIR"/ && rm -rf "$c"; done
+    # Images already there stay (`--update=none`; coreutils before 9.3 only know `-n`, which
+    # 9.4 warns about once per call).
+    for c in "$dir"/cache-*; do
+      [ -d "$c" ] || continue
+      cp -r --update=none "$c"/. "$MLX_PTX_CACHE_DIR"/ 2> /dev/null || cp -rn "$c"/. "$MLX_PTX_CACHE_DIR"/
+      rm -rf "$c"
+    done
   fi
   echo "parallel rest of $name: $(wc -l < "$dir/todo.txt") tests, $jobs at a time, limit ${left}s"
   sort "$dir/results.txt"
