@@ -426,10 +426,10 @@ suite_rest() {
 # process (`--exact`), all stopped when $BUDGET runs out. Why: one test binary runs its tests one
 # at a time (they set process-wide MLXCEL_* flags), and on a warm H100 with the kernel cache each
 # took 17-160 s (session 73), so the two binaries' 36 tests need about an hour in one process,
-# two sessions' device budget. Each process gets its own
-# copy of the kernel cache: MLX 0.32 writes an image it compiled in place (an ofstream on the
-# final name; ours go through a rename), so a process reading it while another writes could load
-# half a file. The images they add are merged back after all have ended.
+# two sessions' device budget. Each process gets its own copy of the kernel cache: MLX 0.32
+# writes an image it compiled in place (an ofstream on the final name; ours go through a
+# rename), so a process reading it while another writes could load half a file. The images the
+# copies gain are merged back after all have ended.
 # Per test, $R/par-NAME/TEST.txt; prints each test's exit status (124: stopped by the budget)
 # with its summary lines, then the names that passed (the next call's DONE).
 suite_parallel() {
@@ -437,14 +437,14 @@ suite_parallel() {
   local bin=${TEST_BIN_DIR:-.devcarry/bin/tests}/$name
   if ((left <= 60)); then echo "skipped the parallel rest of $name (t=${SECONDS}s)"; return; fi
   dir=$R/par-$name
-  mkdir -p "$dir"
+  mkdir -p "$dir" && touch "$dir/results.txt"
   "$bin" --list 2> /dev/null | sed -n 's/: test$//p' | grep -vxF -f <(printf '%s\n' "$@" "") > "$dir/todo.txt"
   PAR_BIN=$bin PAR_DIR=$dir PAR_END=$(($(date +%s) + left)) \
     xargs -P "$jobs" -I{} bash -c 'par_one "$1"' _ {} < "$dir/todo.txt"
   if [ -n "${MLX_PTX_CACHE_DIR:-}" ]; then
     local c
-    # Images already there stay (`--update=none`; coreutils before 9.3 only know `-n`, which
-    # 9.4 warns about once per call).
+    # Images already there stay: `--update=none` (coreutils 9.3 on; the device's warns at
+    # `-n`), else `-n` (coreutils 9.1 here knows only that).
     for c in "$dir"/cache-*; do
       [ -d "$c" ] || continue
       cp -r --update=none "$c"/. "$MLX_PTX_CACHE_DIR"/ 2> /dev/null || cp -rn "$c"/. "$MLX_PTX_CACHE_DIR"/
