@@ -437,7 +437,7 @@ suite_parallel() {
   local bin=${TEST_BIN_DIR:-.devcarry/bin/tests}/$name
   if ((left <= 60)); then echo "skipped the parallel rest of $name (t=${SECONDS}s)"; return; fi
   dir=$R/par-$name
-  mkdir -p "$dir" && touch "$dir/results.txt"
+  mkdir -p "$dir" && : > "$dir/results.txt"
   "$bin" --list 2> /dev/null | sed -n 's/: test$//p' | grep -vxF -f <(printf '%s\n' "$@" "") > "$dir/todo.txt"
   PAR_BIN=$bin PAR_DIR=$dir PAR_END=$(($(date +%s) + left)) \
     xargs -P "$jobs" -I{} bash -c 'par_one "$1"' _ {} < "$dir/todo.txt"
