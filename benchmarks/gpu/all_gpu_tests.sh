@@ -23,7 +23,7 @@ for b in "$dir"/gpu_*; do
   bins+=("$(basename "$b")") counts+=("$n") total=$((total + n))
 done
 ((total > 0)) || { echo "no GPU test binaries in $dir"; exit 1; }
-echo "card: $(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1); binaries $(cat .devcarry/bin/COMMIT 2> /dev/null); $total tests"
+echo "card: $(card_name); binaries $(cat .devcarry/bin/COMMIT 2> /dev/null); $total tests"
 for i in "${!bins[@]}"; do
   jobs=$((JOBS * counts[i] / total))
   ((jobs >= 1)) || jobs=1

@@ -103,12 +103,16 @@ call_dir() {
   trap "tar czf \"\${OUT:-/tmp}/$1.tgz\" -C \"$R\" .; ptx_cache_out" EXIT
 }
 
+# `card_name`: the first GPU's name (empty without nvidia-smi), which every call prints beside
+# the staged binaries' commit.
+card_name() { nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1; }
+
 # `table_if_h200 [ENV=VALUE...]`: on an H200 (the card issue 5 names) replaces this script with
 # session61_call1.sh's H200 branch, the issue's end-to-end table, with the given settings;
 # elsewhere prints the card and returns.
 table_if_h200() {
   local gpu
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  gpu=$(card_name)
   echo "card: $gpu; binaries $(cat .devcarry/bin/COMMIT 2>/dev/null)"
   if [[ "$gpu" == *H200* ]]; then exec env SKIP_PAIRED=1 "$@" bash benchmarks/gpu/sessions/session61_call1.sh; fi
 }

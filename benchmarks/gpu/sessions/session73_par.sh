@@ -3,7 +3,7 @@
 # GPU tests not yet run with today's defaults, several at a time (suite_parallel): the rest of
 # gpu_fused_decode (the skip list: the parity suite and the eleven that passed in sessions
 # 71-73) six at a time, beside the rest of gpu_attention_append (three passed in session 73) two
-# at a time.
+# at a time. The general form, every staged GPU binary at once: benchmarks/gpu/all_gpu_tests.sh.
 #   source .devcarry/mlx-cuda/activate.sh && BUDGET=250 bash benchmarks/gpu/sessions/session73_par.sh
 set -uo pipefail
 # shellcheck source=benchmarks/gpu/e2e_run.sh
