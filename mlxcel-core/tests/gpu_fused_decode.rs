@@ -485,8 +485,8 @@ fn hoisted_rescale_always_and_ftz_loops_are_bit_identical() {
 /// One flag's bit-identity sweep, shared by the tests below: for every mode, (Hq, Hkv, D) shape
 /// and (length, split override) case, fresh random data (seeded by `test`), the fused output
 /// with `flag` off, then `calls` outputs with it on, each of which must equal it bit for bit.
-/// On the CPU only the cases of up to [`CPU_MAX_LEN`] positions run, and the call must end in MLX's "CUDA"
-/// error. Returns the checks made on CUDA; leaves the flag cleared.
+/// On the CPU only the cases of up to [`CPU_MAX_LEN`] positions run, and the call must end in
+/// MLX's "CUDA" error. Returns the checks made on CUDA; leaves the flag cleared.
 fn flag_bit_identity(
     test: &str,
     flag: &str,

@@ -14,13 +14,6 @@ call_dir s74c1
 BUDGET=${BUDGET:-480}
 command -v ncu > /dev/null || echo "ncu not found: device-clock steps only"
 for run in "turbo4-asym 32768" "fp16 32768" "turbo4 131072" "fp16 131072"; do
-  set -- $run
-  have 60 "device clock $1 $2" && RUN_ENV=MLXCEL_DEVICE_CLOCK=1 FILL=random-kv TOKENS=64 run clock "$1" "$2"
-  command -v ncu > /dev/null || continue
-  have 90 "ncu $1 $2" || continue
-  NCU_CACHE=none FILL=random-kv NCU_OUT="$R/insitu-$1-$2" timeout 150 \
-    bash benchmarks/gpu/ncu_e2e.sh "$1" "$2" 8,2 2>&1 | tail -16
-  gzip -f "$R"/insitu-"$1-$2"/ncu-e2e/*.csv 2> /dev/null
-  echo "t=${SECONDS}s"
+  insitu_budget $run
 done
 echo "done at t=${SECONDS}s"
