@@ -520,14 +520,12 @@ insitu_env() {
 # `insitu_budget KV CTX`: one mode's inputs to benchmarks/gpu/step_budget.py at CTX, each while
 # $BUDGET lasts: a device-clock run (64 tokens, random-kv fill; $R/clock-KV-CTX.err's "device
 # clock" line is --device-ms) and every kernel of two decode steps in situ (ncu, caches kept
-# between kernels as in a real step; $R/insitu-KV-CTX/ncu-e2e/*.csv.gz), unless ncu is missing.
+# between kernels as in a real step: insitu_env; $R/insitu-KV-CTX/ncu-e2e/*.csv.gz).
 insitu_budget() {
   local kv=$1 ctx=$2
   have 60 "device clock $kv $ctx" && RUN_ENV=MLXCEL_DEVICE_CLOCK=1 FILL=random-kv TOKENS=64 run clock "$kv" "$ctx"
-  command -v ncu > /dev/null || return 0
   have 90 "ncu $kv $ctx" || return 0
-  NCU_CACHE=none FILL=random-kv NCU_OUT="$R/insitu-$kv-$ctx" timeout 150 \
-    bash benchmarks/gpu/ncu_e2e.sh "$kv" "$ctx" 8,2 2>&1 | tail -16
+  INSITU_KV=$kv CTX=$ctx insitu_env "$kv-$ctx" NCU_CACHE=none
   gzip -f "$R"/insitu-"$kv-$ctx"/ncu-e2e/*.csv 2> /dev/null
   echo "t=${SECONDS}s"
 }

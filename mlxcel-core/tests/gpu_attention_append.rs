@@ -27,6 +27,15 @@ use mlxcel_core::rope::RopeSpec;
 /// of this binary's ~3 minutes in CI before session 74.
 const CPU_MAX_PREFILL: i32 = 207;
 
+/// `prefill` on CUDA, at most [`CPU_MAX_PREFILL`] elsewhere.
+fn prefill_here(prefill: i32, on_cuda: bool) -> i32 {
+    if on_cuda {
+        prefill
+    } else {
+        prefill.min(CPU_MAX_PREFILL)
+    }
+}
+
 #[test]
 fn attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered() {
     let mut r = rng("attention_append_writes_and_attends_as_the_separate_append_or_is_not_offered");
@@ -150,7 +159,7 @@ fn timeline_probe_keeps_the_attention_launch_bit_identical() {
     let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
     const PROBE: &str = "MLXCEL_ATTENTION_TIMING_PROBE";
     let (nq, nkv, d) = (32usize, 8usize, 128usize);
-    let prefill = if on_cuda { 3007i32 } else { CPU_MAX_PREFILL };
+    let prefill = prefill_here(3007, on_cuda);
     let rope = RopeSpec::new(d as i32, false, 500000.0, None).unwrap();
     let scale = 1.0 / (d as f32).sqrt();
     let mut steps_checked = 0;
@@ -220,11 +229,7 @@ fn flag_checks_the_attention_launches(
     let mut steps_checked = 0;
     for mode in ["turbo4", "turbo4-asym", "int8", "fp16+int8"] {
         for &(nq, nkv, d, trad, prefill) in shapes {
-            let prefill = if on_cuda {
-                prefill
-            } else {
-                prefill.min(CPU_MAX_PREFILL)
-            };
+            let prefill = prefill_here(prefill, on_cuda);
             let (mut a, mut b) = twin_caches(&mut r, mode, nkv, d, prefill);
             let rope = RopeSpec::new(d as i32, trad, 500000.0, None).unwrap();
             let scale = 1.0 / (d as f32).sqrt();

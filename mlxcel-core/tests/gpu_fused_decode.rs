@@ -379,10 +379,7 @@ fn pair_table_decodes_bit_identically_to_byte_permutes() {
     let mut checked = 0;
     for mode in ["turbo4", "turbo4-asym"] {
         for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (12, 3, 64)] {
-            for (len, splits) in FIXED_SPLIT_LENS {
-                if !on_cuda && len > CPU_MAX_LEN {
-                    continue;
-                }
+            for (len, splits) in lens_here(&FIXED_SPLIT_LENS) {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let run = |lk: bool, lv: bool, imm: bool| {
@@ -441,10 +438,7 @@ fn hoisted_rescale_always_and_ftz_loops_are_bit_identical() {
     let mut checked = 0;
     for mode in ["turbo4", "turbo4-asym", "int8", "fp16"] {
         for (hq, hkv, d) in [(32usize, 8usize, 128usize), (7, 1, 64), (28, 4, 128)] {
-            for (len, splits) in FIXED_SPLIT_LENS {
-                if !on_cuda && len > CPU_MAX_LEN {
-                    continue;
-                }
+            for (len, splits) in lens_here(&FIXED_SPLIT_LENS) {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let run = |[hoist, rsall, ftz]: [bool; 3]| {
@@ -500,10 +494,7 @@ fn flag_bit_identity(
     let mut checked = 0;
     for mode in modes {
         for &(hq, hkv, d) in shapes {
-            for &(len, splits) in cases {
-                if !on_cuda && len > CPU_MAX_LEN {
-                    continue;
-                }
+            for (len, splits) in lens_here(cases) {
                 let (k, v, q) = random_case(&mut r, mode, (hq, hkv, d), len);
                 let (kr, vr) = (k.raw().unwrap(), v.raw().unwrap());
                 let run = |on: bool| fused_values(&[(flag, on)], &q, (&kr, &vr), len, splits);
@@ -549,6 +540,17 @@ const MMA_SHAPES_GQA_1_TO_8: &[(usize, usize, usize)] = &[
 /// that path, and encoding the 1000- and 4097-position ones on the CPU took most of CI's time
 /// in these tests (~280 s of 4 minutes before session 74).
 const CPU_MAX_LEN: usize = 17;
+
+/// The (length, split) cases of `cases` that this backend runs: all of them on CUDA, those of up
+/// to [`CPU_MAX_LEN`] positions elsewhere.
+fn lens_here<S: Copy>(cases: &[(usize, S)]) -> Vec<(usize, S)> {
+    let on_cuda = KernelBackend::current() == Some(KernelBackend::Cuda);
+    cases
+        .iter()
+        .copied()
+        .filter(|&(len, _)| on_cuda || len <= CPU_MAX_LEN)
+        .collect()
+}
 /// (length, split count) of the bit-identity tests that fix the split count (both sides must
 /// split alike): ~64 tokens per split up to 40 splits, and 4097 tokens in one split, where each
 /// warp loops over many tiles (refills, the ring's wrap, repeated softmax updates; see
@@ -831,10 +833,7 @@ fn flag_within_parity_rising(test: &str, flag: &str, rise: f32) -> usize {
             continue;
         }
         for &shape in &shapes {
-            for &(len, splits) in &lens {
-                if !on_cuda && len > CPU_MAX_LEN {
-                    continue;
-                }
+            for (len, splits) in lens_here(&lens) {
                 let Some((e_ref, e_off, _)) =
                     flag_case(&mut r, flag, mode, shape, (len, splits), rise)
                 else {
