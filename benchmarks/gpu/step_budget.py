@@ -1,6 +1,6 @@
 """A decode step's kernel time split into the work every KV mode shares and the mode's own.
 
-    python3 benchmarks/gpu/step_budget.py MODE CTX CSV [--layers 32] [--boundary 4] [--kv-heads 8]
+    python3 benchmarks/gpu/step_budget.py MODE CTX CSV [--layers 32] [--boundary N] [--kv-heads 8]
         [--head-dim 128] [--copy-tbs 4.24] [--against FP16_CSV --goal 2.0 --weight-gb 4.22
         --device-ms MODE_MS FP16_MS]
 
@@ -13,9 +13,11 @@ stacked kernel's time: the turbo modes fold their cache append into it, and the 
 own), the mode's own sum, and its KV bytes against the copy roofline.
 
 KV bytes per token and KV head at head dim D (`kv_bytes`): fp16 4 D (K and V fp16); turbo4 D + 4
-(4-bit K and V, two fp16 norms); turbo4-asym 2.5 D + 2 (fp16 K, 4-bit V and its norm); the turbo
-modes' boundary layers 3 D + 2 (fp16 keys, int8 values and their fp16 scale). At D = 128: 512,
-132, 322, 386.
+(4-bit K and V, two fp16 norms); turbo4-asym 2.5 D + 2 (fp16 K, 4-bit V and its norm). Boundary
+layers as today's defaults store them: turbo4-asym's first and last two fp16 keys with int8 values
+and their fp16 scale, 3 D + 2 (ADR 0012); turbo4's first three fp16 keys with turbo4 values, the
+same 2.5 D + 2 as turbo4-asym (ADRs 0027, 0028). At D = 128: 512, 132, 322, 386. --boundary N
+overrides the count (not the kind).
 
 --against FP16_CSV (fp16's steps at the same context) adds the ratio frontier (ADR 0016): the
 ratio of fp16's step to this mode's by kernel sums; with this mode's own kernels at copy speed;
@@ -38,7 +40,11 @@ import sys
 
 def kv_bytes(kind: str, d: int) -> int:
     """Bytes per token and KV head of one layer's cache (the module docstring's formulas)."""
-    return {"fp16": 4 * d, "turbo4": d + 4, "turbo4-asym": 2 * d + d // 2 + 2, "boundary": 3 * d + 2}[kind]
+    return {"fp16": 4 * d, "turbo4": d + 4, "turbo4-asym": 2 * d + d // 2 + 2, "fp16+int8": 3 * d + 2}[kind]
+
+
+# Each mode's default boundary layers: (count, storage) (the module docstring; ADRs 0012, 0027, 0028).
+BOUNDARY = {"turbo4": (3, "turbo4-asym"), "turbo4-asym": (4, "fp16+int8")}
 
 
 def family(name: str, grid: str) -> str:
@@ -116,7 +122,9 @@ def budget(mode: str, ctx: int, path: str, a, show: bool = True) -> dict:
     if mode == "fp16":
         per_token = kv_bytes("fp16", d) * a.layers
     else:
-        per_token = kv_bytes(mode, d) * (a.layers - a.boundary) + kv_bytes("boundary", d) * a.boundary
+        count, kind = BOUNDARY[mode]
+        count = count if a.boundary is None else a.boundary
+        per_token = kv_bytes(mode, d) * (a.layers - count) + kv_bytes(kind, d) * count
     total_bytes = per_token * ctx * a.kv_heads
     roof = total_bytes / (a.copy_tbs * 1e12) * 1e6  # us
     if show:
@@ -154,7 +162,7 @@ def main() -> None:
     ap.add_argument("ctx", type=int)
     ap.add_argument("csv")
     ap.add_argument("--layers", type=int, default=32)
-    ap.add_argument("--boundary", type=int, default=4, help="turbo4's boundary layers (fp16 keys, int8 values)")
+    ap.add_argument("--boundary", type=int, help="boundary layers (default: the mode's default count)")
     ap.add_argument("--kv-heads", type=int, default=8)
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--copy-tbs", type=float, default=4.24, help="copy roofline, TB/s (torch copy on this H200)")
