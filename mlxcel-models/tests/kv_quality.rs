@@ -27,7 +27,9 @@ use mlxcel_models::perplexity::perplexity_modes;
 use mlxcel_models::weights::WeightFormat;
 use mlxcel_models::{KvConfig, LoadOptions, Model};
 
+/// Both tests' model, after [`one_blas_thread`].
 fn model() -> Model {
+    one_blas_thread();
     Model::load(
         Some(default_model().unwrap().to_str().unwrap()),
         &LoadOptions {
@@ -36,6 +38,31 @@ fn model() -> Model {
         },
     )
     .unwrap()
+}
+
+/// Sets OpenBLAS (when mlxcel's MLX uses it) to one thread in this test process, once, before
+/// either test's first matmul. Why: this binary's tests run three MLX CPU streams at once (two
+/// perplexity halves and the needle runs) on CI's 2 cores, and OpenBLAS's second thread
+/// busy-waits (`sched_yield`, ~20% of the CPU in `perf`) between the many small GEMMs, taking
+/// the core that a stream's exponentials need. Measured on this binary: 722 s with OpenBLAS's
+/// default two threads, 591 s with `OPENBLAS_NUM_THREADS=1`, 594 s with this call. The
+/// variable is read when the library loads, before `main`, hence the call at run time; without
+/// OpenBLAS (MLX's bundled reference BLAS, single-threaded) the symbol is absent and this does
+/// nothing.
+fn one_blas_thread() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: dlsym with a NUL-terminated name; the symbol, when present, is OpenBLAS's
+        // `void openblas_set_num_threads(int)`, called before any BLAS work of this process
+        // (`Once` holds the other test until it returns).
+        unsafe {
+            let f = libc::dlsym(libc::RTLD_DEFAULT, c"openblas_set_num_threads".as_ptr());
+            if !f.is_null() {
+                let set: extern "C" fn(libc::c_int) = std::mem::transmute(f);
+                set(1);
+            }
+        }
+    });
 }
 
 fn kv(mode: &str) -> KvConfig {
@@ -97,7 +124,20 @@ fn modes_stay_within_the_perplexity_and_kld_bounds() {
         .chain([kv("int8r")])
         .chain(default_ends.map(|(n, _)| kv(n)))
         .collect();
-    let reports = perplexity_modes(&m, &tokens, 1024, 4, 256, &modes).unwrap();
+    // MLX's CPU backend runs each thread's ops on that thread's own stream, and its element-wise
+    // ops (the exponentials of the softmaxes and of SiLU: about half of a forward pass here) on
+    // one core. So the modes run as two halves, the second on a thread of its own with its own
+    // model (a `Model` stays on its thread); each half compares its modes with its own fp16 pass
+    // over the same windows, as `mlxcel perplexity` does. This binary on a 2-core machine: 723 s
+    // as one thread, 722 s as two with OpenBLAS's default two threads, 594 s as two with one
+    // OpenBLAS thread (benchmarks/results/2026-12-07-session75.md).
+    let (first, second) = modes.split_at(modes.len().div_ceil(2));
+    let reports: Vec<_> = std::thread::scope(|s| {
+        let other = s.spawn(|| perplexity_modes(&model(), &tokens, 1024, 4, 256, second));
+        let mut reports = perplexity_modes(&m, &tokens, 1024, 4, 256, first).unwrap();
+        reports.extend(other.join().unwrap().unwrap());
+        reports
+    });
     let mut failures = Vec::new();
     for ((name, max_pct, ref_kld), r) in table.iter().zip(&reports) {
         let c = r.vs_fp16.as_ref().unwrap();
