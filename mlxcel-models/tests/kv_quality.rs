@@ -125,8 +125,8 @@ fn modes_stay_within_the_perplexity_and_kld_bounds() {
         .chain(default_ends.map(|(n, _)| kv(n)))
         .collect();
     // MLX's CPU backend runs each thread's ops on that thread's own stream, and its element-wise
-    // ops (the exponentials of the softmaxes and of SiLU: about half of a forward pass here) on
-    // one core. So the modes run as two halves, the second on a thread of its own with its own
+    // ops (the exponentials of the softmaxes and of SiLU: about a third of a forward pass's busy
+    // CPU here, `perf`) on one core. So the modes run as two halves, the second on a thread of its own with its own
     // model (a `Model` stays on its thread); each half compares its modes with its own fp16 pass
     // over the same windows, as `mlxcel perplexity` does. This binary on a 2-core machine: 723 s
     // as one thread, 722 s as two with OpenBLAS's default two threads, 594 s as two with one
